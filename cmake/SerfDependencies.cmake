@@ -1,0 +1,52 @@
+# Every dependency is a Debian package installed by scripts/setup.
+find_package(Threads REQUIRED)
+find_package(Boost 1.74 REQUIRED)                 # Boost.Math is header-only
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 2.1 REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+# Debian's dnnl-config.cmake insists on OpenCL (its GPU runtime); we use the CPU engine only, so
+# find the library and headers directly.
+find_library(SERF_DNNL_LIBRARY dnnl REQUIRED)
+find_path(SERF_DNNL_INCLUDE oneapi/dnnl/dnnl.hpp REQUIRED)
+add_library(serf_dnnl INTERFACE)
+target_link_libraries(serf_dnnl INTERFACE ${SERF_DNNL_LIBRARY})
+target_include_directories(serf_dnnl SYSTEM INTERFACE ${SERF_DNNL_INCLUDE})
+add_library(DNNL::dnnl ALIAS serf_dnnl)
+
+# MPI: AUTO builds the runtime when found; ON insists; OFF skips it.
+set(SERF_HAVE_MPI OFF)
+if(NOT SERF_WITH_MPI STREQUAL "OFF")
+  if(SERF_WITH_MPI STREQUAL "ON")
+    find_package(MPI REQUIRED COMPONENTS CXX)
+  else()
+    find_package(MPI COMPONENTS CXX)
+  endif()
+  if(MPI_CXX_FOUND)
+    set(SERF_HAVE_MPI ON)
+  endif()
+endif()
+
+# CUDA: AUTO builds the backend when nvcc and cuDNN/cuBLAS are found; ON insists.
+set(SERF_HAVE_CUDA OFF)
+if(NOT SERF_WITH_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    find_package(CUDAToolkit)
+    find_library(SERF_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+    find_path(SERF_CUDNN_INCLUDE cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+    if(CUDAToolkit_FOUND AND SERF_CUDNN_LIBRARY AND SERF_CUDNN_INCLUDE AND TARGET CUDA::cublas)
+      set(SERF_HAVE_CUDA ON)
+    endif()
+  endif()
+  if(SERF_WITH_CUDA STREQUAL "ON" AND NOT SERF_HAVE_CUDA)
+    message(FATAL_ERROR "SERF_WITH_CUDA=ON but nvcc, cuDNN or cuBLAS was not found "
+                        "(set CMAKE_CUDA_COMPILER, or use SERF_WITH_CUDA=AUTO)")
+  endif()
+endif()
+
+find_package(Catch2 2 QUIET)
+if(SERF_BUILD_TESTS AND NOT Catch2_FOUND)
+  message(FATAL_ERROR "Catch2 v2 not found: run scripts/setup (Debian package catch2)")
+endif()

@@ -1,0 +1,34 @@
+#pragma once
+// A subcommand: its CLI11 parser and the action run after a successful parse.
+// Actions return a Status; main() prints an error as one line and maps it to the exit code.
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "serf/core/status.h"
+
+namespace serf::cli {
+
+class CommandRegistry {
+ public:
+  // `app` is a subcommand (possibly nested) created by the caller; `run` is called when it was parsed.
+  void add(CLI::App* app, std::function<Status()> run) { commands_.push_back({app, std::move(run)}); }
+
+  // The deepest parsed subcommand's action, or nullptr.
+  const std::function<Status()>* selected() const;
+
+ private:
+  struct Entry {
+    CLI::App* app;
+    std::function<Status()> run;
+  };
+  std::vector<Entry> commands_;
+};
+
+// Each room's CLI file registers its subcommands here (see main.cc).
+void register_queue_commands(CLI::App& app, CommandRegistry& registry);  // predict plan size capacity
+
+}  // namespace serf::cli

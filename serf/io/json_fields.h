@@ -1,0 +1,38 @@
+#pragma once
+// Typed access to JSON fields with errors that name the field: "tuples[2].mean_ms: expected a number".
+// Every reader of a user's JSON file goes through these, so bad input is one clear line.
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "serf/core/status.h"
+
+namespace serf::io {
+
+// Parses `text`; the error names `source` (usually the file name) and the byte offset.
+StatusOr<nlohmann::json> parse_json(const std::string& text, const std::string& source);
+// Reads and parses a file; a missing or unreadable file is NotFound naming the path.
+StatusOr<nlohmann::json> read_json_file(const std::string& path);
+// Reads a whole text file.
+StatusOr<std::string> read_text_file(const std::string& path);
+// Writes `text` to `path` (atomically: a temporary beside it, then rename).
+Status write_text_file(const std::string& path, const std::string& text);
+
+// `where` is the path of `obj` in the document, e.g. "tuples[2]"; "" for the root.
+StatusOr<const nlohmann::json*> get_field(const nlohmann::json& obj, const std::string& key,
+                                          const std::string& where);
+StatusOr<double> get_number(const nlohmann::json& obj, const std::string& key,
+                            const std::string& where);
+StatusOr<int> get_int(const nlohmann::json& obj, const std::string& key, const std::string& where);
+StatusOr<std::string> get_string(const nlohmann::json& obj, const std::string& key,
+                                 const std::string& where);
+StatusOr<const nlohmann::json*> get_array(const nlohmann::json& obj, const std::string& key,
+                                          const std::string& where);
+StatusOr<const nlohmann::json*> get_object(const nlohmann::json& obj, const std::string& key,
+                                           const std::string& where);
+
+std::string field_path(const std::string& where, const std::string& key);
+std::string index_path(const std::string& where, size_t index);
+
+}  // namespace serf::io

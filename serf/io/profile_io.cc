@@ -1,0 +1,84 @@
+#include "serf/io/profile_io.h"
+
+#include "serf/io/json_fields.h"
+
+namespace serf::io {
+
+using nlohmann::json;
+
+namespace {
+
+StatusOr<Profile> parse(const json& doc) {
+  Profile p;
+  SERF_ASSIGN_OR_RETURN(std::string format, get_string(doc, "format", ""));
+  if (format != kProfileFormat) {
+    return InvalidArgument("format is '" + format + "', expected '" + kProfileFormat + "'");
+  }
+  SERF_ASSIGN_OR_RETURN(p.model, get_string(doc, "model", ""));
+  SERF_ASSIGN_OR_RETURN(const json* hw, get_object(doc, "hardware", ""));
+  SERF_ASSIGN_OR_RETURN(p.hardware.nodes, get_int(*hw, "nodes", "hardware"));
+  SERF_ASSIGN_OR_RETURN(p.hardware.cores_per_node, get_int(*hw, "cores_per_node", "hardware"));
+  if (auto it = doc.find("illustrative"); it != doc.end() && it->is_boolean()) {
+    p.illustrative = it->get<bool>();
+  }
+  if (auto it = doc.find("note"); it != doc.end() && it->is_string()) p.note = it->get<std::string>();
+
+  SERF_ASSIGN_OR_RETURN(const json* tuples, get_array(doc, "tuples", ""));
+  p.tuples.reserve(tuples->size());
+  for (size_t k = 0; k < tuples->size(); ++k) {
+    const json& t = (*tuples)[k];
+    const std::string where = index_path("tuples", k);
+    TupleStats s;
+    SERF_ASSIGN_OR_RETURN(s.tuple.service, get_int(t, "service", where));
+    SERF_ASSIGN_OR_RETURN(s.tuple.inter, get_int(t, "inter", where));
+    SERF_ASSIGN_OR_RETURN(s.tuple.intra, get_int(t, "intra", where));
+    SERF_ASSIGN_OR_RETURN(s.mean_ms, get_number(t, "mean_ms", where));
+    SERF_ASSIGN_OR_RETURN(s.scv, get_number(t, "scv", where));
+    SERF_ASSIGN_OR_RETURN(s.samples, get_int(t, "samples", where));
+    if (t.contains("wall_s")) {
+      SERF_ASSIGN_OR_RETURN(s.wall_s, get_number(t, "wall_s", where));
+    }
+    p.tuples.push_back(s);
+  }
+  SERF_RETURN_IF_ERROR(p.validate());
+  p.reindex();
+  return p;
+}
+
+}  // namespace
+
+StatusOr<Profile> profile_from_json(const json& doc, const std::string& source) {
+  StatusOr<Profile> p = parse(doc);
+  if (!p.ok()) return p.status().with_context(source);
+  return p;
+}
+
+json profile_to_json(const Profile& profile) {
+  json tuples = json::array();
+  for (const TupleStats& s : profile.tuples) {
+    json t = {{"service", s.tuple.service}, {"inter", s.tuple.inter}, {"intra", s.tuple.intra},
+              {"mean_ms", s.mean_ms},       {"scv", s.scv},           {"samples", s.samples}};
+    if (s.wall_s > 0) t["wall_s"] = s.wall_s;
+    tuples.push_back(std::move(t));
+  }
+  json doc = {{"format", kProfileFormat},
+              {"model", profile.model},
+              {"hardware",
+               {{"nodes", profile.hardware.nodes},
+                {"cores_per_node", profile.hardware.cores_per_node}}}};
+  if (profile.illustrative) doc["illustrative"] = true;
+  if (!profile.note.empty()) doc["note"] = profile.note;
+  doc["tuples"] = std::move(tuples);
+  return doc;
+}
+
+StatusOr<Profile> load_profile(const std::string& path) {
+  SERF_ASSIGN_OR_RETURN(json doc, read_json_file(path));
+  return profile_from_json(doc, path);
+}
+
+Status save_profile(const Profile& profile, const std::string& path) {
+  return write_text_file(path, profile_to_json(profile).dump(1) + "\n");
+}
+
+}  // namespace serf::io

@@ -1,0 +1,85 @@
+#include <catch2/catch.hpp>
+
+#include "serf/core/profile.h"
+#include "serf/io/json_fields.h"
+#include "serf/io/profile_io.h"
+
+using nlohmann::json;
+
+namespace {
+
+json good_profile() {
+  return json::parse(R"({"format":"serf-profile/1","model":"m","hardware":{"nodes":4,"cores_per_node":8},
+    "tuples":[{"service":1,"inter":1,"intra":1,"mean_ms":10.0,"scv":0.01,"samples":5},
+              {"service":2,"inter":1,"intra":1,"mean_ms":12.5,"scv":0.02,"samples":5}]})");
+}
+
+std::string error_of(const json& doc) {
+  auto p = serf::io::profile_from_json(doc, "p.json");
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.status().exit_code() == 2);
+  return p.status().message();
+}
+
+}  // namespace
+
+TEST_CASE("a valid profile parses and round-trips", "[core][io]") {
+  auto p = serf::io::profile_from_json(good_profile(), "p.json");
+  REQUIRE(p.ok());
+  CHECK(p->hardware.nodes == 4);
+  CHECK(p->hardware.cores_per_node == 8);
+  REQUIRE(p->find({2, 1, 1}) != nullptr);
+  CHECK(p->find({2, 1, 1})->mean_ms == 12.5);
+  CHECK(p->find({3, 1, 1}) == nullptr);
+  auto again = serf::io::profile_from_json(serf::io::profile_to_json(*p), "again");
+  REQUIRE(again.ok());
+  CHECK(again->tuples.size() == 2);
+  CHECK(again->tuples[1].scv == 0.02);
+}
+
+TEST_CASE("tuples_for names the missing tuple", "[core]") {
+  auto p = serf::io::profile_from_json(good_profile(), "p.json");
+  REQUIRE(p.ok());
+  CHECK(p->tuples_for({2, 1, 1}).ok());
+  auto missing = p->tuples_for({3, 1, 1});
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(missing.status().message(), Catch::Contains("(i=3, K=1, T=1)"));
+}
+
+TEST_CASE("bad profiles give one clear message naming the field", "[core][io]") {
+  json doc = good_profile();
+  doc["format"] = "serf-profile/0";
+  CHECK_THAT(error_of(doc), Catch::Contains("format"));
+
+  doc = good_profile();
+  doc["tuples"][1]["mean_ms"] = -1.0;
+  CHECK_THAT(error_of(doc), Catch::Contains("tuples[1].mean_ms"));
+
+  doc = good_profile();
+  doc["tuples"][0]["scv"] = -0.5;
+  CHECK_THAT(error_of(doc), Catch::Contains("tuples[0].scv"));
+
+  doc = good_profile();
+  doc["tuples"][0]["service"] = "one";
+  CHECK_THAT(error_of(doc), Catch::Contains("tuples[0].service: expected an integer"));
+
+  doc = good_profile();
+  doc["hardware"]["nodes"] = 0;
+  CHECK_THAT(error_of(doc), Catch::Contains("hardware.nodes"));
+
+  doc = good_profile();
+  doc["tuples"][1] = doc["tuples"][0];
+  CHECK_THAT(error_of(doc), Catch::Contains("duplicate"));
+
+  doc = good_profile();
+  doc.erase("hardware");
+  CHECK_THAT(error_of(doc), Catch::Contains("hardware: missing field"));
+
+  auto bad = serf::io::parse_json("{\"format\": ", "x.json");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("x.json: malformed JSON"));
+
+  auto missing = serf::io::load_profile("/nonexistent/profile.json");
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(missing.status().message(), Catch::Contains("/nonexistent/profile.json"));
+}
