@@ -1,0 +1,82 @@
+#pragma once
+// Backend: runs a model (one request at a time per slot, batch 1, float32). Names no CPU or GPU
+// type; engine/cpu (oneDNN + OpenMP) and engine/cuda (cuDNN + cuBLAS) implement it.
+//
+//   auto backend = make_backend("cpu");                                  // StatusOr<unique_ptr<Backend>>
+//   auto prepared = backend->prepare(plan, weights, {rank, K}, threads); // slices, reorders, primitives
+//   auto slot = prepared->new_slot();                                    // activations + scratch
+//   slot->run(input, output, exchange, &timings);                        // allocates nothing
+//
+// A PreparedModel holds what every slot shares read-only (this rank's weight slices in the
+// kernels' preferred layout, the primitives created for `threads`), so c slots cost one copy of the
+// weights. An Executable is one slot: its own activations and scratchpads. It is not thread-safe;
+// different Executables of one PreparedModel run concurrently from different threads (the Executor).
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/activation_exchange.h"
+#include "engine/partition.h"
+#include "model/model_spec.h"
+#include "model/weights.h"
+#include "serf/core/status.h"
+
+namespace serf::engine {
+
+// Per-layer wall-clock times of one request, one entry per spec layer (size them with
+// resize(plan.layers.size()) before the request; run() only writes). A layer fused into the one
+// before it (relu after conv2d / fully_connected) reports 0 and fused = true.
+struct LayerTimings {
+  std::vector<double> compute_ms;   // the layer's own kernels (plus layout reorders)
+  std::vector<double> exchange_ms;  // all-gather of this layer's output (0 when none)
+  std::vector<char> fused;          // 1 when folded into the previous layer's kernel
+  void resize(size_t layers) {
+    compute_ms.assign(layers, 0.0);
+    exchange_ms.assign(layers, 0.0);
+    fused.assign(layers, 0);
+  }
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // input: plan.spec.input.elements() floats (NCHW); output: plan.output().elements() floats.
+  // Every rank receives the whole output. `exchange` must have ranks() == partition().ranks and
+  // rank() == partition().rank. `timings` may be null.
+  virtual Status run(const float* input, float* output, ActivationExchange& exchange,
+                     LayerTimings* timings) = 0;
+  virtual Partition partition() const = 0;
+  virtual int threads() const = 0;
+};
+
+class PreparedModel {
+ public:
+  virtual ~PreparedModel() = default;
+  // One more slot (allocates its activations and scratch; not on the request path).
+  virtual StatusOr<std::unique_ptr<Executable>> new_slot() = 0;
+  virtual const model::ModelPlan& plan() const = 0;
+  virtual Partition partition() const = 0;
+  virtual int threads() const = 0;
+  // Bytes of weights this rank holds (its slices, in the kernels' layout).
+  virtual int64_t resident_weight_bytes() const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "cpu", "cuda"
+  // Slices this rank's weights, lays them out for the kernels and creates the kernels for
+  // `threads` threads (T, the paper's C_intra). Errors: partition invalid for the plan
+  // (validate_partition), threads < 1, weights missing a tensor or of the wrong shape.
+  virtual StatusOr<std::shared_ptr<PreparedModel>> prepare(const model::ModelPlan& plan,
+                                                           const model::Weights& weights,
+                                                           Partition partition, int threads) = 0;
+};
+
+// "cpu" always; "cuda" when built with the CUDA backend and a device is present. Unknown names are
+// InvalidArgument listing the known ones; "cuda" in a build without it is Unavailable.
+StatusOr<std::unique_ptr<Backend>> make_backend(const std::string& name);
+std::vector<std::string> backend_names();  // the backends this build contains
+
+}  // namespace serf::engine
