@@ -1,0 +1,208 @@
+#include "mpi/communicator.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+namespace serf::mpi {
+
+struct Communicator::Impl {
+  MPI_Comm comm = MPI_COMM_NULL;
+};
+
+struct Communicator::PendingRecv::Impl {
+  MPI_Request request = MPI_REQUEST_NULL;
+};
+
+namespace {
+
+Status mpi_error(int code, const char* what) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return Unavailable(std::string(what) + " failed: " + text);
+}
+
+// Polls `request` until done, its deadline passes or `cancel` is set. Sleeps grow from 20 us to
+// max_sleep_s so a busy exchange stays fast and an idle rank costs almost no CPU.
+Status wait_polled(MPI_Request* request, const WaitPolicy& policy, const char* what,
+                   MPI_Status* status_out = nullptr) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  double sleep_s = 20e-6;
+  for (;;) {
+    int done = 0;
+    MPI_Status status;
+    int rc = MPI_Test(request, &done, &status);
+    if (rc != MPI_SUCCESS) return mpi_error(rc, what);
+    if (done) {
+      if (status_out != nullptr) *status_out = status;
+      return Status::Ok();
+    }
+    bool cancelled = policy.cancel != nullptr && policy.cancel->load();
+    double waited = std::chrono::duration<double>(clock::now() - start).count();
+    if (cancelled || (policy.timeout_s > 0 && waited > policy.timeout_s)) {
+      MPI_Cancel(request);
+      MPI_Request_free(request);
+      if (cancelled) return Unavailable(std::string(what) + " cancelled");
+      return Unavailable(std::string(what) + " timed out after " + std::to_string(policy.timeout_s) + " s");
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
+    sleep_s = std::min(sleep_s * 2, policy.max_sleep_s);
+  }
+}
+
+}  // namespace
+
+Communicator::Communicator() : impl_(std::make_unique<Impl>()) {}
+Communicator::~Communicator() {
+  if (impl_ && impl_->comm != MPI_COMM_NULL) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&impl_->comm);
+  }
+}
+Communicator::Communicator(Communicator&& o) noexcept : impl_(std::move(o.impl_)) {
+  o.impl_ = std::make_unique<Impl>();
+}
+Communicator& Communicator::operator=(Communicator&& o) noexcept {
+  if (this != &o) {
+    Communicator old(std::move(*this));
+    impl_ = std::move(o.impl_);
+    o.impl_ = std::make_unique<Impl>();
+  }
+  return *this;
+}
+
+Communicator Communicator::world() {
+  Communicator c;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c.impl_->comm);
+  MPI_Comm_set_errhandler(c.impl_->comm, MPI_ERRORS_RETURN);
+  return c;
+}
+
+bool Communicator::valid() const { return impl_->comm != MPI_COMM_NULL; }
+int Communicator::rank() const {
+  int r = -1;
+  if (valid()) MPI_Comm_rank(impl_->comm, &r);
+  return r;
+}
+int Communicator::size() const {
+  int s = 0;
+  if (valid()) MPI_Comm_size(impl_->comm, &s);
+  return s;
+}
+
+StatusOr<Communicator> Communicator::split(int color, int key) const {
+  Communicator c;
+  int rc = MPI_Comm_split(impl_->comm, color < 0 ? MPI_UNDEFINED : color, key, &c.impl_->comm);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Comm_split");
+  if (c.valid()) MPI_Comm_set_errhandler(c.impl_->comm, MPI_ERRORS_RETURN);
+  return c;
+}
+
+StatusOr<Communicator> Communicator::dup() const {
+  Communicator c;
+  int rc = MPI_Comm_dup(impl_->comm, &c.impl_->comm);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Comm_dup");
+  return c;
+}
+
+StatusOr<Communicator> Communicator::split_shared() const {
+  Communicator c;
+  int rc = MPI_Comm_split_type(impl_->comm, MPI_COMM_TYPE_SHARED, rank(), MPI_INFO_NULL, &c.impl_->comm);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Comm_split_type");
+  return c;
+}
+
+Status Communicator::send_bytes(const void* data, size_t bytes, int dest, int tag,
+                                const WaitPolicy& wait) const {
+  MPI_Request req;
+  int rc = MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, dest, tag, impl_->comm, &req);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Isend");
+  return wait_polled(&req, wait, ("send to rank " + std::to_string(dest)).c_str());
+}
+
+Status Communicator::recv_bytes(void* data, size_t bytes, int source, int tag, const WaitPolicy& wait,
+                                int* from) const {
+  MPI_Request req;
+  int rc = MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, source < 0 ? MPI_ANY_SOURCE : source,
+                     tag, impl_->comm, &req);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Irecv");
+  MPI_Status status;
+  SERF_RETURN_IF_ERROR(wait_polled(&req, wait, "receive", &status));
+  if (from != nullptr) *from = status.MPI_SOURCE;
+  return Status::Ok();
+}
+
+Status Communicator::bcast_bytes(void* data, size_t bytes, int root, const WaitPolicy& wait) const {
+  MPI_Request req;
+  int rc = MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, root, impl_->comm, &req);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Ibcast");
+  // A collective cannot be cancelled: wait without the cancel flag.
+  WaitPolicy w = wait;
+  w.cancel = nullptr;
+  return wait_polled(&req, w, "broadcast");
+}
+
+Status Communicator::barrier(const WaitPolicy& wait) const {
+  MPI_Request req;
+  int rc = MPI_Ibarrier(impl_->comm, &req);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Ibarrier");
+  WaitPolicy w = wait;
+  w.cancel = nullptr;
+  return wait_polled(&req, w, "barrier");
+}
+
+Status Communicator::allgatherv(const float* mine, const std::vector<int>& counts, float* out,
+                                const WaitPolicy& wait) const {
+  std::vector<int> displs(counts.size(), 0);
+  for (size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
+  int me = rank();
+  MPI_Request req;
+  int rc = MPI_Iallgatherv(mine, counts[static_cast<size_t>(me)], MPI_FLOAT, out, counts.data(),
+                           displs.data(), MPI_FLOAT, impl_->comm, &req);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Iallgatherv");
+  WaitPolicy w = wait;
+  w.cancel = nullptr;
+  return wait_polled(&req, w, "all-gather");
+}
+
+Communicator::PendingRecv::PendingRecv() : impl_(std::make_unique<Impl>()) {}
+Communicator::PendingRecv::~PendingRecv() { cancel(); }
+
+Status Communicator::PendingRecv::post(const Communicator& comm, void* data, size_t bytes, int source,
+                                       int tag) {
+  int rc = MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, source < 0 ? MPI_ANY_SOURCE : source, tag,
+                     comm.impl()->comm, &impl_->request);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Irecv");
+  active_ = true;
+  return Status::Ok();
+}
+
+StatusOr<bool> Communicator::PendingRecv::test(int* from) {
+  if (!active_) return false;
+  int done = 0;
+  MPI_Status status;
+  int rc = MPI_Test(&impl_->request, &done, &status);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Test");
+  if (!done) return false;
+  active_ = false;
+  if (from != nullptr) *from = status.MPI_SOURCE;
+  return true;
+}
+
+void Communicator::PendingRecv::cancel() {
+  if (!active_) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) {
+    MPI_Cancel(&impl_->request);
+    MPI_Request_free(&impl_->request);
+  }
+  active_ = false;
+}
+
+}  // namespace serf::mpi

@@ -1,0 +1,298 @@
+#include "mpi/controller.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+namespace serf::mpi {
+
+namespace {
+// Sleep between polls when nothing happened: short enough to keep the controller's own overhead
+// well under a millisecond, long enough not to steal a core from the nodes sharing the machine.
+constexpr double kIdleSleepS = 100e-6;
+}  // namespace
+
+ServiceSampler::ServiceSampler(Profile profile, bool random, uint64_t seed)
+    : profile_(std::move(profile)), random_(random), rng_(seed) {
+  profile_.reindex();
+}
+
+StatusOr<double> ServiceSampler::sample_ms(const ParallelismTuple& tuple) {
+  const TupleStats* stats = profile_.find(tuple);
+  if (stats == nullptr) {
+    return NotFound("emulation profile has no tuple " + to_string(tuple));
+  }
+  if (!random_ || stats->scv <= 0) return stats->mean_ms;
+  // Gamma with mean m and SCV s: shape 1/s, scale m*s.
+  std::gamma_distribution<double> gamma(1.0 / stats->scv, stats->mean_ms * stats->scv);
+  return std::max(gamma(rng_), 1e-3);
+}
+
+Status ServiceSampler::check(const Configuration& config) const {
+  auto tuples = profile_.tuples_for(config);
+  if (!tuples.ok()) {
+    return tuples.status().with_context("emulation profile cannot run " + to_string(config));
+  }
+  return Status::Ok();
+}
+
+void RateMonitor::record(double at_s) { arrivals_.push_back(at_s); }
+
+double RateMonitor::rate_per_s(double now_s) {
+  while (!arrivals_.empty() && arrivals_.front() < now_s - window_s_) arrivals_.pop_front();
+  double span = std::min(window_s_, std::max(now_s, 1e-9));
+  return static_cast<double>(arrivals_.size()) / span;
+}
+
+std::vector<double> poisson_arrivals(double rate_per_s, int count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> gap(rate_per_s);
+  std::vector<double> at;
+  at.reserve(static_cast<size_t>(std::max(count, 0)));
+  double t = 0;
+  for (int i = 0; i < count; ++i) {
+    t += gap(rng);
+    at.push_back(t);
+  }
+  return at;
+}
+
+Controller::Controller(Transport& transport, ControllerOptions options)
+    : transport_(transport),
+      options_(std::move(options)),
+      rng_(options_.seed),
+      epoch_(std::chrono::steady_clock::now()) {
+  input_.assign(static_cast<size_t>(options_.payload_floats), 0.0f);
+  for (size_t i = 0; i < input_.size(); ++i) input_[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f;
+}
+
+double Controller::now_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_).count();
+}
+
+Status Controller::configure(const Configuration& config) {
+  if (config.inter < 1 || config.service < 1 || config.intra < 1) {
+    return InvalidArgument("configuration " + to_string(config) + " needs c, K, T >= 1");
+  }
+  if (config.inter > transport_.nodes()) {
+    return InvalidArgument("configuration " + to_string(config) + " needs K <= nodes (" +
+                           std::to_string(transport_.nodes()) + "); start more ranks or lower K");
+  }
+  if (config.service > kMaxSlots) return InvalidArgument("at most " + std::to_string(kMaxSlots) + " slots");
+  if (sampler_ != nullptr) SERF_RETURN_IF_ERROR(sampler_->check(config));
+  SwitchRecord sw;
+  sw.at_s = now_s();
+  sw.from = config_;
+  sw.to = config;
+  double t0 = now_s();
+  if (configured_) SERF_RETURN_IF_ERROR(drain());
+  double t1 = now_s();
+  SERF_RETURN_IF_ERROR(transport_.configure(config));
+  double t2 = now_s();
+  sw.drain_ms = (t1 - t0) * 1e3;
+  sw.configure_ms = (t2 - t1) * 1e3;
+  if (configured_) switches_.push_back(sw);
+  configured_ = true;
+  config_ = config;
+  ++generation_;
+  units_ = transport_.nodes() / config.inter;
+  requeue_all();
+  return Status::Ok();
+}
+
+void Controller::requeue_all() {
+  // Queued requests keep their arrival order and are split again over the new units.
+  std::vector<size_t> waiting;
+  for (auto& q : queues_) waiting.insert(waiting.end(), q.begin(), q.end());
+  std::sort(waiting.begin(), waiting.end());
+  queues_.assign(static_cast<size_t>(units_), {});
+  slot_request_.assign(static_cast<size_t>(units_),
+                       std::vector<int64_t>(static_cast<size_t>(config_.service), -1));
+  running_.assign(static_cast<size_t>(units_), 0);
+  std::uniform_int_distribution<int> pick(0, units_ - 1);
+  for (size_t r : waiting) {
+    int u = pick(rng_);
+    records_[r].unit = u;
+    queues_[static_cast<size_t>(u)].push_back(r);
+  }
+}
+
+Status Controller::dispatch(int unit, int slot, size_t record) {
+  RequestRecord& rec = records_[record];
+  auto u = static_cast<size_t>(unit);
+  ++running_[u];
+  slot_request_[u][static_cast<size_t>(slot)] = static_cast<int64_t>(record);
+  rec.unit = unit;
+  rec.slot = slot;
+  rec.running = running_[u];
+  rec.config = config_;
+  rec.generation = generation_;
+  RunAction action;
+  action.kind = static_cast<int32_t>(ActionKind::kRun);
+  action.slot = slot;
+  action.request_id = rec.id;
+  action.running = rec.running;
+  action.payload_floats = options_.payload_floats;
+  if (sampler_ != nullptr) {
+    SERF_ASSIGN_OR_RETURN(action.emulated_ms,
+                          sampler_->sample_ms({rec.running, config_.inter, config_.intra}));
+  }
+  rec.dispatch_s = now_s();
+  in_flight_[rec.id] = record;
+  return transport_.send_run(unit, action, input_);
+}
+
+Status Controller::dispatch_ready() {
+  for (int u = 0; u < units_; ++u) {
+    auto& q = queues_[static_cast<size_t>(u)];
+    auto& slots = slot_request_[static_cast<size_t>(u)];
+    for (int s = 0; s < config_.service && !q.empty(); ++s) {
+      if (slots[static_cast<size_t>(s)] >= 0) continue;
+      size_t r = q.front();
+      q.pop_front();
+      SERF_RETURN_IF_ERROR(dispatch(u, s, r));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Controller::poll_results(bool* progress) {
+  for (;;) {
+    SERF_ASSIGN_OR_RETURN(std::optional<RunResult> result, transport_.poll_result());
+    if (!result) return Status::Ok();
+    *progress = true;
+    auto it = in_flight_.find(result->request_id);
+    if (it == in_flight_.end()) {
+      return Internal("rank " + std::to_string(result->leader_rank) + " answered request " +
+                      std::to_string(result->request_id) + ", which is not in flight");
+    }
+    RequestRecord& rec = records_[it->second];
+    in_flight_.erase(it);
+    if (!result->ok) {
+      return Internal("rank " + std::to_string(result->leader_rank) + " failed request " +
+                      std::to_string(rec.id) + ": " + result->message);
+    }
+    rec.done_s = now_s();
+    rec.service_ms = result->service_ms;
+    rec.answered = true;
+    ++answered_;
+    auto u = static_cast<size_t>(rec.unit);
+    --running_[u];
+    slot_request_[u][static_cast<size_t>(rec.slot)] = -1;
+  }
+}
+
+Status Controller::check_timeouts() {
+  double now = now_s();
+  for (const auto& [id, r] : in_flight_) {
+    const RequestRecord& rec = records_[r];
+    if (now - rec.dispatch_s > options_.node_timeout_s) {
+      return Unavailable("request " + std::to_string(id) + " on unit " + std::to_string(rec.unit) +
+                         " not answered within " + std::to_string(options_.node_timeout_s) +
+                         " s: " + transport_.diagnose(rec.unit));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Controller::drain() {
+  while (!in_flight_.empty()) {
+    bool progress = false;
+    SERF_RETURN_IF_ERROR(poll_results(&progress));
+    SERF_RETURN_IF_ERROR(check_timeouts());
+    if (!progress) std::this_thread::sleep_for(std::chrono::duration<double>(kIdleSleepS));
+  }
+  return Status::Ok();
+}
+
+Status Controller::run_open_loop(const std::vector<double>& arrival_s, const SchedulerHook& hook) {
+  if (!configured_) return Internal("run_open_loop before configure");
+  RateMonitor monitor(options_.rate_window_s);
+  const double start = now_s();
+  const size_t answered_before = answered_;
+  size_t next = 0;
+  size_t answered = 0;
+  double next_tick = 0;
+  auto admit = [&](double t) {
+    while (next < arrival_s.size() && arrival_s[next] <= t) {
+      RequestRecord rec;
+      rec.id = static_cast<int64_t>(records_.size());
+      rec.arrival_s = start + arrival_s[next];
+      records_.push_back(rec);
+      monitor.record(arrival_s[next]);
+      int u = std::uniform_int_distribution<int>(0, units_ - 1)(rng_);
+      records_.back().unit = u;
+      queues_[static_cast<size_t>(u)].push_back(records_.size() - 1);
+      ++next;
+    }
+  };
+  while (answered < arrival_s.size()) {
+    double t = now_s() - start;
+    admit(t);
+    if (hook && t >= next_tick) {
+      next_tick = t + options_.tick_s;
+      std::optional<Configuration> want = hook(t, monitor.rate_per_s(t));
+      if (want && !(*want == config_)) {
+        SERF_RETURN_IF_ERROR(configure(*want));
+        continue;
+      }
+    }
+    SERF_RETURN_IF_ERROR(dispatch_ready());
+    bool progress = false;
+    SERF_RETURN_IF_ERROR(poll_results(&progress));
+    SERF_RETURN_IF_ERROR(check_timeouts());
+    answered = answered_ - answered_before;
+    if (!progress) {
+      double wait = kIdleSleepS;
+      if (next < arrival_s.size() && in_flight_.empty()) {
+        wait = std::clamp(arrival_s[next] - (now_s() - start), 0.0, 1e-3);
+      }
+      std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<double>> Controller::run_closed_loop(int warmup, int samples) {
+  if (!configured_) return Internal("run_closed_loop before configure");
+  const int c = config_.service;
+  std::vector<double> measured;
+  int finished = 0;
+  const size_t first = records_.size();
+  auto submit = [&](int slot) {
+    RequestRecord rec;
+    rec.id = static_cast<int64_t>(records_.size());
+    rec.arrival_s = now_s();
+    records_.push_back(rec);
+    return dispatch(0, slot, records_.size() - 1);
+  };
+  for (int s = 0; s < c; ++s) SERF_RETURN_IF_ERROR(submit(s));
+  while (static_cast<int>(measured.size()) < samples) {
+    bool progress = false;
+    SERF_RETURN_IF_ERROR(poll_results(&progress));
+    SERF_RETURN_IF_ERROR(check_timeouts());
+    if (!progress) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(kIdleSleepS));
+      continue;
+    }
+    for (size_t r = first; r < records_.size(); ++r) {
+      RequestRecord& rec = records_[r];
+      if (!rec.answered || rec.slot < 0) continue;
+      // A finished request: measure it if the loop was full when it ran, refill its slot.
+      int slot = rec.slot;
+      rec.slot = -1 - slot;  // mark as consumed
+      ++finished;
+      if (finished > warmup && rec.running == c && static_cast<int>(measured.size()) < samples) {
+        measured.push_back(rec.service_ms);
+      }
+      if (static_cast<int>(measured.size()) < samples) SERF_RETURN_IF_ERROR(submit(slot));
+    }
+  }
+  SERF_RETURN_IF_ERROR(drain());
+  for (size_t r = first; r < records_.size(); ++r) {
+    if (records_[r].slot < 0 && records_[r].answered) records_[r].slot = -1 - records_[r].slot;
+  }
+  return measured;
+}
+
+}  // namespace serf::mpi

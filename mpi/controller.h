@@ -1,0 +1,161 @@
+#pragma once
+// The controller (rank 0): load generator driver, rate monitor, dispatcher with one FIFO queue per
+// serving unit, and the scheduler hook that switches configuration online. Pure logic over a
+// Transport, so it is tested without MPI against a fake transport (tests/mpi/controller_test.cc).
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "mpi/messages.h"
+#include "serf/core/profile.h"
+#include "serf/core/status.h"
+
+namespace serf::mpi {
+
+// How the controller reaches the nodes. The MPI implementation is MpiTransport (mpi_transport.h).
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual int nodes() const = 0;
+  // Applies `config` while no request is in flight: stops the old slots, rebuilds communicators
+  // on every node and returns when every node is ready (or an error naming the ranks that are not).
+  virtual Status configure(const Configuration& config) = 0;
+  // Sends one action to slot `slot` of unit `unit` (and its input payload, possibly empty).
+  virtual Status send_run(int unit, const RunAction& action, const std::vector<float>& input) = 0;
+  // A finished request if one is ready; never blocks.
+  virtual StatusOr<std::optional<RunResult>> poll_result() = 0;
+  // Called when unit `unit` did not answer in time: a line naming the ranks that are at fault.
+  virtual std::string diagnose(int unit) = 0;
+  // Stops every node (after the last request).
+  virtual Status shutdown() = 0;
+};
+
+// Emulated nodes: the service time of a request is drawn from the profile's tuple (i, K, T).
+class ServiceSampler {
+ public:
+  // `random` false: always the tuple's mean; true: a Gamma draw with the tuple's mean and SCV.
+  ServiceSampler(Profile profile, bool random, uint64_t seed);
+  StatusOr<double> sample_ms(const ParallelismTuple& tuple);
+  // NotFound naming the first tuple (1..c, K, T) the profile lacks.
+  Status check(const Configuration& config) const;
+
+ private:
+  Profile profile_;
+  bool random_;
+  std::mt19937_64 rng_;
+};
+
+// Arrivals per second over a sliding window (the online scheduler's input).
+class RateMonitor {
+ public:
+  explicit RateMonitor(double window_s) : window_s_(window_s) {}
+  void record(double at_s);
+  double rate_per_s(double now_s);
+
+ private:
+  double window_s_;
+  std::deque<double> arrivals_;
+};
+
+// The scheduler hook: asked periodically; returns a configuration to switch to, or nothing.
+using SchedulerHook = std::function<std::optional<Configuration>(double now_s, double rate_per_s)>;
+
+struct RequestRecord {
+  int64_t id = -1;
+  double arrival_s = 0;   // scheduled arrival, from the start of the run
+  double dispatch_s = 0;  // sent to a unit leader
+  double done_s = 0;      // result received by the controller
+  double service_ms = 0;  // measured on the unit leader
+  int unit = -1;
+  int slot = -1;
+  int running = 0;  // i at dispatch
+  int generation = 0;
+  Configuration config;
+  bool answered = false;
+  double latency_ms() const { return (done_s - arrival_s) * 1e3; }  // from the scheduled arrival
+};
+
+struct SwitchRecord {
+  double at_s = 0;
+  Configuration from, to;
+  double drain_ms = 0;      // waiting for in-flight requests
+  double configure_ms = 0;  // stop, rebuild communicators on every node, ready
+  double total_ms() const { return drain_ms + configure_ms; }
+};
+
+struct ControllerOptions {
+  double node_timeout_s = 10;  // a request not answered in this long is a fault
+  double tick_s = 0.05;        // how often the scheduler hook is asked
+  double rate_window_s = 2;
+  uint64_t seed = 1;
+  int payload_floats = 0;      // input values sent with each request (0 for emulated nodes)
+};
+
+class Controller {
+ public:
+  Controller(Transport& transport, ControllerOptions options);
+  // Emulated nodes: each action carries a service time drawn here. Without it nodes compute.
+  void set_sampler(ServiceSampler* sampler) { sampler_ = sampler; }
+
+  // Switches to `config` (drains first). The first call starts the nodes.
+  Status configure(const Configuration& config);
+  const Configuration& config() const { return config_; }
+  int units() const { return units_; }
+
+  // Open loop: requests arrive at `arrival_s` (seconds from now, ascending), are split at random
+  // over units and wait in the unit's FIFO queue; `hook` may switch configuration while they run.
+  // Returns when every request is answered; on a fault the records so far stay in records().
+  Status run_open_loop(const std::vector<double>& arrival_s, const SchedulerHook& hook);
+  // Closed loop on unit 0: keeps exactly c requests running until `warmup + samples` have finished
+  // after the loop filled; returns the service times (ms) of the `samples` measured ones.
+  StatusOr<std::vector<double>> run_closed_loop(int warmup, int samples);
+
+  Status shutdown() { return transport_.shutdown(); }
+
+  const std::vector<RequestRecord>& records() const { return records_; }
+  const std::vector<SwitchRecord>& switches() const { return switches_; }
+  double now_s() const;
+
+ private:
+  struct Slot {
+    bool busy = false;
+  };
+  Status dispatch_ready();
+  Status dispatch(int unit, int slot, size_t record);
+  // Handles every result that is ready; `progress` is set when one was.
+  Status poll_results(bool* progress);
+  Status check_timeouts();
+  Status drain();
+  void requeue_all();
+
+  Transport& transport_;
+  ControllerOptions options_;
+  ServiceSampler* sampler_ = nullptr;
+  Configuration config_;
+  bool configured_ = false;
+  int generation_ = 0;
+  int units_ = 0;
+  std::vector<std::deque<size_t>> queues_;         // per unit: indices into records_
+  std::vector<std::vector<int64_t>> slot_request_;  // per unit, per slot: record index or -1
+  std::vector<int> running_;                        // per unit
+  std::map<int64_t, size_t> in_flight_;             // request id -> record index
+  std::vector<RequestRecord> records_;
+  size_t answered_ = 0;
+  std::vector<SwitchRecord> switches_;
+  std::mt19937_64 rng_;
+  std::chrono::steady_clock::time_point epoch_;
+  std::vector<float> input_;
+};
+
+// Poisson arrival times (seconds from 0) of `count` requests at `rate_per_s`.
+std::vector<double> poisson_arrivals(double rate_per_s, int count, uint64_t seed);
+
+}  // namespace serf::mpi

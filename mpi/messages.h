@@ -1,0 +1,82 @@
+#pragma once
+// The controller <-> node contract (Clockwork-style: narrow, plain data). Every message is a
+// trivially copyable struct sent as bytes; ranks of one job run the same binary, so layouts match.
+// No MPI here: the dispatcher is tested against a fake transport with these same messages.
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+namespace serf::mpi {
+
+// Controller -> every node, on the control communicator.
+enum class ControlKind : int32_t { kConfigure = 1, kPing = 2, kShutdown = 3 };
+// Hidden test hook: a node that misbehaves on purpose so fault handling can be tested.
+enum class FaultMode : int32_t { kNone = 0, kHang = 1, kExit = 2 };
+
+struct ControlMessage {
+  int32_t kind = 0;        // ControlKind
+  int32_t generation = 0;  // configuration number, echoed in replies
+  int32_t service = 1;     // c
+  int32_t inter = 1;       // K
+  int32_t intra = 1;       // T
+  int32_t fault_rank = -1;
+  int32_t fault_mode = 0;   // FaultMode
+  int32_t fault_after = 0;  // requests the faulty rank serves before it misbehaves
+};
+
+// Node -> controller, on the control communicator.
+enum class ReplyKind : int32_t { kReady = 1, kPong = 2, kError = 3, kBye = 4 };
+
+struct NodeReply {
+  int32_t kind = 0;  // ReplyKind
+  int32_t rank = 0;
+  int32_t generation = 0;
+  char message[232] = {};
+  void set_message(const std::string& m) {
+    std::strncpy(message, m.c_str(), sizeof(message) - 1);
+  }
+};
+
+// Controller -> unit leader (tag = slot), then leader -> the unit (broadcast on the slot's
+// communicator). A kRun is followed by `payload_floats` input values when non-zero.
+enum class ActionKind : int32_t { kRun = 1, kStop = 2 };
+
+struct RunAction {
+  int32_t kind = 0;  // ActionKind
+  int32_t slot = 0;
+  int64_t request_id = -1;
+  int32_t running = 0;         // i: requests running in this unit at dispatch, this one included
+  int32_t payload_floats = 0;  // input values that follow
+  double emulated_ms = 0;      // > 0: emulated node, sleep this long instead of computing
+};
+
+// Unit leader -> controller; followed by `payload_floats` output values when non-zero.
+struct RunResult {
+  int64_t request_id = -1;
+  int32_t slot = 0;
+  int32_t leader_rank = 0;
+  int32_t ok = 1;
+  int32_t payload_floats = 0;
+  double service_ms = 0;  // started -> finished on the leader's clock
+  char message[200] = {};
+  void set_message(const std::string& m) {
+    std::strncpy(message, m.c_str(), sizeof(message) - 1);
+  }
+};
+
+static_assert(std::is_trivially_copyable_v<ControlMessage>);
+static_assert(std::is_trivially_copyable_v<NodeReply>);
+static_assert(std::is_trivially_copyable_v<RunAction>);
+static_assert(std::is_trivially_copyable_v<RunResult>);
+
+// Tags on the work communicator: slot s of a leader receives actions with tag s; results go to
+// the controller with kResultTag, their payload with kResultPayloadTag + slot.
+inline constexpr int kMaxSlots = 4096;
+inline constexpr int kResultTag = 10000;
+inline constexpr int kResultPayloadTag = 20000;
+inline constexpr int kControlTag = 1;
+inline constexpr int kReplyTag = 2;
+
+}  // namespace serf::mpi

@@ -1,0 +1,213 @@
+// Ranks 1..N: the node side of the runtime (slot threads, reconfiguration, fault hooks).
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "mpi/runtime.h"
+
+namespace serf::mpi {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Idle waits: an idle slot polls every 2 ms at most, so dozens of emulated ranks share two cores.
+const WaitPolicy kIdle{0, nullptr, 2e-3};
+// Waits inside a request (input broadcast, all-gather): short sleeps keep the exchange fast.
+const WaitPolicy kBusy{0, nullptr, 100e-6};
+
+class EmulatedWorker : public SlotWorker {
+ public:
+  explicit EmulatedWorker(const Communicator* comm) : comm_(comm) {}
+  Status serve(const RunAction& action, const std::vector<float>& input, std::vector<float>* output) override {
+    if (action.emulated_ms <= 0) {
+      return InvalidArgument("emulated node got a request without a service time");
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(action.emulated_ms));
+    return comm_->barrier(kBusy);
+  }
+
+ private:
+  const Communicator* comm_;
+};
+
+struct NodeShared {
+  int world_rank = 0;
+  FaultPlan fault;
+  std::atomic<int> served{0};
+  std::atomic<bool> hung{false};
+};
+
+struct SlotState {
+  Communicator comm;
+  std::unique_ptr<SlotWorker> worker;
+  std::thread thread;
+  Status status;
+  int slot = 0;
+};
+
+[[noreturn]] void hang_forever(NodeShared* shared) {
+  shared->hung = true;
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+void slot_loop(SlotState* st, const RuntimeComms* comms, NodeShared* shared) {
+  const bool leader = st->comm.rank() == 0;
+  std::vector<float> input, output;
+  for (;;) {
+    RunAction action;
+    if (leader) {
+      st->status = comms->work.recv(&action, 0, st->slot, kIdle);
+      if (!st->status.ok()) return;
+      if (action.payload_floats > 0) {
+        input.resize(static_cast<size_t>(action.payload_floats));
+        st->status = comms->work.recv_bytes(input.data(), input.size() * sizeof(float), 0, st->slot, kBusy);
+        if (!st->status.ok()) return;
+      }
+    }
+    st->status = st->comm.bcast_bytes(&action, sizeof(action), 0, kIdle);
+    if (!st->status.ok() || action.kind == static_cast<int32_t>(ActionKind::kStop)) return;
+    input.resize(static_cast<size_t>(std::max(action.payload_floats, 0)));
+    if (!input.empty()) {
+      st->status = st->comm.bcast_bytes(input.data(), input.size() * sizeof(float), 0, kBusy);
+      if (!st->status.ok()) return;
+    }
+    const auto started = Clock::now();
+    if (shared->world_rank == shared->fault.rank && ++shared->served > shared->fault.after) {
+      if (shared->fault.mode == FaultMode::kHang) hang_forever(shared);
+      if (shared->fault.mode == FaultMode::kExit) std::_Exit(3);
+    }
+    output.clear();
+    Status served = st->worker->serve(action, input, &output);
+    const auto finished = Clock::now();
+    if (!leader) continue;
+    RunResult result;
+    result.request_id = action.request_id;
+    result.slot = st->slot;
+    result.leader_rank = shared->world_rank;
+    result.ok = served.ok() ? 1 : 0;
+    if (!served.ok()) result.set_message(served.message());
+    result.service_ms = std::chrono::duration<double, std::milli>(finished - started).count();
+    result.payload_floats = static_cast<int32_t>(output.size());
+    st->status = comms->work.send(result, 0, kResultTag, kIdle);
+    if (st->status.ok() && !output.empty()) {
+      st->status = comms->work.send_bytes(output.data(), output.size() * sizeof(float), 0,
+                                          kResultPayloadTag + st->slot, kIdle);
+    }
+    if (!st->status.ok()) return;
+  }
+}
+
+}  // namespace
+
+SlotWorkerFactory emulated_worker_factory() {
+  return [](const SlotContext& ctx) -> StatusOr<std::unique_ptr<SlotWorker>> {
+    return std::unique_ptr<SlotWorker>(new EmulatedWorker(ctx.comm));
+  };
+}
+
+StatusOr<RuntimeComms> make_runtime_comms() {
+  RuntimeComms comms;
+  comms.control = Communicator::world();
+  comms.work = Communicator::world();
+  const int rank = comms.control.rank();
+  SERF_ASSIGN_OR_RETURN(comms.nodes, comms.control.split(rank == 0 ? -1 : 0, rank));
+  return comms;
+}
+
+std::string pin_node_to_cores(int index, int count, int cores_per_node) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return "not pinned: sched_getaffinity failed";
+  std::vector<int> cores;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cores.push_back(c);
+  }
+  const long need = static_cast<long>(count) * cores_per_node;
+  if (need > static_cast<long>(cores.size())) {
+    return "not pinned: " + std::to_string(count) + " nodes x " + std::to_string(cores_per_node) +
+           " cores > " + std::to_string(cores.size()) + " cores on this machine (nodes share cores)";
+  }
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  const size_t first = static_cast<size_t>(index) * static_cast<size_t>(cores_per_node);
+  for (size_t c = first; c < first + static_cast<size_t>(cores_per_node); ++c) CPU_SET(cores[c], &mine);
+  if (sched_setaffinity(0, sizeof(mine), &mine) != 0) return "not pinned: sched_setaffinity failed";
+  return "pinned to cores " + std::to_string(cores[first]) + "-" +
+         std::to_string(cores[first + static_cast<size_t>(cores_per_node) - 1]);
+}
+
+Status run_node(const RuntimeComms& comms, const NodeOptions& options, const SlotWorkerFactory& factory) {
+  NodeShared shared;
+  shared.world_rank = comms.control.rank();
+  const int node = shared.world_rank - 1;
+  const int n_nodes = comms.nodes.size();
+
+  std::string placement = "not pinned (--no-pin)";
+  if (options.pin) {
+    SERF_ASSIGN_OR_RETURN(Communicator local, comms.nodes.split_shared());
+    placement = pin_node_to_cores(local.rank(), local.size(), options.cores_per_node);
+  }
+
+  std::vector<std::unique_ptr<SlotState>> slots;
+  Communicator unit;
+  auto reply = [&](ReplyKind kind, int generation, const std::string& message) {
+    NodeReply r;
+    r.kind = static_cast<int32_t>(kind);
+    r.rank = shared.world_rank;
+    r.generation = generation;
+    r.set_message(message);
+    return comms.control.send(r, 0, kReplyTag, kIdle);
+  };
+  for (;;) {
+    ControlMessage msg;
+    SERF_RETURN_IF_ERROR(comms.control.recv(&msg, 0, kControlTag, kIdle));
+    if (shared.hung) hang_forever(&shared);  // a hung node answers nothing, pings included
+    auto kind = static_cast<ControlKind>(msg.kind);
+    if (kind == ControlKind::kPing) {
+      SERF_RETURN_IF_ERROR(reply(ReplyKind::kPong, msg.generation, ""));
+      continue;
+    }
+    // Configure or shut down: the controller has already sent every slot a stop action.
+    std::string failure;
+    for (auto& st : slots) {
+      st->thread.join();
+      if (!st->status.ok() && failure.empty()) failure = st->status.message();
+    }
+    slots.clear();
+    unit = Communicator();
+    if (kind == ControlKind::kShutdown) return reply(ReplyKind::kBye, msg.generation, failure);
+    shared.fault = {msg.fault_rank, static_cast<FaultMode>(msg.fault_mode), msg.fault_after};
+
+    const Configuration config{msg.service, msg.inter, msg.intra};
+    const int units = n_nodes / config.inter;
+    const int my_unit = node / config.inter < units ? node / config.inter : -1;
+    SERF_ASSIGN_OR_RETURN(unit, comms.nodes.split(my_unit, node));
+    if (unit.valid()) {
+      for (int s = 0; s < config.service; ++s) {
+        auto st = std::make_unique<SlotState>();
+        st->slot = s;
+        SERF_ASSIGN_OR_RETURN(st->comm, unit.dup());
+        SlotContext ctx{&st->comm, config, s, my_unit};
+        auto worker = factory(ctx);
+        if (!worker.ok() && failure.empty()) failure = worker.status().message();
+        if (worker.ok()) st->worker = std::move(worker).value();
+        slots.push_back(std::move(st));
+      }
+    }
+    if (!failure.empty()) {
+      // Keep the slot communicators consistent with the other nodes but do not serve: the
+      // controller aborts the job on an error reply.
+      SERF_RETURN_IF_ERROR(reply(ReplyKind::kError, msg.generation, failure));
+      slots.clear();
+      continue;
+    }
+    for (auto& st : slots) st->thread = std::thread(slot_loop, st.get(), &comms, &shared);
+    SERF_RETURN_IF_ERROR(reply(ReplyKind::kReady, msg.generation, placement));
+  }
+}
+
+}  // namespace serf::mpi

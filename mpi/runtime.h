@@ -1,0 +1,106 @@
+#pragma once
+// The distributed runtime under mpirun: rank 0 is the controller (Controller over MpiTransport),
+// ranks 1..N are nodes (run_node). A configuration (c, K, T) cuts the nodes into floor(N/K) units
+// of K consecutive ranks; each unit has c slots, each slot a thread with its own duplicated
+// communicator, so concurrent requests never mix messages. mpi.h stays inside mpi/*.cc.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mpi/communicator.h"
+#include "mpi/controller.h"
+#include "mpi/environment.h"
+#include "mpi/messages.h"
+#include "serf/core/profile.h"
+
+namespace serf::mpi {
+
+// What a slot of one node computes. serve() runs on every node of the unit at once, with the
+// same action and input; the leader's `output` is returned to the controller.
+class SlotWorker {
+ public:
+  virtual ~SlotWorker() = default;
+  virtual Status serve(const RunAction& action, const std::vector<float>& input,
+                       std::vector<float>* output) = 0;
+};
+
+struct SlotContext {
+  const Communicator* comm = nullptr;  // the slot's communicator (K ranks, unit order)
+  Configuration config;
+  int slot = 0;
+  int unit = 0;
+};
+
+// Builds the worker of one slot when a configuration is applied (engine Executables are rebuilt).
+using SlotWorkerFactory = std::function<StatusOr<std::unique_ptr<SlotWorker>>(const SlotContext&)>;
+
+// Emulated node: sleeps action.emulated_ms, then meets the unit's other nodes (a barrier, standing
+// in for the last layer's all-gather).
+SlotWorkerFactory emulated_worker_factory();
+
+// Communicators every rank creates together at start (collective over MPI_COMM_WORLD).
+struct RuntimeComms {
+  Communicator control;  // controller <-> every node: configure, ping, shutdown
+  Communicator work;     // controller <-> unit leaders: actions and results
+  Communicator nodes;    // ranks 1..N only (null on rank 0): units and slots are split from it
+};
+StatusOr<RuntimeComms> make_runtime_comms();
+
+struct NodeOptions {
+  int cores_per_node = 1;  // F
+  bool pin = true;         // pin nodes sharing a machine to disjoint cores when there are enough
+};
+
+// Ranks 1..N: applies configurations and serves requests until the controller shuts it down.
+Status run_node(const RuntimeComms& comms, const NodeOptions& options, const SlotWorkerFactory& factory);
+
+// Pins this process to cores [index*F, (index+1)*F) of its allowed set when `count` nodes of F cores
+// fit; returns a line saying what it did (or why not).
+std::string pin_node_to_cores(int index, int count, int cores_per_node);
+
+// Hidden test hook: make one rank hang or exit after serving `after` requests.
+struct FaultPlan {
+  int rank = -1;
+  FaultMode mode = FaultMode::kNone;
+  int after = 0;
+};
+
+class MpiTransport : public Transport {
+ public:
+  MpiTransport(const RuntimeComms& comms, double timeout_s, FaultPlan fault = {});
+  ~MpiTransport() override;
+  int nodes() const override { return nodes_; }
+  Status configure(const Configuration& config) override;
+  Status send_run(int unit, const RunAction& action, const std::vector<float>& input) override;
+  StatusOr<std::optional<RunResult>> poll_result() override;
+  std::string diagnose(int unit) override;
+  Status shutdown() override;
+  // One line per configure: where the nodes were pinned.
+  const std::string& placement() const { return placement_; }
+  // Output values of the last result (payload), when the workers send any.
+  const std::vector<float>& last_output() const { return last_output_; }
+
+ private:
+  int leader_rank(int unit) const { return 1 + unit * config_.inter; }
+  Status stop_slots();
+  // Collects one reply of `kind` from every rank in `ranks`; names the ones that did not answer.
+  Status collect_replies(const std::vector<int>& ranks, ReplyKind kind, double timeout_s,
+                         std::vector<NodeReply>* replies);
+
+  const RuntimeComms& comms_;
+  int nodes_;
+  double timeout_s_;
+  FaultPlan fault_;
+  bool configured_ = false;
+  bool shut_down_ = false;
+  Configuration config_;
+  int generation_ = 0;
+  RunResult inbox_;
+  Communicator::PendingRecv pending_;
+  std::vector<float> last_output_;
+  std::string placement_;
+};
+
+}  // namespace serf::mpi

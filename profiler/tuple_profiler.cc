@@ -1,0 +1,222 @@
+#include "profiler/tuple_profiler.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace serf::profiler {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+std::vector<ParallelismTuple> profile_tuples(int nodes, int cores_per_node, const std::vector<int>& inter) {
+  std::vector<ParallelismTuple> out;
+  for (int k : inter) {
+    if (k < 1 || k > nodes) continue;
+    for (int t = 1; t <= cores_per_node; ++t) {
+      for (int i = 1; i * t <= cores_per_node; ++i) out.push_back({i, k, t});
+    }
+  }
+  return out;
+}
+
+std::vector<Configuration> all_configurations(int nodes, int cores_per_node, const std::vector<int>& inter) {
+  std::vector<Configuration> out;
+  for (const ParallelismTuple& t : profile_tuples(nodes, cores_per_node, inter)) {
+    out.push_back({t.service, t.inter, t.intra});
+  }
+  return out;
+}
+
+TupleStats tuple_stats(const ParallelismTuple& tuple, const std::vector<double>& samples_ms) {
+  TupleStats s;
+  s.tuple = tuple;
+  s.samples = static_cast<int>(samples_ms.size());
+  if (samples_ms.empty()) return s;
+  double sum = 0;
+  for (double x : samples_ms) sum += x;
+  s.mean_ms = sum / static_cast<double>(samples_ms.size());
+  double var = 0;
+  for (double x : samples_ms) var += (x - s.mean_ms) * (x - s.mean_ms);
+  var /= static_cast<double>(samples_ms.size());
+  s.scv = s.mean_ms > 0 ? var / (s.mean_ms * s.mean_ms) : 0;
+  return s;
+}
+
+StatusOr<std::vector<double>> parse_rate_spec(const std::string& spec, const std::string& flag) {
+  const std::string fix = flag + ": expected \"1,2,4\" or \"START:STOP:STEP\" with positive numbers, got \"" + spec + "\"";
+  std::vector<double> out;
+  try {
+    if (spec.find(':') != std::string::npos) {
+      std::vector<double> parts;
+      std::stringstream ss(spec);
+      std::string item;
+      while (std::getline(ss, item, ':')) parts.push_back(std::stod(item));
+      if (parts.size() != 3 || parts[0] <= 0 || parts[2] <= 0 || parts[1] < parts[0]) return InvalidArgument(fix);
+      for (double r = parts[0]; r <= parts[1] + 1e-9 * parts[1]; r += parts[2]) out.push_back(r);
+    } else {
+      std::stringstream ss(spec);
+      std::string item;
+      while (std::getline(ss, item, ',')) {
+        size_t used = 0;
+        double r = std::stod(item, &used);
+        if (used != item.size() || !(r > 0) || !std::isfinite(r)) return InvalidArgument(fix);
+        out.push_back(r);
+      }
+    }
+  } catch (const std::exception&) {
+    return InvalidArgument(fix);
+  }
+  if (out.empty() || out.size() > 10000) return InvalidArgument(fix);
+  return out;
+}
+
+StatusOr<std::vector<int>> parse_int_list(const std::string& spec, const std::string& flag) {
+  const std::string fix = flag + ": expected positive integers like \"1,2,4\", got \"" + spec + "\"";
+  std::vector<int> out;
+  std::stringstream ss(spec);
+  std::string item;
+  try {
+    while (std::getline(ss, item, ',')) {
+      size_t used = 0;
+      int v = std::stoi(item, &used);
+      if (used != item.size() || v < 1) return InvalidArgument(fix);
+      out.push_back(v);
+    }
+  } catch (const std::exception&) {
+    return InvalidArgument(fix);
+  }
+  if (out.empty()) return InvalidArgument(fix);
+  return out;
+}
+
+StatusOr<Profile> run_tuple_profile(mpi::Controller& controller, const TupleProfileOptions& options,
+                                    const ProgressFn& progress, Profile* partial) {
+  const auto tuples = profile_tuples(options.hardware.nodes, options.hardware.cores_per_node, options.inter);
+  if (tuples.empty()) {
+    return InvalidArgument("--inter: no K in the list fits the " + std::to_string(options.hardware.nodes) +
+                           " node(s); give K <= nodes");
+  }
+  partial->model = options.model;
+  partial->hardware = options.hardware;
+  partial->tuples.clear();
+  for (size_t n = 0; n < tuples.size(); ++n) {
+    const ParallelismTuple& t = tuples[n];
+    if (progress) progress(n, tuples.size(), to_string(t));
+    const auto t0 = std::chrono::steady_clock::now();
+    SERF_RETURN_IF_ERROR(controller.configure({t.service, t.inter, t.intra}));
+    SERF_ASSIGN_OR_RETURN(std::vector<double> samples, controller.run_closed_loop(options.warmup, options.samples));
+    TupleStats stats = tuple_stats(t, samples);
+    stats.wall_s = seconds_since(t0);
+    partial->tuples.push_back(stats);
+  }
+  if (progress) progress(tuples.size(), tuples.size(), "done");
+  partial->reindex();
+  return *partial;
+}
+
+std::vector<ExhaustiveRow> ExhaustiveReport::best_per_rate() const {
+  std::vector<ExhaustiveRow> best;
+  for (const ExhaustiveRow& r : rows) {
+    auto it = std::find_if(best.begin(), best.end(), [&](const ExhaustiveRow& b) { return b.rate_per_s == r.rate_per_s; });
+    if (it == best.end()) {
+      best.push_back(r);
+    } else if (r.mean_latency_ms < it->mean_latency_ms) {
+      *it = r;
+    }
+  }
+  return best;
+}
+
+StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller, const ExhaustiveOptions& options,
+                                          const ProgressFn& progress, ExhaustiveReport* partial) {
+  const auto configs = all_configurations(options.hardware.nodes, options.hardware.cores_per_node, options.inter);
+  if (configs.empty()) return InvalidArgument("--inter: no K in the list fits the nodes; give K <= nodes");
+  const size_t total = configs.size() * options.rates_per_s.size();
+  const auto start = std::chrono::steady_clock::now();
+  size_t done = 0;
+  uint64_t seed = options.seed;
+  for (const Configuration& c : configs) {
+    for (double rate : options.rates_per_s) {
+      if (progress) progress(done, total, to_string(c) + " at " + std::to_string(rate) + "/s");
+      const auto t0 = std::chrono::steady_clock::now();
+      SERF_RETURN_IF_ERROR(controller.configure(c));
+      const size_t first = controller.records().size();
+      SERF_RETURN_IF_ERROR(controller.run_open_loop(mpi::poisson_arrivals(rate, options.requests, seed++), nullptr));
+      ExhaustiveRow row;
+      row.config = c;
+      row.rate_per_s = rate;
+      std::vector<double> lat;
+      double service = 0;
+      for (size_t r = first; r < controller.records().size(); ++r) {
+        lat.push_back(controller.records()[r].latency_ms());
+        service += controller.records()[r].service_ms;
+      }
+      row.requests = static_cast<int>(lat.size());
+      if (!lat.empty()) {
+        double sum = 0;
+        for (double x : lat) sum += x;
+        row.mean_latency_ms = sum / static_cast<double>(lat.size());
+        row.mean_service_ms = service / static_cast<double>(lat.size());
+        std::sort(lat.begin(), lat.end());
+        row.p99_latency_ms = lat[std::min(lat.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(lat.size())))];
+      }
+      row.wall_s = seconds_since(t0);
+      partial->rows.push_back(row);
+      partial->total_wall_s = seconds_since(start);
+      ++done;
+    }
+  }
+  if (progress) progress(total, total, "done");
+  return *partial;
+}
+
+std::string exhaustive_csv(const ExhaustiveReport& report) {
+  std::ostringstream out;
+  out << "rate_per_s,service,inter,intra,requests,mean_latency_ms,p99_latency_ms,mean_service_ms,wall_s\n";
+  for (const ExhaustiveRow& r : report.rows) {
+    out << r.rate_per_s << ',' << r.config.service << ',' << r.config.inter << ',' << r.config.intra << ','
+        << r.requests << ',' << r.mean_latency_ms << ',' << r.p99_latency_ms << ',' << r.mean_service_ms << ','
+        << r.wall_s << '\n';
+  }
+  return out.str();
+}
+
+std::string exhaustive_json(const ExhaustiveReport& report, const std::string& model) {
+  auto row_json = [](const ExhaustiveRow& r) {
+    return nlohmann::json{{"rate", r.rate_per_s},           {"service", r.config.service},
+                          {"inter", r.config.inter},        {"intra", r.config.intra},
+                          {"requests", r.requests},         {"mean_latency_ms", r.mean_latency_ms},
+                          {"p99_latency_ms", r.p99_latency_ms}, {"mean_service_ms", r.mean_service_ms},
+                          {"wall_s", r.wall_s}};
+  };
+  nlohmann::json doc{{"format", "serf-exhaustive/1"}, {"model", model}, {"total_wall_s", report.total_wall_s}};
+  doc["points"] = nlohmann::json::array();
+  for (const ExhaustiveRow& r : report.rows) doc["points"].push_back(row_json(r));
+  doc["best"] = nlohmann::json::array();
+  for (const ExhaustiveRow& r : report.best_per_rate()) doc["best"].push_back(row_json(r));
+  return doc.dump(2) + "\n";
+}
+
+ProgressFn terminal_progress(const std::string& label) {
+  if (!isatty(fileno(stderr))) return nullptr;
+  return [label](size_t done, size_t total, const std::string& what) {
+    const int width = 30;
+    int filled = total ? static_cast<int>(width * done / total) : width;
+    std::fprintf(stderr, "\r%s [%s%s] %zu/%zu %-40s", label.c_str(), std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(width - filled), '.').c_str(), done, total, what.c_str());
+    if (done == total) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  };
+}
+
+}  // namespace serf::profiler

@@ -1,0 +1,75 @@
+#pragma once
+// Tuple profiling (the paper's input to the queueing model) and the exhaustive-profiling baseline
+// (every configuration at every load, the cost SERF avoids: the paper's Table II). Both drive a
+// Controller, so they run the same on real and on emulated nodes.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mpi/controller.h"
+#include "serf/core/profile.h"
+
+namespace serf::profiler {
+
+// Tuples (i, K, T) with K in `inter` (K <= nodes), T in 1..F and i*T <= F, ordered by K, T, i.
+std::vector<ParallelismTuple> profile_tuples(int nodes, int cores_per_node, const std::vector<int>& inter);
+// Every configuration (c, K, T) with c*T <= F and K in `inter` (K <= nodes).
+std::vector<Configuration> all_configurations(int nodes, int cores_per_node, const std::vector<int>& inter);
+
+// Mean and squared coefficient of variation (population variance / mean^2) of `samples_ms`.
+TupleStats tuple_stats(const ParallelismTuple& tuple, const std::vector<double>& samples_ms);
+
+// "1,2,4" or "START:STOP:STEP" (inclusive): positive numbers; InvalidArgument naming `flag`.
+StatusOr<std::vector<double>> parse_rate_spec(const std::string& spec, const std::string& flag);
+StatusOr<std::vector<int>> parse_int_list(const std::string& spec, const std::string& flag);
+
+using ProgressFn = std::function<void(size_t done, size_t total, const std::string& what)>;
+
+struct TupleProfileOptions {
+  std::string model;
+  Hardware hardware;
+  std::vector<int> inter;
+  int samples = 10;
+  int warmup = 2;
+};
+
+// Closed loop per tuple: exactly i requests running on one unit; records each service time.
+StatusOr<Profile> run_tuple_profile(mpi::Controller& controller, const TupleProfileOptions& options,
+                                    const ProgressFn& progress, Profile* partial);
+
+struct ExhaustiveOptions {
+  Hardware hardware;
+  std::vector<int> inter;
+  std::vector<double> rates_per_s;  // total arrival rate over the cluster
+  int requests = 100;
+  uint64_t seed = 1;
+};
+
+struct ExhaustiveRow {
+  Configuration config;
+  double rate_per_s = 0;
+  int requests = 0;
+  double mean_latency_ms = 0;  // from scheduled arrival (no coordinated omission)
+  double p99_latency_ms = 0;
+  double mean_service_ms = 0;
+  double wall_s = 0;  // what measuring this point cost
+};
+
+struct ExhaustiveReport {
+  std::vector<ExhaustiveRow> rows;
+  double total_wall_s = 0;
+  // The configuration with the lowest measured mean latency at each rate.
+  std::vector<ExhaustiveRow> best_per_rate() const;
+};
+
+StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller, const ExhaustiveOptions& options,
+                                          const ProgressFn& progress, ExhaustiveReport* partial);
+
+std::string exhaustive_csv(const ExhaustiveReport& report);
+std::string exhaustive_json(const ExhaustiveReport& report, const std::string& model);
+
+// "\r[#####.....] 12/40 what" on stderr when it is a terminal; nothing otherwise.
+ProgressFn terminal_progress(const std::string& label);
+
+}  // namespace serf::profiler

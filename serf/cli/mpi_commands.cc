@@ -1,0 +1,124 @@
+// serve, profile: the distributed runtime's commands (issue 4). They run under
+//   mpirun -np N+1 build/bin/serf COMMAND ...
+// rank 0 is the controller, ranks 1..N are nodes. MPI is initialised here only, so every other
+// command runs without mpirun. Every rank parses the same flags and files, so bad input is found on
+// every rank at once: rank 0 prints one line, every rank exits 2, nothing hangs.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "serf/cli/command.h"
+#include "serf/cli/runtime_launch.h"
+
+namespace serf::cli {
+
+namespace {
+
+struct ServeOptions {
+  RuntimeFlags runtime;
+  std::string config = "1,1,1";
+  std::string schedule;
+  double rate_per_s = 0;
+  int requests = 100;
+  std::string out;
+};
+
+StatusOr<Configuration> parse_config(const std::string& text, const std::string& flag) {
+  Configuration c;
+  char extra = 0;
+  if (std::sscanf(text.c_str(), "%d,%d,%d%c", &c.service, &c.inter, &c.intra, &extra) != 3 ||
+      c.service < 1 || c.inter < 1 || c.intra < 1) {
+    return InvalidArgument(flag + ": expected c,K,T (positive integers), got \"" + text + "\"");
+  }
+  return c;
+}
+
+struct ScheduledSwitch {
+  double at_s;
+  Configuration config;
+};
+
+// "2.5:2,1,1;5:1,2,1": at 2.5 s switch to (c=2, K=1, T=1), at 5 s to (1, 2, 1).
+StatusOr<std::vector<ScheduledSwitch>> parse_schedule(const std::string& text) {
+  std::vector<ScheduledSwitch> out;
+  if (text.empty()) return out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ';')) {
+    auto colon = item.find(':');
+    double at = -1;
+    try {
+      if (colon != std::string::npos) at = std::stod(item.substr(0, colon));
+    } catch (const std::exception&) {
+    }
+    if (colon == std::string::npos || !(at >= 0)) {
+      return InvalidArgument("--schedule: expected \"SECONDS:c,K,T;...\", got \"" + item + "\"");
+    }
+    SERF_ASSIGN_OR_RETURN(Configuration c, parse_config(item.substr(colon + 1), "--schedule"));
+    out.push_back({at, c});
+  }
+  return out;
+}
+
+Status check_fits(const Configuration& c, int cores_per_node, const std::string& flag) {
+  if (c.service * c.intra > cores_per_node) {
+    return InvalidArgument(flag + ": " + to_string(c) + " needs c*T = " + std::to_string(c.service * c.intra) +
+                           " cores per node but --cores-per-node is " + std::to_string(cores_per_node));
+  }
+  return Status::Ok();
+}
+
+Status run_serve(const ServeOptions& o) {
+  SERF_ASSIGN_OR_RETURN(Configuration first, parse_config(o.config, "--config"));
+  SERF_ASSIGN_OR_RETURN(std::vector<ScheduledSwitch> schedule, parse_schedule(o.schedule));
+  if (!(o.rate_per_s > 0)) return InvalidArgument("--rate: give the arrival rate in requests/s (> 0)");
+  if (o.requests < 1) return InvalidArgument("--requests: give at least 1");
+  return launch_runtime(o.runtime, [&](RuntimeSession& session) -> Status {
+    const int f = session.cores_per_node;
+    SERF_RETURN_IF_ERROR(check_fits(first, f, "--config"));
+    SERF_RETURN_IF_ERROR(session.check_inter(first.inter, "--config"));
+    for (const auto& s : schedule) {
+      SERF_RETURN_IF_ERROR(check_fits(s.config, f, "--schedule"));
+      SERF_RETURN_IF_ERROR(session.check_inter(s.config.inter, "--schedule"));
+    }
+    return session.run_controller([&](mpi::Controller& controller) -> Status {
+      SERF_RETURN_IF_ERROR(controller.configure(first));
+      size_t next = 0;
+      auto hook = [&](double now_s, double) -> std::optional<Configuration> {
+        std::optional<Configuration> want;
+        while (next < schedule.size() && schedule[next].at_s <= now_s) want = schedule[next++].config;
+        return want;
+      };
+      Status run = controller.run_open_loop(mpi::poisson_arrivals(o.rate_per_s, o.requests, o.runtime.seed), hook);
+      Status written = write_run_report(controller, o.out, session.model_name);
+      print_run_summary(controller, std::cout);
+      SERF_RETURN_IF_ERROR(run);
+      return written;
+    });
+  });
+}
+
+}  // namespace
+
+void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
+  auto serve = std::make_shared<ServeOptions>();
+  auto* sub = app.add_subcommand(
+      "serve",
+      "Serve Poisson arrivals on N nodes under mpirun (rank 0 controls, ranks 1..N compute), switching\n"
+      "configuration online per --schedule; writes every request's latency (from its scheduled arrival).\n"
+      "  mpirun -np 5 serf serve --emulate profile.json --config 1,1,1 --rate 50 --requests 500");
+  add_runtime_flags(sub, &serve->runtime);
+  sub->add_option("--config", serve->config, "initial configuration c,K,T (requests at once, nodes per request, threads per node)");
+  sub->add_option("--schedule", serve->schedule, "switches \"SECONDS:c,K,T;...\" (seconds from the start of the run)");
+  sub->add_option("--rate", serve->rate_per_s, "arrival rate over the whole cluster, requests/s")->required();
+  sub->add_option("--requests", serve->requests, "requests to send (count)");
+  sub->add_option("--out", serve->out, "measurements: JSON here and CSV beside it (FILE.csv); none when empty");
+  registry.add(sub, [serve] { return run_serve(*serve); });
+
+  register_profile_command(app, registry);
+}
+
+}  // namespace serf::cli

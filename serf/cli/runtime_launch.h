@@ -1,0 +1,68 @@
+#pragma once
+// What serve, profile and `infer --inter` share: the runtime flags, MPI start-up on every rank, and
+// the split into controller (rank 0) and nodes (ranks 1..N). Without MPI in the build, every
+// runtime command says so and exits 2.
+
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "mpi/controller.h"
+#include "serf/cli/command.h"
+#include "serf/core/profile.h"
+#include "serf/core/status.h"
+
+namespace serf::cli {
+
+struct RuntimeFlags {
+  std::string emulate;        // profile file: emulated nodes
+  bool emulate_random = false;
+  std::string model;          // model spec file: real nodes
+  std::string backend = "cpu";
+  int cores_per_node = 0;     // F; 0: the emulation profile's
+  double node_timeout_s = 10;
+  uint64_t seed = 1;
+  bool no_pin = false;
+  // Hidden test hooks (fault handling tests).
+  int fault_rank = -1;
+  std::string fault_mode = "none";
+  int fault_after = 0;
+};
+
+void add_runtime_flags(CLI::App* sub, RuntimeFlags* flags, bool model_required = false);
+
+class RuntimeSession;
+using ControllerMain = std::function<Status(mpi::Controller&)>;
+
+// Per-command state on every rank. `run_controller` starts the runtime: rank 0 runs `main`, the
+// other ranks serve until rank 0 shuts them down.
+class RuntimeSession {
+ public:
+  virtual ~RuntimeSession() = default;
+  int rank = 0;
+  int nodes = 0;
+  int cores_per_node = 1;
+  std::string model_name;
+  std::unique_ptr<Profile> emulation;  // when --emulate
+  // K must fit the nodes: InvalidArgument naming `flag`.
+  Status check_inter(int inter, const std::string& flag) const;
+  virtual Status run_controller(const ControllerMain& main) = 0;
+  // The output values of the last answered request (rank 0, real nodes).
+  virtual std::vector<float> last_output() const = 0;
+};
+
+// Starts MPI, checks the flags on every rank, runs `body`; on a user error every rank exits 2 and
+// only rank 0 prints; a fault after start tears the job down (MPI_Abort) with a non-zero code.
+Status launch_runtime(const RuntimeFlags& flags, const std::function<Status(RuntimeSession&)>& body);
+
+// Measurements of an open-loop run: JSON at `path` and CSV at `path` + ".csv" (nothing when empty).
+Status write_run_report(const mpi::Controller& controller, const std::string& path, const std::string& model);
+void print_run_summary(const mpi::Controller& controller, std::ostream& out);
+
+void register_profile_command(CLI::App& app, CommandRegistry& registry);
+
+}  // namespace serf::cli
