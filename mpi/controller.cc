@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <thread>
 
 namespace serf::mpi {
@@ -182,14 +183,23 @@ Status Controller::poll_results(bool* progress) {
   }
 }
 
+static std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", s);
+  return buf;
+}
+
 Status Controller::check_timeouts() {
+  if (options_.interrupted != nullptr && options_.interrupted->load()) {
+    return Unavailable("terminated (SIGTERM) while " + std::to_string(in_flight_.size()) +
+                       " request(s) were in flight: a node rank died or the job was cancelled");
+  }
   double now = now_s();
   for (const auto& [id, r] : in_flight_) {
     const RequestRecord& rec = records_[r];
     if (now - rec.dispatch_s > options_.node_timeout_s) {
       return Unavailable("request " + std::to_string(id) + " on unit " + std::to_string(rec.unit) +
-                         " not answered within " + std::to_string(options_.node_timeout_s) +
-                         " s: " + transport_.diagnose(rec.unit));
+                         " not answered within " + seconds_text(options_.node_timeout_s) + " s: " + transport_.diagnose(rec.unit));
     }
   }
   return Status::Ok();

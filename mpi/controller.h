@@ -3,6 +3,7 @@
 // serving unit, and the scheduler hook that switches configuration online. Pure logic over a
 // Transport, so it is tested without MPI against a fake transport (tests/mpi/controller_test.cc).
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -97,6 +98,8 @@ struct ControllerOptions {
   double rate_window_s = 2;
   uint64_t seed = 1;
   int payload_floats = 0;      // input values sent with each request (0 for emulated nodes)
+  // Set from outside (a SIGTERM from mpirun after a node died): stop, keep what was measured.
+  const std::atomic<bool>* interrupted = nullptr;
 };
 
 class Controller {

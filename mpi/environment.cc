@@ -30,6 +30,14 @@ Environment::~Environment() {
   if (!finalized) MPI_Finalize();
 }
 
+std::vector<int> Environment::agree_max(std::vector<int> values) const {
+  std::vector<int> out(values.size());
+  MPI_Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return out;
+}
+
+void Environment::barrier() const { MPI_Barrier(MPI_COMM_WORLD); }
+
 void Environment::abort(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);

@@ -4,6 +4,7 @@
 // communicate at once); a library that cannot provide it is an error, not a silent downgrade.
 
 #include <memory>
+#include <vector>
 
 #include "serf/core/status.h"
 
@@ -18,6 +19,10 @@ class Environment {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // Collective over every rank: the element-wise largest of the ranks' `values` (all ranks pass the
+  // same length), so ranks agree whether to stop together.
+  std::vector<int> agree_max(std::vector<int> values) const;
+  void barrier() const;
   // Tears the whole job down (every rank) with `code`; used after a fault, where a rank may hang.
   [[noreturn]] void abort(int code);
 

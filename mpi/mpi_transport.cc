@@ -1,6 +1,7 @@
 // Rank 0's side of the runtime: the Transport the Controller drives, over MPI.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <set>
 
 #include "mpi/runtime.h"
@@ -8,6 +9,12 @@
 namespace serf::mpi {
 
 namespace {
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", s);
+  return buf;
+}
+
 std::string rank_list(const std::vector<int>& ranks) {
   std::string s;
   for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
@@ -46,8 +53,7 @@ Status MpiTransport::collect_replies(const std::vector<int>& ranks, ReplyKind ki
                          : Unavailable("timed out");
     if (!st.ok()) {
       return Unavailable("rank(s) " + rank_list({missing.begin(), missing.end()}) +
-                         " did not answer within " + std::to_string(timeout_s) +
-                         " s (dead or hung node)");
+                         " did not answer within " + seconds_text(timeout_s) + " s (dead or hung node)");
     }
     if (reply.kind == static_cast<int32_t>(ReplyKind::kError)) {
       return InvalidArgument("rank " + std::to_string(reply.rank) + ": " + reply.message);

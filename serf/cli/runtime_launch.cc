@@ -1,6 +1,8 @@
 #include "serf/cli/runtime_launch.h"
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
@@ -60,6 +62,9 @@ Status launch_runtime(const RuntimeFlags&, const std::function<Status(RuntimeSes
 
 namespace {
 
+std::atomic<bool> g_terminated{false};
+extern "C" void on_sigterm(int) { g_terminated = true; }
+
 class MpiSession : public RuntimeSession {
  public:
   MpiSession(mpi::Environment& env, const RuntimeFlags& flags) : env_(env), flags_(flags) {}
@@ -91,6 +96,10 @@ class MpiSession : public RuntimeSession {
   }
 
   Status run_controller(const ControllerMain& main) override {
+    // Every rank checked the same flags and files; agree before starting, so a rank that failed
+    // alone (an unreadable file on one machine) stops every rank instead of hanging them.
+    agreed = env_.agree_max({0, 0});
+    if (agreed[0] != 0) return Status(StatusCode::kInvalidArgument, "");
     SERF_ASSIGN_OR_RETURN(comms_, mpi::make_runtime_comms());
     started = true;
     if (rank != 0) {
@@ -108,6 +117,8 @@ class MpiSession : public RuntimeSession {
     mpi::ControllerOptions options;
     options.node_timeout_s = flags_.node_timeout_s;
     options.seed = flags_.seed;
+    options.interrupted = &g_terminated;
+    std::signal(SIGTERM, on_sigterm);
     options.payload_floats = engine_ ? static_cast<int>(engine_->input_floats()) : 0;
     mpi::Controller controller(transport, options);
     std::unique_ptr<mpi::ServiceSampler> sampler;
@@ -127,6 +138,7 @@ class MpiSession : public RuntimeSession {
   }
 
   bool started = false;
+  std::vector<int> agreed;  // {largest exit code, whether rank 0 failed}, once agreed
 
  private:
   mpi::Environment& env_;
@@ -144,11 +156,13 @@ Status launch_runtime(const RuntimeFlags& flags, const std::function<Status(Runt
   std::unique_ptr<mpi::Environment> env = std::move(env_or).value();
   Status status;
   bool started = false;
+  std::vector<int> agreed;
   {
     MpiSession session(*env, flags);
     status = session.prepare();
     if (status.ok()) status = body(session);
     started = session.started;
+    agreed = session.agreed;
   }
   if (status.ok()) return status;
   const int rank = env->rank();
@@ -159,10 +173,22 @@ Status launch_runtime(const RuntimeFlags& flags, const std::function<Status(Runt
     std::cerr.flush();
     env->abort(status.exit_code());
   }
-  // Before start every rank found the same error: rank 0 reports it, all exit with its code.
-  if (rank == 0) return status;
+  // Before start: the ranks that found an error say so (rank 0 for all when it found it too),
+  // then every rank exits with the same code once the message is out.
+  if (agreed.empty()) {
+    const int mine = status.exit_code();
+    agreed = env->agree_max({mine, rank == 0 ? mine : 0});
+  }
+  const int code = agreed[0];
+  const bool rank0_failed = agreed[1] != 0;
+  if (!status.message().empty() && (rank == 0 || !rank0_failed)) {
+    std::cerr << "serf: error: " << (rank == 0 ? "" : "rank " + std::to_string(rank) + ": ") << status.message()
+              << "\n";
+    std::cerr.flush();
+  }
+  env->barrier();
   env.reset();
-  std::exit(status.exit_code());
+  std::exit(std::max(code, 1));
 }
 
 #endif
