@@ -72,11 +72,12 @@ Status check_fits(const Configuration& c, int cores_per_node, const std::string&
 }
 
 Status run_serve(const ServeOptions& o) {
-  SERF_ASSIGN_OR_RETURN(Configuration first, parse_config(o.config, "--config"));
-  SERF_ASSIGN_OR_RETURN(std::vector<ScheduledSwitch> schedule, parse_schedule(o.schedule));
-  if (!(o.rate_per_s > 0)) return InvalidArgument("--rate: give the arrival rate in requests/s (> 0)");
-  if (o.requests < 1) return InvalidArgument("--requests: give at least 1");
+  // Flags are checked inside the runtime, on every rank, so only rank 0 prints the error.
   return launch_runtime(o.runtime, [&](RuntimeSession& session) -> Status {
+    SERF_ASSIGN_OR_RETURN(Configuration first, parse_config(o.config, "--config"));
+    SERF_ASSIGN_OR_RETURN(std::vector<ScheduledSwitch> schedule, parse_schedule(o.schedule));
+    if (!(o.rate_per_s > 0)) return InvalidArgument("--rate: give the arrival rate in requests/s (> 0)");
+    if (o.requests < 1) return InvalidArgument("--requests: give at least 1");
     const int f = session.cores_per_node;
     SERF_RETURN_IF_ERROR(check_fits(first, f, "--config"));
     SERF_RETURN_IF_ERROR(session.check_inter(first.inter, "--config"));

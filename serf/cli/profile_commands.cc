@@ -26,6 +26,8 @@ struct ProfileFlags {
 };
 
 Status run_profile(const ProfileFlags& f) {
+  // Flags are checked inside the runtime, on every rank, so only rank 0 prints the error.
+  return launch_runtime(f.runtime, [&](RuntimeSession& session) -> Status {
   if (f.samples < 1) return InvalidArgument("--samples: give at least 1 measured request per tuple");
   if (f.warmup < 0) return InvalidArgument("--warmup: must be >= 0");
   if (f.out.empty()) return InvalidArgument("--out: give the output file");
@@ -35,7 +37,6 @@ Status run_profile(const ProfileFlags& f) {
     SERF_ASSIGN_OR_RETURN(rates, profiler::parse_rate_spec(f.rates, "--rates"));
     if (f.requests < 1) return InvalidArgument("--requests: give at least 1");
   }
-  return launch_runtime(f.runtime, [&](RuntimeSession& session) -> Status {
     std::vector<int> inter;
     if (f.inter.empty()) {
       for (int k = 1; k <= session.nodes; k *= 2) inter.push_back(k);

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# CLI tests of the runtime under mpirun. Usage: cli_test.sh CASE, with SERF, MPIEXEC and DATA set
+# (tests/CMakeLists.txt does). Each case asserts exit codes, messages and time bounds.
+set -uo pipefail
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+run() { "$MPIEXEC" --oversubscribe -np "$@"; }
+profile="$DATA/emulated_profile.json"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# expect_error NP EXPECTED_TEXT ARGS...: exit 2, one "serf: error:" line containing the text, fast.
+expect_error() {
+  local np=$1 text=$2; shift 2
+  local start=$SECONDS
+  timeout 60 "$MPIEXEC" --oversubscribe -np "$np" "$SERF" "$@" >"$out/o" 2>"$out/e"
+  local rc=$?
+  [ $rc -eq 2 ] || { cat "$out/e"; fail "$* -> exit $rc, want 2"; }
+  [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "$*: want exactly one error line"; }
+  grep -q -- "$text" "$out/e" || { cat "$out/e"; fail "$*: error does not say '$text'"; }
+  [ $((SECONDS - start)) -lt 30 ] || fail "$*: took $((SECONDS - start)) s"
+  echo "ok: $* -> $(grep '^serf: error:' "$out/e")"
+}
+
+case "$1" in
+  bad_input)
+    expect_error 3 "K = 4 needs 4 nodes" serve --emulate "$profile" --config 1,4,1 --rate 5
+    expect_error 3 "c\*T = 4 cores per node" serve --emulate "$profile" --config 2,1,2 --rate 5
+    expect_error 1 "at least one node rank" serve --emulate "$profile" --rate 5
+    expect_error 3 "nope.json" serve --emulate /nope.json --rate 5
+    expect_error 3 "K = 8 needs 8 nodes" profile --emulate "$profile" --inter 1,8 --out "$out/p.json"
+    expect_error 3 "give --model FILE" profile --out "$out/p.json"
+    expect_error 3 "--rates" profile --emulate "$profile" --exhaustive --rates 1,x --out "$out/x.json"
+    # Without mpirun: a singleton, no node ranks.
+    "$SERF" serve --emulate "$profile" --rate 5 2>"$out/e"; rc=$?
+    [ $rc -eq 2 ] && grep -q "at least one node rank" "$out/e" || fail "singleton serve: exit $rc"
+    echo "ok: singleton serve -> exit 2"
+    ;;
+  fault_hang)
+    # Rank 3 stops answering after 5 requests: the controller names it and exits non-zero within
+    # the node timeout plus a few seconds, writing what it measured.
+    start=$SECONDS
+    timeout 60 "$MPIEXEC" --oversubscribe -np 5 "$SERF" serve --emulate "$profile" --config 1,1,1 --rate 50 \
+      --requests 300 --node-timeout 2 --test-fault-rank 3 --test-fault-mode hang --test-fault-after 5 \
+      --out "$out/run.json" >"$out/o" 2>"$out/e"
+    rc=$?; took=$((SECONDS - start))
+    cat "$out/o" "$out/e" | grep -v '^---' | head -5
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "exit $rc (want non-zero, not the timeout)"
+    [ $took -lt 20 ] || fail "took $took s"
+    grep -q "rank(s) 3 did not answer" "$out/e" || fail "the error does not name rank 3"
+    [ -s "$out/run.json" ] && [ -s "$out/run.json.csv" ] || fail "no partial measurements written"
+    grep -q "answered of" "$out/o" || fail "no summary printed"
+    echo "ok: hung rank 3 reported in $took s, exit $rc"
+    ;;
+  fault_exit)
+    start=$SECONDS
+    timeout 60 "$MPIEXEC" --oversubscribe -np 5 "$SERF" serve --emulate "$profile" --config 1,1,1 --rate 50 \
+      --requests 300 --node-timeout 2 --test-fault-rank 2 --test-fault-mode exit --test-fault-after 5 \
+      >"$out/o" 2>"$out/e"
+    rc=$?; took=$((SECONDS - start))
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "exit $rc (want non-zero, not the timeout)"
+    [ $took -lt 20 ] || fail "took $took s"
+    grep -q "],2\]" "$out/e" || { cat "$out/e"; fail "mpirun does not name rank 2"; }
+    echo "ok: dead rank 2 ended the job in $took s, exit $rc"
+    ;;
+  scale_17|scale_65)
+    np=${1#scale_}
+    start=$SECONDS
+    timeout 280 "$MPIEXEC" --oversubscribe -np "$np" "$SERF" serve --emulate "$profile" --config 2,1,1 --rate 150 \
+      --requests 450 --schedule "1:1,4,2;2:2,2,1" --out "$out/run.json" >"$out/o" 2>"$out/e"
+    rc=$?
+    cat "$out/o"
+    [ $rc -eq 0 ] || { cat "$out/e"; fail "exit $rc"; }
+    grep -q "requests: 450 answered of 450" "$out/o" || fail "not every request answered"
+    [ "$(grep -c '^switch at' "$out/o")" -eq 2 ] || fail "want 2 switches"
+    echo "ok: $np ranks in $((SECONDS - start)) s"
+    ;;
+  *) fail "unknown case $1" ;;
+esac

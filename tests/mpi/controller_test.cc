@@ -1,0 +1,190 @@
+// The controller's dispatch, reconfiguration and closed-loop logic against a fake transport (no MPI).
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "mpi/controller.h"
+#include "profiler/tuple_profiler.h"
+
+using namespace serf;
+using namespace serf::mpi;
+
+namespace {
+
+// Nodes that answer each request after a fixed time; records what it was asked to do.
+class FakeTransport : public Transport {
+ public:
+  explicit FakeTransport(int nodes, double service_s = 2e-3) : nodes_(nodes), service_s_(service_s) {}
+  int nodes() const override { return nodes_; }
+  Status configure(const Configuration& c) override {
+    if (!running_.empty()) return Internal("configure with requests in flight");
+    configs.push_back(c);
+    return Status::Ok();
+  }
+  Status send_run(int unit, const RunAction& a, const std::vector<float>&) override {
+    if (unit < 0 || unit >= nodes_ / configs.back().inter) return Internal("bad unit");
+    for (const auto& r : running_) {
+      if (r.unit == unit && r.action.slot == a.slot) return Internal("slot already busy");
+    }
+    if (hang_after >= 0 && sent >= hang_after) {
+      ++sent;
+      return Status::Ok();  // swallowed: never answered
+    }
+    ++sent;
+    max_running_seen[unit] = std::max(max_running_seen[unit], a.running);
+    running_.push_back({unit, a, clock::now()});
+    return Status::Ok();
+  }
+  StatusOr<std::optional<RunResult>> poll_result() override {
+    for (size_t i = 0; i < running_.size(); ++i) {
+      if (std::chrono::duration<double>(clock::now() - running_[i].at).count() >= service_s_) {
+        RunResult r;
+        r.request_id = running_[i].action.request_id;
+        r.slot = running_[i].action.slot;
+        r.service_ms = service_s_ * 1e3;
+        answered[r.request_id]++;
+        running_.erase(running_.begin() + static_cast<long>(i));
+        return std::optional<RunResult>(r);
+      }
+    }
+    return std::optional<RunResult>();
+  }
+  std::string diagnose(int unit) override { return "unit " + std::to_string(unit) + " is fake"; }
+  Status shutdown() override { return Status::Ok(); }
+
+  std::vector<Configuration> configs;
+  std::map<int64_t, int> answered;
+  std::map<int, int> max_running_seen;
+  int hang_after = -1;
+  int sent = 0;
+
+ private:
+  using clock = std::chrono::steady_clock;
+  struct Running {
+    int unit;
+    RunAction action;
+    clock::time_point at;
+  };
+  int nodes_;
+  double service_s_;
+  std::vector<Running> running_;
+};
+
+}  // namespace
+
+TEST_CASE("open loop answers every request once across switches", "[mpi][controller]") {
+  FakeTransport t(4);
+  Controller c(t, {});
+  REQUIRE(c.configure({1, 1, 1}).ok());
+  REQUIRE(c.units() == 4);
+  std::vector<Configuration> plan = {{2, 1, 1}, {1, 2, 1}, {1, 4, 2}, {2, 2, 1}};
+  size_t next = 0;
+  auto hook = [&](double now_s, double) -> std::optional<Configuration> {
+    if (next < plan.size() && now_s > 0.05 * static_cast<double>(next + 1)) return plan[next++];
+    return std::nullopt;
+  };
+  auto arrivals = poisson_arrivals(1500, 400, 3);
+  REQUIRE(c.run_open_loop(arrivals, hook).ok());
+  REQUIRE(next == plan.size());
+  REQUIRE(c.switches().size() == plan.size());
+  REQUIRE(t.answered.size() == 400);
+  for (const auto& [id, n] : t.answered) REQUIRE(n == 1);
+  for (const auto& r : c.records()) {
+    REQUIRE(r.answered);
+    REQUIRE(r.latency_ms() >= 2.0);  // at least the service time, from the scheduled arrival
+    REQUIRE(r.running <= r.config.service);
+  }
+  // Every configuration was applied to the transport, the first included.
+  REQUIRE(t.configs.size() == 5);
+  REQUIRE(t.configs.back() == Configuration{2, 2, 1});
+}
+
+TEST_CASE("a unit never runs more than c requests", "[mpi][controller]") {
+  FakeTransport t(2, 5e-3);
+  Controller c(t, {});
+  REQUIRE(c.configure({2, 1, 1}).ok());
+  REQUIRE(c.run_open_loop(poisson_arrivals(2000, 100, 5), nullptr).ok());
+  REQUIRE(t.max_running_seen[0] == 2);
+  REQUIRE(t.max_running_seen[1] == 2);
+}
+
+TEST_CASE("closed loop keeps exactly c requests running", "[mpi][controller]") {
+  FakeTransport t(2, 1e-3);
+  Controller c(t, {});
+  REQUIRE(c.configure({2, 2, 1}).ok());
+  auto samples = c.run_closed_loop(2, 10);
+  REQUIRE(samples.ok());
+  REQUIRE(samples->size() == 10);
+  for (double s : *samples) REQUIRE(s == Approx(1.0));
+  REQUIRE(t.max_running_seen[0] == 2);
+}
+
+TEST_CASE("a request that is not answered is a fault naming the unit", "[mpi][controller]") {
+  FakeTransport t(2);
+  t.hang_after = 3;
+  ControllerOptions o;
+  o.node_timeout_s = 0.2;
+  Controller c(t, o);
+  REQUIRE(c.configure({1, 1, 1}).ok());
+  auto t0 = std::chrono::steady_clock::now();
+  Status s = c.run_open_loop(poisson_arrivals(200, 20, 1), nullptr);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(s.code() == StatusCode::kUnavailable);
+  REQUIRE(s.message().find("is fake") != std::string::npos);
+  REQUIRE(took < 2.0);
+  size_t answered = 0;
+  for (const auto& r : c.records()) answered += r.answered ? 1 : 0;
+  REQUIRE(answered == 3);  // what was measured before the fault stays
+}
+
+TEST_CASE("configure rejects K larger than the cluster", "[mpi][controller]") {
+  FakeTransport t(2);
+  Controller c(t, {});
+  Status s = c.configure({1, 4, 1});
+  REQUIRE(s.code() == StatusCode::kInvalidArgument);
+  REQUIRE(s.message().find("K <= nodes") != std::string::npos);
+}
+
+TEST_CASE("emulated service times come from the profile", "[mpi][controller]") {
+  Profile p;
+  p.model = "m";
+  p.tuples.push_back({{1, 1, 1}, 10.0, 0.0, 5, 0});
+  p.tuples.push_back({{2, 1, 1}, 14.0, 0.25, 5, 0});
+  ServiceSampler fixed(p, false, 1);
+  REQUIRE(fixed.sample_ms({2, 1, 1}).value() == 14.0);
+  REQUIRE(fixed.sample_ms({1, 2, 1}).status().code() == StatusCode::kNotFound);
+  REQUIRE(fixed.check({2, 1, 1}).ok());
+  REQUIRE(!fixed.check({3, 1, 1}).ok());
+  ServiceSampler random(p, true, 7);
+  std::vector<double> draws;
+  for (int i = 0; i < 20000; ++i) draws.push_back(random.sample_ms({2, 1, 1}).value());
+  TupleStats s = profiler::tuple_stats({2, 1, 1}, draws);
+  REQUIRE(s.mean_ms == Approx(14.0).epsilon(0.02));
+  REQUIRE(s.scv == Approx(0.25).epsilon(0.05));
+}
+
+TEST_CASE("rate monitor counts arrivals in its window", "[mpi][controller]") {
+  RateMonitor m(1.0);
+  for (int i = 0; i < 50; ++i) m.record(2.0 + i * 0.02);
+  REQUIRE(m.rate_per_s(3.0) == Approx(50.0));
+  REQUIRE(m.rate_per_s(4.5) == Approx(0.0));
+}
+
+TEST_CASE("profiler tuples, configurations and rate specs", "[mpi][profiler]") {
+  auto tuples = profiler::profile_tuples(4, 4, {1, 2, 8});
+  // K=8 > 4 nodes is skipped; per K: T=1 i<=4, T=2 i<=2, T=3 i=1, T=4 i=1 -> 8 tuples.
+  REQUIRE(tuples.size() == 16);
+  for (const auto& t : tuples) REQUIRE(t.service * t.intra <= 4);
+  auto rates = profiler::parse_rate_spec("5:20:5", "--rates");
+  REQUIRE(rates.ok());
+  REQUIRE(*rates == std::vector<double>{5, 10, 15, 20});
+  REQUIRE(profiler::parse_rate_spec("1,2.5", "--rates").value() == std::vector<double>{1, 2.5});
+  REQUIRE(!profiler::parse_rate_spec("1,x", "--rates").ok());
+  REQUIRE(!profiler::parse_rate_spec("-1", "--rates").ok());
+  REQUIRE(!profiler::parse_int_list("1,0", "--inter").ok());
+  TupleStats s = profiler::tuple_stats({1, 1, 1}, {1, 3});
+  REQUIRE(s.mean_ms == 2.0);
+  REQUIRE(s.scv == Approx(0.25));
+}
