@@ -132,7 +132,8 @@ StatusOr<Weights> Weights::load_safetensors(const std::string& path, const Model
       for (const TensorSpec& spec : expected) known = known || spec.name == name;
       if (!known) {
         return InvalidArgument(path + ": unexpected tensor '" + name + "': model " +
-                               plan.spec.name + " has no such parameter (weights of another model?)");
+                               plan.spec.name +
+                               " has no such parameter (weights of another model?)");
       }
     }
   }
