@@ -1,0 +1,525 @@
+// The oneDNN CPU backend. prepare() walks the plan once and turns it into Steps: one oneDNN
+// primitive per layer (relu after conv2d / fully_connected fused as a post-op), this rank's weight
+// slice reordered into the primitive's preferred layout, and the points where the K ranks must
+// all-gather. new_slot() allocates one request's activations and scratchpad and binds every
+// primitive argument, so run() only calls dnnl_primitive_execute and the exchange.
+//
+// Activations between layers are plain NCHW (flat after flatten), one buffer per layer. A rank's
+// part of a partitioned activation is the channel block [offset, offset + count), contiguous in
+// that buffer, so the all-gather is in place. Channel-local layers (relu, maxpool, avgpool,
+// flatten) run on the slice only; layers that need every channel (conv2d, fully_connected, lrn,
+// softmax, the network output) gather first. lrn and softmax run on the whole activation on every
+// rank (cheap next to the weighted layers, and lrn needs neighbouring channels).
+
+#include "engine/cpu/cpu_backend.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace serf::engine {
+namespace {
+
+using model::LayerKind;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+// 64-byte aligned float storage (a cache line, an AVX-512 vector).
+class AlignedFloats {
+ public:
+  AlignedFloats() = default;
+  explicit AlignedFloats(int64_t n) : n_(n) {
+    const size_t bytes = ((static_cast<size_t>(n) * sizeof(float) + 63) / 64) * 64;
+    p_.reset(static_cast<float*>(std::aligned_alloc(64, bytes == 0 ? 64 : bytes)));
+    if (p_) std::memset(p_.get(), 0, bytes == 0 ? 64 : bytes);
+  }
+  float* data() const { return p_.get(); }
+  int64_t size() const { return n_; }
+
+ private:
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float, Free> p_;
+  int64_t n_ = 0;
+};
+
+// Sets the calling thread's OpenMP thread count (a per-thread ICV) for the scope.
+class ScopedOmpThreads {
+ public:
+  explicit ScopedOmpThreads(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~ScopedOmpThreads() { omp_set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+dnnl::memory::dims nchw_dims(int c, int h, int w) { return {1, c, h, w}; }
+
+// One layer as executed by this rank.
+struct Step {
+  int layer = 0;
+  LayerKind kind = LayerKind::kRelu;
+  bool noop = false;          // flatten, or a relu fused into the previous step
+  bool fused_relu = false;    // conv2d / fully_connected with relu as post-op
+  bool gather_before = false; // all-gather the current activation before this step
+  int gather_layer = -1;      // the layer whose output is gathered (for timings)
+  GatherLayout gather;
+  int in_buffer = -1;         // -1: the network input
+  int out_buffer = -1;
+  int64_t in_offset = 0;      // floats: where this rank's input part starts in in_buffer
+  int64_t out_offset = 0;     // floats: where this rank's output part starts in out_buffer
+
+  dnnl::primitive prim;
+  dnnl::memory::desc plain_src, plain_dst;  // the layer's view of the activation buffers
+  dnnl::memory::desc src_md, dst_md;        // what the primitive wants
+  dnnl::memory::desc scratch_md;
+  dnnl::primitive src_reorder, dst_reorder;  // empty when the layouts agree
+  dnnl::memory weights, bias;                // shared, read-only
+};
+
+class CpuPreparedModel;
+
+class CpuExecutable final : public Executable {
+ public:
+  CpuExecutable(std::shared_ptr<const CpuPreparedModel> model);
+  Status run(const float* input, float* output, ActivationExchange& exchange,
+             LayerTimings* timings) override;
+  Partition partition() const override;
+  int threads() const override;
+
+ private:
+  struct Call {
+    dnnl_primitive_t prim = nullptr;
+    std::vector<dnnl_exec_arg_t> args;
+  };
+  struct BoundStep {
+    Call src_reorder, main, dst_reorder;
+  };
+  static Status execute(const Call& call, dnnl_stream_t stream);
+
+  std::shared_ptr<const CpuPreparedModel> model_;
+  dnnl::stream stream_;
+  AlignedFloats input_;
+  std::vector<AlignedFloats> buffers_;
+  AlignedFloats scratch_;
+  std::vector<AlignedFloats> staging_;   // reordered src/dst per step (empty when not needed)
+  std::vector<dnnl::memory> memories_;   // keeps every bound memory alive
+  std::vector<BoundStep> bound_;
+};
+
+class CpuPreparedModel final : public PreparedModel,
+                               public std::enable_shared_from_this<CpuPreparedModel> {
+ public:
+  static StatusOr<std::shared_ptr<CpuPreparedModel>> create(const model::ModelPlan& plan,
+                                                            const model::Weights& weights,
+                                                            Partition partition, int threads);
+  StatusOr<std::unique_ptr<Executable>> new_slot() override {
+    try {
+      return std::unique_ptr<Executable>(new CpuExecutable(shared_from_this()));
+    } catch (const dnnl::error& e) {
+      return Internal(std::string("oneDNN: ") + e.what());
+    }
+  }
+  const model::ModelPlan& plan() const override { return plan_; }
+  Partition partition() const override { return partition_; }
+  int threads() const override { return threads_; }
+  int64_t resident_weight_bytes() const override { return weight_bytes_; }
+
+  model::ModelPlan plan_;
+  Partition partition_;
+  int threads_ = 1;
+  int64_t weight_bytes_ = 0;
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  std::vector<Step> steps_;
+  std::vector<int64_t> buffer_sizes_;  // floats
+  size_t scratch_bytes_ = 0;
+  int output_buffer_ = -1;
+  bool gather_output_ = false;
+  int gather_output_layer_ = -1;
+  GatherLayout output_gather_;
+
+ private:
+  Status build(const model::Weights& weights);
+  StatusOr<const model::Tensor*> tensor(const model::Weights& weights, const std::string& name,
+                                        const std::vector<int64_t>& shape) const;
+  // Copies rows [offset, offset + count) of a [rows, ...] tensor into `md` via a reorder.
+  dnnl::memory slice_into(const model::Tensor& t, int offset, int count, const dnnl::memory::desc& plain,
+                          const dnnl::memory::desc& md);
+  void finish_step(Step& step, const dnnl::primitive_desc_base& pd);
+};
+
+StatusOr<const model::Tensor*> CpuPreparedModel::tensor(const model::Weights& weights,
+                                                        const std::string& name,
+                                                        const std::vector<int64_t>& shape) const {
+  const model::Tensor* t = weights.find(name);
+  if (t == nullptr) return NotFound("weights: tensor '" + name + "' is missing");
+  if (t->shape != shape) {
+    std::string want, got;
+    for (int64_t d : shape) want += (want.empty() ? "" : "x") + std::to_string(d);
+    for (int64_t d : t->shape) got += (got.empty() ? "" : "x") + std::to_string(d);
+    return InvalidArgument("weights: tensor '" + name + "' has shape " + got + ", the model needs " + want);
+  }
+  return t;
+}
+
+dnnl::memory CpuPreparedModel::slice_into(const model::Tensor& t, int offset, int count,
+                                          const dnnl::memory::desc& plain, const dnnl::memory::desc& md) {
+  const int64_t row = t.elements() / t.shape[0];
+  float* src = const_cast<float*>(t.data.data()) + int64_t{offset} * row;
+  dnnl::memory user(plain, engine_, src);
+  dnnl::memory packed(md, engine_);
+  dnnl::stream s(engine_);
+  dnnl::reorder(user, packed).execute(s, user, packed);
+  s.wait();
+  weight_bytes_ += static_cast<int64_t>(md.get_size());
+  (void)count;
+  return packed;
+}
+
+void CpuPreparedModel::finish_step(Step& step, const dnnl::primitive_desc_base& pd) {
+  step.scratch_md = pd.scratchpad_desc();
+  scratch_bytes_ = std::max(scratch_bytes_, step.scratch_md.get_size());
+  if (step.src_md != step.plain_src) step.src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine_, step.plain_src, engine_, step.src_md));
+  if (step.dst_md != step.plain_dst) step.dst_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine_, step.dst_md, engine_, step.plain_dst));
+}
+
+StatusOr<std::shared_ptr<CpuPreparedModel>> CpuPreparedModel::create(const model::ModelPlan& plan,
+                                                                     const model::Weights& weights,
+                                                                     Partition partition, int threads) {
+  if (threads < 1) {
+    return InvalidArgument("intra-node parallelism T = " + std::to_string(threads) + " must be at least 1");
+  }
+  SERF_RETURN_IF_ERROR(validate_partition(plan, partition));
+  auto prepared = std::make_shared<CpuPreparedModel>();
+  prepared->plan_ = plan;
+  prepared->partition_ = partition;
+  prepared->threads_ = threads;
+  // Primitives pick their work split from the creating thread's OpenMP thread count.
+  ScopedOmpThreads omp_threads(threads);
+  SERF_RETURN_IF_ERROR(prepared->build(weights));
+  return prepared;
+}
+
+Status CpuPreparedModel::build(const model::Weights& weights) {
+  const int K = partition_.ranks;
+  const auto fwd = dnnl::prop_kind::forward_inference;
+
+  // The current activation: which buffer, and whether this rank holds only its channel slice.
+  int cur = -1;
+  bool sliced = false;
+  int cur_channels = plan_.spec.input.channels;  // slicing unit of the current activation
+  int64_t cur_per_channel = int64_t{plan_.spec.input.height} * plan_.spec.input.width;
+  int cur_layer = -1;
+
+  const size_t n = plan_.spec.layers.size();
+  for (size_t i = 0; i < n; ++i) {
+    const model::LayerSpec& spec = plan_.spec.layers[i];
+    const model::LayerInfo& info = plan_.layers[i];
+    Step step;
+    step.layer = static_cast<int>(i);
+    step.kind = spec.kind;
+    const bool needs_full = spec.kind == LayerKind::kConv2d || spec.kind == LayerKind::kFullyConnected ||
+                            spec.kind == LayerKind::kLrn || spec.kind == LayerKind::kSoftmax ||
+                            // pooling a slice needs whole channels (not after a flatten)
+                            ((spec.kind == LayerKind::kMaxPool || spec.kind == LayerKind::kAvgPool) &&
+                             cur_per_channel != int64_t{info.in.height} * info.in.width);
+    if (needs_full && sliced) {
+      step.gather_before = true;
+      step.gather_layer = cur_layer;
+      step.gather = gather_layout(cur_channels, cur_per_channel, K);
+      sliced = false;
+    }
+    // This rank's channel block of the input (the whole input when not sliced).
+    const Slice in_slice = sliced ? slice_of(cur_channels, K, partition_.rank) : Slice{0, info.in.channels};
+    step.in_buffer = cur;
+
+    const bool prev_fused = i > 0 && steps_.back().fused_relu && spec.kind == LayerKind::kRelu;
+    if (prev_fused || spec.kind == LayerKind::kFlatten) {
+      step.noop = true;
+      step.out_buffer = cur;
+      steps_.push_back(std::move(step));
+      cur_layer = static_cast<int>(i);
+      continue;  // the activation (and its slicing) is unchanged
+    }
+    step.out_buffer = static_cast<int>(buffer_sizes_.size());
+    buffer_sizes_.push_back(info.out.elements());
+    const bool next_relu = i + 1 < n && plan_.spec.layers[i + 1].kind == LayerKind::kRelu;
+    dnnl::primitive_attr attr;  // a fresh one: copies of a dnnl handle share the object
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+
+    try {
+    switch (spec.kind) {
+      case LayerKind::kConv2d: {
+        const Slice s = slice_of(info.out.channels, K, partition_.rank);
+        const int cin = info.in.channels;
+        SERF_ASSIGN_OR_RETURN(const model::Tensor* w,
+                              tensor(weights, spec.name + ".weight",
+                                     {info.out.channels, cin, spec.kernel, spec.kernel}));
+        SERF_ASSIGN_OR_RETURN(const model::Tensor* b, tensor(weights, spec.name + ".bias", {info.out.channels}));
+        step.plain_src = {nchw_dims(cin, info.in.height, info.in.width), dt::f32, tag::nchw};
+        step.plain_dst = {nchw_dims(s.count, info.out.height, info.out.width), dt::f32, tag::nchw};
+        const dnnl::memory::dims wdims = {s.count, cin, spec.kernel, spec.kernel};
+        const dnnl::memory::desc any_src(step.plain_src.dims(), dt::f32, tag::any);
+        const dnnl::memory::desc any_dst(step.plain_dst.dims(), dt::f32, tag::any);
+        const dnnl::memory::desc any_w(wdims, dt::f32, tag::any);
+        const dnnl::memory::desc bias_md({s.count}, dt::f32, tag::x);
+        dnnl::convolution_forward::desc d(fwd, dnnl::algorithm::convolution_direct, any_src, any_w, bias_md,
+                                          any_dst, {spec.stride, spec.stride}, {spec.pad, spec.pad},
+                                          {spec.pad, spec.pad});
+        if (next_relu) {
+          dnnl::post_ops ops;
+          ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+          attr.set_post_ops(ops);
+          step.fused_relu = true;
+        }
+        dnnl::convolution_forward::primitive_desc pd(d, attr, engine_);
+        step.prim = dnnl::convolution_forward(pd);
+        step.src_md = pd.src_desc();
+        step.dst_md = pd.dst_desc();
+        step.weights = slice_into(*w, s.offset, s.count, {wdims, dt::f32, tag::oihw}, pd.weights_desc());
+        step.bias = slice_into(*b, s.offset, s.count, bias_md, pd.bias_desc());
+        step.out_offset = int64_t{s.offset} * info.out.height * info.out.width;
+        finish_step(step, pd);
+        sliced = K > 1;
+        cur_channels = info.out.channels;
+        cur_per_channel = int64_t{info.out.height} * info.out.width;
+        break;
+      }
+      case LayerKind::kFullyConnected: {
+        const Slice s = slice_of(info.out.channels, K, partition_.rank);
+        const int64_t in = info.in.elements();
+        SERF_ASSIGN_OR_RETURN(const model::Tensor* w,
+                              tensor(weights, spec.name + ".weight", {info.out.channels, in}));
+        SERF_ASSIGN_OR_RETURN(const model::Tensor* b, tensor(weights, spec.name + ".bias", {info.out.channels}));
+        step.plain_src = {{1, in}, dt::f32, tag::nc};
+        step.plain_dst = {{1, s.count}, dt::f32, tag::nc};
+        const dnnl::memory::dims wdims = {s.count, in};
+        const dnnl::memory::desc bias_md({s.count}, dt::f32, tag::x);
+        dnnl::inner_product_forward::desc d(fwd, step.plain_src, {wdims, dt::f32, tag::any}, bias_md,
+                                            step.plain_dst);
+        if (next_relu) {
+          dnnl::post_ops ops;
+          ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+          attr.set_post_ops(ops);
+          step.fused_relu = true;
+        }
+        dnnl::inner_product_forward::primitive_desc pd(d, attr, engine_);
+        step.prim = dnnl::inner_product_forward(pd);
+        step.src_md = pd.src_desc();
+        step.dst_md = pd.dst_desc();
+        step.weights = slice_into(*w, s.offset, s.count, {wdims, dt::f32, tag::oi}, pd.weights_desc());
+        step.bias = slice_into(*b, s.offset, s.count, bias_md, pd.bias_desc());
+        step.out_offset = s.offset;
+        finish_step(step, pd);
+        sliced = K > 1;
+        cur_channels = info.out.channels;
+        cur_per_channel = 1;
+        break;
+      }
+      case LayerKind::kRelu: {
+        // Element-wise: on this rank's part only, viewed as a flat vector.
+        const int64_t count = sliced ? in_slice.count * cur_per_channel : info.in.elements();
+        step.in_offset = sliced ? in_slice.offset * cur_per_channel : 0;
+        step.out_offset = step.in_offset;
+        step.plain_src = {{1, count}, dt::f32, tag::nc};
+        step.plain_dst = step.plain_src;
+        dnnl::eltwise_forward::desc d(fwd, dnnl::algorithm::eltwise_relu, step.plain_src, 0.0f, 0.0f);
+        dnnl::eltwise_forward::primitive_desc pd(d, attr, engine_);
+        step.prim = dnnl::eltwise_forward(pd);
+        step.src_md = pd.src_desc();
+        step.dst_md = pd.dst_desc();
+        finish_step(step, pd);
+        break;
+      }
+      case LayerKind::kMaxPool:
+      case LayerKind::kAvgPool: {
+        // Channel-local: this rank's channel block only (all channels when not sliced).
+        const int c = in_slice.count;
+        step.in_offset = int64_t{in_slice.offset} * info.in.height * info.in.width;
+        step.out_offset = int64_t{in_slice.offset} * info.out.height * info.out.width;
+        step.plain_src = {nchw_dims(c, info.in.height, info.in.width), dt::f32, tag::nchw};
+        step.plain_dst = {nchw_dims(c, info.out.height, info.out.width), dt::f32, tag::nchw};
+        const auto alg = spec.kind == LayerKind::kMaxPool ? dnnl::algorithm::pooling_max
+                                                          : dnnl::algorithm::pooling_avg_include_padding;
+        // PyTorch's floor rule gives right padding equal to the left one (oneDNN checks
+        // (in - kernel + pad_l + pad_r) / stride + 1 == out with integer division).
+        dnnl::pooling_forward::desc d(fwd, alg, step.plain_src, step.plain_dst, {spec.stride, spec.stride},
+                                      {spec.kernel, spec.kernel}, {spec.pad, spec.pad}, {spec.pad, spec.pad});
+        dnnl::pooling_forward::primitive_desc pd(d, attr, engine_);
+        step.prim = dnnl::pooling_forward(pd);
+        step.src_md = pd.src_desc();
+        step.dst_md = pd.dst_desc();
+        finish_step(step, pd);
+        cur_per_channel = int64_t{info.out.height} * info.out.width;
+        break;
+      }
+      case LayerKind::kLrn: {
+        step.plain_src = {nchw_dims(info.in.channels, info.in.height, info.in.width), dt::f32, tag::nchw};
+        step.plain_dst = step.plain_src;
+        // LRN is fast only in the blocked layouts; let the primitive choose and reorder around it.
+        dnnl::memory::desc want = step.plain_src;
+        if (info.in.channels % 16 == 0) want = {step.plain_src.dims(), dt::f32, tag::nChw16c};
+        dnnl::lrn_forward::desc d(fwd, dnnl::algorithm::lrn_across_channels, want, spec.lrn_size,
+                                  spec.lrn_alpha, spec.lrn_beta, spec.lrn_k);
+        dnnl::lrn_forward::primitive_desc pd(d, attr, engine_);
+        step.prim = dnnl::lrn_forward(pd);
+        step.src_md = pd.src_desc();
+        step.dst_md = pd.dst_desc();
+        finish_step(step, pd);
+        break;
+      }
+      case LayerKind::kSoftmax: {
+        step.plain_src = {{1, info.in.elements()}, dt::f32, tag::nc};
+        step.plain_dst = step.plain_src;
+        dnnl::softmax_forward::desc d(fwd, step.plain_src, 1);
+        dnnl::softmax_forward::primitive_desc pd(d, attr, engine_);
+        step.prim = dnnl::softmax_forward(pd);
+        step.src_md = pd.src_desc();
+        step.dst_md = pd.dst_desc();
+        finish_step(step, pd);
+        break;
+      }
+      case LayerKind::kFlatten:
+        break;  // handled above
+    }
+    } catch (const dnnl::error& e) {
+      return Internal("layer '" + spec.name + "': oneDNN: " + e.what());
+    }
+    cur = step.out_buffer;
+    cur_layer = static_cast<int>(i);
+    steps_.push_back(std::move(step));
+  }
+  output_buffer_ = cur;
+  if (sliced) {
+    gather_output_ = true;
+    gather_output_layer_ = cur_layer;
+    output_gather_ = gather_layout(cur_channels, cur_per_channel, K);
+  }
+  return Status::Ok();
+}
+
+CpuExecutable::CpuExecutable(std::shared_ptr<const CpuPreparedModel> model)
+    : model_(std::move(model)), stream_(model_->engine_) {
+  const auto& eng = model_->engine_;
+  input_ = AlignedFloats(model_->plan_.spec.input.elements());
+  for (int64_t size : model_->buffer_sizes_) buffers_.emplace_back(size);
+  scratch_ = AlignedFloats(static_cast<int64_t>((model_->scratch_bytes_ + sizeof(float) - 1) / sizeof(float)));
+  auto buffer = [&](int index) { return index < 0 ? input_.data() : buffers_[index].data(); };
+  auto bind = [&](const dnnl::memory::desc& md, void* p) {
+    memories_.emplace_back(md, eng, p);
+    return memories_.back().get();
+  };
+  auto staged = [&](const dnnl::memory::desc& md) {
+    staging_.emplace_back(static_cast<int64_t>((md.get_size() + sizeof(float) - 1) / sizeof(float)));
+    return bind(md, staging_.back().data());
+  };
+  for (const Step& step : model_->steps_) {
+    BoundStep b;
+    if (!step.noop) {
+      dnnl_memory_t plain_src = bind(step.plain_src, buffer(step.in_buffer) + step.in_offset);
+      dnnl_memory_t plain_dst = bind(step.plain_dst, buffer(step.out_buffer) + step.out_offset);
+      dnnl_memory_t src = plain_src, dst = plain_dst;
+      if (step.src_reorder) {
+        src = staged(step.src_md);
+        b.src_reorder = {step.src_reorder.get(), {{DNNL_ARG_FROM, plain_src}, {DNNL_ARG_TO, src}}};
+      }
+      if (step.dst_reorder) {
+        dst = staged(step.dst_md);
+        b.dst_reorder = {step.dst_reorder.get(), {{DNNL_ARG_FROM, dst}, {DNNL_ARG_TO, plain_dst}}};
+      }
+      b.main.prim = step.prim.get();
+      b.main.args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
+      if (step.weights) b.main.args.push_back({DNNL_ARG_WEIGHTS, step.weights.get()});
+      if (step.bias) b.main.args.push_back({DNNL_ARG_BIAS, step.bias.get()});
+      if (step.scratch_md.get_size() > 0) {
+        b.main.args.push_back({DNNL_ARG_SCRATCHPAD, bind(step.scratch_md, scratch_.data())});
+      }
+    }
+    bound_.push_back(std::move(b));
+  }
+}
+
+Partition CpuExecutable::partition() const { return model_->partition_; }
+int CpuExecutable::threads() const { return model_->threads_; }
+
+Status CpuExecutable::execute(const Call& call, dnnl_stream_t stream) {
+  if (call.prim == nullptr) return Status::Ok();
+  const dnnl_status_t s =
+      dnnl_primitive_execute(call.prim, stream, static_cast<int>(call.args.size()), call.args.data());
+  if (s != dnnl_success) return Internal("oneDNN primitive execution failed (status " + std::to_string(s) + ")");
+  return Status::Ok();
+}
+
+Status CpuExecutable::run(const float* input, float* output, ActivationExchange& exchange,
+                          LayerTimings* timings) {
+  const CpuPreparedModel& m = *model_;
+  const Partition part = m.partition_;
+  if (exchange.ranks() != part.ranks || exchange.rank() != part.rank) {
+    return InvalidArgument("exchange is rank " + std::to_string(exchange.rank()) + " of " +
+                           std::to_string(exchange.ranks()) + ", the model was prepared for rank " +
+                           std::to_string(part.rank) + " of " + std::to_string(part.ranks));
+  }
+  if (timings != nullptr && timings->compute_ms.size() != m.steps_.size()) timings->resize(m.steps_.size());
+  // Per-thread ICV: this request's OpenMP regions (oneDNN's included) use T threads.
+  omp_set_num_threads(m.threads_);
+  using clock = std::chrono::steady_clock;
+  auto ms_since = [](clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  };
+  std::memcpy(input_.data(), input, sizeof(float) * static_cast<size_t>(input_.size()));
+  dnnl_stream_t stream = stream_.get();
+  auto buffer = [&](int index) { return index < 0 ? input_.data() : buffers_[index].data(); };
+
+  for (size_t i = 0; i < m.steps_.size(); ++i) {
+    const Step& step = m.steps_[i];
+    if (step.gather_before) {
+      const auto t0 = clock::now();
+      SERF_RETURN_IF_ERROR(exchange.all_gather(buffer(step.in_buffer), step.gather));
+      if (timings != nullptr) timings->exchange_ms[step.gather_layer] += ms_since(t0);
+    }
+    if (timings != nullptr) timings->fused[i] = step.noop && step.kind == LayerKind::kRelu;
+    if (step.noop) {
+      if (timings != nullptr) timings->compute_ms[i] = 0.0;
+      continue;
+    }
+    const auto t0 = clock::now();
+    SERF_RETURN_IF_ERROR(execute(bound_[i].src_reorder, stream));
+    SERF_RETURN_IF_ERROR(execute(bound_[i].main, stream));
+    SERF_RETURN_IF_ERROR(execute(bound_[i].dst_reorder, stream));
+    if (timings != nullptr) {
+      dnnl_stream_wait(stream);
+      timings->compute_ms[i] = ms_since(t0);
+    }
+  }
+  dnnl_stream_wait(stream);
+  float* out = buffer(m.output_buffer_);
+  if (m.gather_output_) {
+    const auto t0 = clock::now();
+    SERF_RETURN_IF_ERROR(exchange.all_gather(out, m.output_gather_));
+    if (timings != nullptr) timings->exchange_ms[m.gather_output_layer_] += ms_since(t0);
+  }
+  std::memcpy(output, out, sizeof(float) * static_cast<size_t>(m.plan_.output().elements()));
+  return Status::Ok();
+}
+
+class CpuBackend final : public Backend {
+ public:
+  std::string name() const override { return "cpu"; }
+  StatusOr<std::shared_ptr<PreparedModel>> prepare(const model::ModelPlan& plan, const model::Weights& weights,
+                                                   Partition partition, int threads) override {
+    SERF_ASSIGN_OR_RETURN(auto prepared, CpuPreparedModel::create(plan, weights, partition, threads));
+    return std::shared_ptr<PreparedModel>(std::move(prepared));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace serf::engine

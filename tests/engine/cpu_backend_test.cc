@@ -1,0 +1,153 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+
+#include "engine/backend.h"
+#include "engine/executor.h"
+#include "engine/simulated_unit.h"
+#include "model/weights.h"
+#include "tests/engine/engine_test_util.h"
+#include "tests/engine/reference_forward.h"
+
+using namespace serf;
+using namespace serf::engine;
+using serf::engine::testing::load_shipped;
+using serf::engine::testing::max_relative_error;
+
+namespace {
+
+std::vector<float> run_once(Backend& backend, const model::ModelPlan& plan, const model::Weights& w,
+                            const std::vector<float>& input, int threads, LayerTimings* timings = nullptr) {
+  auto prepared = backend.prepare(plan, w, Partition{0, 1}, threads);
+  REQUIRE(prepared.ok());
+  auto slot = (*prepared)->new_slot();
+  REQUIRE(slot.ok());
+  std::vector<float> out(plan.output().elements());
+  LocalExchange local;
+  REQUIRE((*slot)->run(input.data(), out.data(), local, timings).ok());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the CPU backend matches a plain-loop reference", "[engine]") {
+  auto backend = make_backend("cpu");
+  REQUIRE(backend.ok());
+  for (const char* name : {"tiny", "cifar10"}) {
+    INFO(name);
+    const model::ModelPlan plan = load_shipped(name);
+    const model::Weights w = model::Weights::seeded(plan, 7);
+    const std::vector<float> input = model::seeded_input(plan.spec.input, 7);
+    for (int threads : {1, 2}) {
+      LayerTimings timings;
+      const std::vector<float> out = run_once(**backend, plan, w, input, threads, &timings);
+      const std::vector<float> ref = serf::engine::testing::reference_forward(plan, w, input);
+      CHECK(max_relative_error(out, ref) <= 1e-4);
+      REQUIRE(timings.compute_ms.size() == plan.layers.size());
+      for (size_t i = 0; i < plan.layers.size(); ++i) {
+        CHECK(timings.compute_ms[i] >= 0.0);
+        if (plan.spec.layers[i].kind == model::LayerKind::kConv2d) CHECK(timings.compute_ms[i] > 0.0);
+      }
+    }
+  }
+}
+
+TEST_CASE("K partitions assemble the unpartitioned output", "[engine]") {
+  auto backend = make_backend("cpu");
+  REQUIRE(backend.ok());
+  for (const char* name : {"tiny", "cifar10"}) {
+    const model::ModelPlan plan = load_shipped(name);
+    const model::Weights w = model::Weights::seeded(plan, 3);
+    const std::vector<float> input = model::seeded_input(plan.spec.input, 3);
+    const std::vector<float> whole = run_once(**backend, plan, w, input, 1);
+    for (int k = 1; k <= 4; ++k) {
+      INFO(name << " K=" << k);
+      auto unit = SimulatedUnit::create(**backend, plan, w, k, 1);
+      REQUIRE(unit.ok());
+      std::vector<float> out(whole.size());
+      LayerTimings timings;
+      for (int round = 0; round < 2; ++round) {
+        REQUIRE((*unit)->run(input.data(), out.data(), &timings).ok());
+        CHECK(max_relative_error(out, whole) <= 1e-5);
+      }
+      double exchanged = 0.0;
+      for (double ms : timings.exchange_ms) exchanged += ms;
+      if (k == 1) CHECK(exchanged == 0.0);
+    }
+  }
+}
+
+TEST_CASE("c slots serve c requests at once and give the serial answers", "[engine]") {
+  auto backend = make_backend("cpu");
+  REQUIRE(backend.ok());
+  const model::ModelPlan plan = load_shipped("cifar10");
+  const model::Weights w = model::Weights::seeded(plan, 11);
+  const int slots = 3, per_thread = 8, threads = 5;  // more callers than slots: run() must queue
+  auto prepared = (*backend)->prepare(plan, w, Partition{0, 1}, 1);
+  REQUIRE(prepared.ok());
+  auto executor = Executor::create(*prepared, slots);
+  REQUIRE(executor.ok());
+  std::vector<std::vector<float>> inputs, expected;
+  for (int i = 0; i < threads; ++i) {
+    inputs.push_back(model::seeded_input(plan.spec.input, 100 + i));
+    expected.push_back(run_once(**backend, plan, w, inputs.back(), 1));
+  }
+  std::atomic<int> wrong{0}, failed{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < threads; ++t) {
+    callers.emplace_back([&, t] {
+      LocalExchange local;
+      std::vector<float> out(plan.output().elements());
+      for (int i = 0; i < per_thread; ++i) {
+        if (!(*executor)->run(inputs[t].data(), out.data(), local, nullptr).ok()) ++failed;
+        if (max_relative_error(out, expected[t]) > 1e-6) ++wrong;
+      }
+    });
+  }
+  for (auto& c : callers) c.join();
+  CHECK(failed == 0);
+  CHECK(wrong == 0);
+  LocalExchange local;
+  std::vector<float> out(plan.output().elements());
+  CHECK((*executor)->run_on_slot(slots, inputs[0].data(), out.data(), local, nullptr).code() ==
+        StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("bad engine input is a clear error", "[engine]") {
+  auto backend = make_backend("cpu");
+  REQUIRE(backend.ok());
+  const model::ModelPlan plan = load_shipped("tiny");
+  model::Weights w = model::Weights::seeded(plan, 1);
+
+  CHECK(make_backend("tpu").status().code() == StatusCode::kInvalidArgument);
+  CHECK(make_backend("tpu").status().message().find("unknown backend 'tpu'") != std::string::npos);
+
+  auto zero_threads = (*backend)->prepare(plan, w, Partition{0, 1}, 0);
+  CHECK(zero_threads.status().code() == StatusCode::kInvalidArgument);
+
+  CHECK(max_ranks(plan) == 8);  // conv1 has 8 output channels
+  auto too_many = (*backend)->prepare(plan, w, Partition{0, 9}, 1);
+  CHECK(too_many.status().code() == StatusCode::kInvalidArgument);
+  CHECK(too_many.status().message().find("conv1") != std::string::npos);
+  CHECK(validate_partition(plan, Partition{0, 0}).code() == StatusCode::kInvalidArgument);
+
+  model::Weights wrong_shape = w;
+  wrong_shape.set("fc1.weight", model::Tensor{{16, 3}, std::vector<float>(48, 0.0f)});
+  auto bad = (*backend)->prepare(plan, wrong_shape, Partition{0, 1}, 1);
+  CHECK(bad.status().code() == StatusCode::kInvalidArgument);
+  CHECK(bad.status().message().find("fc1.weight") != std::string::npos);
+
+  model::Weights missing;
+  auto none = (*backend)->prepare(plan, missing, Partition{0, 1}, 1);
+  CHECK(none.status().code() == StatusCode::kNotFound);
+  CHECK(none.status().message().find("conv1.weight") != std::string::npos);
+
+  auto prepared = (*backend)->prepare(plan, w, Partition{1, 2}, 1);
+  REQUIRE(prepared.ok());
+  auto slot = (*prepared)->new_slot();
+  REQUIRE(slot.ok());
+  std::vector<float> in(plan.spec.input.elements()), out(plan.output().elements());
+  LocalExchange local;  // rank 0 of 1: does not match rank 1 of 2
+  CHECK((*slot)->run(in.data(), out.data(), local, nullptr).code() == StatusCode::kInvalidArgument);
+}
