@@ -30,11 +30,8 @@ class CommandRegistry {
 
 // Each room's CLI file registers its subcommands here (see main.cc).
 void register_queue_commands(CLI::App& app, CommandRegistry& registry);  // predict plan size capacity
-<<<<<<< HEAD
-void register_mpi_commands(CLI::App& app, CommandRegistry& registry);    // serve profile (mpirun)
-=======
 void register_engine_commands(CLI::App& app, CommandRegistry& registry);  // infer
 void register_model_commands(CLI::App& app, CommandRegistry& registry);  // model info, model init
->>>>>>> engine
+void register_mpi_commands(CLI::App& app, CommandRegistry& registry);    // serve profile (mpirun)
 
 }  // namespace serf::cli

@@ -36,12 +36,9 @@ int main(int argc, char** argv) {
 
   serf::cli::CommandRegistry registry;
   serf::cli::register_queue_commands(app, registry);
-<<<<<<< HEAD
-  serf::cli::register_mpi_commands(app, registry);
-=======
   serf::cli::register_engine_commands(app, registry);
   serf::cli::register_model_commands(app, registry);
->>>>>>> engine
+  serf::cli::register_mpi_commands(app, registry);
 
   try {
     app.parse(argc, argv);
