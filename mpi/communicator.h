@@ -44,9 +44,10 @@ class Communicator {
                     int* from = nullptr) const;
   Status bcast_bytes(void* data, size_t bytes, int root, const WaitPolicy& wait) const;
   Status barrier(const WaitPolicy& wait) const;
-  // Every rank contributes `counts[rank]` floats; `out` receives all slices in rank order.
-  Status allgatherv(const float* mine, const std::vector<int>& counts, float* out,
-                    const WaitPolicy& wait) const;
+  // In-place all-gather (MPI_Allgatherv with MPI_IN_PLACE): rank r's part of `full` is
+  // [offsets[r], offsets[r] + counts[r]); on return every part is filled.
+  Status all_gather_in_place(float* full, const std::vector<int>& counts, const std::vector<int>& offsets,
+                             const WaitPolicy& wait) const;
 
   template <typename T>
   Status send(const T& value, int dest, int tag, const WaitPolicy& wait) const {

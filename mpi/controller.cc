@@ -63,8 +63,6 @@ Controller::Controller(Transport& transport, ControllerOptions options)
       options_(std::move(options)),
       rng_(options_.seed),
       epoch_(std::chrono::steady_clock::now()) {
-  input_.assign(static_cast<size_t>(options_.payload_floats), 0.0f);
-  for (size_t i = 0; i < input_.size(); ++i) input_[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f;
 }
 
 double Controller::now_s() const {
@@ -133,14 +131,14 @@ Status Controller::dispatch(int unit, int slot, size_t record) {
   action.slot = slot;
   action.request_id = rec.id;
   action.running = rec.running;
-  action.payload_floats = options_.payload_floats;
+  action.payload_floats = static_cast<int32_t>(options_.input.size());
   if (sampler_ != nullptr) {
     SERF_ASSIGN_OR_RETURN(action.emulated_ms,
                           sampler_->sample_ms({rec.running, config_.inter, config_.intra}));
   }
   rec.dispatch_s = now_s();
   in_flight_[rec.id] = record;
-  return transport_.send_run(unit, action, input_);
+  return transport_.send_run(unit, action, options_.input);
 }
 
 Status Controller::dispatch_ready() {

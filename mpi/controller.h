@@ -97,7 +97,7 @@ struct ControllerOptions {
   double tick_s = 0.05;        // how often the scheduler hook is asked
   double rate_window_s = 2;
   uint64_t seed = 1;
-  int payload_floats = 0;      // input values sent with each request (0 for emulated nodes)
+  std::vector<float> input;    // sent with each request (empty for emulated nodes)
   // Set from outside (a SIGTERM from mpirun after a node died): stop, keep what was measured.
   const std::atomic<bool>* interrupted = nullptr;
 };
@@ -155,7 +155,6 @@ class Controller {
   std::vector<SwitchRecord> switches_;
   std::mt19937_64 rng_;
   std::chrono::steady_clock::time_point epoch_;
-  std::vector<float> input_;
 };
 
 // Poisson arrival times (seconds from 0) of `count` requests at `rate_per_s`.

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "mpi/runtime.h"
 
@@ -15,12 +16,19 @@ class EngineSlots {
  public:
   virtual ~EngineSlots() = default;
   // Loads the model spec and its weights on this rank (every rank reads the same files).
-  static StatusOr<std::unique_ptr<EngineSlots>> Create(const std::string& model_path,
-                                                      const std::string& backend);
+  // Weights: `weights_path` (safetensors) or, when empty, seeded from `seed` (as `serf infer`).
+  static StatusOr<std::unique_ptr<EngineSlots>> Create(const std::string& model_path, const std::string& backend,
+                                                      const std::string& weights_path, uint64_t seed);
   virtual std::string model_name() const = 0;
   virtual int64_t input_floats() const = 0;
   virtual int max_inter() const = 0;  // largest K the model can be split over
   virtual SlotWorkerFactory factory() = 0;
+  // The request input: seeded from `seed` when `path` is empty, else the safetensors file.
+  virtual StatusOr<std::vector<float>> input(const std::string& path, uint64_t seed) const = 0;
+  virtual int64_t output_floats() const = 0;
+  virtual std::vector<std::string> layer_names() const = 0;
+  virtual std::vector<std::string> layer_types() const = 0;
+  virtual std::string backend_name() const = 0;
 };
 
 }  // namespace serf::mpi

@@ -3,7 +3,8 @@
 
 namespace serf::mpi {
 
-StatusOr<std::unique_ptr<EngineSlots>> EngineSlots::Create(const std::string&, const std::string&) {
+StatusOr<std::unique_ptr<EngineSlots>> EngineSlots::Create(const std::string&, const std::string&, const std::string&,
+                                                          uint64_t) {
   return InvalidArgument("--model: this build has no CPU engine (serf_engine_cpu); use --emulate PROFILE");
 }
 

@@ -84,7 +84,8 @@ Status MpiTransport::configure(const Configuration& config) {
     ranks.push_back(r);
   }
   std::vector<NodeReply> replies;
-  SERF_RETURN_IF_ERROR(collect_replies(ranks, ReplyKind::kReady, timeout_s_, &replies));
+  // Nodes re-prepare the model's kernels for the new (K, T): allow more than a request's time.
+  SERF_RETURN_IF_ERROR(collect_replies(ranks, ReplyKind::kReady, std::max(6 * timeout_s_, 60.0), &replies));
   std::sort(replies.begin(), replies.end(), [](const NodeReply& a, const NodeReply& b) { return a.rank < b.rank; });
   placement_.clear();
   for (const NodeReply& r : replies) placement_ += "rank " + std::to_string(r.rank) + ": " + r.message + "\n";

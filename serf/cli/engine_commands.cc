@@ -14,6 +14,8 @@
 #include "engine/simulated_unit.h"
 #include "model/weights.h"
 #include "serf/cli/command.h"
+#include "serf/cli/infer_print.h"
+#include "serf/cli/runtime_launch.h"
 
 namespace serf::cli {
 namespace {
@@ -25,6 +27,8 @@ struct InferOptions {
   uint64_t seed = 1;
   int threads = 1;
   int inter_sim = 1;
+  int inter = 0;  // > 0: K MPI node ranks under mpirun (rank 0 controls)
+  RuntimeFlags runtime;
   int repeat = 1;
   std::string backend = "cpu";
   bool json = false;
@@ -37,6 +41,16 @@ double median(std::vector<double> v) {
 }
 
 Status run_infer(const InferOptions& o) {
+  if (o.inter > 0) {
+    RuntimeFlags f = o.runtime;
+    f.model = o.model;
+    f.weights = o.weights;
+    f.input = o.input;
+    f.seed = o.seed;
+    f.backend = o.backend;
+    f.cores_per_node = o.threads;
+    return run_infer_inter(f, o.inter, o.threads, o.repeat, o.json);
+  }
   if (o.threads < 1) return InvalidArgument("--threads " + std::to_string(o.threads) + ": must be at least 1");
   if (o.inter_sim < 1) {
     return InvalidArgument("--inter-sim " + std::to_string(o.inter_sim) + ": must be at least 1");
@@ -78,6 +92,29 @@ Status run_infer(const InferOptions& o) {
       exchange[i].push_back(timings.exchange_ms[i]);
     }
   }
+  InferPrint p;
+  p.model = plan.spec.name;
+  p.backend = backend->name();
+  p.threads = o.threads;
+  p.inter = o.inter_sim;
+  p.repeat = o.repeat;
+  p.total_ms = total;
+  p.output = std::move(output);
+  for (size_t i = 0; i < layers; ++i) {
+    p.layer_names.push_back(plan.spec.layers[i].name);
+    p.layer_types.push_back(model::to_string(plan.spec.layers[i].kind));
+  }
+  p.compute_ms = std::move(compute);
+  p.exchange_ms = std::move(exchange);
+  p.fused = timings.fused;
+  return print_infer(p, o.json);
+}
+
+}  // namespace
+
+Status print_infer(const InferPrint& p, bool json) {
+  const std::vector<float>& output = p.output;
+  const size_t layers = p.layer_names.size();
   for (float v : output) {
     if (!std::isfinite(v)) return Internal("the output holds a non-finite value (weights or input out of range?)");
   }
@@ -88,47 +125,45 @@ Status run_infer(const InferOptions& o) {
                     [&](int a, int b) { return output[a] > output[b] || (output[a] == output[b] && a < b); });
   order.resize(top);
 
-  if (o.json) {
+  if (json) {
     nlohmann::json doc;
-    doc["model"] = plan.spec.name;
-    doc["backend"] = backend->name();
-    doc["threads"] = o.threads;
-    doc["inter"] = o.inter_sim;
-    doc["repeat"] = o.repeat;
-    doc["total_ms"] = median(total);
+    doc["model"] = p.model;
+    doc["backend"] = p.backend;
+    doc["threads"] = p.threads;
+    doc["inter"] = p.inter;
+    doc["repeat"] = p.repeat;
+    doc["total_ms"] = median(p.total_ms);
     doc["top5"] = order;
     const size_t shown = std::min<size_t>(1000, output.size());
     doc["output"] = std::vector<float>(output.begin(), output.begin() + shown);
     doc["output_elements"] = output.size();
     doc["layers"] = nlohmann::json::array();
     for (size_t i = 0; i < layers; ++i) {
-      doc["layers"].push_back({{"name", plan.spec.layers[i].name},
-                               {"type", model::to_string(plan.spec.layers[i].kind)},
-                               {"ms", median(compute[i])},
-                               {"exchange_ms", median(exchange[i])},
-                               {"fused", timings.fused[i] != 0}});
+      doc["layers"].push_back({{"name", p.layer_names[i]},
+                               {"type", p.layer_types[i]},
+                               {"ms", median(p.compute_ms[i])},
+                               {"exchange_ms", median(p.exchange_ms[i])},
+                               {"fused", p.fused[i] != 0}});
     }
     std::cout << doc.dump() << "\n";
     return Status::Ok();
   }
-  std::printf("model %s: backend %s, T=%d threads, K=%d in-process partitions, median of %d runs: %.3f ms\n",
-              plan.spec.name.c_str(), backend->name().c_str(), o.threads, o.inter_sim, o.repeat, median(total));
+  std::printf("model %s: backend %s, T=%d threads, K=%d %s, median of %d runs: %.3f ms\n", p.model.c_str(),
+              p.backend.c_str(), p.threads, p.inter, p.inter_kind.c_str(), p.repeat, median(p.total_ms));
   std::printf("top-5:");
   for (int c : order) std::printf("  %d (%.6g)", c, output[c]);
   std::printf("\n%-12s %-16s %12s %12s\n", "layer", "type", "ms", "exchange_ms");
   for (size_t i = 0; i < layers; ++i) {
-    const char* type = model::to_string(plan.spec.layers[i].kind);
-    if (timings.fused[i]) {
-      std::printf("%-12s %-16s %12s %12s\n", plan.spec.layers[i].name.c_str(), type, "fused", "");
+    const char* type = p.layer_types[i].c_str();
+    if (p.fused[i]) {
+      std::printf("%-12s %-16s %12s %12s\n", p.layer_names[i].c_str(), type, "fused", "");
     } else {
-      std::printf("%-12s %-16s %12.3f %12.3f\n", plan.spec.layers[i].name.c_str(), type, median(compute[i]),
-                  median(exchange[i]));
+      std::printf("%-12s %-16s %12.3f %12.3f\n", p.layer_names[i].c_str(), type, median(p.compute_ms[i]),
+                  median(p.exchange_ms[i]));
     }
   }
   return Status::Ok();
 }
-
-}  // namespace
 
 void register_engine_commands(CLI::App& app, CommandRegistry& registry) {
   auto o = std::make_shared<InferOptions>();
@@ -142,6 +177,9 @@ void register_engine_commands(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--threads", o->threads, "Intra-node parallelism T: OpenMP threads per rank (count, default 1)");
   sub->add_option("--inter-sim", o->inter_sim, "Inter-node parallelism K, simulated by K in-process partitions "
                                                "(ranks, default 1)");
+  sub->add_option("--inter", o->inter, "Inter-node parallelism K over MPI: run under mpirun -np K+1 (rank 0 "
+                                       "controls, ranks 1..K compute; count)");
+  add_runtime_flags(sub, &o->runtime, /*infer_flags=*/true);
   sub->add_option("--repeat", o->repeat, "Timed runs after one warm-up; times are medians (count, default 1)");
   sub->add_option("--backend", o->backend, "Backend: cpu or cuda (default cpu)");
   sub->add_flag("--json", o->json, "Print one JSON object: top5, output (first 1000 values), layers [{name, ms}]");

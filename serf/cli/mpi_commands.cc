@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "serf/cli/command.h"
+#include "serf/cli/infer_print.h"
 #include "serf/cli/runtime_launch.h"
 
 namespace serf::cli {
@@ -103,6 +104,53 @@ Status run_serve(const ServeOptions& o) {
 }
 
 }  // namespace
+
+Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int repeat, bool json) {
+  return launch_runtime(flags, [&](RuntimeSession& session) -> Status {
+    if (threads < 1) return InvalidArgument("--threads " + std::to_string(threads) + ": must be at least 1");
+    if (repeat < 1) return InvalidArgument("--repeat " + std::to_string(repeat) + ": must be at least 1");
+    SERF_RETURN_IF_ERROR(session.check_inter(inter, "--inter"));
+    if (inter != session.nodes) {
+      return InvalidArgument("--inter " + std::to_string(inter) + ": run it under mpirun -np " +
+                             std::to_string(inter + 1) + " (one controller and K nodes); this job has " +
+                             std::to_string(session.nodes) + " node rank(s)");
+    }
+    return session.run_controller([&](mpi::Controller& controller) -> Status {
+      SERF_RETURN_IF_ERROR(controller.configure({1, inter, threads}));
+      InferPrint p;
+      p.model = session.model_name;
+      p.backend = session.backend_name;
+      p.threads = threads;
+      p.inter = inter;
+      p.inter_kind = "MPI nodes";
+      p.repeat = repeat;
+      p.layer_names = session.layer_names;
+      p.layer_types = session.layer_types;
+      const size_t layers = p.layer_names.size();
+      const auto out_floats = static_cast<size_t>(session.output_floats);
+      p.compute_ms.assign(layers, {});
+      p.exchange_ms.assign(layers, {});
+      p.fused.assign(layers, 0);
+      for (int r = 0; r <= repeat; ++r) {  // run 0 warms up, as in the single-process command
+        SERF_RETURN_IF_ERROR(controller.run_open_loop({0.0}, nullptr));
+        std::vector<float> out = session.last_output();
+        if (out.size() != out_floats + 3 * layers) {
+          return Internal("the unit leader returned " + std::to_string(out.size()) + " values, expected " +
+                          std::to_string(out_floats + 3 * layers));
+        }
+        if (r == 0) continue;
+        p.total_ms.push_back(controller.records().back().service_ms);
+        for (size_t i = 0; i < layers; ++i) {
+          p.compute_ms[i].push_back(out[out_floats + i]);
+          p.exchange_ms[i].push_back(out[out_floats + layers + i]);
+          p.fused[i] = out[out_floats + 2 * layers + i] != 0 ? 1 : 0;
+        }
+        p.output.assign(out.begin(), out.begin() + static_cast<long>(out_floats));
+      }
+      return print_infer(p, json);
+    });
+  });
+}
 
 void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
   auto serve = std::make_shared<ServeOptions>();

@@ -20,14 +20,20 @@
 
 namespace serf::cli {
 
-void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool model_required) {
+void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
+  if (infer_flags) {
+    sub->add_option("--node-timeout", f->node_timeout_s,
+                    "with --inter: seconds a node may take to answer before it is reported as dead or hung");
+    return;
+  }
   auto* model = sub->add_option("--model", f->model, "model spec file (JSON): nodes compute it");
   auto* emulate = sub->add_option("--emulate", f->emulate,
                                   "profile file (serf-profile/1): emulated nodes sleep the profiled service time of the "
                                   "running tuple (i, K, T) instead of computing");
   model->excludes(emulate);
   emulate->excludes(model);
-  if (model_required) model->required();
+  sub->add_option("--weights", f->weights, "with --model: weights (safetensors, F32); default: seeded from --seed");
+  sub->add_option("--backend", f->backend, "with --model: backend of the nodes (cpu)");
   sub->add_flag("--emulate-random", f->emulate_random,
                 "emulated service times are Gamma draws with the tuple's mean and SCV (default: the mean)");
   sub->add_option("--cores-per-node", f->cores_per_node,
@@ -47,6 +53,10 @@ Status RuntimeSession::check_inter(int inter, const std::string& flag) const {
     return InvalidArgument(flag + ": K = " + std::to_string(inter) + " needs " + std::to_string(inter) +
                            " nodes but only " + std::to_string(nodes) + " node rank(s) run; start mpirun with -np " +
                            std::to_string(inter + 1) + " or more");
+  }
+  if (max_inter_ > 0 && inter > max_inter_) {
+    return InvalidArgument(flag + ": K = " + std::to_string(inter) + " is more than the model can be split over (" +
+                           std::to_string(max_inter_) + ", its narrowest layer)");
   }
   return Status::Ok();
 }
@@ -85,8 +95,14 @@ class MpiSession : public RuntimeSession {
       model_name = emulation->model;
       cores_per_node = flags_.cores_per_node > 0 ? flags_.cores_per_node : emulation->hardware.cores_per_node;
     } else {
-      SERF_ASSIGN_OR_RETURN(engine_, mpi::EngineSlots::Create(flags_.model, flags_.backend));
+      SERF_ASSIGN_OR_RETURN(engine_, mpi::EngineSlots::Create(flags_.model, flags_.backend, flags_.weights, flags_.seed));
+      SERF_ASSIGN_OR_RETURN(input_, engine_->input(flags_.input, flags_.seed));
       model_name = engine_->model_name();
+      max_inter_ = engine_->max_inter();
+      layer_names = engine_->layer_names();
+      layer_types = engine_->layer_types();
+      output_floats = engine_->output_floats();
+      backend_name = engine_->backend_name();
       cores_per_node = flags_.cores_per_node;
       if (cores_per_node < 1) return InvalidArgument("--cores-per-node: give the cores of one node (>= 1)");
     }
@@ -119,7 +135,7 @@ class MpiSession : public RuntimeSession {
     options.seed = flags_.seed;
     options.interrupted = &g_terminated;
     std::signal(SIGTERM, on_sigterm);
-    options.payload_floats = engine_ ? static_cast<int>(engine_->input_floats()) : 0;
+    options.input = input_;
     mpi::Controller controller(transport, options);
     std::unique_ptr<mpi::ServiceSampler> sampler;
     if (emulation) {
@@ -145,6 +161,7 @@ class MpiSession : public RuntimeSession {
   const RuntimeFlags& flags_;
   mpi::RuntimeComms comms_;
   std::unique_ptr<mpi::EngineSlots> engine_;
+  std::vector<float> input_;
   mpi::MpiTransport* transport_ = nullptr;
 };
 

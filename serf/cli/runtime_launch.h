@@ -23,6 +23,8 @@ struct RuntimeFlags {
   bool emulate_random = false;
   std::string model;          // model spec file: real nodes
   std::string backend = "cpu";
+  std::string weights;        // safetensors; empty: seeded from --seed
+  std::string input;          // safetensors; empty: seeded from --seed
   int cores_per_node = 0;     // F; 0: the emulation profile's
   double node_timeout_s = 10;
   uint64_t seed = 1;
@@ -33,7 +35,9 @@ struct RuntimeFlags {
   int fault_after = 0;
 };
 
-void add_runtime_flags(CLI::App* sub, RuntimeFlags* flags, bool model_required = false);
+// `infer_flags`: the command (`serf infer`) declares --model, --weights, --input, --seed and
+// --backend itself.
+void add_runtime_flags(CLI::App* sub, RuntimeFlags* flags, bool infer_flags = false);
 
 class RuntimeSession;
 using ControllerMain = std::function<Status(mpi::Controller&)>;
@@ -48,9 +52,14 @@ class RuntimeSession {
   int cores_per_node = 1;
   std::string model_name;
   std::unique_ptr<Profile> emulation;  // when --emulate
+  // Real nodes: layer names and types, output size, backend (for `infer --inter`).
+  std::vector<std::string> layer_names, layer_types;
+  int64_t output_floats = 0;
+  std::string backend_name;
   // K must fit the nodes: InvalidArgument naming `flag`.
   Status check_inter(int inter, const std::string& flag) const;
   virtual Status run_controller(const ControllerMain& main) = 0;
+  int max_inter_ = 0;  // 0: no limit (emulated)
   // The output values of the last answered request (rank 0, real nodes).
   virtual std::vector<float> last_output() const = 0;
 };

@@ -75,5 +75,34 @@ case "$1" in
     [ "$(grep -c '^switch at' "$out/o")" -eq 2 ] || fail "want 2 switches"
     echo "ok: $np ranks in $((SECONDS - start)) s"
     ;;
+  infer_equal)
+    # `serf infer --inter 2` on 2 MPI nodes prints what one process prints, outputs within 1e-5.
+    model="$ROOT/configs/models/cifar10.json"
+    "$SERF" infer --model "$model" --seed 3 --json >"$out/one.json" || fail "single-process infer"
+    timeout 120 "$MPIEXEC" --oversubscribe -np 3 "$SERF" infer --model "$model" --seed 3 --inter 2 --json \
+      >"$out/two.json" 2>"$out/e" || { cat "$out/e"; fail "infer --inter 2 under mpiexec -n 3"; }
+    [ "$(wc -l <"$out/two.json")" -eq 1 ] || fail "rank 0 only must print (one JSON line)"
+    python3 - "$out/one.json" "$out/two.json" <<'PY' || fail "outputs differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["output_elements"] == b["output_elements"] and len(a["output"]) == len(b["output"]) > 0
+diff = max(abs(x - y) for x, y in zip(a["output"], b["output"]))
+assert diff <= 1e-5, diff
+assert a["top5"] == b["top5"], (a["top5"], b["top5"])
+assert [l["name"] for l in a["layers"]] == [l["name"] for l in b["layers"]]
+assert [l["fused"] for l in a["layers"]] == [l["fused"] for l in b["layers"]]
+assert b["inter"] == 2 and a["inter"] == 1
+print("ok: max |difference| %.3g over %d outputs, top-5 %s" % (diff, len(a["output"]), a["top5"]))
+PY
+    # Text: the same lines, the timing numbers aside.
+    "$SERF" infer --model "$model" --seed 3 >"$out/one.txt"
+    timeout 120 "$MPIEXEC" --oversubscribe -np 3 "$SERF" infer --model "$model" --seed 3 --inter 2 >"$out/two.txt" 2>/dev/null
+    diff <(sed -n 2p "$out/one.txt") <(sed -n 2p "$out/two.txt") || fail "top-5 lines differ"
+    diff <(awk 'NR>2{print $1, $2}' "$out/one.txt") <(awk 'NR>2{print $1, $2}' "$out/two.txt") || fail "layer lines differ"
+    # Bad input: K larger than the job, unknown model.
+    expect_error 3 "K = 4 needs 4 nodes" infer --model "$model" --inter 4
+    expect_error 3 "run it under mpirun -np 2" infer --model "$model" --inter 1
+    expect_error 3 "nope.json" infer --model /nope.json --inter 2
+    ;;
   *) fail "unknown case $1" ;;
 esac

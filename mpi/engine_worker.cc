@@ -1,0 +1,133 @@
+// Real nodes: engine Executables whose layers all-gather over the slot's MPI communicator.
+#include "mpi/engine_worker.h"
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "engine/backend.h"
+#include "model/weights.h"
+
+namespace serf::mpi {
+
+namespace {
+
+// Inside a request the exchange polls with short sleeps: a layer's all-gather is on the critical
+// path (a busy-wait would be faster still, but steals the core of a node sharing the machine).
+const WaitPolicy kExchangeWait{0, nullptr, 20e-6};
+
+class MpiExchange final : public engine::ActivationExchange {
+ public:
+  explicit MpiExchange(const Communicator* comm) : comm_(comm), rank_(comm->rank()), ranks_(comm->size()) {}
+  int rank() const override { return rank_; }
+  int ranks() const override { return ranks_; }
+  Status all_gather(float* full, const engine::GatherLayout& layout) override {
+    if (ranks_ == 1) return Status::Ok();
+    return comm_->all_gather_in_place(full, layout.counts, layout.offsets, kExchangeWait);
+  }
+
+ private:
+  const Communicator* comm_;
+  int rank_;
+  int ranks_;
+};
+
+// The leader returns the output followed by its per-layer times: compute_ms, exchange_ms, fused
+// (3 * layers floats), so `serf infer --inter K` prints what the single-process one prints.
+class EngineWorker final : public SlotWorker {
+ public:
+  EngineWorker(std::unique_ptr<engine::Executable> exe, const Communicator* comm, size_t output_elements,
+               size_t layers)
+      : exe_(std::move(exe)), exchange_(comm), output_elements_(output_elements) {
+    timings_.resize(layers);
+  }
+  Status serve(const RunAction& action, const std::vector<float>& input, std::vector<float>* output) override {
+    if (action.emulated_ms > 0) return InvalidArgument("a computing node got an emulated request");
+    const size_t layers = timings_.compute_ms.size();
+    output->resize(output_elements_ + 3 * layers);
+    timings_.resize(layers);  // the engine adds exchange times up within a request: start at zero
+    SERF_RETURN_IF_ERROR(exe_->run(input.data(), output->data(), exchange_, &timings_));
+    for (size_t i = 0; i < layers; ++i) {
+      (*output)[output_elements_ + i] = static_cast<float>(timings_.compute_ms[i]);
+      (*output)[output_elements_ + layers + i] = static_cast<float>(timings_.exchange_ms[i]);
+      (*output)[output_elements_ + 2 * layers + i] = timings_.fused[i] ? 1.0f : 0.0f;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::unique_ptr<engine::Executable> exe_;
+  MpiExchange exchange_;
+  size_t output_elements_;
+  engine::LayerTimings timings_;
+};
+
+class CpuEngineSlots final : public EngineSlots {
+ public:
+  CpuEngineSlots(std::unique_ptr<engine::Backend> backend, model::ModelPlan plan, model::Weights weights)
+      : backend_(std::move(backend)), plan_(std::move(plan)), weights_(std::move(weights)) {}
+
+  std::string model_name() const override { return plan_.spec.name; }
+  int64_t input_floats() const override { return plan_.spec.input.elements(); }
+  int max_inter() const override { return engine::max_ranks(plan_); }
+  int64_t output_floats() const override { return plan_.output().elements(); }
+  std::string backend_name() const override { return backend_->name(); }
+  std::vector<std::string> layer_names() const override {
+    std::vector<std::string> out;
+    for (const auto& l : plan_.spec.layers) out.push_back(l.name);
+    return out;
+  }
+  std::vector<std::string> layer_types() const override {
+    std::vector<std::string> out;
+    for (const auto& l : plan_.spec.layers) out.push_back(model::to_string(l.kind));
+    return out;
+  }
+  StatusOr<std::vector<float>> input(const std::string& path, uint64_t seed) const override {
+    if (path.empty()) return model::seeded_input(plan_.spec.input, seed);
+    return model::load_input_safetensors(path, plan_.spec.input);
+  }
+
+  SlotWorkerFactory factory() override {
+    return [this](const SlotContext& ctx) -> StatusOr<std::unique_ptr<SlotWorker>> {
+      const auto key = std::make_tuple(ctx.comm->rank(), ctx.config.inter, ctx.config.intra);
+      std::lock_guard<std::mutex> lock(mutex_);
+      // Every slot of this node shares one PreparedModel (one copy of this rank's weight slices);
+      // a new (K, T) re-prepares from the weights every node holds: no weights move between ranks.
+      if (!prepared_ || key != prepared_key_) {
+        prepared_.reset();
+        SERF_ASSIGN_OR_RETURN(prepared_, backend_->prepare(plan_, weights_, {ctx.comm->rank(), ctx.config.inter},
+                                                           ctx.config.intra));
+        prepared_key_ = key;
+      }
+      SERF_ASSIGN_OR_RETURN(std::unique_ptr<engine::Executable> exe, prepared_->new_slot());
+      return std::unique_ptr<SlotWorker>(new EngineWorker(std::move(exe), ctx.comm,
+                                                          static_cast<size_t>(plan_.output().elements()),
+                                                          plan_.layers.size()));
+    };
+  }
+
+ private:
+  std::unique_ptr<engine::Backend> backend_;
+  model::ModelPlan plan_;
+  model::Weights weights_;
+  std::mutex mutex_;
+  std::shared_ptr<engine::PreparedModel> prepared_;
+  std::tuple<int, int, int> prepared_key_{-1, -1, -1};
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<EngineSlots>> EngineSlots::Create(const std::string& model_path, const std::string& backend,
+                                                          const std::string& weights_path, uint64_t seed) {
+  SERF_ASSIGN_OR_RETURN(auto b, engine::make_backend(backend));
+  SERF_ASSIGN_OR_RETURN(model::ModelPlan plan, model::load_model(model_path));
+  model::Weights weights;
+  if (weights_path.empty()) {
+    weights = model::Weights::seeded(plan, seed);
+  } else {
+    SERF_ASSIGN_OR_RETURN(weights, model::Weights::load_safetensors(weights_path, plan));
+  }
+  return std::unique_ptr<EngineSlots>(new CpuEngineSlots(std::move(b), std::move(plan), std::move(weights)));
+}
+
+}  // namespace serf::mpi

@@ -1,0 +1,31 @@
+#pragma once
+// What `serf infer` prints (text or --json), shared by the single-process command and
+// `mpirun -np K+1 serf infer --inter K`, so both print the same thing.
+
+#include <string>
+#include <vector>
+
+#include "serf/core/status.h"
+
+namespace serf::cli {
+
+struct InferPrint {
+  std::string model, backend;
+  int threads = 1;
+  int inter = 1;
+  std::string inter_kind = "in-process partitions";
+  int repeat = 1;
+  std::vector<double> total_ms;  // one per timed run
+  std::vector<float> output;
+  std::vector<std::string> layer_names, layer_types;
+  std::vector<std::vector<double>> compute_ms, exchange_ms;  // per layer, one per timed run
+  std::vector<char> fused;                                   // per layer
+};
+
+Status print_infer(const InferPrint& p, bool json);
+
+// `serf infer --inter K` under mpirun (serf/cli/mpi_commands.cc).
+struct RuntimeFlags;
+Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int repeat, bool json);
+
+}  // namespace serf::cli
