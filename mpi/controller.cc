@@ -14,7 +14,9 @@ constexpr double kIdleSleepS = 100e-6;
 }  // namespace
 
 ServiceSampler::ServiceSampler(Profile profile, bool random, uint64_t seed)
-    : profile_(std::move(profile)), random_(random), rng_(seed) {
+    : profile_(std::move(profile)), random_(random) {
+  std::seed_seq seq{seed, uint64_t{0x73657276}};
+  rng_.seed(seq);
   profile_.reindex();
 }
 
@@ -61,8 +63,11 @@ std::vector<double> poisson_arrivals(double rate_per_s, int count, uint64_t seed
 Controller::Controller(Transport& transport, ControllerOptions options)
     : transport_(transport),
       options_(std::move(options)),
-      rng_(options_.seed),
+      rng_(),
       epoch_(std::chrono::steady_clock::now()) {
+  // Not the arrival generator's stream: with one seed, short gaps would all pick unit 0.
+  std::seed_seq seq{options_.seed, uint64_t{0x756e6974}};
+  rng_.seed(seq);
 }
 
 double Controller::now_s() const {
