@@ -50,7 +50,8 @@ Status wait_polled(MPI_Request* request, const WaitPolicy& policy, const char* w
       MPI_Cancel(request);
       MPI_Request_free(request);
       if (cancelled) return Unavailable(std::string(what) + " cancelled");
-      return Unavailable(std::string(what) + " timed out after " + std::to_string(policy.timeout_s) + " s");
+      return Unavailable(std::string(what) + " timed out after " +
+                         std::to_string(policy.timeout_s) + " s");
     }
     if (yields > 0) {
       --yields;
@@ -120,7 +121,8 @@ StatusOr<Communicator> Communicator::dup() const {
 
 StatusOr<Communicator> Communicator::split_shared() const {
   Communicator c;
-  int rc = MPI_Comm_split_type(impl_->comm, MPI_COMM_TYPE_SHARED, rank(), MPI_INFO_NULL, &c.impl_->comm);
+  int rc =
+      MPI_Comm_split_type(impl_->comm, MPI_COMM_TYPE_SHARED, rank(), MPI_INFO_NULL, &c.impl_->comm);
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Comm_split_type");
   return c;
 }
@@ -133,8 +135,8 @@ Status Communicator::send_bytes(const void* data, size_t bytes, int dest, int ta
   return wait_polled(&req, wait, ("send to rank " + std::to_string(dest)).c_str());
 }
 
-Status Communicator::recv_bytes(void* data, size_t bytes, int source, int tag, const WaitPolicy& wait,
-                                int* from) const {
+Status Communicator::recv_bytes(void* data, size_t bytes, int source, int tag,
+                                const WaitPolicy& wait, int* from) const {
   MPI_Request req;
   int rc = MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, source < 0 ? MPI_ANY_SOURCE : source,
                      tag, impl_->comm, &req);
@@ -165,10 +167,11 @@ Status Communicator::barrier(const WaitPolicy& wait) const {
 }
 
 Status Communicator::all_gather_in_place(float* full, const std::vector<int>& counts,
-                                         const std::vector<int>& offsets, const WaitPolicy& wait) const {
+                                         const std::vector<int>& offsets,
+                                         const WaitPolicy& wait) const {
   MPI_Request req;
-  int rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, full, counts.data(), offsets.data(), MPI_FLOAT,
-                           impl_->comm, &req);
+  int rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, full, counts.data(), offsets.data(),
+                           MPI_FLOAT, impl_->comm, &req);
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Iallgatherv");
   WaitPolicy w = wait;
   w.cancel = nullptr;
@@ -178,10 +181,10 @@ Status Communicator::all_gather_in_place(float* full, const std::vector<int>& co
 Communicator::PendingRecv::PendingRecv() : impl_(std::make_unique<Impl>()) {}
 Communicator::PendingRecv::~PendingRecv() { cancel(); }
 
-Status Communicator::PendingRecv::post(const Communicator& comm, void* data, size_t bytes, int source,
-                                       int tag) {
-  int rc = MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, source < 0 ? MPI_ANY_SOURCE : source, tag,
-                     comm.impl()->comm, &impl_->request);
+Status Communicator::PendingRecv::post(const Communicator& comm, void* data, size_t bytes,
+                                       int source, int tag) {
+  int rc = MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, source < 0 ? MPI_ANY_SOURCE : source,
+                     tag, comm.impl()->comm, &impl_->request);
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Irecv");
   active_ = true;
   return Status::Ok();

@@ -13,9 +13,9 @@
 namespace serf::mpi {
 
 struct WaitPolicy {
-  double timeout_s = 0;                        // <= 0: no deadline
-  const std::atomic<bool>* cancel = nullptr;   // set: give up (receives only)
-  double max_sleep_s = 1e-3;                   // longest sleep between polls
+  double timeout_s = 0;                       // <= 0: no deadline
+  const std::atomic<bool>* cancel = nullptr;  // set: give up (receives only)
+  double max_sleep_s = 1e-3;                  // longest sleep between polls
 };
 
 class Communicator {
@@ -38,7 +38,8 @@ class Communicator {
   // Ranks sharing this rank's machine (MPI_COMM_TYPE_SHARED).
   StatusOr<Communicator> split_shared() const;
 
-  Status send_bytes(const void* data, size_t bytes, int dest, int tag, const WaitPolicy& wait) const;
+  Status send_bytes(const void* data, size_t bytes, int dest, int tag,
+                    const WaitPolicy& wait) const;
   // `source` may be -1 (any); the actual source is stored in `*from` when given.
   Status recv_bytes(void* data, size_t bytes, int source, int tag, const WaitPolicy& wait,
                     int* from = nullptr) const;
@@ -46,8 +47,8 @@ class Communicator {
   Status barrier(const WaitPolicy& wait) const;
   // In-place all-gather (MPI_Allgatherv with MPI_IN_PLACE): rank r's part of `full` is
   // [offsets[r], offsets[r] + counts[r]); on return every part is filled.
-  Status all_gather_in_place(float* full, const std::vector<int>& counts, const std::vector<int>& offsets,
-                             const WaitPolicy& wait) const;
+  Status all_gather_in_place(float* full, const std::vector<int>& counts,
+                             const std::vector<int>& offsets, const WaitPolicy& wait) const;
 
   template <typename T>
   Status send(const T& value, int dest, int tag, const WaitPolicy& wait) const {

@@ -82,7 +82,8 @@ Status Controller::configure(const Configuration& config) {
     return InvalidArgument("configuration " + to_string(config) + " needs K <= nodes (" +
                            std::to_string(transport_.nodes()) + "); start more ranks or lower K");
   }
-  if (config.service > kMaxSlots) return InvalidArgument("at most " + std::to_string(kMaxSlots) + " slots");
+  if (config.service > kMaxSlots)
+    return InvalidArgument("at most " + std::to_string(kMaxSlots) + " slots");
   if (sampler_ != nullptr) SERF_RETURN_IF_ERROR(sampler_->check(config));
   SwitchRecord sw;
   sw.at_s = now_s();
@@ -202,7 +203,8 @@ Status Controller::check_timeouts() {
     const RequestRecord& rec = records_[r];
     if (now - rec.dispatch_s > options_.node_timeout_s) {
       return Unavailable("request " + std::to_string(id) + " on unit " + std::to_string(rec.unit) +
-                         " not answered within " + seconds_text(options_.node_timeout_s) + " s: " + transport_.diagnose(rec.unit));
+                         " not answered within " + seconds_text(options_.node_timeout_s) +
+                         " s: " + transport_.diagnose(rec.unit));
     }
   }
   return Status::Ok();

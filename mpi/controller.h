@@ -97,7 +97,7 @@ struct ControllerOptions {
   double tick_s = 0.05;        // how often the scheduler hook is asked
   double rate_window_s = 2;
   uint64_t seed = 1;
-  std::vector<float> input;    // sent with each request (empty for emulated nodes)
+  std::vector<float> input;  // sent with each request (empty for emulated nodes)
   // Set from outside (a SIGTERM from mpirun after a node died): stop, keep what was measured.
   const std::atomic<bool>* interrupted = nullptr;
 };
@@ -146,7 +146,7 @@ class Controller {
   bool configured_ = false;
   int generation_ = 0;
   int units_ = 0;
-  std::vector<std::deque<size_t>> queues_;         // per unit: indices into records_
+  std::vector<std::deque<size_t>> queues_;          // per unit: indices into records_
   std::vector<std::vector<int64_t>> slot_request_;  // per unit, per slot: record index or -1
   std::vector<int> running_;                        // per unit
   std::map<int64_t, size_t> in_flight_;             // request id -> record index

@@ -18,7 +18,8 @@ const WaitPolicy kExchangeWait{0, nullptr, 20e-6};
 
 class MpiExchange final : public engine::ActivationExchange {
  public:
-  explicit MpiExchange(const Communicator* comm) : comm_(comm), rank_(comm->rank()), ranks_(comm->size()) {}
+  explicit MpiExchange(const Communicator* comm)
+      : comm_(comm), rank_(comm->rank()), ranks_(comm->size()) {}
   int rank() const override { return rank_; }
   int ranks() const override { return ranks_; }
   Status all_gather(float* full, const engine::GatherLayout& layout) override {
@@ -36,12 +37,13 @@ class MpiExchange final : public engine::ActivationExchange {
 // (3 * layers floats), so `serf infer --inter K` prints what the single-process one prints.
 class EngineWorker final : public SlotWorker {
  public:
-  EngineWorker(std::unique_ptr<engine::Executable> exe, const Communicator* comm, size_t output_elements,
-               size_t layers)
+  EngineWorker(std::unique_ptr<engine::Executable> exe, const Communicator* comm,
+               size_t output_elements, size_t layers)
       : exe_(std::move(exe)), exchange_(comm), output_elements_(output_elements) {
     timings_.resize(layers);
   }
-  Status serve(const RunAction& action, const std::vector<float>& input, std::vector<float>* output) override {
+  Status serve(const RunAction& action, const std::vector<float>& input,
+               std::vector<float>* output) override {
     if (action.emulated_ms > 0) return InvalidArgument("a computing node got an emulated request");
     const size_t layers = timings_.compute_ms.size();
     output->resize(output_elements_ + 3 * layers);
@@ -64,7 +66,8 @@ class EngineWorker final : public SlotWorker {
 
 class CpuEngineSlots final : public EngineSlots {
  public:
-  CpuEngineSlots(std::unique_ptr<engine::Backend> backend, model::ModelPlan plan, model::Weights weights)
+  CpuEngineSlots(std::unique_ptr<engine::Backend> backend, model::ModelPlan plan,
+                 model::Weights weights)
       : backend_(std::move(backend)), plan_(std::move(plan)), weights_(std::move(weights)) {}
 
   std::string model_name() const override { return plan_.spec.name; }
@@ -95,14 +98,15 @@ class CpuEngineSlots final : public EngineSlots {
       // a new (K, T) re-prepares from the weights every node holds: no weights move between ranks.
       if (!prepared_ || key != prepared_key_) {
         prepared_.reset();
-        SERF_ASSIGN_OR_RETURN(prepared_, backend_->prepare(plan_, weights_, {ctx.comm->rank(), ctx.config.inter},
-                                                           ctx.config.intra));
+        SERF_ASSIGN_OR_RETURN(
+            prepared_, backend_->prepare(plan_, weights_, {ctx.comm->rank(), ctx.config.inter},
+                                         ctx.config.intra));
         prepared_key_ = key;
       }
       SERF_ASSIGN_OR_RETURN(std::unique_ptr<engine::Executable> exe, prepared_->new_slot());
-      return std::unique_ptr<SlotWorker>(new EngineWorker(std::move(exe), ctx.comm,
-                                                          static_cast<size_t>(plan_.output().elements()),
-                                                          plan_.layers.size()));
+      return std::unique_ptr<SlotWorker>(
+          new EngineWorker(std::move(exe), ctx.comm, static_cast<size_t>(plan_.output().elements()),
+                           plan_.layers.size()));
     };
   }
 
@@ -117,8 +121,10 @@ class CpuEngineSlots final : public EngineSlots {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<EngineSlots>> EngineSlots::Create(const std::string& model_path, const std::string& backend,
-                                                          const std::string& weights_path, uint64_t seed) {
+StatusOr<std::unique_ptr<EngineSlots>> EngineSlots::Create(const std::string& model_path,
+                                                           const std::string& backend,
+                                                           const std::string& weights_path,
+                                                           uint64_t seed) {
   SERF_ASSIGN_OR_RETURN(auto b, engine::make_backend(backend));
   SERF_ASSIGN_OR_RETURN(model::ModelPlan plan, model::load_model(model_path));
   model::Weights weights;
@@ -127,7 +133,8 @@ StatusOr<std::unique_ptr<EngineSlots>> EngineSlots::Create(const std::string& mo
   } else {
     SERF_ASSIGN_OR_RETURN(weights, model::Weights::load_safetensors(weights_path, plan));
   }
-  return std::unique_ptr<EngineSlots>(new CpuEngineSlots(std::move(b), std::move(plan), std::move(weights)));
+  return std::unique_ptr<EngineSlots>(
+      new CpuEngineSlots(std::move(b), std::move(plan), std::move(weights)));
 }
 
 }  // namespace serf::mpi

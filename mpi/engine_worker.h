@@ -17,8 +17,10 @@ class EngineSlots {
   virtual ~EngineSlots() = default;
   // Loads the model spec and its weights on this rank (every rank reads the same files).
   // Weights: `weights_path` (safetensors) or, when empty, seeded from `seed` (as `serf infer`).
-  static StatusOr<std::unique_ptr<EngineSlots>> Create(const std::string& model_path, const std::string& backend,
-                                                      const std::string& weights_path, uint64_t seed);
+  static StatusOr<std::unique_ptr<EngineSlots>> Create(const std::string& model_path,
+                                                       const std::string& backend,
+                                                       const std::string& weights_path,
+                                                       uint64_t seed);
   virtual std::string model_name() const = 0;
   virtual int64_t input_floats() const = 0;
   virtual int max_inter() const = 0;  // largest K the model can be split over

@@ -3,9 +3,10 @@
 
 namespace serf::mpi {
 
-StatusOr<std::unique_ptr<EngineSlots>> EngineSlots::Create(const std::string&, const std::string&, const std::string&,
-                                                          uint64_t) {
-  return InvalidArgument("--model: this build has no CPU engine (serf_engine_cpu); use --emulate PROFILE");
+StatusOr<std::unique_ptr<EngineSlots>> EngineSlots::Create(const std::string&, const std::string&,
+                                                           const std::string&, uint64_t) {
+  return InvalidArgument(
+      "--model: this build has no CPU engine (serf_engine_cpu); use --emulate PROFILE");
 }
 
 }  // namespace serf::mpi

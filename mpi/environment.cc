@@ -18,8 +18,9 @@ StatusOr<std::unique_ptr<Environment>> Environment::Create() {
   MPI_Comm_rank(MPI_COMM_WORLD, &env->rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &env->size_);
   if (provided < MPI_THREAD_MULTIPLE) {
-    return Unavailable("this MPI library does not provide MPI_THREAD_MULTIPLE (slots of a node are "
-                       "threads); use an MPI built with thread support, e.g. Open MPI 4");
+    return Unavailable(
+        "this MPI library does not provide MPI_THREAD_MULTIPLE (slots of a node are "
+        "threads); use an MPI built with thread support, e.g. Open MPI 4");
   }
   return env;
 }
@@ -32,7 +33,8 @@ Environment::~Environment() {
 
 std::vector<int> Environment::agree_max(std::vector<int> values) const {
   std::vector<int> out(values.size());
-  MPI_Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_INT, MPI_MAX,
+                MPI_COMM_WORLD);
   return out;
 }
 

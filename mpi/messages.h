@@ -34,9 +34,7 @@ struct NodeReply {
   int32_t rank = 0;
   int32_t generation = 0;
   char message[232] = {};
-  void set_message(const std::string& m) {
-    std::strncpy(message, m.c_str(), sizeof(message) - 1);
-  }
+  void set_message(const std::string& m) { std::strncpy(message, m.c_str(), sizeof(message) - 1); }
 };
 
 // Controller -> unit leader (tag = slot), then leader -> the unit (broadcast on the slot's
@@ -61,9 +59,7 @@ struct RunResult {
   int32_t payload_floats = 0;
   double service_ms = 0;  // started -> finished on the leader's clock
   char message[200] = {};
-  void set_message(const std::string& m) {
-    std::strncpy(message, m.c_str(), sizeof(message) - 1);
-  }
+  void set_message(const std::string& m) { std::strncpy(message, m.c_str(), sizeof(message) - 1); }
 };
 
 static_assert(std::is_trivially_copyable_v<ControlMessage>);

@@ -42,23 +42,26 @@ Status MpiTransport::stop_slots() {
   return Status::Ok();
 }
 
-Status MpiTransport::collect_replies(const std::vector<int>& ranks, ReplyKind kind, double timeout_s,
-                                     std::vector<NodeReply>* replies) {
+Status MpiTransport::collect_replies(const std::vector<int>& ranks, ReplyKind kind,
+                                     double timeout_s, std::vector<NodeReply>* replies) {
   std::set<int> missing(ranks.begin(), ranks.end());
   const auto start = std::chrono::steady_clock::now();
   while (!missing.empty()) {
-    double left = timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double left =
+        timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     NodeReply reply;
     Status st = left > 0 ? comms_.control.recv(&reply, -1, kReplyTag, WaitPolicy{left})
                          : Unavailable("timed out");
     if (!st.ok()) {
       return Unavailable("rank(s) " + rank_list({missing.begin(), missing.end()}) +
-                         " did not answer within " + seconds_text(timeout_s) + " s (dead or hung node)");
+                         " did not answer within " + seconds_text(timeout_s) +
+                         " s (dead or hung node)");
     }
     if (reply.kind == static_cast<int32_t>(ReplyKind::kError)) {
       return InvalidArgument("rank " + std::to_string(reply.rank) + ": " + reply.message);
     }
-    if (reply.kind != static_cast<int32_t>(kind) || reply.generation != generation_) continue;  // stale
+    if (reply.kind != static_cast<int32_t>(kind) || reply.generation != generation_)
+      continue;  // stale
     missing.erase(reply.rank);
     if (replies != nullptr) replies->push_back(reply);
   }
@@ -85,10 +88,13 @@ Status MpiTransport::configure(const Configuration& config) {
   }
   std::vector<NodeReply> replies;
   // Nodes re-prepare the model's kernels for the new (K, T): allow more than a request's time.
-  SERF_RETURN_IF_ERROR(collect_replies(ranks, ReplyKind::kReady, std::max(6 * timeout_s_, 60.0), &replies));
-  std::sort(replies.begin(), replies.end(), [](const NodeReply& a, const NodeReply& b) { return a.rank < b.rank; });
+  SERF_RETURN_IF_ERROR(
+      collect_replies(ranks, ReplyKind::kReady, std::max(6 * timeout_s_, 60.0), &replies));
+  std::sort(replies.begin(), replies.end(),
+            [](const NodeReply& a, const NodeReply& b) { return a.rank < b.rank; });
   placement_.clear();
-  for (const NodeReply& r : replies) placement_ += "rank " + std::to_string(r.rank) + ": " + r.message + "\n";
+  for (const NodeReply& r : replies)
+    placement_ += "rank " + std::to_string(r.rank) + ": " + r.message + "\n";
   config_ = config;
   configured_ = true;
   return Status::Ok();
@@ -114,8 +120,9 @@ StatusOr<std::optional<RunResult>> MpiTransport::poll_result() {
   RunResult result = inbox_;
   if (result.payload_floats > 0) {
     last_output_.resize(static_cast<size_t>(result.payload_floats));
-    SERF_RETURN_IF_ERROR(comms_.work.recv_bytes(last_output_.data(), last_output_.size() * sizeof(float),
-                                                from, kResultPayloadTag + result.slot, WaitPolicy{timeout_s_}));
+    SERF_RETURN_IF_ERROR(
+        comms_.work.recv_bytes(last_output_.data(), last_output_.size() * sizeof(float), from,
+                               kResultPayloadTag + result.slot, WaitPolicy{timeout_s_}));
   }
   SERF_RETURN_IF_ERROR(pending_.post(comms_.work, &inbox_, sizeof(inbox_), -1, kResultTag));
   return std::optional<RunResult>(result);
@@ -137,7 +144,8 @@ std::string MpiTransport::diagnose(int unit) {
   std::string ranks_text = "unit " + std::to_string(unit) + " is rank(s) " + rank_list(ranks);
   if (sent.size() < ranks.size()) return ranks_text + "; a ping could not be sent: " + st.message();
   if (!st.ok()) return ranks_text + "; " + st.message();
-  return ranks_text + "; every rank answers a ping, so the request itself is too slow (raise --node-timeout)";
+  return ranks_text +
+         "; every rank answers a ping, so the request itself is too slow (raise --node-timeout)";
 }
 
 Status MpiTransport::shutdown() {

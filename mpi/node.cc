@@ -22,7 +22,8 @@ const WaitPolicy kBusy{0, nullptr, 100e-6};
 class EmulatedWorker : public SlotWorker {
  public:
   explicit EmulatedWorker(const Communicator* comm) : comm_(comm) {}
-  Status serve(const RunAction& action, const std::vector<float>& input, std::vector<float>* output) override {
+  Status serve(const RunAction& action, const std::vector<float>& input,
+               std::vector<float>* output) override {
     if (action.emulated_ms <= 0) {
       return InvalidArgument("emulated node got a request without a service time");
     }
@@ -64,7 +65,8 @@ void slot_loop(SlotState* st, const RuntimeComms* comms, NodeShared* shared) {
       if (!st->status.ok()) return;
       if (action.payload_floats > 0) {
         input.resize(static_cast<size_t>(action.payload_floats));
-        st->status = comms->work.recv_bytes(input.data(), input.size() * sizeof(float), 0, st->slot, kBusy);
+        st->status =
+            comms->work.recv_bytes(input.data(), input.size() * sizeof(float), 0, st->slot, kBusy);
         if (!st->status.ok()) return;
       }
     }
@@ -121,7 +123,8 @@ StatusOr<RuntimeComms> make_runtime_comms() {
 std::string pin_node_to_cores(int index, int count, int cores_per_node) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return "not pinned: sched_getaffinity failed";
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+    return "not pinned: sched_getaffinity failed";
   std::vector<int> cores;
   for (int c = 0; c < CPU_SETSIZE; ++c) {
     if (CPU_ISSET(c, &allowed)) cores.push_back(c);
@@ -129,18 +132,21 @@ std::string pin_node_to_cores(int index, int count, int cores_per_node) {
   const long need = static_cast<long>(count) * cores_per_node;
   if (need > static_cast<long>(cores.size())) {
     return "not pinned: " + std::to_string(count) + " nodes x " + std::to_string(cores_per_node) +
-           " cores > " + std::to_string(cores.size()) + " cores on this machine (nodes share cores)";
+           " cores > " + std::to_string(cores.size()) +
+           " cores on this machine (nodes share cores)";
   }
   cpu_set_t mine;
   CPU_ZERO(&mine);
   const size_t first = static_cast<size_t>(index) * static_cast<size_t>(cores_per_node);
-  for (size_t c = first; c < first + static_cast<size_t>(cores_per_node); ++c) CPU_SET(cores[c], &mine);
+  for (size_t c = first; c < first + static_cast<size_t>(cores_per_node); ++c)
+    CPU_SET(cores[c], &mine);
   if (sched_setaffinity(0, sizeof(mine), &mine) != 0) return "not pinned: sched_setaffinity failed";
   return "pinned to cores " + std::to_string(cores[first]) + "-" +
          std::to_string(cores[first + static_cast<size_t>(cores_per_node) - 1]);
 }
 
-Status run_node(const RuntimeComms& comms, const NodeOptions& options, const SlotWorkerFactory& factory) {
+Status run_node(const RuntimeComms& comms, const NodeOptions& options,
+                const SlotWorkerFactory& factory) {
   NodeShared shared;
   shared.world_rank = comms.control.rank();
   const int node = shared.world_rank - 1;

@@ -54,10 +54,11 @@ struct NodeOptions {
 };
 
 // Ranks 1..N: applies configurations and serves requests until the controller shuts it down.
-Status run_node(const RuntimeComms& comms, const NodeOptions& options, const SlotWorkerFactory& factory);
+Status run_node(const RuntimeComms& comms, const NodeOptions& options,
+                const SlotWorkerFactory& factory);
 
-// Pins this process to cores [index*F, (index+1)*F) of its allowed set when `count` nodes of F cores
-// fit; returns a line saying what it did (or why not).
+// Pins this process to cores [index*F, (index+1)*F) of its allowed set when `count` nodes of F
+// cores fit; returns a line saying what it did (or why not).
 std::string pin_node_to_cores(int index, int count, int cores_per_node);
 
 // Hidden test hook: make one rank hang or exit after serving `after` requests.

@@ -6,9 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace serf::profiler {
 
@@ -18,7 +17,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-std::vector<ParallelismTuple> profile_tuples(int nodes, int cores_per_node, const std::vector<int>& inter) {
+std::vector<ParallelismTuple> profile_tuples(int nodes, int cores_per_node,
+                                             const std::vector<int>& inter) {
   std::vector<ParallelismTuple> out;
   for (int k : inter) {
     if (k < 1 || k > nodes) continue;
@@ -29,7 +29,8 @@ std::vector<ParallelismTuple> profile_tuples(int nodes, int cores_per_node, cons
   return out;
 }
 
-std::vector<Configuration> all_configurations(int nodes, int cores_per_node, const std::vector<int>& inter) {
+std::vector<Configuration> all_configurations(int nodes, int cores_per_node,
+                                              const std::vector<int>& inter) {
   std::vector<Configuration> out;
   for (const ParallelismTuple& t : profile_tuples(nodes, cores_per_node, inter)) {
     out.push_back({t.service, t.inter, t.intra});
@@ -53,7 +54,9 @@ TupleStats tuple_stats(const ParallelismTuple& tuple, const std::vector<double>&
 }
 
 StatusOr<std::vector<double>> parse_rate_spec(const std::string& spec, const std::string& flag) {
-  const std::string fix = flag + ": expected \"1,2,4\" or \"START:STOP:STEP\" with positive numbers, got \"" + spec + "\"";
+  const std::string fix =
+      flag + ": expected \"1,2,4\" or \"START:STOP:STEP\" with positive numbers, got \"" + spec +
+      "\"";
   std::vector<double> out;
   try {
     if (spec.find(':') != std::string::npos) {
@@ -61,7 +64,8 @@ StatusOr<std::vector<double>> parse_rate_spec(const std::string& spec, const std
       std::stringstream ss(spec);
       std::string item;
       while (std::getline(ss, item, ':')) parts.push_back(std::stod(item));
-      if (parts.size() != 3 || parts[0] <= 0 || parts[2] <= 0 || parts[1] < parts[0]) return InvalidArgument(fix);
+      if (parts.size() != 3 || parts[0] <= 0 || parts[2] <= 0 || parts[1] < parts[0])
+        return InvalidArgument(fix);
       for (double r = parts[0]; r <= parts[1] + 1e-9 * parts[1]; r += parts[2]) out.push_back(r);
     } else {
       std::stringstream ss(spec);
@@ -81,7 +85,8 @@ StatusOr<std::vector<double>> parse_rate_spec(const std::string& spec, const std
 }
 
 StatusOr<std::vector<int>> parse_int_list(const std::string& spec, const std::string& flag) {
-  const std::string fix = flag + ": expected positive integers like \"1,2,4\", got \"" + spec + "\"";
+  const std::string fix =
+      flag + ": expected positive integers like \"1,2,4\", got \"" + spec + "\"";
   std::vector<int> out;
   std::stringstream ss(spec);
   std::string item;
@@ -101,10 +106,11 @@ StatusOr<std::vector<int>> parse_int_list(const std::string& spec, const std::st
 
 StatusOr<Profile> run_tuple_profile(mpi::Controller& controller, const TupleProfileOptions& options,
                                     const ProgressFn& progress, Profile* partial) {
-  const auto tuples = profile_tuples(options.hardware.nodes, options.hardware.cores_per_node, options.inter);
+  const auto tuples =
+      profile_tuples(options.hardware.nodes, options.hardware.cores_per_node, options.inter);
   if (tuples.empty()) {
-    return InvalidArgument("--inter: no K in the list fits the " + std::to_string(options.hardware.nodes) +
-                           " node(s); give K <= nodes");
+    return InvalidArgument("--inter: no K in the list fits the " +
+                           std::to_string(options.hardware.nodes) + " node(s); give K <= nodes");
   }
   partial->model = options.model;
   partial->hardware = options.hardware;
@@ -114,7 +120,8 @@ StatusOr<Profile> run_tuple_profile(mpi::Controller& controller, const TupleProf
     if (progress) progress(n, tuples.size(), to_string(t));
     const auto t0 = std::chrono::steady_clock::now();
     SERF_RETURN_IF_ERROR(controller.configure({t.service, t.inter, t.intra}));
-    SERF_ASSIGN_OR_RETURN(std::vector<double> samples, controller.run_closed_loop(options.warmup, options.samples));
+    SERF_ASSIGN_OR_RETURN(std::vector<double> samples,
+                          controller.run_closed_loop(options.warmup, options.samples));
     TupleStats stats = tuple_stats(t, samples);
     stats.wall_s = seconds_since(t0);
     partial->tuples.push_back(stats);
@@ -127,7 +134,8 @@ StatusOr<Profile> run_tuple_profile(mpi::Controller& controller, const TupleProf
 std::vector<ExhaustiveRow> ExhaustiveReport::best_per_rate() const {
   std::vector<ExhaustiveRow> best;
   for (const ExhaustiveRow& r : rows) {
-    auto it = std::find_if(best.begin(), best.end(), [&](const ExhaustiveRow& b) { return b.rate_per_s == r.rate_per_s; });
+    auto it = std::find_if(best.begin(), best.end(),
+                           [&](const ExhaustiveRow& b) { return b.rate_per_s == r.rate_per_s; });
     if (it == best.end()) {
       best.push_back(r);
     } else if (r.mean_latency_ms < it->mean_latency_ms) {
@@ -137,10 +145,13 @@ std::vector<ExhaustiveRow> ExhaustiveReport::best_per_rate() const {
   return best;
 }
 
-StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller, const ExhaustiveOptions& options,
+StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
+                                          const ExhaustiveOptions& options,
                                           const ProgressFn& progress, ExhaustiveReport* partial) {
-  const auto configs = all_configurations(options.hardware.nodes, options.hardware.cores_per_node, options.inter);
-  if (configs.empty()) return InvalidArgument("--inter: no K in the list fits the nodes; give K <= nodes");
+  const auto configs =
+      all_configurations(options.hardware.nodes, options.hardware.cores_per_node, options.inter);
+  if (configs.empty())
+    return InvalidArgument("--inter: no K in the list fits the nodes; give K <= nodes");
   const size_t total = configs.size() * options.rates_per_s.size();
   const auto start = std::chrono::steady_clock::now();
   size_t done = 0;
@@ -151,7 +162,8 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller, const Exh
       const auto t0 = std::chrono::steady_clock::now();
       SERF_RETURN_IF_ERROR(controller.configure(c));
       const size_t first = controller.records().size();
-      SERF_RETURN_IF_ERROR(controller.run_open_loop(mpi::poisson_arrivals(rate, options.requests, seed++), nullptr));
+      SERF_RETURN_IF_ERROR(
+          controller.run_open_loop(mpi::poisson_arrivals(rate, options.requests, seed++), nullptr));
       ExhaustiveRow row;
       row.config = c;
       row.rate_per_s = rate;
@@ -168,7 +180,8 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller, const Exh
         row.mean_latency_ms = sum / static_cast<double>(lat.size());
         row.mean_service_ms = service / static_cast<double>(lat.size());
         std::sort(lat.begin(), lat.end());
-        row.p99_latency_ms = lat[std::min(lat.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(lat.size())))];
+        row.p99_latency_ms = lat[std::min(
+            lat.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(lat.size())))];
       }
       row.wall_s = seconds_since(t0);
       partial->rows.push_back(row);
@@ -182,24 +195,30 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller, const Exh
 
 std::string exhaustive_csv(const ExhaustiveReport& report) {
   std::ostringstream out;
-  out << "rate_per_s,service,inter,intra,requests,mean_latency_ms,p99_latency_ms,mean_service_ms,wall_s\n";
+  out << "rate_per_s,service,inter,intra,requests,mean_latency_ms,p99_latency_ms,mean_service_ms,"
+         "wall_s\n";
   for (const ExhaustiveRow& r : report.rows) {
-    out << r.rate_per_s << ',' << r.config.service << ',' << r.config.inter << ',' << r.config.intra << ','
-        << r.requests << ',' << r.mean_latency_ms << ',' << r.p99_latency_ms << ',' << r.mean_service_ms << ','
-        << r.wall_s << '\n';
+    out << r.rate_per_s << ',' << r.config.service << ',' << r.config.inter << ',' << r.config.intra
+        << ',' << r.requests << ',' << r.mean_latency_ms << ',' << r.p99_latency_ms << ','
+        << r.mean_service_ms << ',' << r.wall_s << '\n';
   }
   return out.str();
 }
 
 std::string exhaustive_json(const ExhaustiveReport& report, const std::string& model) {
   auto row_json = [](const ExhaustiveRow& r) {
-    return nlohmann::json{{"rate", r.rate_per_s},           {"service", r.config.service},
-                          {"inter", r.config.inter},        {"intra", r.config.intra},
-                          {"requests", r.requests},         {"mean_latency_ms", r.mean_latency_ms},
-                          {"p99_latency_ms", r.p99_latency_ms}, {"mean_service_ms", r.mean_service_ms},
+    return nlohmann::json{{"rate", r.rate_per_s},
+                          {"service", r.config.service},
+                          {"inter", r.config.inter},
+                          {"intra", r.config.intra},
+                          {"requests", r.requests},
+                          {"mean_latency_ms", r.mean_latency_ms},
+                          {"p99_latency_ms", r.p99_latency_ms},
+                          {"mean_service_ms", r.mean_service_ms},
                           {"wall_s", r.wall_s}};
   };
-  nlohmann::json doc{{"format", "serf-exhaustive/1"}, {"model", model}, {"total_wall_s", report.total_wall_s}};
+  nlohmann::json doc{
+      {"format", "serf-exhaustive/1"}, {"model", model}, {"total_wall_s", report.total_wall_s}};
   doc["points"] = nlohmann::json::array();
   for (const ExhaustiveRow& r : report.rows) doc["points"].push_back(row_json(r));
   doc["best"] = nlohmann::json::array();
@@ -212,8 +231,10 @@ ProgressFn terminal_progress(const std::string& label) {
   return [label](size_t done, size_t total, const std::string& what) {
     const int width = 30;
     int filled = total ? static_cast<int>(width * done / total) : width;
-    std::fprintf(stderr, "\r%s [%s%s] %zu/%zu %-40s", label.c_str(), std::string(static_cast<size_t>(filled), '#').c_str(),
-                 std::string(static_cast<size_t>(width - filled), '.').c_str(), done, total, what.c_str());
+    std::fprintf(stderr, "\r%s [%s%s] %zu/%zu %-40s", label.c_str(),
+                 std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(width - filled), '.').c_str(), done, total,
+                 what.c_str());
     if (done == total) std::fprintf(stderr, "\n");
     std::fflush(stderr);
   };

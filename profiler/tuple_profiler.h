@@ -13,9 +13,11 @@
 namespace serf::profiler {
 
 // Tuples (i, K, T) with K in `inter` (K <= nodes), T in 1..F and i*T <= F, ordered by K, T, i.
-std::vector<ParallelismTuple> profile_tuples(int nodes, int cores_per_node, const std::vector<int>& inter);
+std::vector<ParallelismTuple> profile_tuples(int nodes, int cores_per_node,
+                                             const std::vector<int>& inter);
 // Every configuration (c, K, T) with c*T <= F and K in `inter` (K <= nodes).
-std::vector<Configuration> all_configurations(int nodes, int cores_per_node, const std::vector<int>& inter);
+std::vector<Configuration> all_configurations(int nodes, int cores_per_node,
+                                              const std::vector<int>& inter);
 
 // Mean and squared coefficient of variation (population variance / mean^2) of `samples_ms`.
 TupleStats tuple_stats(const ParallelismTuple& tuple, const std::vector<double>& samples_ms);
@@ -63,7 +65,8 @@ struct ExhaustiveReport {
   std::vector<ExhaustiveRow> best_per_rate() const;
 };
 
-StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller, const ExhaustiveOptions& options,
+StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
+                                          const ExhaustiveOptions& options,
                                           const ProgressFn& progress, ExhaustiveReport* partial);
 
 std::string exhaustive_csv(const ExhaustiveReport& report);

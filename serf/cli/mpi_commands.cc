@@ -66,8 +66,9 @@ StatusOr<std::vector<ScheduledSwitch>> parse_schedule(const std::string& text) {
 
 Status check_fits(const Configuration& c, int cores_per_node, const std::string& flag) {
   if (c.service * c.intra > cores_per_node) {
-    return InvalidArgument(flag + ": " + to_string(c) + " needs c*T = " + std::to_string(c.service * c.intra) +
-                           " cores per node but --cores-per-node is " + std::to_string(cores_per_node));
+    return InvalidArgument(
+        flag + ": " + to_string(c) + " needs c*T = " + std::to_string(c.service * c.intra) +
+        " cores per node but --cores-per-node is " + std::to_string(cores_per_node));
   }
   return Status::Ok();
 }
@@ -77,7 +78,8 @@ Status run_serve(const ServeOptions& o) {
   return launch_runtime(o.runtime, [&](RuntimeSession& session) -> Status {
     SERF_ASSIGN_OR_RETURN(Configuration first, parse_config(o.config, "--config"));
     SERF_ASSIGN_OR_RETURN(std::vector<ScheduledSwitch> schedule, parse_schedule(o.schedule));
-    if (!(o.rate_per_s > 0)) return InvalidArgument("--rate: give the arrival rate in requests/s (> 0)");
+    if (!(o.rate_per_s > 0))
+      return InvalidArgument("--rate: give the arrival rate in requests/s (> 0)");
     if (o.requests < 1) return InvalidArgument("--requests: give at least 1");
     const int f = session.cores_per_node;
     SERF_RETURN_IF_ERROR(check_fits(first, f, "--config"));
@@ -91,10 +93,12 @@ Status run_serve(const ServeOptions& o) {
       size_t next = 0;
       auto hook = [&](double now_s, double) -> std::optional<Configuration> {
         std::optional<Configuration> want;
-        while (next < schedule.size() && schedule[next].at_s <= now_s) want = schedule[next++].config;
+        while (next < schedule.size() && schedule[next].at_s <= now_s)
+          want = schedule[next++].config;
         return want;
       };
-      Status run = controller.run_open_loop(mpi::poisson_arrivals(o.rate_per_s, o.requests, o.runtime.seed), hook);
+      Status run = controller.run_open_loop(
+          mpi::poisson_arrivals(o.rate_per_s, o.requests, o.runtime.seed), hook);
       Status written = write_run_report(controller, o.out, session.model_name);
       print_run_summary(controller, std::cout);
       SERF_RETURN_IF_ERROR(run);
@@ -107,12 +111,15 @@ Status run_serve(const ServeOptions& o) {
 
 Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int repeat, bool json) {
   return launch_runtime(flags, [&](RuntimeSession& session) -> Status {
-    if (threads < 1) return InvalidArgument("--threads " + std::to_string(threads) + ": must be at least 1");
-    if (repeat < 1) return InvalidArgument("--repeat " + std::to_string(repeat) + ": must be at least 1");
+    if (threads < 1)
+      return InvalidArgument("--threads " + std::to_string(threads) + ": must be at least 1");
+    if (repeat < 1)
+      return InvalidArgument("--repeat " + std::to_string(repeat) + ": must be at least 1");
     SERF_RETURN_IF_ERROR(session.check_inter(inter, "--inter"));
     if (inter != session.nodes) {
       return InvalidArgument("--inter " + std::to_string(inter) + ": run it under mpirun -np " +
-                             std::to_string(inter + 1) + " (one controller and K nodes); this job has " +
+                             std::to_string(inter + 1) +
+                             " (one controller and K nodes); this job has " +
                              std::to_string(session.nodes) + " node rank(s)");
     }
     return session.run_controller([&](mpi::Controller& controller) -> Status {
@@ -135,8 +142,8 @@ Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int re
         SERF_RETURN_IF_ERROR(controller.run_open_loop({0.0}, nullptr));
         std::vector<float> out = session.last_output();
         if (out.size() != out_floats + 3 * layers) {
-          return Internal("the unit leader returned " + std::to_string(out.size()) + " values, expected " +
-                          std::to_string(out_floats + 3 * layers));
+          return Internal("the unit leader returned " + std::to_string(out.size()) +
+                          " values, expected " + std::to_string(out_floats + 3 * layers));
         }
         if (r == 0) continue;
         p.total_ms.push_back(controller.records().back().service_ms);
@@ -156,15 +163,22 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
   auto serve = std::make_shared<ServeOptions>();
   auto* sub = app.add_subcommand(
       "serve",
-      "Serve Poisson arrivals on N nodes under mpirun (rank 0 controls, ranks 1..N compute), switching\n"
-      "configuration online per --schedule; writes every request's latency (from its scheduled arrival).\n"
+      "Serve Poisson arrivals on N nodes under mpirun (rank 0 controls, ranks 1..N compute), "
+      "switching\n"
+      "configuration online per --schedule; writes every request's latency (from its scheduled "
+      "arrival).\n"
       "  mpirun -np 5 serf serve --emulate profile.json --config 1,1,1 --rate 50 --requests 500");
   add_runtime_flags(sub, &serve->runtime);
-  sub->add_option("--config", serve->config, "initial configuration c,K,T (requests at once, nodes per request, threads per node)");
-  sub->add_option("--schedule", serve->schedule, "switches \"SECONDS:c,K,T;...\" (seconds from the start of the run)");
-  sub->add_option("--rate", serve->rate_per_s, "arrival rate over the whole cluster, requests/s")->required();
+  sub->add_option(
+      "--config", serve->config,
+      "initial configuration c,K,T (requests at once, nodes per request, threads per node)");
+  sub->add_option("--schedule", serve->schedule,
+                  "switches \"SECONDS:c,K,T;...\" (seconds from the start of the run)");
+  sub->add_option("--rate", serve->rate_per_s, "arrival rate over the whole cluster, requests/s")
+      ->required();
   sub->add_option("--requests", serve->requests, "requests to send (count)");
-  sub->add_option("--out", serve->out, "measurements: JSON here and CSV beside it (FILE.csv); none when empty");
+  sub->add_option("--out", serve->out,
+                  "measurements: JSON here and CSV beside it (FILE.csv); none when empty");
   registry.add(sub, [serve] { return run_serve(*serve); });
 
   register_profile_command(app, registry);

@@ -28,15 +28,18 @@ struct ProfileFlags {
 Status run_profile(const ProfileFlags& f) {
   // Flags are checked inside the runtime, on every rank, so only rank 0 prints the error.
   return launch_runtime(f.runtime, [&](RuntimeSession& session) -> Status {
-  if (f.samples < 1) return InvalidArgument("--samples: give at least 1 measured request per tuple");
-  if (f.warmup < 0) return InvalidArgument("--warmup: must be >= 0");
-  if (f.out.empty()) return InvalidArgument("--out: give the output file");
-  std::vector<double> rates;
-  if (f.exhaustive) {
-    if (f.rates.empty()) return InvalidArgument("--exhaustive needs --rates SPEC (requests/s, e.g. 5,10,20 or 5:50:5)");
-    SERF_ASSIGN_OR_RETURN(rates, profiler::parse_rate_spec(f.rates, "--rates"));
-    if (f.requests < 1) return InvalidArgument("--requests: give at least 1");
-  }
+    if (f.samples < 1)
+      return InvalidArgument("--samples: give at least 1 measured request per tuple");
+    if (f.warmup < 0) return InvalidArgument("--warmup: must be >= 0");
+    if (f.out.empty()) return InvalidArgument("--out: give the output file");
+    std::vector<double> rates;
+    if (f.exhaustive) {
+      if (f.rates.empty())
+        return InvalidArgument(
+            "--exhaustive needs --rates SPEC (requests/s, e.g. 5,10,20 or 5:50:5)");
+      SERF_ASSIGN_OR_RETURN(rates, profiler::parse_rate_spec(f.rates, "--rates"));
+      if (f.requests < 1) return InvalidArgument("--requests: give at least 1");
+    }
     std::vector<int> inter;
     if (f.inter.empty()) {
       for (int k = 1; k <= session.nodes; k *= 2) inter.push_back(k);
@@ -49,17 +52,21 @@ Status run_profile(const ProfileFlags& f) {
       if (!f.exhaustive) {
         profiler::TupleProfileOptions o{session.model_name, hw, inter, f.samples, f.warmup};
         Profile partial;
-        auto profile = profiler::run_tuple_profile(controller, o, profiler::terminal_progress("profile"), &partial);
-        partial.note = profile.ok() ? "measured by serf profile" : "incomplete: " + profile.status().message();
+        auto profile = profiler::run_tuple_profile(
+            controller, o, profiler::terminal_progress("profile"), &partial);
+        partial.note =
+            profile.ok() ? "measured by serf profile" : "incomplete: " + profile.status().message();
         double total = 0;
         std::cout << std::fixed << std::setprecision(3);
         std::cout << "tuple                 mean_ms      scv  samples   wall_s\n";
         for (const TupleStats& t : partial.tuples) {
           total += t.wall_s;
-          std::cout << std::left << std::setw(20) << to_string(t.tuple) << std::right << std::setw(10) << t.mean_ms
-                    << std::setw(9) << t.scv << std::setw(9) << t.samples << std::setw(9) << t.wall_s << "\n";
+          std::cout << std::left << std::setw(20) << to_string(t.tuple) << std::right
+                    << std::setw(10) << t.mean_ms << std::setw(9) << t.scv << std::setw(9)
+                    << t.samples << std::setw(9) << t.wall_s << "\n";
         }
-        std::cout << "total wall time: " << total << " s for " << partial.tuples.size() << " tuples\n";
+        std::cout << "total wall time: " << total << " s for " << partial.tuples.size()
+                  << " tuples\n";
         if (!partial.tuples.empty()) SERF_RETURN_IF_ERROR(io::save_profile(partial, f.out));
         if (!profile.ok()) return profile.status();
         std::cout << "wrote " << f.out << "\n";
@@ -67,18 +74,21 @@ Status run_profile(const ProfileFlags& f) {
       }
       profiler::ExhaustiveOptions o{hw, inter, rates, f.requests, session.emulation ? 1u : 1u};
       profiler::ExhaustiveReport partial;
-      auto report = profiler::run_exhaustive(controller, o, profiler::terminal_progress("exhaustive"), &partial);
-      SERF_RETURN_IF_ERROR(io::write_text_file(f.out, profiler::exhaustive_json(partial, session.model_name)));
+      auto report = profiler::run_exhaustive(controller, o,
+                                             profiler::terminal_progress("exhaustive"), &partial);
+      SERF_RETURN_IF_ERROR(
+          io::write_text_file(f.out, profiler::exhaustive_json(partial, session.model_name)));
       SERF_RETURN_IF_ERROR(io::write_text_file(f.out + ".csv", profiler::exhaustive_csv(partial)));
       if (!report.ok()) return report.status();
       std::cout << std::fixed << std::setprecision(3);
       std::cout << "rate/s   best configuration      mean_latency_ms\n";
       for (const auto& b : partial.best_per_rate()) {
-        std::cout << std::left << std::setw(9) << b.rate_per_s << std::setw(24) << to_string(b.config) << std::right
-                  << b.mean_latency_ms << "\n";
+        std::cout << std::left << std::setw(9) << b.rate_per_s << std::setw(24)
+                  << to_string(b.config) << std::right << b.mean_latency_ms << "\n";
       }
-      std::cout << "exhaustive profiling: " << partial.rows.size() << " (configuration, rate) points, wall time "
-                << partial.total_wall_s << " s\nwrote " << f.out << " and " << f.out << ".csv\n";
+      std::cout << "exhaustive profiling: " << partial.rows.size()
+                << " (configuration, rate) points, wall time " << partial.total_wall_s
+                << " s\nwrote " << f.out << " and " << f.out << ".csv\n";
       return Status::Ok();
     });
   });
@@ -90,18 +100,26 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
   auto f = std::make_shared<ProfileFlags>();
   auto* sub = app.add_subcommand(
       "profile",
-      "Measure the service time of every tuple (i, K, T) with i*T <= F, K <= N under mpirun (closed loop:\n"
-      "exactly i requests running on one unit) and write a serf-profile/1 file; or, with --exhaustive,\n"
+      "Measure the service time of every tuple (i, K, T) with i*T <= F, K <= N under mpirun "
+      "(closed loop:\n"
+      "exactly i requests running on one unit) and write a serf-profile/1 file; or, with "
+      "--exhaustive,\n"
       "measure the mean latency of every configuration at every load (the baseline SERF avoids).\n"
       "  mpirun -np 3 serf profile --model m.json --cores-per-node 2 --out profile.json");
   add_runtime_flags(sub, &f->runtime);
-  sub->add_option("--inter", f->inter, "K values to profile, e.g. 1,2,4 (nodes per request; default powers of 2 <= N)");
+  sub->add_option("--inter", f->inter,
+                  "K values to profile, e.g. 1,2,4 (nodes per request; default powers of 2 <= N)");
   sub->add_option("--samples", f->samples, "measured requests per tuple (count)");
   sub->add_option("--warmup", f->warmup, "requests per tuple run before measuring (count)");
-  sub->add_option("--out", f->out, "output file: serf-profile/1 JSON (with --exhaustive: JSON, and CSV at FILE.csv)");
-  sub->add_flag("--exhaustive", f->exhaustive, "exhaustive baseline: every configuration at every rate");
-  sub->add_option("--rates", f->rates, "with --exhaustive: total arrival rates, requests/s (\"5,10,20\" or \"5:50:5\")");
-  sub->add_option("--requests", f->requests, "with --exhaustive: Poisson requests per (configuration, rate) point");
+  sub->add_option(
+      "--out", f->out,
+      "output file: serf-profile/1 JSON (with --exhaustive: JSON, and CSV at FILE.csv)");
+  sub->add_flag("--exhaustive", f->exhaustive,
+                "exhaustive baseline: every configuration at every rate");
+  sub->add_option("--rates", f->rates,
+                  "with --exhaustive: total arrival rates, requests/s (\"5,10,20\" or \"5:50:5\")");
+  sub->add_option("--requests", f->requests,
+                  "with --exhaustive: Poisson requests per (configuration, rate) point");
   registry.add(sub, [f] { return run_profile(*f); });
 }
 

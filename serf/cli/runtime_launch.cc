@@ -6,36 +6,39 @@
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "serf/io/json_fields.h"
 #include "serf/io/profile_io.h"
 
 #ifdef SERF_HAVE_MPI
-#include "mpi/runtime.h"
 #include "mpi/engine_worker.h"
+#include "mpi/runtime.h"
 #endif
 
 namespace serf::cli {
 
 void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
   if (infer_flags) {
-    sub->add_option("--node-timeout", f->node_timeout_s,
-                    "with --inter: seconds a node may take to answer before it is reported as dead or hung");
+    sub->add_option(
+        "--node-timeout", f->node_timeout_s,
+        "with --inter: seconds a node may take to answer before it is reported as dead or hung");
     return;
   }
   auto* model = sub->add_option("--model", f->model, "model spec file (JSON): nodes compute it");
-  auto* emulate = sub->add_option("--emulate", f->emulate,
-                                  "profile file (serf-profile/1): emulated nodes sleep the profiled service time of the "
-                                  "running tuple (i, K, T) instead of computing");
+  auto* emulate = sub->add_option(
+      "--emulate", f->emulate,
+      "profile file (serf-profile/1): emulated nodes sleep the profiled service time of the "
+      "running tuple (i, K, T) instead of computing");
   model->excludes(emulate);
   emulate->excludes(model);
-  sub->add_option("--weights", f->weights, "with --model: weights (safetensors, F32); default: seeded from --seed");
+  sub->add_option("--weights", f->weights,
+                  "with --model: weights (safetensors, F32); default: seeded from --seed");
   sub->add_option("--backend", f->backend, "with --model: backend of the nodes (cpu)");
-  sub->add_flag("--emulate-random", f->emulate_random,
-                "emulated service times are Gamma draws with the tuple's mean and SCV (default: the mean)");
+  sub->add_flag(
+      "--emulate-random", f->emulate_random,
+      "emulated service times are Gamma draws with the tuple's mean and SCV (default: the mean)");
   sub->add_option("--cores-per-node", f->cores_per_node,
                   "cores of one node, F (count); default with --emulate: the profile's");
   sub->add_option("--node-timeout", f->node_timeout_s,
@@ -44,18 +47,22 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
   sub->add_flag("--no-pin", f->no_pin, "do not pin nodes sharing a machine to disjoint cores");
   // Hidden: fault-handling tests make one rank hang or exit.
   sub->add_option("--test-fault-rank", f->fault_rank)->group("");
-  sub->add_option("--test-fault-mode", f->fault_mode)->group("")->check(CLI::IsMember({"none", "hang", "exit"}));
+  sub->add_option("--test-fault-mode", f->fault_mode)
+      ->group("")
+      ->check(CLI::IsMember({"none", "hang", "exit"}));
   sub->add_option("--test-fault-after", f->fault_after)->group("");
 }
 
 Status RuntimeSession::check_inter(int inter, const std::string& flag) const {
   if (inter > nodes) {
-    return InvalidArgument(flag + ": K = " + std::to_string(inter) + " needs " + std::to_string(inter) +
-                           " nodes but only " + std::to_string(nodes) + " node rank(s) run; start mpirun with -np " +
-                           std::to_string(inter + 1) + " or more");
+    return InvalidArgument(flag + ": K = " + std::to_string(inter) + " needs " +
+                           std::to_string(inter) + " nodes but only " + std::to_string(nodes) +
+                           " node rank(s) run; start mpirun with -np " + std::to_string(inter + 1) +
+                           " or more");
   }
   if (max_inter_ > 0 && inter > max_inter_) {
-    return InvalidArgument(flag + ": K = " + std::to_string(inter) + " is more than the model can be split over (" +
+    return InvalidArgument(flag + ": K = " + std::to_string(inter) +
+                           " is more than the model can be split over (" +
                            std::to_string(max_inter_) + ", its narrowest layer)");
   }
   return Status::Ok();
@@ -64,8 +71,9 @@ Status RuntimeSession::check_inter(int inter, const std::string& flag) const {
 #ifndef SERF_HAVE_MPI
 
 Status launch_runtime(const RuntimeFlags&, const std::function<Status(RuntimeSession&)>&) {
-  return InvalidArgument("this serf was built without MPI (SERF_HAVE_MPI is OFF); install Open MPI "
-                         "(scripts/setup) and rebuild to use the distributed runtime");
+  return InvalidArgument(
+      "this serf was built without MPI (SERF_HAVE_MPI is OFF); install Open MPI "
+      "(scripts/setup) and rebuild to use the distributed runtime");
 }
 
 #else
@@ -83,8 +91,9 @@ class MpiSession : public RuntimeSession {
     rank = env_.rank();
     nodes = env_.size() - 1;
     if (nodes < 1) {
-      return InvalidArgument("the runtime needs at least one node rank besides the controller: run "
-                             "mpirun -np N+1 build/bin/serf ... with N >= 1");
+      return InvalidArgument(
+          "the runtime needs at least one node rank besides the controller: run "
+          "mpirun -np N+1 build/bin/serf ... with N >= 1");
     }
     if (flags_.emulate.empty() && flags_.model.empty()) {
       return InvalidArgument("give --model FILE (compute) or --emulate PROFILE (emulated nodes)");
@@ -93,9 +102,11 @@ class MpiSession : public RuntimeSession {
       SERF_ASSIGN_OR_RETURN(Profile p, io::load_profile(flags_.emulate));
       emulation = std::make_unique<Profile>(std::move(p));
       model_name = emulation->model;
-      cores_per_node = flags_.cores_per_node > 0 ? flags_.cores_per_node : emulation->hardware.cores_per_node;
+      cores_per_node =
+          flags_.cores_per_node > 0 ? flags_.cores_per_node : emulation->hardware.cores_per_node;
     } else {
-      SERF_ASSIGN_OR_RETURN(engine_, mpi::EngineSlots::Create(flags_.model, flags_.backend, flags_.weights, flags_.seed));
+      SERF_ASSIGN_OR_RETURN(engine_, mpi::EngineSlots::Create(flags_.model, flags_.backend,
+                                                              flags_.weights, flags_.seed));
       SERF_ASSIGN_OR_RETURN(input_, engine_->input(flags_.input, flags_.seed));
       model_name = engine_->model_name();
       max_inter_ = engine_->max_inter();
@@ -104,7 +115,8 @@ class MpiSession : public RuntimeSession {
       output_floats = engine_->output_floats();
       backend_name = engine_->backend_name();
       cores_per_node = flags_.cores_per_node;
-      if (cores_per_node < 1) return InvalidArgument("--cores-per-node: give the cores of one node (>= 1)");
+      if (cores_per_node < 1)
+        return InvalidArgument("--cores-per-node: give the cores of one node (>= 1)");
     }
     if (cores_per_node < 1) return InvalidArgument("--cores-per-node: must be >= 1");
     if (!(flags_.node_timeout_s > 0)) return InvalidArgument("--node-timeout: must be > 0 seconds");
@@ -120,12 +132,13 @@ class MpiSession : public RuntimeSession {
     started = true;
     if (rank != 0) {
       mpi::NodeOptions options{cores_per_node, !flags_.no_pin && emulation == nullptr};
-      mpi::SlotWorkerFactory factory = emulation ? mpi::emulated_worker_factory() : engine_->factory();
+      mpi::SlotWorkerFactory factory =
+          emulation ? mpi::emulated_worker_factory() : engine_->factory();
       return mpi::run_node(comms_, options, factory);
     }
     mpi::FaultPlan fault;
     fault.rank = flags_.fault_rank;
-    fault.mode = flags_.fault_mode == "hang" ? mpi::FaultMode::kHang
+    fault.mode = flags_.fault_mode == "hang"   ? mpi::FaultMode::kHang
                  : flags_.fault_mode == "exit" ? mpi::FaultMode::kExit
                                                : mpi::FaultMode::kNone;
     fault.after = flags_.fault_after;
@@ -139,7 +152,8 @@ class MpiSession : public RuntimeSession {
     mpi::Controller controller(transport, options);
     std::unique_ptr<mpi::ServiceSampler> sampler;
     if (emulation) {
-      sampler = std::make_unique<mpi::ServiceSampler>(*emulation, flags_.emulate_random, flags_.seed + 7);
+      sampler =
+          std::make_unique<mpi::ServiceSampler>(*emulation, flags_.emulate_random, flags_.seed + 7);
       controller.set_sampler(sampler.get());
     }
     transport_ = &transport;
@@ -167,7 +181,8 @@ class MpiSession : public RuntimeSession {
 
 }  // namespace
 
-Status launch_runtime(const RuntimeFlags& flags, const std::function<Status(RuntimeSession&)>& body) {
+Status launch_runtime(const RuntimeFlags& flags,
+                      const std::function<Status(RuntimeSession&)>& body) {
   auto env_or = mpi::Environment::Create();
   if (!env_or.ok()) return env_or.status();
   std::unique_ptr<mpi::Environment> env = std::move(env_or).value();
@@ -185,8 +200,8 @@ Status launch_runtime(const RuntimeFlags& flags, const std::function<Status(Runt
   const int rank = env->rank();
   if (started) {
     // After start a peer may be dead or hung: report, then tear every rank down.
-    std::cerr << "serf: error: " << (rank == 0 ? "" : "rank " + std::to_string(rank) + ": ") << status.message()
-              << "\n";
+    std::cerr << "serf: error: " << (rank == 0 ? "" : "rank " + std::to_string(rank) + ": ")
+              << status.message() << "\n";
     std::cerr.flush();
     env->abort(status.exit_code());
   }
@@ -199,8 +214,8 @@ Status launch_runtime(const RuntimeFlags& flags, const std::function<Status(Runt
   const int code = agreed[0];
   const bool rank0_failed = agreed[1] != 0;
   if (!status.message().empty() && (rank == 0 || !rank0_failed)) {
-    std::cerr << "serf: error: " << (rank == 0 ? "" : "rank " + std::to_string(rank) + ": ") << status.message()
-              << "\n";
+    std::cerr << "serf: error: " << (rank == 0 ? "" : "rank " + std::to_string(rank) + ": ")
+              << status.message() << "\n";
     std::cerr.flush();
   }
   env->barrier();
@@ -218,25 +233,33 @@ double percentile(std::vector<double> v, double q) {
 }
 }  // namespace
 
-Status write_run_report(const mpi::Controller& controller, const std::string& path, const std::string& model) {
+Status write_run_report(const mpi::Controller& controller, const std::string& path,
+                        const std::string& model) {
   if (path.empty()) return Status::Ok();
   nlohmann::json doc{{"format", "serf-run/1"}, {"model", model}};
   doc["requests"] = nlohmann::json::array();
   std::ostringstream csv;
-  csv << "id,arrival_s,dispatch_s,done_s,latency_ms,service_ms,unit,slot,running,service,inter,intra,answered\n";
+  csv << "id,arrival_s,dispatch_s,done_s,latency_ms,service_ms,unit,slot,running,service,inter,"
+         "intra,answered\n";
   for (const mpi::RequestRecord& r : controller.records()) {
-    nlohmann::json j{{"id", r.id},           {"arrival_s", r.arrival_s}, {"unit", r.unit},
-                     {"slot", r.slot},       {"running", r.running},     {"service", r.config.service},
-                     {"inter", r.config.inter}, {"intra", r.config.intra}, {"answered", r.answered}};
+    nlohmann::json j{{"id", r.id},
+                     {"arrival_s", r.arrival_s},
+                     {"unit", r.unit},
+                     {"slot", r.slot},
+                     {"running", r.running},
+                     {"service", r.config.service},
+                     {"inter", r.config.inter},
+                     {"intra", r.config.intra},
+                     {"answered", r.answered}};
     if (r.answered) {
       j["latency_ms"] = r.latency_ms();
       j["service_ms"] = r.service_ms;
     }
     doc["requests"].push_back(j);
     csv << r.id << ',' << r.arrival_s << ',' << r.dispatch_s << ',' << r.done_s << ','
-        << (r.answered ? r.latency_ms() : 0) << ',' << r.service_ms << ',' << r.unit << ',' << r.slot << ','
-        << r.running << ',' << r.config.service << ',' << r.config.inter << ',' << r.config.intra << ','
-        << (r.answered ? 1 : 0) << '\n';
+        << (r.answered ? r.latency_ms() : 0) << ',' << r.service_ms << ',' << r.unit << ','
+        << r.slot << ',' << r.running << ',' << r.config.service << ',' << r.config.inter << ','
+        << r.config.intra << ',' << (r.answered ? 1 : 0) << '\n';
   }
   doc["switches"] = nlohmann::json::array();
   for (const mpi::SwitchRecord& s : controller.switches()) {
@@ -262,12 +285,12 @@ void print_run_summary(const mpi::Controller& controller, std::ostream& out) {
   out << std::fixed << std::setprecision(2);
   out << "requests: " << lat.size() << " answered of " << sent << "\n";
   if (!lat.empty()) {
-    out << "latency ms (from scheduled arrival): mean " << mean << "  p50 " << percentile(lat, 0.5) << "  p99 "
-        << percentile(lat, 0.99) << "\n";
+    out << "latency ms (from scheduled arrival): mean " << mean << "  p50 " << percentile(lat, 0.5)
+        << "  p99 " << percentile(lat, 0.99) << "\n";
   }
   for (const auto& s : controller.switches()) {
-    out << "switch at " << s.at_s << " s " << to_string(s.from) << " -> " << to_string(s.to) << ": drain "
-        << s.drain_ms << " ms, reconfigure " << s.configure_ms << " ms\n";
+    out << "switch at " << s.at_s << " s " << to_string(s.from) << " -> " << to_string(s.to)
+        << ": drain " << s.drain_ms << " ms, reconfigure " << s.configure_ms << " ms\n";
   }
 }
 

@@ -3,13 +3,12 @@
 // the split into controller (rank 0) and nodes (ranks 1..N). Without MPI in the build, every
 // runtime command says so and exits 2.
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "mpi/controller.h"
 #include "serf/cli/command.h"
@@ -19,13 +18,13 @@
 namespace serf::cli {
 
 struct RuntimeFlags {
-  std::string emulate;        // profile file: emulated nodes
+  std::string emulate;  // profile file: emulated nodes
   bool emulate_random = false;
-  std::string model;          // model spec file: real nodes
+  std::string model;  // model spec file: real nodes
   std::string backend = "cpu";
-  std::string weights;        // safetensors; empty: seeded from --seed
-  std::string input;          // safetensors; empty: seeded from --seed
-  int cores_per_node = 0;     // F; 0: the emulation profile's
+  std::string weights;     // safetensors; empty: seeded from --seed
+  std::string input;       // safetensors; empty: seeded from --seed
+  int cores_per_node = 0;  // F; 0: the emulation profile's
   double node_timeout_s = 10;
   uint64_t seed = 1;
   bool no_pin = false;
@@ -66,10 +65,12 @@ class RuntimeSession {
 
 // Starts MPI, checks the flags on every rank, runs `body`; on a user error every rank exits 2 and
 // only rank 0 prints; a fault after start tears the job down (MPI_Abort) with a non-zero code.
-Status launch_runtime(const RuntimeFlags& flags, const std::function<Status(RuntimeSession&)>& body);
+Status launch_runtime(const RuntimeFlags& flags,
+                      const std::function<Status(RuntimeSession&)>& body);
 
 // Measurements of an open-loop run: JSON at `path` and CSV at `path` + ".csv" (nothing when empty).
-Status write_run_report(const mpi::Controller& controller, const std::string& path, const std::string& model);
+Status write_run_report(const mpi::Controller& controller, const std::string& path,
+                        const std::string& model);
 void print_run_summary(const mpi::Controller& controller, std::ostream& out);
 
 void register_profile_command(CLI::App& app, CommandRegistry& registry);

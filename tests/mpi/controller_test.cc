@@ -1,11 +1,12 @@
-// The controller's dispatch, reconfiguration and closed-loop logic against a fake transport (no MPI).
-#include <catch2/catch.hpp>
+// The controller's dispatch, reconfiguration and closed-loop logic against a fake transport (no
+// MPI).
+#include "mpi/controller.h"
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
 #include <thread>
 
-#include "mpi/controller.h"
 #include "profiler/tuple_profiler.h"
 
 using namespace serf;
@@ -16,7 +17,8 @@ namespace {
 // Nodes that answer each request after a fixed time; records what it was asked to do.
 class FakeTransport : public Transport {
  public:
-  explicit FakeTransport(int nodes, double service_s = 2e-3) : nodes_(nodes), service_s_(service_s) {}
+  explicit FakeTransport(int nodes, double service_s = 2e-3)
+      : nodes_(nodes), service_s_(service_s) {}
   int nodes() const override { return nodes_; }
   Status configure(const Configuration& c) override {
     if (!running_.empty()) return Internal("configure with requests in flight");

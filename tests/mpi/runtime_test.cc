@@ -1,11 +1,10 @@
 // The runtime under mpiexec (5 ranks: a controller and 4 emulated nodes): switching configuration
 // under load several times answers every request exactly once, and the closed loop reproduces
 // the profiled service times.
-#include <catch2/catch.hpp>
-
-#include <map>
-
 #include "mpi/runtime.h"
+
+#include <catch2/catch.hpp>
+#include <map>
 
 using namespace serf;
 using namespace serf::mpi;
@@ -70,8 +69,8 @@ TEST_CASE("switching configuration under load answers every request once", "[mpi
   }
 
   const int nodes = env.size() - 1;
-  std::vector<Configuration> plan = {{2, 1, 1}, {1, 2, 1}, {2, std::min(nodes, 4) >= 4 ? 4 : 2, 1},
-                                     {1, 2, 2}, {2, 1, 1}};
+  std::vector<Configuration> plan = {
+      {2, 1, 1}, {1, 2, 1}, {2, std::min(nodes, 4) >= 4 ? 4 : 2, 1}, {1, 2, 2}, {2, 1, 1}};
   size_t next = 0;
   auto hook = [&](double now_s, double) -> std::optional<Configuration> {
     if (next < plan.size() && now_s > 0.15 * static_cast<double>(next + 1)) return plan[next++];
