@@ -68,33 +68,38 @@ Status MpiTransport::collect_replies(const std::vector<int>& ranks, ReplyKind ki
   return Status::Ok();
 }
 
-Status MpiTransport::configure(const Configuration& config) {
+Status MpiTransport::command_all(ControlMessage msg, ReplyKind reply, double timeout_s,
+                                 std::vector<NodeReply>* replies) {
   pending_.cancel();
   SERF_RETURN_IF_ERROR(stop_slots());
-  ++generation_;
+  msg.generation = ++generation_;
+  std::vector<int> ranks;
+  for (int r = 1; r <= nodes_; ++r) {
+    SERF_RETURN_IF_ERROR(comms_.control.send(msg, r, kControlTag, WaitPolicy{timeout_s_}));
+    ranks.push_back(r);
+  }
+  return collect_replies(ranks, reply, timeout_s, replies);
+}
+
+Status MpiTransport::configure(const Configuration& config) {
   ControlMessage msg;
   msg.kind = static_cast<int32_t>(ControlKind::kConfigure);
-  msg.generation = generation_;
   msg.service = config.service;
   msg.inter = config.inter;
   msg.intra = config.intra;
   msg.fault_rank = fault_.rank;
   msg.fault_mode = static_cast<int32_t>(fault_.mode);
   msg.fault_after = fault_.after;
-  std::vector<int> ranks;
-  for (int r = 1; r <= nodes_; ++r) {
-    SERF_RETURN_IF_ERROR(comms_.control.send(msg, r, kControlTag, WaitPolicy{timeout_s_}));
-    ranks.push_back(r);
-  }
   std::vector<NodeReply> replies;
   // Nodes re-prepare the model's kernels for the new (K, T): allow more than a request's time.
   SERF_RETURN_IF_ERROR(
-      collect_replies(ranks, ReplyKind::kReady, std::max(6 * timeout_s_, 60.0), &replies));
+      command_all(msg, ReplyKind::kReady, std::max(6 * timeout_s_, 60.0), &replies));
   std::sort(replies.begin(), replies.end(),
             [](const NodeReply& a, const NodeReply& b) { return a.rank < b.rank; });
   placement_.clear();
-  for (const NodeReply& r : replies)
+  for (const NodeReply& r : replies) {
     placement_ += "rank " + std::to_string(r.rank) + ": " + r.message + "\n";
+  }
   config_ = config;
   configured_ = true;
   return Status::Ok();
@@ -150,18 +155,9 @@ std::string MpiTransport::diagnose(int unit) {
 
 Status MpiTransport::shutdown() {
   if (shut_down_) return Status::Ok();
-  pending_.cancel();
-  SERF_RETURN_IF_ERROR(stop_slots());
-  ++generation_;
   ControlMessage msg;
   msg.kind = static_cast<int32_t>(ControlKind::kShutdown);
-  msg.generation = generation_;
-  std::vector<int> ranks;
-  for (int r = 1; r <= nodes_; ++r) {
-    SERF_RETURN_IF_ERROR(comms_.control.send(msg, r, kControlTag, WaitPolicy{timeout_s_}));
-    ranks.push_back(r);
-  }
-  SERF_RETURN_IF_ERROR(collect_replies(ranks, ReplyKind::kBye, timeout_s_, nullptr));
+  SERF_RETURN_IF_ERROR(command_all(msg, ReplyKind::kBye, timeout_s_, nullptr));
   shut_down_ = true;
   return Status::Ok();
 }

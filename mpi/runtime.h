@@ -86,6 +86,9 @@ class MpiTransport : public Transport {
  private:
   int leader_rank(int unit) const { return 1 + unit * config_.inter; }
   Status stop_slots();
+  // Stops the slots, sends `msg` to every node and collects one `reply` from each.
+  Status command_all(ControlMessage msg, ReplyKind reply, double timeout_s,
+                     std::vector<NodeReply>* replies);
   // Collects one reply of `kind` from every rank in `ranks`; names the ones that did not answer.
   Status collect_replies(const std::vector<int>& ranks, ReplyKind kind, double timeout_s,
                          std::vector<NodeReply>* replies);
