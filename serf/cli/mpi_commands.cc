@@ -90,6 +90,7 @@ Status run_serve(const ServeOptions& o) {
     }
     return session.run_controller([&](mpi::Controller& controller) -> Status {
       SERF_RETURN_IF_ERROR(controller.configure(first));
+      if (!session.emulation) std::cout << session.placement();
       size_t next = 0;
       auto hook = [&](double now_s, double) -> std::optional<Configuration> {
         std::optional<Configuration> want;

@@ -163,6 +163,8 @@ class MpiSession : public RuntimeSession {
     return st;
   }
 
+  std::string placement() const override { return transport_ ? transport_->placement() : ""; }
+
   std::vector<float> last_output() const override {
     return transport_ ? transport_->last_output() : std::vector<float>();
   }

@@ -59,6 +59,8 @@ class RuntimeSession {
   Status check_inter(int inter, const std::string& flag) const;
   virtual Status run_controller(const ControllerMain& main) = 0;
   int max_inter_ = 0;  // 0: no limit (emulated)
+  // Where the nodes run: one line per node rank ("rank 1: pinned to cores 0-1").
+  virtual std::string placement() const = 0;
   // The output values of the last answered request (rank 0, real nodes).
   virtual std::vector<float> last_output() const = 0;
 };
