@@ -244,8 +244,7 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
       step.noop = true;
       step.out_buffer = cur;
       steps_.push_back(std::move(step));
-      cur_layer = static_cast<int>(i);
-      continue;  // the activation (and its slicing) is unchanged
+      continue;  // the activation, its slicing and its producer (for timings) are unchanged
     }
     step.out_buffer = static_cast<int>(buffer_sizes_.size());
     buffer_sizes_.push_back(info.out.elements());
