@@ -1,6 +1,7 @@
 // serf profile: tuple profiling and the exhaustive baseline under mpirun (issue 4).
 //   mpirun -np N+1 serf profile --model FILE --cores-per-node F [--inter LIST] --out profile.json
 //   mpirun -np N+1 serf profile --emulate P --exhaustive --rates 10,20 --requests 200 --out ex.json
+#include <cstdio>
 #include <iomanip>
 #include <iostream>
 
@@ -54,13 +55,17 @@ Status run_profile(const ProfileFlags& f) {
         Profile partial;
         auto profile = profiler::run_tuple_profile(
             controller, o, profiler::terminal_progress("profile"), &partial);
-        partial.note =
-            profile.ok() ? "measured by serf profile" : "incomplete: " + profile.status().message();
         double total = 0;
+        for (const TupleStats& t : partial.tuples) total += t.wall_s;
+        char note[160];
+        std::snprintf(note, sizeof(note),
+                      "measured by serf profile on %d node(s), %d warm-up + %d samples per tuple; "
+                      "total wall time %.3f s",
+                      hw.nodes, f.warmup, f.samples, total);
+        partial.note = profile.ok() ? note : "incomplete: " + profile.status().message();
         std::cout << std::fixed << std::setprecision(3);
         std::cout << "tuple                 mean_ms      scv  samples   wall_s\n";
         for (const TupleStats& t : partial.tuples) {
-          total += t.wall_s;
           std::cout << std::left << std::setw(20) << to_string(t.tuple) << std::right
                     << std::setw(10) << t.mean_ms << std::setw(9) << t.scv << std::setw(9)
                     << t.samples << std::setw(9) << t.wall_s << "\n";
@@ -72,7 +77,7 @@ Status run_profile(const ProfileFlags& f) {
         std::cout << "wrote " << f.out << "\n";
         return Status::Ok();
       }
-      profiler::ExhaustiveOptions o{hw, inter, rates, f.requests, session.emulation ? 1u : 1u};
+      profiler::ExhaustiveOptions o{hw, inter, rates, f.requests, f.runtime.seed};
       profiler::ExhaustiveReport partial;
       auto report = profiler::run_exhaustive(controller, o,
                                              profiler::terminal_progress("exhaustive"), &partial);
