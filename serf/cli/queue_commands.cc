@@ -166,8 +166,7 @@ Status run_plan(const PlanFlags& f) {
   if (!table.ok()) return table.status().with_context(f.common.profile);
   SERF_ASSIGN_OR_RETURN(auto written, io::save_table(*table, f.out));
 
-  const size_t configs = enumerate_configurations(profile, nodes).size();
-  std::cout << "planned " << configs << " configurations x " << rates.size() << " load levels on "
+  std::cout << "planned " << table->configurations_evaluated << " configurations x " << rates.size() << " load levels on "
             << nodes << " nodes x " << profile.hardware.cores_per_node << " cores (model "
             << to_string(kind) << ", objective " << table->objective << ")\n";
   // Load ranges with one best configuration each: the switch points of the online scheduler.

@@ -168,6 +168,7 @@ StatusOr<ConfigurationTable> plan_table(const Profile& profile, const std::vecto
     max_c = std::max(max_c, fam.max_service);
     first_index[f] = total;
     total += static_cast<size_t>(fam.max_service);
+    table.configurations_evaluated = total;
     bound_ms[f] = objective.lower_bound_ms(fam, fam.max_service);
     for (int c = 1; c <= fam.max_service; ++c) {
       max_rate[f] = std::max(max_rate[f], fam.model.max_rate_per_s(c));

@@ -77,7 +77,8 @@ struct ConfigurationTable {
   int nodes = 0;
   int cores_per_node = 0;
   bool illustrative = false;
-  std::vector<TableEntry> entries;  // ascending rate_per_s
+  size_t configurations_evaluated = 0;  // how many (c, K, T) the planner compared
+  std::vector<TableEntry> entries;      // ascending rate_per_s
 
   // Filled when planned with keep_all: predictions[k][r] of configurations[k] at entries[r].
   std::vector<Configuration> configurations;

@@ -1,5 +1,6 @@
 #include "serf/io/table_io.h"
 
+#include <charconv>
 #include <cstdio>
 #include <sstream>
 
@@ -23,12 +24,8 @@ json prediction_fields(const Prediction& p) {
 // Shortest text that reads back to the same double.
 std::string num(double x) {
   char buf[32];
-  double back = 0;
-  for (int digits = 6; digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, x);
-    if (std::sscanf(buf, "%lf", &back) == 1 && back == x) break;
-  }
-  return buf;
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, r.ptr);
 }
 
 StatusOr<TableEntry> entry_from_json(const json& e, const std::string& where) {
