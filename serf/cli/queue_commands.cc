@@ -87,15 +87,6 @@ StatusOr<std::vector<double>> parse_rates_flag(const std::string& spec) {
   return rates;
 }
 
-json prediction_json(const Prediction& p) {
-  if (!p.stable) {
-    return {{"stable", false}, {"latency_ms", nullptr}, {"wait_ms", nullptr},
-            {"service_ms", nullptr}, {"utilization", nullptr}};
-  }
-  return {{"stable", true}, {"latency_ms", p.latency_ms}, {"wait_ms", p.wait_ms},
-          {"service_ms", p.service_ms}, {"utilization", p.utilization}};
-}
-
 std::string breakdown(const Prediction& p) {
   return "mean latency " + ms(p.latency_ms) + " (service " + ms(p.service_ms) + " + queueing " +
          ms(p.wait_ms) + "), utilization " + fmt("%.3f", p.utilization);
@@ -127,7 +118,7 @@ Status run_predict(const PredictFlags& f) {
   const double unit_rate = f.rate / units;
   const Prediction p = model.predict(config.service, unit_rate);
   if (f.common.json) {
-    json out = prediction_json(p);
+    json out = io::prediction_to_json(p);
     out.update({{"service", config.service}, {"inter", config.inter}, {"intra", config.intra},
                 {"nodes", nodes}, {"rate_per_s", f.rate}, {"units", units},
                 {"unit_rate_per_s", unit_rate}, {"unit_capacity_per_s", model.max_rate_per_s(config.service)},
@@ -208,7 +199,7 @@ json sizing_json(const SizingResult& r) {
   if (r.feasible) {
     out.update({{"nodes", r.nodes}, {"service", r.config.service}, {"inter", r.config.inter},
                 {"intra", r.config.intra}, {"units", r.units}, {"unit_rate_per_s", r.unit_rate_per_s}});
-    out.update(prediction_json(r.prediction));
+    out.update(io::prediction_to_json(r.prediction));
   } else {
     out["best_latency_ms"] = r.stable ? json(r.score_ms) : json(nullptr);
   }
@@ -301,7 +292,7 @@ Status run_capacity(const CapacityFlags& f) {
                 {"service", r.config.service}, {"inter", r.config.inter}, {"intra", r.config.intra},
                 {"units", r.units}, {"unit_rate_per_s", r.unit_rate_per_s},
                 {"queue", to_string(kind)}};
-    out.update(prediction_json(r.prediction));
+    out.update(io::prediction_to_json(r.prediction));
     std::cout << out.dump() << "\n";
     return Status::Ok();
   }

@@ -18,14 +18,28 @@ std::string fmt(double x) {
   return buf;
 }
 
-// Canonical order of configurations, for ties: fewer nodes per request, fewer threads, fewer slots.
-bool key_less(const Configuration& a, const Configuration& b) {
+}  // namespace
+
+bool tie_break_less(const Configuration& a, const Configuration& b) {
   if (a.inter != b.inter) return a.inter < b.inter;
   if (a.intra != b.intra) return a.intra < b.intra;
   return a.service < b.service;
 }
 
-}  // namespace
+bool Choice::offer(double score, const Configuration& candidate, int units_, double unit_rate,
+                   const Prediction& p) {
+  if (!std::isfinite(score)) return false;
+  if (stable && !(score < score_ms || (score == score_ms && tie_break_less(candidate, config)))) {
+    return false;
+  }
+  stable = true;
+  config = candidate;
+  units = units_;
+  unit_rate_per_s = unit_rate;
+  score_ms = score;
+  prediction = p;
+  return true;
+}
 
 double MeanLatencyObjective::score_ms(const ConfigurationFamily&, int, double,
                                       const Prediction& p) const {
@@ -190,35 +204,22 @@ StatusOr<ConfigurationTable> plan_table(const Profile& profile, const std::vecto
   for (size_t r = 0; r < rates.size(); ++r) {
     TableEntry& entry = table.entries[r];
     entry.rate_per_s = rates[r];
-    double best = kInf;
     size_t best_family = 0;
     for (size_t f : order) {
       const ConfigurationFamily& fam = families[f];
       const int units = units_for(nodes, fam.inter);
       const double lambda = rates[r] / units;
       if (!(lambda < max_rate[f])) continue;  // every c of this family is unstable
-      if (!options.keep_all && bound_ms[f] > best) continue;
+      if (!options.keep_all && entry.stable && bound_ms[f] > entry.score_ms) continue;
       fam.model.predict_all(lambda, buf.data());
       for (int c = 1; c <= fam.max_service; ++c) {
         const Prediction& p = buf[static_cast<size_t>(c - 1)];
         if (options.keep_all) table.predictions[first_index[f] + static_cast<size_t>(c - 1)][r] = p;
         if (!p.stable) continue;
-        const double s = objective.score_ms(fam, c, lambda, p);
-        if (s < best || (s == best && key_less(fam.config(c), entry.config))) {
-          best = s;
+        if (entry.offer(objective.score_ms(fam, c, lambda, p), fam.config(c), units, lambda, p)) {
           best_family = f;
-          entry.stable = true;
-          entry.config = fam.config(c);
-          entry.units = units;
-          entry.unit_rate_per_s = lambda;
-          entry.score_ms = s;
-          entry.prediction = p;
         }
       }
-    }
-    if (!std::isfinite(best)) {
-      entry = TableEntry();
-      entry.rate_per_s = rates[r];
     }
     if (entry.stable && order.front() != best_family) {
       std::rotate(order.begin(), std::find(order.begin(), order.end(), best_family),

@@ -59,15 +59,29 @@ class MeanLatencyObjective : public Objective {
 };
 const Objective& mean_latency_objective();
 
-// One load level of the table.
-struct TableEntry {
-  double rate_per_s = 0;         // cluster-wide arrival rate
-  bool stable = false;           // false: no configuration is stable here (config meaningless)
+// Canonical order between equally good configurations: fewer nodes per request, then fewer
+// threads, then fewer slots.
+bool tie_break_less(const Configuration& a, const Configuration& b);
+
+// A configuration chosen for a load: how the cluster runs it and what it is predicted to do.
+struct Choice {
+  bool stable = false;         // false: nothing chosen (no configuration qualifies)
   Configuration config;
-  int units = 0;                 // floor(N / K)
-  double unit_rate_per_s = 0;    // rate_per_s / units
-  double score_ms = 0;           // the objective's value (= latency_ms for "mean")
+  int units = 0;               // floor(N / K)
+  double unit_rate_per_s = 0;  // cluster rate / units
+  double score_ms = 0;         // the objective's value (= latency_ms for "mean")
   Prediction prediction;
+
+  // Takes the candidate if nothing is chosen yet or it scores lower; equal scores go by
+  // tie_break_less, so the choice does not depend on the order candidates are offered in.
+  // Returns whether it was taken.
+  bool offer(double score, const Configuration& candidate, int units_, double unit_rate,
+             const Prediction& p);
+};
+
+// One load level of the table.
+struct TableEntry : Choice {
+  double rate_per_s = 0;  // cluster-wide arrival rate
 };
 
 struct ConfigurationTable {

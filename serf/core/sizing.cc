@@ -21,12 +21,6 @@ std::string fmt(double x, const char* f = "%.4g") {
   return buf;
 }
 
-bool key_less(const Configuration& a, const Configuration& b) {
-  if (a.inter != b.inter) return a.inter < b.inter;
-  if (a.intra != b.intra) return a.intra < b.intra;
-  return a.service < b.service;
-}
-
 double score_at(const ConfigurationFamily& fam, int c, double lambda, const Objective& objective,
                 Prediction* out = nullptr) {
   const Prediction p = fam.model.predict(c, lambda);
@@ -49,7 +43,6 @@ SizingResult best_on(const std::vector<ConfigurationFamily>& families, int nodes
   SizingResult best;
   best.rate_per_s = rate;
   best.nodes = nodes;
-  best.score_ms = kInf;
   for (const ConfigurationFamily& fam : families) {
     const int units = units_for(nodes, fam.inter);
     if (units < 1) continue;
@@ -57,18 +50,9 @@ SizingResult best_on(const std::vector<ConfigurationFamily>& families, int nodes
     for (int c = 1; c <= fam.max_service; ++c) {
       Prediction p;
       const double s = score_at(fam, c, lambda, objective, &p);
-      if (!std::isfinite(s) || s > slo_ms) continue;
-      if (s < best.score_ms || (s == best.score_ms && key_less(fam.config(c), best.config))) {
-        best.stable = true;
-        best.config = fam.config(c);
-        best.units = units;
-        best.unit_rate_per_s = lambda;
-        best.score_ms = s;
-        best.prediction = p;
-      }
+      if (s <= slo_ms) best.offer(s, fam.config(c), units, lambda, p);
     }
   }
-  if (!best.stable) best.score_ms = 0;
   return best;
 }
 
@@ -214,7 +198,7 @@ StatusOr<CapacityResult> capacity(const Profile& profile, double slo_ms, int nod
       const double cap = unit_capacity_per_s(fam, c, slo_ms, objective);
       const double cluster = cap * units;
       if (cap > 0 && (cluster > best.rate_per_s ||
-                      (cluster == best.rate_per_s && key_less(fam.config(c), best.config)))) {
+                      (cluster == best.rate_per_s && tie_break_less(fam.config(c), best.config)))) {
         best.rate_per_s = cluster;
         best.config = fam.config(c);
         best.units = units;

@@ -12,15 +12,6 @@ using nlohmann::json;
 
 namespace {
 
-json prediction_fields(const Prediction& p) {
-  if (!p.stable) {
-    return {{"stable", false}, {"latency_ms", nullptr}, {"wait_ms", nullptr},
-            {"service_ms", nullptr}, {"utilization", nullptr}};
-  }
-  return {{"stable", true}, {"latency_ms", p.latency_ms}, {"wait_ms", p.wait_ms},
-          {"service_ms", p.service_ms}, {"utilization", p.utilization}};
-}
-
 // Shortest text that reads back to the same double.
 std::string num(double x) {
   char buf[32];
@@ -55,6 +46,15 @@ StatusOr<TableEntry> entry_from_json(const json& e, const std::string& where) {
 
 }  // namespace
 
+json prediction_to_json(const Prediction& p) {
+  if (!p.stable) {
+    return {{"stable", false}, {"latency_ms", nullptr}, {"wait_ms", nullptr},
+            {"service_ms", nullptr}, {"utilization", nullptr}};
+  }
+  return {{"stable", true}, {"latency_ms", p.latency_ms}, {"wait_ms", p.wait_ms},
+          {"service_ms", p.service_ms}, {"utilization", p.utilization}};
+}
+
 json table_to_json(const ConfigurationTable& table) {
   json entries = json::array();
   for (const TableEntry& e : table.entries) {
@@ -69,7 +69,7 @@ json table_to_json(const ConfigurationTable& table) {
     } else {
       row["service"] = row["inter"] = row["intra"] = nullptr;
     }
-    row.update(prediction_fields(e.stable ? e.prediction : Prediction{}));
+    row.update(prediction_to_json(e.stable ? e.prediction : Prediction{}));
     entries.push_back(std::move(row));
   }
   json doc = {{"format", kTableFormat},     {"model", table.model},

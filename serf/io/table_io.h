@@ -13,6 +13,9 @@ namespace serf::io {
 
 inline constexpr const char* kTableFormat = "serf-table/1";
 
+// {"stable", "latency_ms", "wait_ms", "service_ms", "utilization"}; numbers null when unstable.
+nlohmann::json prediction_to_json(const Prediction& p);
+
 nlohmann::json table_to_json(const ConfigurationTable& table);
 // `source` names the document in errors. Reads entries (and "all" when present).
 StatusOr<ConfigurationTable> table_from_json(const nlohmann::json& doc, const std::string& source);
