@@ -73,17 +73,17 @@ StatusOr<std::vector<ConfigurationFamily>> build_families(const Profile& profile
   std::vector<ConfigurationFamily> families;
   for (const auto& [kt, by_i] : groups) {
     std::vector<double> mean_ms;
-    double scv_1 = 0;
+    std::vector<TupleStats> stats;
     for (int c = 1; c * kt.second <= profile.hardware.cores_per_node; ++c) {
       auto it = by_i.find(c);
       if (it == by_i.end()) break;
-      if (c == 1) scv_1 = it->second->scv;
+      stats.push_back(*it->second);
       mean_ms.push_back(it->second->mean_ms);
     }
     if (mean_ms.empty()) continue;
-    SERF_ASSIGN_OR_RETURN(QueueModel model, QueueModel::Create(queue, mean_ms, scv_1));
-    families.push_back(
-        ConfigurationFamily{kt.first, kt.second, static_cast<int>(mean_ms.size()), std::move(model)});
+    SERF_ASSIGN_OR_RETURN(QueueModel model, QueueModel::Create(queue, mean_ms, stats.front().scv));
+    families.push_back(ConfigurationFamily{kt.first, kt.second, static_cast<int>(mean_ms.size()),
+                                           std::move(model), std::move(stats)});
   }
   if (families.empty()) {
     return InvalidArgument("the profile holds no configuration for " + std::to_string(nodes) +

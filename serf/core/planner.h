@@ -17,6 +17,7 @@ struct ConfigurationFamily {
   int intra = 1;
   int max_service = 0;  // largest c with tuples (1..c, K, T) in the profile and c*T <= cores
   QueueModel model;
+  std::vector<TupleStats> tuples;  // (i, K, T) for i = 1..max_service, for objectives beyond the mean
   Configuration config(int c) const { return {c, inter, intra}; }
 };
 
