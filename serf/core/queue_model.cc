@@ -130,7 +130,9 @@ Prediction QueueModel::finish(int c, double lambda, double s0, double s1, double
   const double om = 1.0 - rho;
   const double p_wait = t_c / om;      // sum_{n>=c} t_n (geometric tail)
   const double p0 = 1.0 / (s0 + p_wait);
-  const double service_s = oblivious_ ? inv_mu_s_[0] : p0 * (s1 + p_wait * inv_mu_s_[k]);  // Eq. 11
+  // Eq. 11; with one server (or equal ones) it is exactly 1/mu_1, so say so without rounding.
+  const double service_s =
+      (oblivious_ || c == 1) ? inv_mu_s_[0] : p0 * (s1 + p_wait * inv_mu_s_[k]);
   const double base = p0 * t_c / lambda;  // p_c / lambda
   double wait_s = 0;
   switch (kind_) {
