@@ -27,7 +27,9 @@ std::string fmt(const char* f, double x) {
   return buf;
 }
 std::string ms(double x) { return fmt("%.1f", x) + " ms"; }
-std::string rate_text(double x) { return fmt("%.4g", x) + " requests/s"; }
+// Rates for people: 4 significant digits, but never an exponent for large rates.
+std::string rate_num(double x) { return x >= 1000 ? fmt("%.0f", x) : fmt("%.4g", x); }
+std::string rate_text(double x) { return rate_num(x) + " requests/s"; }
 
 // Flags every queue command shares.
 struct CommonFlags {
@@ -169,7 +171,7 @@ Status run_plan(const PlanFlags& f) {
            (!e[a].stable || e[b + 1].config == e[a].config)) {
       ++b;
     }
-    const std::string range = fmt("%.4g", e[a].rate_per_s) + " - " + fmt("%.4g", e[b].rate_per_s);
+    const std::string range = rate_num(e[a].rate_per_s) + " - " + rate_num(e[b].rate_per_s);
     if (e[a].stable) {
       std::printf("%-24s %-18s %.1f - %.1f\n", range.c_str(), to_string(e[a].config).c_str(),
                   e[a].prediction.latency_ms, e[b].prediction.latency_ms);
@@ -253,10 +255,10 @@ Status run_size(const SizeFlags& f) {
     std::printf("%-12s %-6s %-18s %s\n", "requests/s", "nodes", "configuration", "mean latency (ms)");
     for (const SizingResult& r : rows) {
       if (r.feasible) {
-        std::printf("%-12.4g %-6d %-18s %.1f\n", r.rate_per_s, r.nodes, to_string(r.config).c_str(),
-                    r.prediction.latency_ms);
+        std::printf("%-12s %-6d %-18s %.1f\n", rate_num(r.rate_per_s).c_str(), r.nodes,
+                    to_string(r.config).c_str(), r.prediction.latency_ms);
       } else {
-        std::printf("%-12.4g %-6s %-18s %s\n", r.rate_per_s, "-", "infeasible",
+        std::printf("%-12s %-6s %-18s %s\n", rate_num(r.rate_per_s).c_str(), "-", "infeasible",
                     r.stable ? ("best " + fmt("%.1f", r.score_ms) + " on " +
                                 std::to_string(f.max_nodes) + " nodes").c_str()
                              : "not even stable");
@@ -265,6 +267,7 @@ Status run_size(const SizeFlags& f) {
     std::cout << illustrative_note(profile);
   }
   if (infeasible > 0) {
+    std::cout.flush();  // the table first, then main's one-line error on stderr
     return Infeasible(std::to_string(infeasible) + " of " + std::to_string(rows.size()) +
                       " load levels cannot meet the SLO with up to " + std::to_string(f.max_nodes) +
                       " nodes (marked infeasible above)");
