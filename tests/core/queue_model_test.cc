@@ -1,7 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
+
+#include <boost/math/distributions/poisson.hpp>
 
 #include "serf/core/queue_model.h"
 
@@ -234,4 +238,54 @@ TEST_CASE("bad service times are rejected", "[core][queue]") {
   CHECK_FALSE(QueueModel::Create(QueueKind::kMdInterf, {100.0, -1.0}).ok());
   CHECK_FALSE(QueueModel::Create(QueueKind::kMdInterf, {100.0, std::nan("")}).ok());
   CHECK_FALSE(QueueModel::Create(QueueKind::kAllenCunneen, {100.0}, -0.1).ok());
+}
+
+namespace {
+
+// Independent check of exact M/D/c: the chain Q(t + D) = max(Q(t) - c, 0) + Poisson(a), truncated
+// at n_max states and solved directly (Gaussian elimination on pi (P - I) = 0, sum pi = 1). Its
+// stationary law is the time-stationary number in system, so Wq/D = E[(Q - c)+] / a.
+double chain_mdc_wait_over_d(int c, double rho, int n_max) {
+  const double a = c * rho;
+  const boost::math::poisson_distribution<double> arrivals(a);
+  const int n = n_max + 1;
+  // Rows: equations sum_i pi_i (P_ij - delta_ij) = 0 for j < n - 1, last row sum pi = 1.
+  std::vector<std::vector<double>> m(static_cast<size_t>(n), std::vector<double>(n + 1, 0.0));
+  for (int i = 0; i < n; ++i) {
+    const int base = std::max(i - c, 0);
+    double left = 1.0;
+    for (int j = base; j < n; ++j) {
+      const double p = j == n - 1 ? left : boost::math::pdf(arrivals, j - base);
+      left -= p;
+      if (j < n - 1) m[j][i] += p;
+    }
+    if (i < n - 1) m[i][i] -= 1.0;
+  }
+  for (int i = 0; i < n; ++i) m[n - 1][i] = 1.0;
+  m[n - 1][n] = 1.0;
+  for (int col = 0; col < n; ++col) {
+    int pivot = col;
+    for (int r = col + 1; r < n; ++r) {
+      if (std::fabs(m[r][col]) > std::fabs(m[pivot][col])) pivot = r;
+    }
+    std::swap(m[col], m[pivot]);
+    for (int r = 0; r < n; ++r) {
+      if (r == col || m[r][col] == 0.0) continue;
+      const double f = m[r][col] / m[col][col];
+      for (int k = col; k <= n; ++k) m[r][k] -= f * m[col][k];
+    }
+  }
+  double lq = 0;
+  for (int i = c + 1; i < n; ++i) lq += (i - c) * (m[i][n] / m[i][i]);
+  return lq / a;
+}
+
+}  // namespace
+
+TEST_CASE("exact M/D/c agrees with the embedded chain solved directly", "[core][queue]") {
+  for (auto [c, rho] : {std::pair<int, double>{1, 0.5}, {3, 0.7}, {8, 0.85}, {20, 0.6}}) {
+    INFO("c=" << c << " rho=" << rho);
+    CHECK(serf::exact_mdc_wait_over_d(c, rho) ==
+          Approx(chain_mdc_wait_over_d(c, rho, 300)).epsilon(1e-8).margin(1e-12));
+  }
 }
