@@ -64,7 +64,8 @@ void bench_predict(int c) {
     double sink = 0;
     for (int run = 0; run < 5; ++run) {
       const auto t0 = Clock::now();
-      for (int k = 0; k < n; ++k) sink += model->predict(c, top * ((k % 999) + 0.5) / 1000.0).latency_ms;
+      for (int k = 0; k < n; ++k)
+        sink += model->predict(c, top * ((k % 999) + 0.5) / 1000.0).latency_ms;
       per_s.push_back(n / seconds_since(t0));
     }
     std::printf("predict %-10s c=%-3d %12.3g predictions/s (median of 5; checksum %.6g)\n",
@@ -131,23 +132,25 @@ int main(int argc, char** argv) {
     unstable = 0;
     for (const auto& e : table->entries) unstable += e.stable ? 0 : 1;
   }
-  std::printf("plan_table in process: %zu configurations x %zu levels: median %.1f ms (%d runs; "
-              "%zu levels overloaded)\n",
-              configs, levels.size(), 1000 * median(in_process), runs, unstable);
+  std::printf(
+      "plan_table in process: %zu configurations x %zu levels: median %.1f ms (%d runs; "
+      "%zu levels overloaded)\n",
+      configs, levels.size(), 1000 * median(in_process), runs, unstable);
 
   // Whole process, as an operator runs it.
   std::vector<double> whole, cpu;
   for (int run = 0; run < runs; ++run) {
-    const ProcessTime t = run_process({SERF_BINARY, "plan", "--profile", profile_path, "--rates",
-                                       rates, "--out", table_path});
+    const ProcessTime t = run_process(
+        {SERF_BINARY, "plan", "--profile", profile_path, "--rates", rates, "--out", table_path});
     whole.push_back(t.wall_s);
     cpu.push_back(t.cpu_s);
   }
-  std::printf("serf plan whole process (%zu tuples, %zu configurations x 1000 levels): wall median "
-              "%.1f ms (min %.1f, max %.1f), CPU median %.1f ms, over %d runs (goal < 100 ms)\n",
-              profile.tuples.size(), configs, 1000 * median(whole),
-              1000 * *std::min_element(whole.begin(), whole.end()),
-              1000 * *std::max_element(whole.begin(), whole.end()), 1000 * median(cpu), runs);
+  std::printf(
+      "serf plan whole process (%zu tuples, %zu configurations x 1000 levels): wall median "
+      "%.1f ms (min %.1f, max %.1f), CPU median %.1f ms, over %d runs (goal < 100 ms)\n",
+      profile.tuples.size(), configs, 1000 * median(whole),
+      1000 * *std::min_element(whole.begin(), whole.end()),
+      1000 * *std::max_element(whole.begin(), whole.end()), 1000 * median(cpu), runs);
   std::remove(profile_path.c_str());
   std::remove(table_path.c_str());
   std::remove((std::string(dir) + "/table.csv").c_str());

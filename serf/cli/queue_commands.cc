@@ -4,9 +4,8 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "serf/cli/command.h"
 #include "serf/core/planner.h"
@@ -40,7 +39,8 @@ struct CommonFlags {
   CLI::Option* nodes_opt = nullptr;
 
   void add(CLI::App* sub, bool with_nodes, bool with_json) {
-    sub->add_option("--profile", profile, "profile of the model's parallelism tuples (serf-profile/1 JSON)")
+    sub->add_option("--profile", profile,
+                    "profile of the model's parallelism tuples (serf-profile/1 JSON)")
         ->required();
     sub->add_option("--queue", queue,
                     "queueing model: " + queue_kind_names() + " (default md-interf, the paper's)");
@@ -71,7 +71,8 @@ struct CommonFlags {
 
 Status check_rate(double rate, const std::string& flag) {
   if (!std::isfinite(rate) || rate <= 0) {
-    return InvalidArgument(flag + " must be finite and > 0 requests/s (got " + fmt("%g", rate) + ")");
+    return InvalidArgument(flag + " must be finite and > 0 requests/s (got " + fmt("%g", rate) +
+                           ")");
   }
   return Status::Ok();
 }
@@ -95,7 +96,8 @@ std::string breakdown(const Prediction& p) {
 }
 
 std::string illustrative_note(const Profile& p) {
-  return p.illustrative ? "note: this profile is illustrative, not measured (see its \"note\")\n" : "";
+  return p.illustrative ? "note: this profile is illustrative, not measured (see its \"note\")\n"
+                        : "";
 }
 
 // ---- predict ---------------------------------------------------------------------------------
@@ -106,9 +108,12 @@ struct PredictFlags {
 };
 
 Status run_predict(const PredictFlags& f) {
-  if (f.service < 1) return InvalidArgument("--service must be >= 1 (got " + std::to_string(f.service) + ")");
-  if (f.inter < 1) return InvalidArgument("--inter must be >= 1 (got " + std::to_string(f.inter) + ")");
-  if (f.intra < 1) return InvalidArgument("--intra must be >= 1 (got " + std::to_string(f.intra) + ")");
+  if (f.service < 1)
+    return InvalidArgument("--service must be >= 1 (got " + std::to_string(f.service) + ")");
+  if (f.inter < 1)
+    return InvalidArgument("--inter must be >= 1 (got " + std::to_string(f.inter) + ")");
+  if (f.intra < 1)
+    return InvalidArgument("--intra must be >= 1 (got " + std::to_string(f.intra) + ")");
   SERF_RETURN_IF_ERROR(check_rate(f.rate, "--rate"));
   Profile profile;
   QueueKind kind;
@@ -121,9 +126,14 @@ Status run_predict(const PredictFlags& f) {
   const Prediction p = model.predict(config.service, unit_rate);
   if (f.common.json) {
     json out = io::prediction_to_json(p);
-    out.update({{"service", config.service}, {"inter", config.inter}, {"intra", config.intra},
-                {"nodes", nodes}, {"rate_per_s", f.rate}, {"units", units},
-                {"unit_rate_per_s", unit_rate}, {"unit_capacity_per_s", model.max_rate_per_s(config.service)},
+    out.update({{"service", config.service},
+                {"inter", config.inter},
+                {"intra", config.intra},
+                {"nodes", nodes},
+                {"rate_per_s", f.rate},
+                {"units", units},
+                {"unit_rate_per_s", unit_rate},
+                {"unit_capacity_per_s", model.max_rate_per_s(config.service)},
                 {"queue", to_string(kind)}});
     std::cout << out.dump() << "\n";
     return Status::Ok();
@@ -159,9 +169,9 @@ Status run_plan(const PlanFlags& f) {
   if (!table.ok()) return table.status().with_context(f.common.profile);
   SERF_ASSIGN_OR_RETURN(auto written, io::save_table(*table, f.out));
 
-  std::cout << "planned " << table->configurations_evaluated << " configurations x " << rates.size() << " load levels on "
-            << nodes << " nodes x " << profile.hardware.cores_per_node << " cores (model "
-            << to_string(kind) << ", objective " << table->objective << ")\n";
+  std::cout << "planned " << table->configurations_evaluated << " configurations x " << rates.size()
+            << " load levels on " << nodes << " nodes x " << profile.hardware.cores_per_node
+            << " cores (model " << to_string(kind) << ", objective " << table->objective << ")\n";
   // Load ranges with one best configuration each: the switch points of the online scheduler.
   std::printf("%-24s %-18s %s\n", "load (requests/s)", "configuration", "mean latency (ms)");
   const auto& e = table->entries;
@@ -199,8 +209,12 @@ struct SizeFlags {
 json sizing_json(const SizingResult& r) {
   json out = {{"rate_per_s", r.rate_per_s}, {"slo_ms", r.slo_ms}, {"feasible", r.feasible}};
   if (r.feasible) {
-    out.update({{"nodes", r.nodes}, {"service", r.config.service}, {"inter", r.config.inter},
-                {"intra", r.config.intra}, {"units", r.units}, {"unit_rate_per_s", r.unit_rate_per_s}});
+    out.update({{"nodes", r.nodes},
+                {"service", r.config.service},
+                {"inter", r.config.inter},
+                {"intra", r.config.intra},
+                {"units", r.units},
+                {"unit_rate_per_s", r.unit_rate_per_s}});
     out.update(io::prediction_to_json(r.prediction));
   } else {
     out["best_latency_ms"] = r.stable ? json(r.score_ms) : json(nullptr);
@@ -225,7 +239,8 @@ Status run_size(const SizeFlags& f) {
 
   if (f.rate_opt->count() > 0) {
     SERF_RETURN_IF_ERROR(check_rate(f.rate, "--rate"));
-    SERF_ASSIGN_OR_RETURN(SizingResult r, size_for_slo(profile, f.rate, f.slo_ms, f.max_nodes, options));
+    SERF_ASSIGN_OR_RETURN(SizingResult r,
+                          size_for_slo(profile, f.rate, f.slo_ms, f.max_nodes, options));
     if (f.common.json) {
       std::cout << sizing_json(r).dump() << "\n";
       return Status::Ok();
@@ -245,14 +260,17 @@ Status run_size(const SizeFlags& f) {
   size_t infeasible = 0;
   for (const SizingResult& r : rows) infeasible += r.feasible ? 0 : 1;
   if (f.common.json) {
-    json out = {{"slo_ms", f.slo_ms}, {"max_nodes", f.max_nodes}, {"queue", to_string(kind)},
+    json out = {{"slo_ms", f.slo_ms},
+                {"max_nodes", f.max_nodes},
+                {"queue", to_string(kind)},
                 {"rows", json::array()}};
     for (const SizingResult& r : rows) out["rows"].push_back(sizing_json(r));
     std::cout << out.dump() << "\n";
   } else {
     std::cout << "fewest nodes within a mean latency of " << ms(f.slo_ms) << " (model "
               << to_string(kind) << ", at most " << f.max_nodes << " nodes)\n";
-    std::printf("%-12s %-6s %-18s %s\n", "requests/s", "nodes", "configuration", "mean latency (ms)");
+    std::printf("%-12s %-6s %-18s %s\n", "requests/s", "nodes", "configuration",
+                "mean latency (ms)");
     for (const SizingResult& r : rows) {
       if (r.feasible) {
         std::printf("%-12s %-6d %-18s %.1f\n", rate_num(r.rate_per_s).c_str(), r.nodes,
@@ -260,7 +278,8 @@ Status run_size(const SizeFlags& f) {
       } else {
         std::printf("%-12s %-6s %-18s %s\n", rate_num(r.rate_per_s).c_str(), "-", "infeasible",
                     r.stable ? ("best " + fmt("%.1f", r.score_ms) + " on " +
-                                std::to_string(f.max_nodes) + " nodes").c_str()
+                                std::to_string(f.max_nodes) + " nodes")
+                                   .c_str()
                              : "not even stable");
       }
     }
@@ -291,9 +310,10 @@ Status run_capacity(const CapacityFlags& f) {
   options.queue = kind;
   SERF_ASSIGN_OR_RETURN(CapacityResult r, capacity(profile, f.slo_ms, nodes, options));
   if (f.common.json) {
-    json out = {{"rate_per_s", r.rate_per_s}, {"slo_ms", r.slo_ms}, {"nodes", r.nodes},
-                {"service", r.config.service}, {"inter", r.config.inter}, {"intra", r.config.intra},
-                {"units", r.units}, {"unit_rate_per_s", r.unit_rate_per_s},
+    json out = {{"rate_per_s", r.rate_per_s}, {"slo_ms", r.slo_ms},
+                {"nodes", r.nodes},           {"service", r.config.service},
+                {"inter", r.config.inter},    {"intra", r.config.intra},
+                {"units", r.units},           {"unit_rate_per_s", r.unit_rate_per_s},
                 {"queue", to_string(kind)}};
     out.update(io::prediction_to_json(r.prediction));
     std::cout << out.dump() << "\n";
@@ -315,45 +335,53 @@ void register_queue_commands(CLI::App& app, CommandRegistry& registry) {
   {
     auto f = std::make_shared<PredictFlags>();
     auto* sub = app.add_subcommand(
-        "predict", "Predict the mean latency of one configuration (c, K, T) at a cluster arrival rate");
+        "predict",
+        "Predict the mean latency of one configuration (c, K, T) at a cluster arrival rate");
     f->common.add(sub, true, true);
-    sub->add_option("--service", f->service, "C: at most C requests served at once per unit")->required();
+    sub->add_option("--service", f->service, "C: at most C requests served at once per unit")
+        ->required();
     sub->add_option("--inter", f->inter, "K: nodes that compute each request together")->required();
     sub->add_option("--intra", f->intra, "T: threads per node for each request")->required();
-    sub->add_option("--rate", f->rate,
-                    "cluster-wide arrival rate in requests/s (a unit of K nodes sees R / floor(N/K))")
+    sub->add_option(
+           "--rate", f->rate,
+           "cluster-wide arrival rate in requests/s (a unit of K nodes sees R / floor(N/K))")
         ->required();
     registry.add(sub, [f] { return run_predict(*f); });
   }
   {
     auto f = std::make_shared<PlanFlags>();
     auto* sub = app.add_subcommand(
-        "plan", "Build the configuration reference table: the best configuration at each load level");
+        "plan",
+        "Build the configuration reference table: the best configuration at each load level");
     f->common.add(sub, true, false);
     sub->add_option("--rates", f->rates,
                     "cluster-wide load levels in requests/s: a,b,c or start:stop:step (inclusive)")
         ->required();
     sub->add_flag("--all", f->all, "also keep every configuration's predicted latency (for plots)");
-    sub->add_option("--out", f->out, "table file to write (serf-table/1 JSON; a CSV is written beside it)")
+    sub->add_option("--out", f->out,
+                    "table file to write (serf-table/1 JSON; a CSV is written beside it)")
         ->required();
     registry.add(sub, [f] { return run_plan(*f); });
   }
   {
     auto f = std::make_shared<SizeFlags>();
-    auto* sub = app.add_subcommand(
-        "size", "Fewest nodes whose best configuration meets a mean-latency SLO at a load (exit 3 if none)");
+    auto* sub = app.add_subcommand("size",
+                                   "Fewest nodes whose best configuration meets a mean-latency SLO "
+                                   "at a load (exit 3 if none)");
     f->common.add(sub, false, true);
     f->rate_opt = sub->add_option("--rate", f->rate, "cluster-wide arrival rate in requests/s");
     f->rates_opt = sub->add_option("--rates", f->rates,
                                    "size for several loads (requests/s): a,b,c or start:stop:step");
     sub->add_option("--slo-ms", f->slo_ms, "mean-latency objective in ms")->required();
-    sub->add_option("--max-nodes", f->max_nodes, "largest cluster to consider, in nodes (default 1024)");
+    sub->add_option("--max-nodes", f->max_nodes,
+                    "largest cluster to consider, in nodes (default 1024)");
     registry.add(sub, [f] { return run_size(*f); });
   }
   {
     auto f = std::make_shared<CapacityFlags>();
     auto* sub = app.add_subcommand(
-        "capacity", "Highest cluster arrival rate (requests/s) whose best configuration meets the SLO");
+        "capacity",
+        "Highest cluster arrival rate (requests/s) whose best configuration meets the SLO");
     f->common.add(sub, true, true);
     sub->add_option("--slo-ms", f->slo_ms, "mean-latency objective in ms")->required();
     registry.add(sub, [f] { return run_capacity(*f); });

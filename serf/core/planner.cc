@@ -110,9 +110,9 @@ StatusOr<QueueModel> model_for(const Profile& profile, const Configuration& conf
     return InvalidArgument("configuration " + to_string(config) + ": c, K and T must be >= 1");
   }
   if (config.inter > nodes) {
-    return InvalidArgument("configuration " + to_string(config) + " needs K = " +
-                           std::to_string(config.inter) + " nodes per request but the cluster has " +
-                           std::to_string(nodes));
+    return InvalidArgument("configuration " + to_string(config) +
+                           " needs K = " + std::to_string(config.inter) +
+                           " nodes per request but the cluster has " + std::to_string(nodes));
   }
   if (static_cast<long long>(config.service) * config.intra > profile.hardware.cores_per_node) {
     return InvalidArgument("configuration " + to_string(config) + " needs c*T = " +
@@ -131,7 +131,8 @@ Status validate_rates(const std::vector<double>& rates, const std::string& what)
   if (rates.empty()) return InvalidArgument(what + ": give at least one rate (requests/s)");
   for (size_t k = 0; k < rates.size(); ++k) {
     if (!std::isfinite(rates[k]) || rates[k] <= 0) {
-      return InvalidArgument(what + ": rate " + fmt(rates[k]) + " must be finite and > 0 requests/s");
+      return InvalidArgument(what + ": rate " + fmt(rates[k]) +
+                             " must be finite and > 0 requests/s");
     }
     if (k > 0 && !(rates[k] > rates[k - 1])) {
       return InvalidArgument(what + ": rates must be strictly ascending (" + fmt(rates[k - 1]) +

@@ -17,7 +17,8 @@ struct ConfigurationFamily {
   int intra = 1;
   int max_service = 0;  // largest c with tuples (1..c, K, T) in the profile and c*T <= cores
   QueueModel model;
-  std::vector<TupleStats> tuples;  // (i, K, T) for i = 1..max_service, for objectives beyond the mean
+  std::vector<TupleStats>
+      tuples;  // (i, K, T) for i = 1..max_service, for objectives beyond the mean
   Configuration config(int c) const { return {c, inter, intra}; }
 };
 
@@ -66,7 +67,7 @@ bool tie_break_less(const Configuration& a, const Configuration& b);
 
 // A configuration chosen for a load: how the cluster runs it and what it is predicted to do.
 struct Choice {
-  bool stable = false;         // false: nothing chosen (no configuration qualifies)
+  bool stable = false;  // false: nothing chosen (no configuration qualifies)
   Configuration config;
   int units = 0;               // floor(N / K)
   double unit_rate_per_s = 0;  // cluster rate / units
@@ -111,15 +112,17 @@ struct ConfigurationTable {
 struct PlanOptions {
   int nodes = 0;  // 0: the profile's hardware.nodes
   QueueKind queue = QueueKind::kMdInterf;
-  bool keep_all = false;                // keep every configuration's predictions (plots)
+  bool keep_all = false;                 // keep every configuration's predictions (plots)
   const Objective* objective = nullptr;  // nullptr: mean latency
 };
 
 // Evaluates every configuration at every rate (ascending, > 0) and keeps the best per rate.
-StatusOr<ConfigurationTable> plan_table(const Profile& profile, const std::vector<double>& rates_per_s,
+StatusOr<ConfigurationTable> plan_table(const Profile& profile,
+                                        const std::vector<double>& rates_per_s,
                                         const PlanOptions& options);
-StatusOr<ConfigurationTable> plan_table(const Profile& profile, const std::vector<double>& rates_per_s,
-                                        int nodes, QueueKind queue, bool keep_all);
+StatusOr<ConfigurationTable> plan_table(const Profile& profile,
+                                        const std::vector<double>& rates_per_s, int nodes,
+                                        QueueKind queue, bool keep_all);
 
 // Checks a rate list: finite, > 0, strictly ascending. `what` names it in errors ("--rates").
 Status validate_rates(const std::vector<double>& rates_per_s, const std::string& what);

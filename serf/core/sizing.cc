@@ -1,13 +1,12 @@
 #include "serf/core/sizing.h"
 
 #include <algorithm>
+#include <boost/math/tools/roots.hpp>
+#include <boost/math/tools/toms748_solve.hpp>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <limits>
-
-#include <boost/math/tools/roots.hpp>
-#include <boost/math/tools/toms748_solve.hpp>
 
 namespace serf {
 
@@ -57,8 +56,8 @@ SizingResult best_on(const std::vector<ConfigurationFamily>& families, int nodes
 }
 
 // Unit capacities of every configuration, indexed like the families: caps[f][c - 1].
-std::vector<std::vector<double>> all_unit_capacities(const std::vector<ConfigurationFamily>& families,
-                                                     double slo_ms, const Objective& objective) {
+std::vector<std::vector<double>> all_unit_capacities(
+    const std::vector<ConfigurationFamily>& families, double slo_ms, const Objective& objective) {
   std::vector<std::vector<double>> caps(families.size());
   for (size_t f = 0; f < families.size(); ++f) {
     for (int c = 1; c <= families[f].max_service; ++c) {
@@ -144,7 +143,8 @@ double unit_capacity_per_s(const ConfigurationFamily& family, int c, double slo_
 
 StatusOr<SizingResult> size_for_slo(const Profile& profile, double rate_per_s, double slo_ms,
                                     int max_nodes, const SizingOptions& options) {
-  SERF_ASSIGN_OR_RETURN(auto rows, size_for_rates(profile, {rate_per_s}, slo_ms, max_nodes, options));
+  SERF_ASSIGN_OR_RETURN(auto rows,
+                        size_for_rates(profile, {rate_per_s}, slo_ms, max_nodes, options));
   const SizingResult& r = rows.front();
   if (r.feasible) return r;
   std::string msg = "no configuration meets the SLO of " + fmt(slo_ms) + " ms at " +
@@ -154,7 +154,8 @@ StatusOr<SizingResult> size_for_slo(const Profile& profile, double rate_per_s, d
     msg += "the best reachable is " + fmt(r.score_ms) + " ms with " + to_string(r.config) + " on " +
            std::to_string(max_nodes) + " nodes";
   } else {
-    msg += "no configuration is even stable at that rate on " + std::to_string(max_nodes) + " nodes";
+    msg +=
+        "no configuration is even stable at that rate on " + std::to_string(max_nodes) + " nodes";
   }
   return Infeasible(msg);
 }
@@ -209,8 +210,10 @@ StatusOr<CapacityResult> capacity(const Profile& profile, double slo_ms, int nod
   }
   if (best_family == nullptr) {
     return Infeasible("no configuration meets the SLO of " + fmt(slo_ms) + " ms on " +
-                      std::to_string(nodes) + " nodes even at vanishing load; the fastest service "
-                      "time is " + fmt(fastest_ms) + " ms with " + to_string(fastest));
+                      std::to_string(nodes) +
+                      " nodes even at vanishing load; the fastest service "
+                      "time is " +
+                      fmt(fastest_ms) + " ms with " + to_string(fastest));
   }
   best.score_ms = score_at(*best_family, best.config.service, best.unit_rate_per_s, objective,
                            &best.prediction);

@@ -23,7 +23,8 @@ StatusOr<TableEntry> entry_from_json(const json& e, const std::string& where) {
   TableEntry entry;
   SERF_ASSIGN_OR_RETURN(entry.rate_per_s, get_number(e, "rate", where));
   SERF_ASSIGN_OR_RETURN(const json* stable, get_field(e, "stable", where));
-  if (!stable->is_boolean()) return InvalidArgument(field_path(where, "stable") + ": expected true or false");
+  if (!stable->is_boolean())
+    return InvalidArgument(field_path(where, "stable") + ": expected true or false");
   entry.stable = stable->get<bool>();
   if (!entry.stable) return entry;
   SERF_ASSIGN_OR_RETURN(entry.config.service, get_int(e, "service", where));
@@ -48,11 +49,17 @@ StatusOr<TableEntry> entry_from_json(const json& e, const std::string& where) {
 
 json prediction_to_json(const Prediction& p) {
   if (!p.stable) {
-    return {{"stable", false}, {"latency_ms", nullptr}, {"wait_ms", nullptr},
-            {"service_ms", nullptr}, {"utilization", nullptr}};
+    return {{"stable", false},
+            {"latency_ms", nullptr},
+            {"wait_ms", nullptr},
+            {"service_ms", nullptr},
+            {"utilization", nullptr}};
   }
-  return {{"stable", true}, {"latency_ms", p.latency_ms}, {"wait_ms", p.wait_ms},
-          {"service_ms", p.service_ms}, {"utilization", p.utilization}};
+  return {{"stable", true},
+          {"latency_ms", p.latency_ms},
+          {"wait_ms", p.wait_ms},
+          {"service_ms", p.service_ms},
+          {"utilization", p.utilization}};
 }
 
 json table_to_json(const ConfigurationTable& table) {
@@ -72,9 +79,12 @@ json table_to_json(const ConfigurationTable& table) {
     row.update(prediction_to_json(e.stable ? e.prediction : Prediction{}));
     entries.push_back(std::move(row));
   }
-  json doc = {{"format", kTableFormat},     {"model", table.model},
-              {"queue", to_string(table.queue)}, {"objective", table.objective},
-              {"nodes", table.nodes},       {"cores_per_node", table.cores_per_node}};
+  json doc = {{"format", kTableFormat},
+              {"model", table.model},
+              {"queue", to_string(table.queue)},
+              {"objective", table.objective},
+              {"nodes", table.nodes},
+              {"cores_per_node", table.cores_per_node}};
   if (table.illustrative) doc["illustrative"] = true;
   doc["entries"] = std::move(entries);
   if (!table.configurations.empty()) {
@@ -85,7 +95,9 @@ json table_to_json(const ConfigurationTable& table) {
       for (const Prediction& p : table.predictions[k]) {
         latency.push_back(p.stable ? json(p.latency_ms) : json(nullptr));
       }
-      all.push_back({{"service", c.service}, {"inter", c.inter}, {"intra", c.intra},
+      all.push_back({{"service", c.service},
+                     {"inter", c.inter},
+                     {"intra", c.intra},
                      {"latency_ms", std::move(latency)}});
     }
     doc["all"] = std::move(all);

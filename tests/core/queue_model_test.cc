@@ -1,13 +1,11 @@
-#include <catch2/catch.hpp>
+#include "serf/core/queue_model.h"
 
 #include <algorithm>
+#include <boost/math/distributions/poisson.hpp>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <utility>
 #include <vector>
-
-#include <boost/math/distributions/poisson.hpp>
-
-#include "serf/core/queue_model.h"
 
 using serf::Prediction;
 using serf::QueueKind;
@@ -44,7 +42,9 @@ TEST_CASE("M/M/c waits match Erlang C", "[core][queue]") {
   struct Case {
     int c;
     double a, wq_s;
-  } cases[] = {{2, 1.0, 1.0 / 3.0}, {3, 2.0, 4.0 / 9.0}, {10, 8.0, 0.20459007539822177},
+  } cases[] = {{2, 1.0, 1.0 / 3.0},
+               {3, 2.0, 4.0 / 9.0},
+               {10, 8.0, 0.20459007539822177},
                {50, 45.0, 0.07277289344139767}};
   for (const auto& k : cases) {
     for (QueueKind kind : {QueueKind::kMmc, QueueKind::kMmInterf}) {
@@ -114,7 +114,8 @@ TEST_CASE("equal service rates reduce M/D_interf/c to Cosmetatos' M/D/c", "[core
         Approx(1000.0 * 0.2662547827403142).epsilon(1e-12));
 }
 
-TEST_CASE("interference: M/M_interf/c and M/D_interf/c match a brute-force chain", "[core][queue]") {
+TEST_CASE("interference: M/M_interf/c and M/D_interf/c match a brute-force chain",
+          "[core][queue]") {
   // Reference: the birth-death chain truncated at 5000 states, summed directly (c = 3, means
   // 100/120/150 ms, lambda = 15/s, rho = 0.75).
   const std::vector<double> means = {100.0, 120.0, 150.0};
