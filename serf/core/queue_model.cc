@@ -132,10 +132,11 @@ Prediction QueueModel::finish(int c, double lambda, double s0, double s1, double
   const double om = 1.0 - rho;
   const double p_wait = t_c / om;  // sum_{n>=c} t_n (geometric tail)
   const double p0 = 1.0 / (s0 + p_wait);
+  const double wait_probability = p_wait * p0;  // <= 1, so the products below cannot overflow
   // Eq. 11; with one server (or equal ones) it is exactly 1/mu_1, so say so without rounding.
   const double service_s =
-      (oblivious_ || c == 1) ? inv_mu_s_[0] : p0 * (s1 + p_wait * inv_mu_s_[k]);
-  const double base = p0 * t_c / lambda;  // p_c / lambda
+      (oblivious_ || c == 1) ? inv_mu_s_[0] : p0 * s1 + wait_probability * inv_mu_s_[k];
+  const double base = wait_probability * om / lambda;  // p_c / lambda
   double wait_s = 0;
   switch (kind_) {
     case QueueKind::kMmInterf:
@@ -153,11 +154,13 @@ Prediction QueueModel::finish(int c, double lambda, double s0, double s1, double
     case QueueKind::kMdcExact:
       return predict_exact_mdc(c, lambda);
   }
-  p.stable = true;
   p.utilization = rho;
   p.service_ms = 1000.0 * service_s;
   p.wait_ms = 1000.0 * wait_s;
   p.latency_ms = p.service_ms + p.wait_ms;
+  // Within an ulp of rho = 1 the wait can leave the range of a double: that is no steady state.
+  if (!std::isfinite(p.latency_ms)) return Prediction{};
+  p.stable = true;
   return p;
 }
 

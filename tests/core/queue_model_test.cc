@@ -232,6 +232,16 @@ TEST_CASE("rho >= 1 is unstable, never a number", "[core][queue]") {
   CHECK_FALSE(m.predict(2, 0.0).stable);
   CHECK_FALSE(m.predict(2, std::nan("")).stable);
   CHECK_FALSE(make(QueueKind::kMdcExact, {100.0}).predict(1, 10.0).stable);
+  // Within an ulp of the limit: a finite number or unstable, for every model, never inf or NaN.
+  for (QueueKind kind : {QueueKind::kMdInterf, QueueKind::kMmInterf, QueueKind::kMdc,
+                         QueueKind::kAllenCunneen, QueueKind::kMdcExact}) {
+    const auto big = make(kind, {1e9, 2e9, 3e9, 4e9});
+    for (int c = 1; c <= 4; ++c) {
+      const Prediction p = big.predict(c, std::nextafter(big.max_rate_per_s(c), 0.0));
+      if (p.stable) CHECK(std::isfinite(p.latency_ms));
+      if (p.stable) CHECK(std::isfinite(p.wait_ms));
+    }
+  }
 }
 
 TEST_CASE("bad service times are rejected", "[core][queue]") {
