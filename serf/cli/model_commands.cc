@@ -52,6 +52,7 @@ json plan_json(const ModelPlan& plan) {
                       {"weight_bytes", info.weight_bytes}});
   }
   return {{"name", plan.spec.name},
+          {"description", plan.spec.description},
           {"input", shape_json(plan.spec.input)},
           {"output", shape_json(plan.output())},
           {"parameters", plan.parameters},
@@ -63,6 +64,7 @@ json plan_json(const ModelPlan& plan) {
 void print_plan_table(const ModelPlan& plan) {
   std::printf("model %s: input %s, output %s\n", plan.spec.name.c_str(),
               shape_str(plan.spec.input).c_str(), shape_str(plan.output()).c_str());
+  if (!plan.spec.description.empty()) std::printf("%s\n", plan.spec.description.c_str());
   std::printf("%-10s %-16s %-12s %14s %16s %11s\n", "layer", "type", "output", "parameters",
               "connections", "weight MiB");
   for (size_t i = 0; i < plan.layers.size(); ++i) {
