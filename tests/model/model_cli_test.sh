@@ -33,5 +33,6 @@ grep -q "8 tensors" "$tmp/init.txt" || fail "init output: $(cat "$tmp/init.txt")
 [ -s "$tmp/x.safetensors" ] || fail "no input file"
 "$serf" model init "$root/configs/models/tiny.json" --seed 3 --out "$tmp/w2.safetensors" > /dev/null
 cmp -s "$tmp/w.safetensors" "$tmp/w2.safetensors" || fail "init not deterministic"
+expect_error "--seed: must be a non-negative integer" model init "$root/configs/models/tiny.json" --seed -1 --out "$tmp/w3.safetensors"
 expect_error "cannot write file" model init "$root/configs/models/tiny.json" --out "$tmp/no/dir/w.safetensors"
 echo "ok"
