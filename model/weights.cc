@@ -113,22 +113,21 @@ int64_t Weights::bytes() const {
 }
 
 StatusOr<Weights> Weights::load_safetensors(const std::string& path, const ModelPlan& plan) {
-  SERF_ASSIGN_OR_RETURN(auto tensors, read_safetensors(path));
   const std::vector<TensorSpec> expected = expected_tensors(plan);
-  for (const TensorSpec& spec : expected) {
-    auto it = tensors.find(spec.name);
-    if (it == tensors.end()) {
-      return NotFound(path + ": missing tensor '" + spec.name + "' (shape " +
-                      shape_str(spec.shape) + ") needed by model " + plan.spec.name);
+  auto check = [&](const TensorShapes& shapes) -> Status {
+    for (const TensorSpec& spec : expected) {
+      auto it = shapes.find(spec.name);
+      if (it == shapes.end()) {
+        return NotFound(path + ": missing tensor '" + spec.name + "' (shape " +
+                        shape_str(spec.shape) + ") needed by model " + plan.spec.name);
+      }
+      if (it->second != spec.shape) {
+        return InvalidArgument(path + ": tensor '" + spec.name + "' has shape " +
+                               shape_str(it->second) + " but model " + plan.spec.name + " needs " +
+                               shape_str(spec.shape));
+      }
     }
-    if (it->second.shape != spec.shape) {
-      return InvalidArgument(path + ": tensor '" + spec.name + "' has shape " +
-                             shape_str(it->second.shape) + " but model " + plan.spec.name +
-                             " needs " + shape_str(spec.shape));
-    }
-  }
-  if (tensors.size() != expected.size()) {
-    for (const auto& [name, t] : tensors) {
+    for (const auto& [name, shape] : shapes) {
       bool known = false;
       for (const TensorSpec& spec : expected) known = known || spec.name == name;
       if (!known) {
@@ -137,7 +136,9 @@ StatusOr<Weights> Weights::load_safetensors(const std::string& path, const Model
                                " has no such parameter (weights of another model?)");
       }
     }
-  }
+    return Status::Ok();
+  };
+  SERF_ASSIGN_OR_RETURN(auto tensors, read_safetensors(path, check));
   Weights w;
   w.tensors_ = std::move(tensors);
   return w;
@@ -158,18 +159,21 @@ Status save_input_safetensors(const std::string& path, const Shape& shape,
 }
 
 StatusOr<std::vector<float>> load_input_safetensors(const std::string& path, const Shape& shape) {
-  SERF_ASSIGN_OR_RETURN(auto tensors, read_safetensors(path));
-  auto it = tensors.find(kInputTensorName);
   const std::vector<int64_t> want = {1, shape.channels, shape.height, shape.width};
-  if (it == tensors.end()) {
-    return NotFound(path + ": missing tensor '" + std::string(kInputTensorName) + "' (shape " +
-                    shape_str(want) + ")");
-  }
-  if (it->second.shape != want) {
-    return InvalidArgument(path + ": tensor 'input' has shape " + shape_str(it->second.shape) +
-                           " but the model needs " + shape_str(want));
-  }
-  return std::move(it->second.data);
+  auto check = [&](const TensorShapes& shapes) -> Status {
+    auto it = shapes.find(kInputTensorName);
+    if (it == shapes.end()) {
+      return NotFound(path + ": missing tensor '" + std::string(kInputTensorName) + "' (shape " +
+                      shape_str(want) + ")");
+    }
+    if (it->second != want) {
+      return InvalidArgument(path + ": tensor 'input' has shape " + shape_str(it->second) +
+                             " but the model needs " + shape_str(want));
+    }
+    return Status::Ok();
+  };
+  SERF_ASSIGN_OR_RETURN(auto tensors, read_safetensors(path, check));
+  return std::move(tensors.at(kInputTensorName).data);
 }
 
 }  // namespace serf::model

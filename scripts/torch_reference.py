@@ -277,7 +277,11 @@ def main():
         if args.bench:
             return bench(spec, args)
         return run(spec, args)
-    except (SpecError, OSError, KeyError, ValueError) as e:
+    except KeyError as e:
+        print(f"torch_reference.py: error: {args.spec}: missing field {e} (check it with "
+              f"`serf model info`)", file=sys.stderr)
+        return 2
+    except (SpecError, OSError, ValueError) as e:
         print(f"torch_reference.py: error: {e}", file=sys.stderr)
         return 2
 

@@ -1,4 +1,4 @@
-// model info, model init: the model room's commands (issue 3).
+// model info, model init, model check: the model room's commands (issue 3).
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -85,6 +85,12 @@ struct InfoOptions {
   bool json = false;
 };
 
+struct CheckOptions {
+  std::string spec_path;
+  std::string weights_path;
+  std::string input_path;
+};
+
 struct InitOptions {
   std::string spec_path;
   uint64_t seed = 1;
@@ -153,6 +159,35 @@ void register_model_commands(CLI::App& app, CommandRegistry& registry) {
                                         model::seeded_input(plan.spec.input, init_opts->seed)));
       std::printf("wrote %s: input %s, seed %" PRIu64 "\n", init_opts->input_out_path.c_str(),
                   shape_str(plan.spec.input).c_str(), init_opts->seed);
+    }
+    return Status::Ok();
+  });
+
+  auto check_opts = std::make_shared<CheckOptions>();
+  auto* check = model_cmd->add_subcommand(
+      "check",
+      "Load a weights file (and optionally an input file) and check every tensor's name, "
+      "dtype and shape against the model");
+  check->add_option("FILE", check_opts->spec_path, "model spec JSON")->required();
+  check->add_option("--weights", check_opts->weights_path, "weights file (.safetensors, float32)")
+      ->required();
+  check->add_option("--input", check_opts->input_path,
+                    "input file (.safetensors, tensor \"input\" [1, C, H, W])");
+  registry.add(check, [check_opts]() -> Status {
+    SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::load_model(check_opts->spec_path));
+    const auto start = std::chrono::steady_clock::now();
+    SERF_ASSIGN_OR_RETURN(model::Weights weights,
+                          model::Weights::load_safetensors(check_opts->weights_path, plan));
+    const double load_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("%s: %zu tensors, %.1f MiB, match model %s (loaded in %.2f s)\n",
+                check_opts->weights_path.c_str(), weights.tensors().size(), mib(weights.bytes()),
+                plan.spec.name.c_str(), load_s);
+    if (!check_opts->input_path.empty()) {
+      SERF_ASSIGN_OR_RETURN(auto input,
+                            model::load_input_safetensors(check_opts->input_path, plan.spec.input));
+      std::printf("%s: input %s, %zu values, match model %s\n", check_opts->input_path.c_str(),
+                  shape_str(plan.spec.input).c_str(), input.size(), plan.spec.name.c_str());
     }
     return Status::Ok();
   });
