@@ -36,6 +36,10 @@ std::string grouped(int64_t n) {
   return n < 0 ? "-" + out : out;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 json plan_json(const ModelPlan& plan) {
@@ -147,8 +151,7 @@ void register_model_commands(CLI::App& app, CommandRegistry& registry) {
     SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::load_model(init_opts->spec_path));
     const auto start = std::chrono::steady_clock::now();
     const model::Weights weights = model::Weights::seeded(plan, init_opts->seed);
-    const double init_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double init_s = seconds_since(start);
     SERF_RETURN_IF_ERROR(weights.save_safetensors(init_opts->out_path));
     std::printf("wrote %s: %zu tensors, %.1f MiB, seed %" PRIu64 " (initialised in %.2f s)\n",
                 init_opts->out_path.c_str(), weights.tensors().size(), mib(weights.bytes()),
@@ -178,8 +181,7 @@ void register_model_commands(CLI::App& app, CommandRegistry& registry) {
     const auto start = std::chrono::steady_clock::now();
     SERF_ASSIGN_OR_RETURN(model::Weights weights,
                           model::Weights::load_safetensors(check_opts->weights_path, plan));
-    const double load_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double load_s = seconds_since(start);
     std::printf("%s: %zu tensors, %.1f MiB, match model %s (loaded in %.2f s)\n",
                 check_opts->weights_path.c_str(), weights.tensors().size(), mib(weights.bytes()),
                 plan.spec.name.c_str(), load_s);
