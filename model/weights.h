@@ -1,7 +1,13 @@
 #pragma once
 // Model weights: one float32 tensor per weighted layer parameter, named "<layer>.weight" and
 // "<layer>.bias" (PyTorch layouts: conv weight [O, I, kh, kw], fc weight [out, in], bias [O]).
-// Deterministic seeded initialisation and safetensors (F32) load/save with names and shapes checked.
+// Deterministic seeded initialisation and safetensors (F32) load/save with names and shapes
+// checked.
+//
+// Seeded values: element i of tensor "name" is a function of (seed, name, i) only (splitmix64 of a
+// counter), so the result is the same for any thread count and a layer's weights do not depend
+// on the other layers. Weights are uniform in [-a, a) with a = sqrt(6 / fan_in) (He: variance
+// 2 / fan_in), biases uniform in [-0.1, 0.1).
 
 #include <cstdint>
 #include <map>
@@ -27,6 +33,9 @@ class Weights {
   static StatusOr<Weights> load_safetensors(const std::string& path, const ModelPlan& plan);
   Status save_safetensors(const std::string& path) const;
 
+  // Total bytes of tensor data (sum of elements * 4).
+  int64_t bytes() const;
+
   // nullptr when absent.
   const Tensor* find(const std::string& name) const;
   Tensor& at(const std::string& name) { return tensors_.at(name); }
@@ -38,6 +47,29 @@ class Weights {
 };
 
 // A seeded input image for a request (values in [-1, 1)), deterministic in (shape, seed).
+// Its stream differs from every weight tensor's, so one --seed seeds both: `serf model init --seed
+// S` writes Weights::seeded(plan, S) and seeded_input(plan.spec.input, S), and `serf infer --seed
+// S` must use the same two calls so that its output matches scripts/torch_reference.py on those
+// files.
 std::vector<float> seeded_input(const Shape& shape, uint64_t seed);
+
+// The tensors a plan needs, in layer order (conv2d and fully_connected layers: weight then bias).
+struct TensorSpec {
+  std::string name;            // "<layer>.weight" or "<layer>.bias"
+  std::vector<int64_t> shape;  // conv [O, I, k, k], fc [out, in], bias [O]
+  int64_t fan_in = 0;          // inputs per output (I*k*k or in): the He scale's denominator
+  size_t layer = 0;            // index into plan.layers
+};
+std::vector<TensorSpec> expected_tensors(const ModelPlan& plan);
+std::string weight_name(const LayerSpec& layer);  // "<layer>.weight"
+std::string bias_name(const LayerSpec& layer);    // "<layer>.bias"
+
+// A request's input in a safetensors file: one F32 tensor "input" of shape [1, C, H, W], the
+// contract between `serf model init --input-out`, `serf infer` and scripts/torch_reference.py.
+inline constexpr const char* kInputTensorName = "input";
+Status save_input_safetensors(const std::string& path, const Shape& shape,
+                              const std::vector<float>& data);
+// Checks the name, dtype and shape [1, C, H, W] against `shape`.
+StatusOr<std::vector<float>> load_input_safetensors(const std::string& path, const Shape& shape);
 
 }  // namespace serf::model

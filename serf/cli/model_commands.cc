@@ -1,0 +1,198 @@
+// model info, model init, model check: the model room's commands (issue 3).
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "model/model_spec.h"
+#include "model/weights.h"
+#include "serf/cli/command.h"
+
+namespace serf::cli {
+
+namespace {
+
+using model::ModelPlan;
+using json = nlohmann::ordered_json;
+
+std::string shape_str(const model::Shape& s) {
+  return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" +
+         std::to_string(s.width);
+}
+
+json shape_json(const model::Shape& s) { return {s.channels, s.height, s.width}; }
+
+// 28559232 -> "28,559,232": counts this large are unreadable without separators.
+std::string grouped(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+json plan_json(const ModelPlan& plan) {
+  json layers = json::array();
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const auto& l = plan.spec.layers[i];
+    const auto& info = plan.layers[i];
+    layers.push_back({{"name", l.name},
+                      {"type", model::to_string(l.kind)},
+                      {"input", shape_json(info.in)},
+                      {"output", shape_json(info.out)},
+                      {"parameters", info.parameters},
+                      {"connections", info.connections},
+                      {"weight_bytes", info.weight_bytes}});
+  }
+  return {{"name", plan.spec.name},
+          {"description", plan.spec.description},
+          {"input", shape_json(plan.spec.input)},
+          {"output", shape_json(plan.output())},
+          {"parameters", plan.parameters},
+          {"connections", plan.connections},
+          {"weight_bytes", plan.weight_bytes},
+          {"layers", layers}};
+}
+
+void print_plan_table(const ModelPlan& plan) {
+  std::printf("model %s: input %s, output %s\n", plan.spec.name.c_str(),
+              shape_str(plan.spec.input).c_str(), shape_str(plan.output()).c_str());
+  if (!plan.spec.description.empty()) std::printf("%s\n", plan.spec.description.c_str());
+  std::printf("%-10s %-16s %-12s %14s %16s %11s\n", "layer", "type", "output", "parameters",
+              "connections", "weight MiB");
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const auto& l = plan.spec.layers[i];
+    const auto& info = plan.layers[i];
+    std::printf("%-10s %-16s %-12s %14s %16s %11.3f\n", l.name.c_str(), model::to_string(l.kind),
+                shape_str(info.out).c_str(), grouped(info.parameters).c_str(),
+                grouped(info.connections).c_str(), mib(info.weight_bytes));
+  }
+  std::printf("%-10s %-16s %-12s %14s %16s %11.3f\n", "total", "", "",
+              grouped(plan.parameters).c_str(), grouped(plan.connections).c_str(),
+              mib(plan.weight_bytes));
+  std::printf("connections = multiply-adds per image; weights are float32\n");
+}
+
+struct InfoOptions {
+  std::string spec_path;
+  bool json = false;
+};
+
+struct CheckOptions {
+  std::string spec_path;
+  std::string weights_path;
+  std::string input_path;
+};
+
+struct InitOptions {
+  std::string spec_path;
+  uint64_t seed = 1;
+  std::string out_path;
+  std::string input_out_path;
+};
+
+}  // namespace
+
+void register_model_commands(CLI::App& app, CommandRegistry& registry) {
+  auto* model_cmd = app.add_subcommand("model", "Model specifications: sizes and weights");
+  model_cmd->require_subcommand(1, 1);
+
+  auto info_opts = std::make_shared<InfoOptions>();
+  auto* info = model_cmd->add_subcommand(
+      "info",
+      "Print each layer's output shape, parameters, connections (multiply-adds per image) "
+      "and weight memory, and the totals");
+  info->add_option("FILE", info_opts->spec_path,
+                   "model spec JSON (e.g. configs/models/cifar10.json)")
+      ->required();
+  info->add_flag("--json", info_opts->json,
+                 "print one JSON object (totals: parameters, connections, weight_bytes in bytes; "
+                 "and a layers list) instead of the table");
+  registry.add(info, [info_opts]() -> Status {
+    SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::load_model(info_opts->spec_path));
+    if (info_opts->json) {
+      std::cout << plan_json(plan).dump(2) << "\n";
+    } else {
+      print_plan_table(plan);
+    }
+    return Status::Ok();
+  });
+
+  auto init_opts = std::make_shared<InitOptions>();
+  auto* init = model_cmd->add_subcommand(
+      "init",
+      "Write deterministic seeded weights (and optionally the seeded input) as safetensors; "
+      "`serf infer --seed S` uses the same values");
+  init->add_option("FILE", init_opts->spec_path, "model spec JSON")->required();
+  init->add_option("--seed", init_opts->seed, "seed of the weights and the input (an integer)")
+      ->check(CLI::Validator(  // CLI11 would silently wrap -1 to 2^64 - 1
+          [](std::string& v) {
+            return !v.empty() && v[0] == '-' ? std::string("must be a non-negative integer")
+                                             : std::string();
+          },
+          "UINT"))
+      ->capture_default_str();
+  init->add_option("--out", init_opts->out_path, "weights file to write (.safetensors, float32)")
+      ->required();
+  init->add_option("--input-out", init_opts->input_out_path,
+                   "also write the seeded input image (tensor \"input\", shape [1, C, H, W]) here");
+  registry.add(init, [init_opts]() -> Status {
+    SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::load_model(init_opts->spec_path));
+    const auto start = std::chrono::steady_clock::now();
+    const model::Weights weights = model::Weights::seeded(plan, init_opts->seed);
+    const double init_s = seconds_since(start);
+    SERF_RETURN_IF_ERROR(weights.save_safetensors(init_opts->out_path));
+    std::printf("wrote %s: %zu tensors, %.1f MiB, seed %" PRIu64 " (initialised in %.2f s)\n",
+                init_opts->out_path.c_str(), weights.tensors().size(), mib(weights.bytes()),
+                init_opts->seed, init_s);
+    if (!init_opts->input_out_path.empty()) {
+      SERF_RETURN_IF_ERROR(
+          model::save_input_safetensors(init_opts->input_out_path, plan.spec.input,
+                                        model::seeded_input(plan.spec.input, init_opts->seed)));
+      std::printf("wrote %s: input %s, seed %" PRIu64 "\n", init_opts->input_out_path.c_str(),
+                  shape_str(plan.spec.input).c_str(), init_opts->seed);
+    }
+    return Status::Ok();
+  });
+
+  auto check_opts = std::make_shared<CheckOptions>();
+  auto* check = model_cmd->add_subcommand(
+      "check",
+      "Load a weights file (and optionally an input file) and check every tensor's name, "
+      "dtype and shape against the model");
+  check->add_option("FILE", check_opts->spec_path, "model spec JSON")->required();
+  check->add_option("--weights", check_opts->weights_path, "weights file (.safetensors, float32)")
+      ->required();
+  check->add_option("--input", check_opts->input_path,
+                    "input file (.safetensors, tensor \"input\" [1, C, H, W])");
+  registry.add(check, [check_opts]() -> Status {
+    SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::load_model(check_opts->spec_path));
+    const auto start = std::chrono::steady_clock::now();
+    SERF_ASSIGN_OR_RETURN(model::Weights weights,
+                          model::Weights::load_safetensors(check_opts->weights_path, plan));
+    const double load_s = seconds_since(start);
+    std::printf("%s: %zu tensors, %.1f MiB, match model %s (loaded in %.2f s)\n",
+                check_opts->weights_path.c_str(), weights.tensors().size(), mib(weights.bytes()),
+                plan.spec.name.c_str(), load_s);
+    if (!check_opts->input_path.empty()) {
+      SERF_ASSIGN_OR_RETURN(auto input,
+                            model::load_input_safetensors(check_opts->input_path, plan.spec.input));
+      std::printf("%s: input %s, %zu values, match model %s\n", check_opts->input_path.c_str(),
+                  shape_str(plan.spec.input).c_str(), input.size(), plan.spec.name.c_str());
+    }
+    return Status::Ok();
+  });
+}
+
+}  // namespace serf::cli
