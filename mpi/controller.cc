@@ -47,6 +47,22 @@ double RateMonitor::rate_per_s(double now_s) {
   return static_cast<double>(arrivals_.size()) / span;
 }
 
+SchedulerHook table_hook(ConfigurationTable table, double min_dwell_s) {
+  auto last_switch_s = std::make_shared<double>(-1e300);
+  auto current = std::make_shared<std::optional<Configuration>>();
+  return [table = std::move(table), min_dwell_s, last_switch_s, current](
+             double now_s, double rate_per_s) -> std::optional<Configuration> {
+    if (table.entries.empty() || rate_per_s <= 0) return std::nullopt;
+    const TableEntry* entry = table.lookup(rate_per_s).entry;
+    if (entry == nullptr || !entry->stable) return std::nullopt;
+    if (*current && **current == entry->config) return std::nullopt;
+    if (now_s - *last_switch_s < min_dwell_s) return std::nullopt;
+    *last_switch_s = now_s;
+    *current = entry->config;
+    return entry->config;
+  };
+}
+
 std::vector<double> poisson_arrivals(double rate_per_s, int count, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::exponential_distribution<double> gap(rate_per_s);
@@ -55,6 +71,28 @@ std::vector<double> poisson_arrivals(double rate_per_s, int count, uint64_t seed
   double t = 0;
   for (int i = 0; i < count; ++i) {
     t += gap(rng);
+    at.push_back(t);
+  }
+  return at;
+}
+
+std::vector<double> piecewise_poisson_arrivals(const std::vector<RateStep>& steps, int count,
+                                               uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> unit_gap(1.0);
+  std::vector<double> at;
+  double t = 0;
+  size_t step = 0;
+  while (static_cast<int>(at.size()) < count && step < steps.size()) {
+    const double next_from = step + 1 < steps.size() ? steps[step + 1].from_s : 1e300;
+    const double rate = steps[step].rate_per_s;
+    const double candidate = rate > 0 ? t + unit_gap(rng) / rate : 1e300;
+    if (candidate >= next_from) {
+      t = next_from;
+      ++step;
+      continue;
+    }
+    t = candidate;
     at.push_back(t);
   }
   return at;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mpi/messages.h"
+#include "serf/core/planner.h"
 #include "serf/core/profile.h"
 #include "serf/core/status.h"
 
@@ -69,6 +70,12 @@ class RateMonitor {
 // The scheduler hook: asked periodically; returns a configuration to switch to, or nothing.
 using SchedulerHook = std::function<std::optional<Configuration>(double now_s, double rate_per_s)>;
 
+// SERF's online scheduler: looks the measured rate up in the configuration reference table (the
+// nearest load level at or above it) and switches when the table names another configuration and
+// the last switch is at least `min_dwell_s` ago (hysteresis: a noisy rate estimate near a level
+// boundary must not make the cluster flap). Unstable levels keep the current configuration.
+SchedulerHook table_hook(ConfigurationTable table, double min_dwell_s);
+
 struct RequestRecord {
   int64_t id = -1;
   double arrival_s = 0;   // scheduled arrival, from the start of the run
@@ -107,6 +114,7 @@ class Controller {
   Controller(Transport& transport, ControllerOptions options);
   // Emulated nodes: each action carries a service time drawn here. Without it nodes compute.
   void set_sampler(ServiceSampler* sampler) { sampler_ = sampler; }
+  void set_rate_window_s(double window_s) { options_.rate_window_s = window_s; }
 
   // Switches to `config` (drains first). The first call starts the nodes.
   Status configure(const Configuration& config);
@@ -159,5 +167,14 @@ class Controller {
 
 // Poisson arrival times (seconds from 0) of `count` requests at `rate_per_s`.
 std::vector<double> poisson_arrivals(double rate_per_s, int count, uint64_t seed);
+
+// A load that changes over time: `steps` are (from_s, rate_per_s), ascending from 0; Poisson
+// within each step (memoryless, so a gap that crosses a step boundary is redrawn there).
+struct RateStep {
+  double from_s = 0;
+  double rate_per_s = 0;
+};
+std::vector<double> piecewise_poisson_arrivals(const std::vector<RateStep>& steps, int count,
+                                               uint64_t seed);
 
 }  // namespace serf::mpi

@@ -53,37 +53,6 @@ TupleStats tuple_stats(const ParallelismTuple& tuple, const std::vector<double>&
   return s;
 }
 
-StatusOr<std::vector<double>> parse_rate_spec(const std::string& spec, const std::string& flag) {
-  const std::string fix =
-      flag + ": expected \"1,2,4\" or \"START:STOP:STEP\" with positive numbers, got \"" + spec +
-      "\"";
-  std::vector<double> out;
-  try {
-    if (spec.find(':') != std::string::npos) {
-      std::vector<double> parts;
-      std::stringstream ss(spec);
-      std::string item;
-      while (std::getline(ss, item, ':')) parts.push_back(std::stod(item));
-      if (parts.size() != 3 || parts[0] <= 0 || parts[2] <= 0 || parts[1] < parts[0])
-        return InvalidArgument(fix);
-      for (double r = parts[0]; r <= parts[1] + 1e-9 * parts[1]; r += parts[2]) out.push_back(r);
-    } else {
-      std::stringstream ss(spec);
-      std::string item;
-      while (std::getline(ss, item, ',')) {
-        size_t used = 0;
-        double r = std::stod(item, &used);
-        if (used != item.size() || !(r > 0) || !std::isfinite(r)) return InvalidArgument(fix);
-        out.push_back(r);
-      }
-    }
-  } catch (const std::exception&) {
-    return InvalidArgument(fix);
-  }
-  if (out.empty() || out.size() > 10000) return InvalidArgument(fix);
-  return out;
-}
-
 StatusOr<std::vector<int>> parse_int_list(const std::string& spec, const std::string& flag) {
   const std::string fix =
       flag + ": expected positive integers like \"1,2,4\", got \"" + spec + "\"";

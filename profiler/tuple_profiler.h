@@ -22,8 +22,6 @@ std::vector<Configuration> all_configurations(int nodes, int cores_per_node,
 // Mean and squared coefficient of variation (population variance / mean^2) of `samples_ms`.
 TupleStats tuple_stats(const ParallelismTuple& tuple, const std::vector<double>& samples_ms);
 
-// "1,2,4" or "START:STOP:STEP" (inclusive): positive numbers; InvalidArgument naming `flag`.
-StatusOr<std::vector<double>> parse_rate_spec(const std::string& spec, const std::string& flag);
 StatusOr<std::vector<int>> parse_int_list(const std::string& spec, const std::string& flag);
 
 using ProgressFn = std::function<void(size_t done, size_t total, const std::string& what)>;

@@ -5,14 +5,17 @@
 // every rank at once: rank 0 prints one line, every rank exits 2, nothing hangs.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "serf/cli/command.h"
 #include "serf/cli/infer_print.h"
 #include "serf/cli/runtime_launch.h"
+#include "serf/io/table_io.h"
 
 namespace serf::cli {
 
@@ -22,6 +25,10 @@ struct ServeOptions {
   RuntimeFlags runtime;
   std::string config = "1,1,1";
   std::string schedule;
+  std::string table;
+  double min_dwell_s = 1;
+  double rate_window_s = 2;
+  std::string load;
   double rate_per_s = 0;
   int requests = 100;
   std::string out;
@@ -64,6 +71,28 @@ StatusOr<std::vector<ScheduledSwitch>> parse_schedule(const std::string& text) {
   return out;
 }
 
+// "0:20;5:80": 20 requests/s from 0 s, 80 from 5 s.
+StatusOr<std::vector<mpi::RateStep>> parse_load(const std::string& text) {
+  std::vector<mpi::RateStep> out;
+  std::stringstream ss(text);
+  std::string item;
+  const std::string fix =
+      "--load: expected \"SECONDS:RATE;...\" from 0 s, ascending, rates >= 0 (requests/s), got \"" +
+      text + "\"";
+  while (std::getline(ss, item, ';')) {
+    mpi::RateStep step;
+    char extra = 0;
+    if (std::sscanf(item.c_str(), "%lf:%lf%c", &step.from_s, &step.rate_per_s, &extra) != 2 ||
+        !(step.rate_per_s >= 0) || !std::isfinite(step.rate_per_s) || !(step.from_s >= 0) ||
+        (!out.empty() && !(step.from_s > out.back().from_s)) || (out.empty() && step.from_s != 0)) {
+      return InvalidArgument(fix);
+    }
+    out.push_back(step);
+  }
+  if (out.empty()) return InvalidArgument(fix);
+  return out;
+}
+
 Status check_fits(const Configuration& c, int cores_per_node, const std::string& flag) {
   if (c.service * c.intra > cores_per_node) {
     return InvalidArgument(
@@ -78,9 +107,17 @@ Status run_serve(const ServeOptions& o) {
   return launch_runtime(o.runtime, [&](RuntimeSession& session) -> Status {
     SERF_ASSIGN_OR_RETURN(Configuration first, parse_config(o.config, "--config"));
     SERF_ASSIGN_OR_RETURN(std::vector<ScheduledSwitch> schedule, parse_schedule(o.schedule));
-    if (!(o.rate_per_s > 0))
-      return InvalidArgument("--rate: give the arrival rate in requests/s (> 0)");
+    std::vector<mpi::RateStep> load;
+    if (!o.load.empty()) {
+      SERF_ASSIGN_OR_RETURN(load, parse_load(o.load));
+    } else if (o.rate_per_s > 0) {
+      load.push_back({0, o.rate_per_s});
+    } else {
+      return InvalidArgument("--rate: give the arrival rate in requests/s (> 0), or --load");
+    }
     if (o.requests < 1) return InvalidArgument("--requests: give at least 1");
+    if (!(o.min_dwell_s >= 0)) return InvalidArgument("--min-dwell: must be >= 0 seconds");
+    if (!(o.rate_window_s > 0)) return InvalidArgument("--rate-window: must be > 0 seconds");
     const int f = session.cores_per_node;
     SERF_RETURN_IF_ERROR(check_fits(first, f, "--config"));
     SERF_RETURN_IF_ERROR(session.check_inter(first.inter, "--config"));
@@ -88,18 +125,36 @@ Status run_serve(const ServeOptions& o) {
       SERF_RETURN_IF_ERROR(check_fits(s.config, f, "--schedule"));
       SERF_RETURN_IF_ERROR(session.check_inter(s.config.inter, "--schedule"));
     }
+    std::optional<ConfigurationTable> table;
+    if (!o.table.empty()) {
+      SERF_ASSIGN_OR_RETURN(table, io::load_table(o.table));
+      if (table->nodes != session.nodes) {
+        return InvalidArgument(o.table + ": planned for " + std::to_string(table->nodes) +
+                               " nodes but " + std::to_string(session.nodes) +
+                               " node ranks run; plan with --nodes " +
+                               std::to_string(session.nodes));
+      }
+      for (const TableEntry& e : table->entries) {
+        if (!e.stable) continue;
+        SERF_RETURN_IF_ERROR(check_fits(e.config, f, o.table));
+        SERF_RETURN_IF_ERROR(session.check_inter(e.config.inter, o.table));
+      }
+    }
     return session.run_controller([&](mpi::Controller& controller) -> Status {
+      controller.set_rate_window_s(o.rate_window_s);
       SERF_RETURN_IF_ERROR(controller.configure(first));
       if (!session.emulation) std::cout << session.placement();
       size_t next = 0;
-      auto hook = [&](double now_s, double) -> std::optional<Configuration> {
+      mpi::SchedulerHook hook = [&](double now_s, double) -> std::optional<Configuration> {
         std::optional<Configuration> want;
-        while (next < schedule.size() && schedule[next].at_s <= now_s)
+        while (next < schedule.size() && schedule[next].at_s <= now_s) {
           want = schedule[next++].config;
+        }
         return want;
       };
+      if (table) hook = mpi::table_hook(*table, o.min_dwell_s);
       Status run = controller.run_open_loop(
-          mpi::poisson_arrivals(o.rate_per_s, o.requests, o.runtime.seed), hook);
+          mpi::piecewise_poisson_arrivals(load, o.requests, o.runtime.seed), hook);
       Status written = write_run_report(controller, o.out, session.model_name);
       print_run_summary(controller, std::cout);
       SERF_RETURN_IF_ERROR(run);
@@ -175,8 +230,20 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
       "initial configuration c,K,T (requests at once, nodes per request, threads per node)");
   sub->add_option("--schedule", serve->schedule,
                   "switches \"SECONDS:c,K,T;...\" (seconds from the start of the run)");
-  sub->add_option("--rate", serve->rate_per_s, "arrival rate over the whole cluster, requests/s")
-      ->required();
+  auto* rate = sub->add_option("--rate", serve->rate_per_s,
+                               "arrival rate over the whole cluster, requests/s (Poisson)");
+  auto* load = sub->add_option("--load", serve->load,
+                               "a load that changes: \"SECONDS:RATE;...\" from 0 s (requests/s)");
+  rate->excludes(load);
+  auto* table =
+      sub->add_option("--table", serve->table,
+                      "configuration table (serf-table/1, from `serf plan`): switch online "
+                      "to the table's configuration for the measured arrival rate");
+  table->excludes("--schedule");
+  sub->add_option("--min-dwell", serve->min_dwell_s,
+                  "with --table: seconds at least between two switches (hysteresis)");
+  sub->add_option("--rate-window", serve->rate_window_s,
+                  "seconds of arrivals the rate monitor averages over");
   sub->add_option("--requests", serve->requests, "requests to send (count)");
   sub->add_option("--out", serve->out,
                   "measurements: JSON here and CSV beside it (FILE.csv); none when empty");

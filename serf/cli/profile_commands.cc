@@ -7,6 +7,7 @@
 
 #include "profiler/tuple_profiler.h"
 #include "serf/cli/runtime_launch.h"
+#include "serf/core/rate_spec.h"
 #include "serf/io/json_fields.h"
 #include "serf/io/profile_io.h"
 
@@ -38,7 +39,9 @@ Status run_profile(const ProfileFlags& f) {
       if (f.rates.empty())
         return InvalidArgument(
             "--exhaustive needs --rates SPEC (requests/s, e.g. 5,10,20 or 5:50:5)");
-      SERF_ASSIGN_OR_RETURN(rates, profiler::parse_rate_spec(f.rates, "--rates"));
+      auto parsed = parse_rate_spec(f.rates);
+      if (!parsed.ok()) return parsed.status().with_context("--rates");
+      rates = std::move(parsed).value();
       if (f.requests < 1) return InvalidArgument("--requests: give at least 1");
     }
     std::vector<int> inter;

@@ -104,5 +104,18 @@ PY
     expect_error 3 "run it under mpirun -np 2" infer --model "$model" --inter 1
     expect_error 3 "nope.json" infer --model /nope.json --inter 2
     ;;
+  table_switch)
+    # SERF online: `serf plan` makes the table, `serve --table` follows a load that rises.
+    "$SERF" plan --profile "$profile" --nodes 4 --rates 10:400:10 --out "$out/table.json" >/dev/null \
+      || fail "serf plan"
+    timeout 120 "$MPIEXEC" --oversubscribe -np 5 "$SERF" serve --emulate "$profile" --config 1,4,1 \
+      --table "$out/table.json" --load "0:30;3:250" --requests 700 --rate-window 1 --min-dwell 1 \
+      >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "serve --table"; }
+    cat "$out/o"
+    grep -q "requests: 700 answered of 700" "$out/o" || fail "not every request answered"
+    grep -q -- "-> (c=1, K=4, T=2)" "$out/o" || fail "no switch to the low-load configuration"
+    grep -q -- "-> (c=1, K=1, T=2)" "$out/o" || fail "no switch to the high-load configuration"
+    expect_error 3 "planned for 4 nodes" serve --emulate "$profile" --table "$out/table.json" --rate 5
+    ;;
   *) fail "unknown case $1" ;;
 esac

@@ -2,6 +2,7 @@
 // MPI).
 #include "mpi/controller.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
@@ -174,19 +175,48 @@ TEST_CASE("rate monitor counts arrivals in its window", "[mpi][controller]") {
   REQUIRE(m.rate_per_s(4.5) == Approx(0.0));
 }
 
-TEST_CASE("profiler tuples, configurations and rate specs", "[mpi][profiler]") {
+TEST_CASE("profiler tuples and lists", "[mpi][profiler]") {
   auto tuples = profiler::profile_tuples(4, 4, {1, 2, 8});
   // K=8 > 4 nodes is skipped; per K: T=1 i<=4, T=2 i<=2, T=3 i=1, T=4 i=1 -> 8 tuples.
   REQUIRE(tuples.size() == 16);
   for (const auto& t : tuples) REQUIRE(t.service * t.intra <= 4);
-  auto rates = profiler::parse_rate_spec("5:20:5", "--rates");
-  REQUIRE(rates.ok());
-  REQUIRE(*rates == std::vector<double>{5, 10, 15, 20});
-  REQUIRE(profiler::parse_rate_spec("1,2.5", "--rates").value() == std::vector<double>{1, 2.5});
-  REQUIRE(!profiler::parse_rate_spec("1,x", "--rates").ok());
-  REQUIRE(!profiler::parse_rate_spec("-1", "--rates").ok());
+  REQUIRE(profiler::parse_int_list("1,2,4", "--inter").value() == std::vector<int>{1, 2, 4});
   REQUIRE(!profiler::parse_int_list("1,0", "--inter").ok());
   TupleStats s = profiler::tuple_stats({1, 1, 1}, {1, 3});
   REQUIRE(s.mean_ms == 2.0);
   REQUIRE(s.scv == Approx(0.25));
+}
+
+TEST_CASE("piecewise Poisson arrivals follow each step's rate", "[mpi][controller]") {
+  auto at = piecewise_poisson_arrivals({{0, 100}, {10, 1000}}, 20000, 9);
+  REQUIRE(at.size() == 20000);
+  size_t first =
+      static_cast<size_t>(std::count_if(at.begin(), at.end(), [](double t) { return t < 10; }));
+  REQUIRE(first == Approx(1000).epsilon(0.1));  // 100/s for 10 s
+  REQUIRE(std::is_sorted(at.begin(), at.end()));
+  REQUIRE(at.back() == Approx(10 + 19000 / 1000.0).epsilon(0.05));
+}
+
+TEST_CASE("the table hook follows the measured rate with hysteresis", "[mpi][controller]") {
+  ConfigurationTable table;
+  table.nodes = 4;
+  for (auto [rate, c] : std::vector<std::pair<double, Configuration>>{
+           {10, {1, 4, 1}}, {50, {1, 2, 1}}, {100, {2, 1, 1}}}) {
+    TableEntry e;
+    e.rate_per_s = rate;
+    e.stable = true;
+    e.config = c;
+    table.entries.push_back(e);
+  }
+  TableEntry unstable;
+  unstable.rate_per_s = 200;
+  table.entries.push_back(unstable);
+  SchedulerHook hook = table_hook(table, 1.0);
+  REQUIRE(hook(0.0, 8) == std::optional<Configuration>(Configuration{1, 4, 1}));
+  REQUIRE(!hook(0.1, 9));   // same configuration
+  REQUIRE(!hook(0.5, 40));  // another one, but within the dwell time
+  REQUIRE(hook(1.2, 40) == std::optional<Configuration>(Configuration{1, 2, 1}));
+  REQUIRE(hook(2.5, 90) == std::optional<Configuration>(Configuration{2, 1, 1}));
+  REQUIRE(!hook(4.0, 150));  // unstable level: keep what runs
+  REQUIRE(!hook(5.0, 0));    // no arrivals measured yet
 }

@@ -3,8 +3,8 @@
 // the profiled service times.
 #include "mpi/runtime.h"
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
 
 using namespace serf;
