@@ -225,7 +225,7 @@ Status Controller::poll_results(bool* progress) {
   }
 }
 
-static std::string seconds_text(double s) {
+std::string seconds_text(double s) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%g", s);
   return buf;

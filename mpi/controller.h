@@ -165,6 +165,9 @@ class Controller {
   std::chrono::steady_clock::time_point epoch_;
 };
 
+// "2", "0.5": seconds for messages.
+std::string seconds_text(double s);
+
 // Poisson arrival times (seconds from 0) of `count` requests at `rate_per_s`.
 std::vector<double> poisson_arrivals(double rate_per_s, int count, uint64_t seed);
 

@@ -9,12 +9,6 @@
 namespace serf::mpi {
 
 namespace {
-std::string seconds_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", s);
-  return buf;
-}
-
 std::string rank_list(const std::vector<int>& ranks) {
   std::string s;
   for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
