@@ -43,7 +43,8 @@ class Executable {
   virtual ~Executable() = default;
   // input: plan.spec.input.elements() floats (NCHW); output: plan.output().elements() floats.
   // Every rank receives the whole output. `exchange` must have ranks() == partition().ranks and
-  // rank() == partition().rank. `timings` may be null.
+  // rank() == partition().rank. `timings` may be null. CPU: sets the calling thread's OpenMP
+  // thread count to threads() (a per-thread setting, so slots on other threads are unaffected).
   virtual Status run(const float* input, float* output, ActivationExchange& exchange,
                      LayerTimings* timings) = 0;
   virtual Partition partition() const = 0;
@@ -69,6 +70,9 @@ class Backend {
   // Slices this rank's weights, lays them out for the kernels and creates the kernels for
   // `threads` threads (T, the paper's C_intra). Errors: partition invalid for the plan
   // (validate_partition), threads < 1, weights missing a tensor or of the wrong shape.
+  // Thread-safe. While a PreparedModel is held, preparing the same (weights object, model,
+  // partition, threads) again returns it: a cache keyed by the Weights object's address, so do not
+  // change or replace a Weights object while models prepared from it are held.
   virtual StatusOr<std::shared_ptr<PreparedModel>> prepare(const model::ModelPlan& plan,
                                                            const model::Weights& weights,
                                                            Partition partition, int threads) = 0;

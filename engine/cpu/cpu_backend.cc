@@ -18,7 +18,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -496,14 +499,29 @@ Status CpuExecutable::run(const float* input, float* output, ActivationExchange&
   return Status::Ok();
 }
 
+// Prepared models are cached per (weights object, model, partition, threads) for as long as someone
+// holds them: a second prepare() of the same configuration (another Executor, a switch back to a
+// configuration still in use) shares the weight slices and primitives instead of building them again.
 class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu"; }
   StatusOr<std::shared_ptr<PreparedModel>> prepare(const model::ModelPlan& plan, const model::Weights& weights,
                                                    Partition partition, int threads) override {
+    const Key key{&weights, plan.spec.name, plan.weight_bytes, partition.rank, partition.ranks, threads};
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) {
+      if (auto cached = it->second.lock()) return std::shared_ptr<PreparedModel>(std::move(cached));
+    }
     SERF_ASSIGN_OR_RETURN(auto prepared, CpuPreparedModel::create(plan, weights, partition, threads));
+    cache_[key] = prepared;
     return std::shared_ptr<PreparedModel>(std::move(prepared));
   }
+
+ private:
+  using Key = std::tuple<const model::Weights*, std::string, int64_t, int, int, int>;
+  std::mutex mutex_;
+  std::map<Key, std::weak_ptr<CpuPreparedModel>> cache_;
 };
 
 }  // namespace

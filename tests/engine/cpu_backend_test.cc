@@ -151,3 +151,21 @@ TEST_CASE("bad engine input is a clear error", "[engine]") {
   LocalExchange local;  // rank 0 of 1: does not match rank 1 of 2
   CHECK((*slot)->run(in.data(), out.data(), local, nullptr).code() == StatusCode::kInvalidArgument);
 }
+
+TEST_CASE("prepared models are shared while held", "[engine]") {
+  auto backend = make_backend("cpu");
+  REQUIRE(backend.ok());
+  const model::ModelPlan plan = load_shipped("tiny");
+  const model::Weights w = model::Weights::seeded(plan, 1);
+  auto a = (*backend)->prepare(plan, w, Partition{0, 1}, 1);
+  auto b = (*backend)->prepare(plan, w, Partition{0, 1}, 1);
+  auto c = (*backend)->prepare(plan, w, Partition{0, 1}, 2);
+  auto d = (*backend)->prepare(plan, w, Partition{1, 2}, 1);
+  REQUIRE((a.ok() && b.ok() && c.ok() && d.ok()));
+  CHECK(a->get() == b->get());
+  CHECK(a->get() != c->get());
+  CHECK(a->get() != d->get());
+  CHECK((*c)->threads() == 2);
+  CHECK((*d)->partition().rank == 1);
+  CHECK((*d)->resident_weight_bytes() < (*a)->resident_weight_bytes());
+}
