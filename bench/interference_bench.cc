@@ -20,9 +20,12 @@ int main(int argc, char** argv) {
   int max_i = 4, requests = 40;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--root") root = v;
-    else if (a == "--max-i") max_i = std::atoi(v.c_str());
-    else if (a == "--requests") requests = std::atoi(v.c_str());
+    if (a == "--root")
+      root = v;
+    else if (a == "--max-i")
+      max_i = std::atoi(v.c_str());
+    else if (a == "--requests")
+      requests = std::atoi(v.c_str());
     else if (a == "--models") {
       models.clear();
       std::stringstream ss(v);
@@ -39,7 +42,8 @@ int main(int argc, char** argv) {
   }
   auto backend = engine::make_backend("cpu");
   if (!backend.ok()) return 2;
-  std::printf("%-12s %2s %2s %9s %12s %8s %10s\n", "model", "i", "T", "requests", "mean_ms", "scv", "vs_i=1");
+  std::printf("%-12s %2s %2s %9s %12s %8s %10s\n", "model", "i", "T", "requests", "mean_ms", "scv",
+              "vs_i=1");
   for (const std::string& name : models) {
     auto plan = model::load_model(root + "/configs/models/" + name + ".json");
     if (!plan.ok()) {

@@ -2,15 +2,17 @@
 // Backend: runs a model (one request at a time per slot, batch 1, float32). Names no CPU or GPU
 // type; engine/cpu (oneDNN + OpenMP) and engine/cuda (cuDNN + cuBLAS) implement it.
 //
-//   auto backend = make_backend("cpu");                                  // StatusOr<unique_ptr<Backend>>
-//   auto prepared = backend->prepare(plan, weights, {rank, K}, threads); // slices, reorders, primitives
-//   auto slot = prepared->new_slot();                                    // activations + scratch
-//   slot->run(input, output, exchange, &timings);                        // allocates nothing
+//   auto backend = make_backend("cpu");                                  //
+//   StatusOr<unique_ptr<Backend>> auto prepared = backend->prepare(plan, weights, {rank, K},
+//   threads); // slices, reorders, primitives auto slot = prepared->new_slot(); // activations +
+//   scratch slot->run(input, output, exchange, &timings);                        // allocates
+//   nothing
 //
 // A PreparedModel holds what every slot shares read-only (this rank's weight slices in the
 // kernels' preferred layout, the primitives created for `threads`), so c slots cost one copy of the
 // weights. An Executable is one slot: its own activations and scratchpads. It is not thread-safe;
-// different Executables of one PreparedModel run concurrently from different threads (the Executor).
+// different Executables of one PreparedModel run concurrently from different threads (the
+// Executor).
 
 #include <memory>
 #include <string>

@@ -1,6 +1,5 @@
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <thread>
 
 #include "engine/backend.h"
@@ -18,7 +17,8 @@ using serf::engine::testing::max_relative_error;
 namespace {
 
 std::vector<float> run_once(Backend& backend, const model::ModelPlan& plan, const model::Weights& w,
-                            const std::vector<float>& input, int threads, LayerTimings* timings = nullptr) {
+                            const std::vector<float>& input, int threads,
+                            LayerTimings* timings = nullptr) {
   auto prepared = backend.prepare(plan, w, Partition{0, 1}, threads);
   REQUIRE(prepared.ok());
   auto slot = (*prepared)->new_slot();
@@ -47,7 +47,8 @@ TEST_CASE("the CPU backend matches a plain-loop reference", "[engine]") {
       REQUIRE(timings.compute_ms.size() == plan.layers.size());
       for (size_t i = 0; i < plan.layers.size(); ++i) {
         CHECK(timings.compute_ms[i] >= 0.0);
-        if (plan.spec.layers[i].kind == model::LayerKind::kConv2d) CHECK(timings.compute_ms[i] > 0.0);
+        if (plan.spec.layers[i].kind == model::LayerKind::kConv2d)
+          CHECK(timings.compute_ms[i] > 0.0);
       }
     }
   }
