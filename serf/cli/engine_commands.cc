@@ -4,11 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/backend.h"
 #include "engine/simulated_unit.h"
@@ -51,11 +50,13 @@ Status run_infer(const InferOptions& o) {
     f.cores_per_node = o.threads;
     return run_infer_inter(f, o.inter, o.threads, o.repeat, o.json);
   }
-  if (o.threads < 1) return InvalidArgument("--threads " + std::to_string(o.threads) + ": must be at least 1");
+  if (o.threads < 1)
+    return InvalidArgument("--threads " + std::to_string(o.threads) + ": must be at least 1");
   if (o.inter_sim < 1) {
     return InvalidArgument("--inter-sim " + std::to_string(o.inter_sim) + ": must be at least 1");
   }
-  if (o.repeat < 1) return InvalidArgument("--repeat " + std::to_string(o.repeat) + ": must be at least 1");
+  if (o.repeat < 1)
+    return InvalidArgument("--repeat " + std::to_string(o.repeat) + ": must be at least 1");
   SERF_ASSIGN_OR_RETURN(auto backend, engine::make_backend(o.backend));
   SERF_ASSIGN_OR_RETURN(model::ModelPlan plan, model::load_model(o.model));
   if (o.inter_sim > engine::max_ranks(plan)) {
@@ -74,7 +75,8 @@ Status run_infer(const InferOptions& o) {
   } else {
     SERF_ASSIGN_OR_RETURN(input, model::load_input_safetensors(o.input, plan.spec.input));
   }
-  SERF_ASSIGN_OR_RETURN(auto unit, engine::SimulatedUnit::create(*backend, plan, weights, o.inter_sim, o.threads));
+  SERF_ASSIGN_OR_RETURN(
+      auto unit, engine::SimulatedUnit::create(*backend, plan, weights, o.inter_sim, o.threads));
 
   const size_t layers = plan.layers.size();
   std::vector<float> output(plan.output().elements());
@@ -86,7 +88,8 @@ Status run_infer(const InferOptions& o) {
   for (int r = 0; r < o.repeat; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     SERF_RETURN_IF_ERROR(unit->run(input.data(), output.data(), &timings));
-    total.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    total.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     for (size_t i = 0; i < layers; ++i) {
       compute[i].push_back(timings.compute_ms[i]);
       exchange[i].push_back(timings.exchange_ms[i]);
@@ -116,13 +119,15 @@ Status print_infer(const InferPrint& p, bool json) {
   const std::vector<float>& output = p.output;
   const size_t layers = p.layer_names.size();
   for (float v : output) {
-    if (!std::isfinite(v)) return Internal("the output holds a non-finite value (weights or input out of range?)");
+    if (!std::isfinite(v))
+      return Internal("the output holds a non-finite value (weights or input out of range?)");
   }
   std::vector<int> order(output.size());
   std::iota(order.begin(), order.end(), 0);
   const size_t top = std::min<size_t>(5, order.size());
-  std::partial_sort(order.begin(), order.begin() + top, order.end(),
-                    [&](int a, int b) { return output[a] > output[b] || (output[a] == output[b] && a < b); });
+  std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int a, int b) {
+    return output[a] > output[b] || (output[a] == output[b] && a < b);
+  });
   order.resize(top);
 
   if (json) {
@@ -148,8 +153,9 @@ Status print_infer(const InferPrint& p, bool json) {
     std::cout << doc.dump() << "\n";
     return Status::Ok();
   }
-  std::printf("model %s: backend %s, T=%d threads, K=%d %s, median of %d runs: %.3f ms\n", p.model.c_str(),
-              p.backend.c_str(), p.threads, p.inter, p.inter_kind.c_str(), p.repeat, median(p.total_ms));
+  std::printf("model %s: backend %s, T=%d threads, K=%d %s, median of %d runs: %.3f ms\n",
+              p.model.c_str(), p.backend.c_str(), p.threads, p.inter, p.inter_kind.c_str(),
+              p.repeat, median(p.total_ms));
   std::printf("top-5:");
   for (int c : order) std::printf("  %d (%.6g)", c, output[c]);
   std::printf("\n%-12s %-16s %12s %12s\n", "layer", "type", "ms", "exchange_ms");
@@ -158,8 +164,8 @@ Status print_infer(const InferPrint& p, bool json) {
     if (p.fused[i]) {
       std::printf("%-12s %-16s %12s %12s\n", p.layer_names[i].c_str(), type, "fused", "");
     } else {
-      std::printf("%-12s %-16s %12.3f %12.3f\n", p.layer_names[i].c_str(), type, median(p.compute_ms[i]),
-                  median(p.exchange_ms[i]));
+      std::printf("%-12s %-16s %12.3f %12.3f\n", p.layer_names[i].c_str(), type,
+                  median(p.compute_ms[i]), median(p.exchange_ms[i]));
     }
   }
   return Status::Ok();
@@ -167,22 +173,32 @@ Status print_infer(const InferPrint& p, bool json) {
 
 void register_engine_commands(CLI::App& app, CommandRegistry& registry) {
   auto o = std::make_shared<InferOptions>();
-  auto* sub = app.add_subcommand("infer", "Run one request (batch 1) through the engine and print the top-5 "
-                                          "classes and per-layer times");
-  sub->add_option("--model", o->model, "Model specification (JSON, e.g. configs/models/cifar10.json)")->required();
-  sub->add_option("--weights", o->weights, "Weights (safetensors, F32); default: seeded from --seed");
-  sub->add_option("--input", o->input, "Input image (safetensors with tensor 'input' [1,C,H,W]); default: "
-                                       "seeded from --seed");
+  auto* sub = app.add_subcommand("infer",
+                                 "Run one request (batch 1) through the engine and print the top-5 "
+                                 "classes and per-layer times");
+  sub->add_option("--model", o->model,
+                  "Model specification (JSON, e.g. configs/models/cifar10.json)")
+      ->required();
+  sub->add_option("--weights", o->weights,
+                  "Weights (safetensors, F32); default: seeded from --seed");
+  sub->add_option("--input", o->input,
+                  "Input image (safetensors with tensor 'input' [1,C,H,W]); default: "
+                  "seeded from --seed");
   sub->add_option("--seed", o->seed, "Seed of the seeded weights and input (integer, default 1)");
-  sub->add_option("--threads", o->threads, "Intra-node parallelism T: OpenMP threads per rank (count, default 1)");
-  sub->add_option("--inter-sim", o->inter_sim, "Inter-node parallelism K, simulated by K in-process partitions "
-                                               "(ranks, default 1)");
-  sub->add_option("--inter", o->inter, "Inter-node parallelism K over MPI: run under mpirun -np K+1 (rank 0 "
-                                       "controls, ranks 1..K compute; count)");
+  sub->add_option("--threads", o->threads,
+                  "Intra-node parallelism T: OpenMP threads per rank (count, default 1)");
+  sub->add_option("--inter-sim", o->inter_sim,
+                  "Inter-node parallelism K, simulated by K in-process partitions "
+                  "(ranks, default 1)");
+  sub->add_option("--inter", o->inter,
+                  "Inter-node parallelism K over MPI: run under mpirun -np K+1 (rank 0 "
+                  "controls, ranks 1..K compute; count)");
   add_runtime_flags(sub, &o->runtime, /*infer_flags=*/true);
-  sub->add_option("--repeat", o->repeat, "Timed runs after one warm-up; times are medians (count, default 1)");
+  sub->add_option("--repeat", o->repeat,
+                  "Timed runs after one warm-up; times are medians (count, default 1)");
   sub->add_option("--backend", o->backend, "Backend: cpu or cuda (default cpu)");
-  sub->add_flag("--json", o->json, "Print one JSON object: top5, output (first 1000 values), layers [{name, ms}]");
+  sub->add_flag("--json", o->json,
+                "Print one JSON object: top5, output (first 1000 values), layers [{name, ms}]");
   registry.add(sub, [o] { return run_infer(*o); });
 }
 
