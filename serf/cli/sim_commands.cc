@@ -51,7 +51,18 @@ Status run_simulate(const SimulateFlags& f) {
   o.requests = f.requests;
   o.seed = f.seed;
   auto result = sim::simulate(o);
-  if (!result.ok()) return result.status().with_context("simulate");
+  if (!result.ok()) {
+    // An unstable load has no steady state: say so (exit 2), in JSON too, and print no latency.
+    if (result.status().code() == StatusCode::kInfeasible) {
+      if (f.json) {
+        std::cout << nlohmann::json{{"stable", false}, {"utilization", sim::offered_utilization(o)}}
+                         .dump(2)
+                  << "\n";
+      }
+      return InvalidArgument(result.status().message());
+    }
+    return result.status().with_context("simulate");
+  }
   const sim::SimulationResult& r = *result;
   if (f.json) {
     nlohmann::json j = {{"stable", true},
