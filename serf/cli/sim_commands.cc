@@ -36,7 +36,7 @@ Status run_simulate(const SimulateFlags& f) {
                            std::to_string(nodes) + " nodes; lower --inter or raise --nodes");
   }
   sim::SimulationOptions o;
-  SERF_ASSIGN_OR_RETURN(o.levels, sim::service_levels(profile, f.config));
+  SERF_ASSIGN_OR_RETURN(o.levels, service_levels(profile, f.config));
   o.units = nodes / f.config.inter;
   SERF_ASSIGN_OR_RETURN(o.semantics, sim::parse_service_semantics(f.semantics));
   SERF_ASSIGN_OR_RETURN(o.arrival_kind, parse_arrival_kind(f.arrivals));

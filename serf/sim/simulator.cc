@@ -22,16 +22,6 @@ const char* service_semantics_name(ServiceSemantics s) {
   return s == ServiceSemantics::kStart ? "start" : "shared";
 }
 
-StatusOr<std::vector<ServiceLevel>> service_levels(const Profile& profile,
-                                                   const Configuration& config) {
-  if (config.service < 1) return InvalidArgument("service parallelism c must be >= 1");
-  SERF_ASSIGN_OR_RETURN(auto tuples, profile.tuples_for(config));
-  std::vector<ServiceLevel> levels;
-  levels.reserve(tuples.size());
-  for (const TupleStats* t : tuples) levels.push_back({t->mean_ms, t->scv});
-  return levels;
-}
-
 double offered_utilization(const SimulationOptions& o) {
   if (o.levels.empty() || o.units < 1) return std::numeric_limits<double>::infinity();
   const double c = static_cast<double>(o.levels.size());

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "serf/core/arrivals.h"
-#include "serf/core/profile.h"
+#include "serf/core/service_level.h"
 #include "serf/core/status.h"
 
 namespace serf::sim {
@@ -34,15 +34,7 @@ enum class ServiceSemantics { kStart, kShared };
 StatusOr<ServiceSemantics> parse_service_semantics(const std::string& name);  // "start" | "shared"
 const char* service_semantics_name(ServiceSemantics s);
 
-// Service statistics while exactly i requests run in a unit (index i-1).
-struct ServiceLevel {
-  double mean_ms = 0;
-  double scv = 0;
-};
-
-// The levels of configuration (c, K, T): tuples (1..c, K, T) of the profile.
-StatusOr<std::vector<ServiceLevel>> service_levels(const Profile& profile,
-                                                   const Configuration& config);
+using serf::ServiceLevel;  // service statistics while exactly i run (index i-1)
 
 struct SimulationOptions {
   std::vector<ServiceLevel> levels;  // size c = service slots per unit
