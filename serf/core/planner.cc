@@ -1,0 +1,239 @@
+#include "serf/core/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+
+namespace serf {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string fmt(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+// Canonical order of configurations, for ties: fewer nodes per request, fewer threads, fewer slots.
+bool key_less(const Configuration& a, const Configuration& b) {
+  if (a.inter != b.inter) return a.inter < b.inter;
+  if (a.intra != b.intra) return a.intra < b.intra;
+  return a.service < b.service;
+}
+
+}  // namespace
+
+double MeanLatencyObjective::score_ms(const ConfigurationFamily&, int, double,
+                                      const Prediction& p) const {
+  return p.stable ? p.latency_ms : kInf;
+}
+
+double MeanLatencyObjective::lower_bound_ms(const ConfigurationFamily& family, int c) const {
+  return family.model.min_latency_ms(c);
+}
+
+const Objective& mean_latency_objective() {
+  static const MeanLatencyObjective objective;
+  return objective;
+}
+
+StatusOr<int> resolve_nodes(const Profile& profile, int nodes) {
+  if (nodes == 0) return profile.hardware.nodes;
+  if (nodes < 1) return InvalidArgument("nodes must be >= 1 (got " + std::to_string(nodes) + ")");
+  return nodes;
+}
+
+StatusOr<std::vector<ConfigurationFamily>> build_families(const Profile& profile, int nodes,
+                                                          QueueKind queue) {
+  // (K, T) -> mean_ms by i, for K <= nodes and T <= cores.
+  std::map<std::pair<int, int>, std::map<int, const TupleStats*>> groups;
+  for (const TupleStats& s : profile.tuples) {
+    const ParallelismTuple& t = s.tuple;
+    if (t.inter > nodes || t.intra > profile.hardware.cores_per_node) continue;
+    groups[{t.inter, t.intra}][t.service] = &s;
+  }
+  std::vector<ConfigurationFamily> families;
+  for (const auto& [kt, by_i] : groups) {
+    std::vector<double> mean_ms;
+    double scv_1 = 0;
+    for (int c = 1; c * kt.second <= profile.hardware.cores_per_node; ++c) {
+      auto it = by_i.find(c);
+      if (it == by_i.end()) break;
+      if (c == 1) scv_1 = it->second->scv;
+      mean_ms.push_back(it->second->mean_ms);
+    }
+    if (mean_ms.empty()) continue;
+    SERF_ASSIGN_OR_RETURN(QueueModel model, QueueModel::Create(queue, mean_ms, scv_1));
+    families.push_back(
+        ConfigurationFamily{kt.first, kt.second, static_cast<int>(mean_ms.size()), std::move(model)});
+  }
+  if (families.empty()) {
+    return InvalidArgument("the profile holds no configuration for " + std::to_string(nodes) +
+                           " nodes x " + std::to_string(profile.hardware.cores_per_node) +
+                           " cores: every configuration needs tuple (1, K, T) with K <= nodes and "
+                           "T <= cores");
+  }
+  return families;
+}
+
+std::vector<Configuration> enumerate_configurations(const Profile& profile, int nodes) {
+  std::vector<Configuration> out;
+  auto families = build_families(profile, nodes, QueueKind::kMmc);
+  if (!families.ok()) return out;
+  for (const ConfigurationFamily& f : *families) {
+    for (int c = 1; c <= f.max_service; ++c) out.push_back(f.config(c));
+  }
+  return out;
+}
+
+StatusOr<QueueModel> model_for(const Profile& profile, const Configuration& config, int nodes,
+                               QueueKind queue) {
+  if (config.service < 1 || config.inter < 1 || config.intra < 1) {
+    return InvalidArgument("configuration " + to_string(config) + ": c, K and T must be >= 1");
+  }
+  if (config.inter > nodes) {
+    return InvalidArgument("configuration " + to_string(config) + " needs K = " +
+                           std::to_string(config.inter) + " nodes per request but the cluster has " +
+                           std::to_string(nodes));
+  }
+  if (static_cast<long long>(config.service) * config.intra > profile.hardware.cores_per_node) {
+    return InvalidArgument("configuration " + to_string(config) + " needs c*T = " +
+                           std::to_string(static_cast<long long>(config.service) * config.intra) +
+                           " threads per node but a node has " +
+                           std::to_string(profile.hardware.cores_per_node) + " cores");
+  }
+  SERF_ASSIGN_OR_RETURN(auto tuples, profile.tuples_for(config));
+  std::vector<double> mean_ms;
+  mean_ms.reserve(tuples.size());
+  for (const TupleStats* s : tuples) mean_ms.push_back(s->mean_ms);
+  return QueueModel::Create(queue, mean_ms, tuples.front()->scv);
+}
+
+Status validate_rates(const std::vector<double>& rates, const std::string& what) {
+  if (rates.empty()) return InvalidArgument(what + ": give at least one rate (requests/s)");
+  for (size_t k = 0; k < rates.size(); ++k) {
+    if (!std::isfinite(rates[k]) || rates[k] <= 0) {
+      return InvalidArgument(what + ": rate " + fmt(rates[k]) + " must be finite and > 0 requests/s");
+    }
+    if (k > 0 && !(rates[k] > rates[k - 1])) {
+      return InvalidArgument(what + ": rates must be strictly ascending (" + fmt(rates[k - 1]) +
+                             " then " + fmt(rates[k]) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+ConfigurationTable::Lookup ConfigurationTable::lookup(double rate_per_s) const {
+  Lookup out;
+  if (entries.empty()) return out;
+  auto it = std::lower_bound(entries.begin(), entries.end(), rate_per_s,
+                             [](const TableEntry& e, double r) { return e.rate_per_s < r; });
+  if (it == entries.end()) {
+    out.entry = &entries.back();
+    out.beyond_table = true;
+  } else {
+    out.entry = &*it;
+  }
+  return out;
+}
+
+StatusOr<ConfigurationTable> plan_table(const Profile& profile, const std::vector<double>& rates,
+                                        const PlanOptions& options) {
+  SERF_RETURN_IF_ERROR(validate_rates(rates, "rates"));
+  SERF_ASSIGN_OR_RETURN(const int nodes, resolve_nodes(profile, options.nodes));
+  SERF_ASSIGN_OR_RETURN(auto families, build_families(profile, nodes, options.queue));
+  const Objective& objective = options.objective ? *options.objective : mean_latency_objective();
+
+  ConfigurationTable table;
+  table.model = profile.model;
+  table.queue = options.queue;
+  table.objective = objective.name();
+  table.nodes = nodes;
+  table.cores_per_node = profile.hardware.cores_per_node;
+  table.illustrative = profile.illustrative;
+  table.entries.resize(rates.size());
+
+  // Per family: its first configuration's index in `configurations`, its pruning bound and its
+  // largest stable unit rate.
+  int max_c = 0;
+  std::vector<size_t> first_index(families.size());
+  std::vector<double> bound_ms(families.size()), max_rate(families.size(), 0.0);
+  size_t total = 0;
+  for (size_t f = 0; f < families.size(); ++f) {
+    const ConfigurationFamily& fam = families[f];
+    max_c = std::max(max_c, fam.max_service);
+    first_index[f] = total;
+    total += static_cast<size_t>(fam.max_service);
+    bound_ms[f] = objective.lower_bound_ms(fam, fam.max_service);
+    for (int c = 1; c <= fam.max_service; ++c) {
+      max_rate[f] = std::max(max_rate[f], fam.model.max_rate_per_s(c));
+    }
+  }
+  if (options.keep_all) {
+    table.configurations.reserve(total);
+    for (const ConfigurationFamily& fam : families) {
+      for (int c = 1; c <= fam.max_service; ++c) table.configurations.push_back(fam.config(c));
+    }
+    table.predictions.assign(total, std::vector<Prediction>(rates.size()));
+  }
+
+  std::vector<Prediction> buf(static_cast<size_t>(max_c));
+  // Families in evaluation order; the last winner's family goes first so pruning bites early.
+  std::vector<size_t> order(families.size());
+  for (size_t f = 0; f < order.size(); ++f) order[f] = f;
+
+  for (size_t r = 0; r < rates.size(); ++r) {
+    TableEntry& entry = table.entries[r];
+    entry.rate_per_s = rates[r];
+    double best = kInf;
+    size_t best_family = 0;
+    for (size_t f : order) {
+      const ConfigurationFamily& fam = families[f];
+      const int units = units_for(nodes, fam.inter);
+      const double lambda = rates[r] / units;
+      if (!(lambda < max_rate[f])) continue;  // every c of this family is unstable
+      if (!options.keep_all && bound_ms[f] > best) continue;
+      fam.model.predict_all(lambda, buf.data());
+      for (int c = 1; c <= fam.max_service; ++c) {
+        const Prediction& p = buf[static_cast<size_t>(c - 1)];
+        if (options.keep_all) table.predictions[first_index[f] + static_cast<size_t>(c - 1)][r] = p;
+        if (!p.stable) continue;
+        const double s = objective.score_ms(fam, c, lambda, p);
+        if (s < best || (s == best && key_less(fam.config(c), entry.config))) {
+          best = s;
+          best_family = f;
+          entry.stable = true;
+          entry.config = fam.config(c);
+          entry.units = units;
+          entry.unit_rate_per_s = lambda;
+          entry.score_ms = s;
+          entry.prediction = p;
+        }
+      }
+    }
+    if (!std::isfinite(best)) {
+      entry = TableEntry();
+      entry.rate_per_s = rates[r];
+    }
+    if (entry.stable && order.front() != best_family) {
+      std::rotate(order.begin(), std::find(order.begin(), order.end(), best_family),
+                  std::find(order.begin(), order.end(), best_family) + 1);
+    }
+  }
+  return table;
+}
+
+StatusOr<ConfigurationTable> plan_table(const Profile& profile, const std::vector<double>& rates,
+                                        int nodes, QueueKind queue, bool keep_all) {
+  PlanOptions options;
+  options.nodes = nodes;
+  options.queue = queue;
+  options.keep_all = keep_all;
+  return plan_table(profile, rates, options);
+}
+
+}  // namespace serf

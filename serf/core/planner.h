@@ -1,0 +1,114 @@
+#pragma once
+// The planner: configuration enumeration, the objective a configuration is chosen by, and the
+// configuration reference table (load level -> best configuration) the online scheduler consults.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "serf/core/profile.h"
+#include "serf/core/queue_model.h"
+
+namespace serf {
+
+// Every configuration (c, K, T) of one (K, T) pair, c = 1..max_service, sharing one QueueModel.
+struct ConfigurationFamily {
+  int inter = 1;
+  int intra = 1;
+  int max_service = 0;  // largest c with tuples (1..c, K, T) in the profile and c*T <= cores
+  QueueModel model;
+  Configuration config(int c) const { return {c, inter, intra}; }
+};
+
+// Families for every (K, T) with K <= nodes whose tuple (1, K, T) exists, ordered by K, T.
+// InvalidArgument when there is none (names why).
+StatusOr<std::vector<ConfigurationFamily>> build_families(const Profile& profile, int nodes,
+                                                          QueueKind queue);
+// The configurations plan evaluates, in the order of build_families (K, T, then c).
+std::vector<Configuration> enumerate_configurations(const Profile& profile, int nodes);
+
+// The queue model of one configuration, with errors that say what is wrong with it (c*T > cores,
+// K > nodes, a missing tuple named).
+StatusOr<QueueModel> model_for(const Profile& profile, const Configuration& config, int nodes,
+                               QueueKind queue);
+
+// Serving units a cluster of `nodes` holds for inter-node parallelism K: floor(N / K).
+inline int units_for(int nodes, int inter) { return inter > 0 ? nodes / inter : 0; }
+
+// What a configuration is chosen by (lower is better). The planner and the sizing code call it
+// for every candidate; mean latency is the paper's choice, others (a tail percentile) plug in here.
+class Objective {
+ public:
+  virtual ~Objective() = default;
+  virtual std::string name() const = 0;  // written into tables: "mean"
+  // The score in ms of configuration c of `family` at unit rate lambda, given the model's
+  // prediction there; +infinity when the configuration cannot serve that rate.
+  virtual double score_ms(const ConfigurationFamily& family, int c, double unit_rate_per_s,
+                          const Prediction& prediction) const = 0;
+  // A lower bound of score_ms over every rate for configurations 1..c of `family`, used to skip
+  // families that cannot win; 0 (no pruning) unless the objective knows better.
+  virtual double lower_bound_ms(const ConfigurationFamily& family, int c) const { return 0.0; }
+};
+
+// The paper's objective: predicted mean latency (Eq. 12).
+class MeanLatencyObjective : public Objective {
+ public:
+  std::string name() const override { return "mean"; }
+  double score_ms(const ConfigurationFamily&, int, double, const Prediction& p) const override;
+  double lower_bound_ms(const ConfigurationFamily& family, int c) const override;
+};
+const Objective& mean_latency_objective();
+
+// One load level of the table.
+struct TableEntry {
+  double rate_per_s = 0;         // cluster-wide arrival rate
+  bool stable = false;           // false: no configuration is stable here (config meaningless)
+  Configuration config;
+  int units = 0;                 // floor(N / K)
+  double unit_rate_per_s = 0;    // rate_per_s / units
+  double score_ms = 0;           // the objective's value (= latency_ms for "mean")
+  Prediction prediction;
+};
+
+struct ConfigurationTable {
+  std::string model;  // the DNN, from the profile
+  QueueKind queue = QueueKind::kMdInterf;
+  std::string objective = "mean";
+  int nodes = 0;
+  int cores_per_node = 0;
+  bool illustrative = false;
+  std::vector<TableEntry> entries;  // ascending rate_per_s
+
+  // Filled when planned with keep_all: predictions[k][r] of configurations[k] at entries[r].
+  std::vector<Configuration> configurations;
+  std::vector<std::vector<Prediction>> predictions;
+
+  struct Lookup {
+    const TableEntry* entry = nullptr;  // nullptr only for an empty table
+    bool beyond_table = false;          // the rate is above the top load level
+  };
+  // The entry of the nearest load level at or above `rate_per_s` (conservative); above the top
+  // level, the top entry flagged beyond_table.
+  Lookup lookup(double rate_per_s) const;
+};
+
+struct PlanOptions {
+  int nodes = 0;  // 0: the profile's hardware.nodes
+  QueueKind queue = QueueKind::kMdInterf;
+  bool keep_all = false;                // keep every configuration's predictions (plots)
+  const Objective* objective = nullptr;  // nullptr: mean latency
+};
+
+// Evaluates every configuration at every rate (ascending, > 0) and keeps the best per rate.
+StatusOr<ConfigurationTable> plan_table(const Profile& profile, const std::vector<double>& rates_per_s,
+                                        const PlanOptions& options);
+StatusOr<ConfigurationTable> plan_table(const Profile& profile, const std::vector<double>& rates_per_s,
+                                        int nodes, QueueKind queue, bool keep_all);
+
+// Checks a rate list: finite, > 0, strictly ascending. `what` names it in errors ("--rates").
+Status validate_rates(const std::vector<double>& rates_per_s, const std::string& what);
+
+// Resolves a node count: 0 means the profile's; otherwise it must be >= 1.
+StatusOr<int> resolve_nodes(const Profile& profile, int nodes);
+
+}  // namespace serf

@@ -1,0 +1,204 @@
+#include "serf/io/table_io.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "serf/io/json_fields.h"
+
+namespace serf::io {
+
+using nlohmann::json;
+
+namespace {
+
+json prediction_fields(const Prediction& p) {
+  if (!p.stable) {
+    return {{"stable", false}, {"latency_ms", nullptr}, {"wait_ms", nullptr},
+            {"service_ms", nullptr}, {"utilization", nullptr}};
+  }
+  return {{"stable", true}, {"latency_ms", p.latency_ms}, {"wait_ms", p.wait_ms},
+          {"service_ms", p.service_ms}, {"utilization", p.utilization}};
+}
+
+// Shortest text that reads back to the same double.
+std::string num(double x) {
+  char buf[32];
+  double back = 0;
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+    if (std::sscanf(buf, "%lf", &back) == 1 && back == x) break;
+  }
+  return buf;
+}
+
+StatusOr<TableEntry> entry_from_json(const json& e, const std::string& where) {
+  TableEntry entry;
+  SERF_ASSIGN_OR_RETURN(entry.rate_per_s, get_number(e, "rate", where));
+  SERF_ASSIGN_OR_RETURN(const json* stable, get_field(e, "stable", where));
+  if (!stable->is_boolean()) return InvalidArgument(field_path(where, "stable") + ": expected true or false");
+  entry.stable = stable->get<bool>();
+  if (!entry.stable) return entry;
+  SERF_ASSIGN_OR_RETURN(entry.config.service, get_int(e, "service", where));
+  SERF_ASSIGN_OR_RETURN(entry.config.inter, get_int(e, "inter", where));
+  SERF_ASSIGN_OR_RETURN(entry.config.intra, get_int(e, "intra", where));
+  if (entry.config.service < 1 || entry.config.inter < 1 || entry.config.intra < 1) {
+    return InvalidArgument(where + ": service, inter and intra must be >= 1");
+  }
+  SERF_ASSIGN_OR_RETURN(entry.units, get_int(e, "units", where));
+  SERF_ASSIGN_OR_RETURN(entry.unit_rate_per_s, get_number(e, "unit_rate_per_s", where));
+  SERF_ASSIGN_OR_RETURN(entry.score_ms, get_number(e, "score_ms", where));
+  Prediction& p = entry.prediction;
+  p.stable = true;
+  SERF_ASSIGN_OR_RETURN(p.latency_ms, get_number(e, "latency_ms", where));
+  SERF_ASSIGN_OR_RETURN(p.wait_ms, get_number(e, "wait_ms", where));
+  SERF_ASSIGN_OR_RETURN(p.service_ms, get_number(e, "service_ms", where));
+  SERF_ASSIGN_OR_RETURN(p.utilization, get_number(e, "utilization", where));
+  return entry;
+}
+
+}  // namespace
+
+json table_to_json(const ConfigurationTable& table) {
+  json entries = json::array();
+  for (const TableEntry& e : table.entries) {
+    json row = {{"rate", e.rate_per_s}};
+    if (e.stable) {
+      row["service"] = e.config.service;
+      row["inter"] = e.config.inter;
+      row["intra"] = e.config.intra;
+      row["units"] = e.units;
+      row["unit_rate_per_s"] = e.unit_rate_per_s;
+      row["score_ms"] = e.score_ms;
+    } else {
+      row["service"] = row["inter"] = row["intra"] = nullptr;
+    }
+    row.update(prediction_fields(e.stable ? e.prediction : Prediction{}));
+    entries.push_back(std::move(row));
+  }
+  json doc = {{"format", kTableFormat},     {"model", table.model},
+              {"queue", to_string(table.queue)}, {"objective", table.objective},
+              {"nodes", table.nodes},       {"cores_per_node", table.cores_per_node}};
+  if (table.illustrative) doc["illustrative"] = true;
+  doc["entries"] = std::move(entries);
+  if (!table.configurations.empty()) {
+    json all = json::array();
+    for (size_t k = 0; k < table.configurations.size(); ++k) {
+      const Configuration& c = table.configurations[k];
+      json latency = json::array();
+      for (const Prediction& p : table.predictions[k]) {
+        latency.push_back(p.stable ? json(p.latency_ms) : json(nullptr));
+      }
+      all.push_back({{"service", c.service}, {"inter", c.inter}, {"intra", c.intra},
+                     {"latency_ms", std::move(latency)}});
+    }
+    doc["all"] = std::move(all);
+  }
+  return doc;
+}
+
+StatusOr<ConfigurationTable> table_from_json(const json& doc, const std::string& source) {
+  auto parse = [&]() -> StatusOr<ConfigurationTable> {
+    ConfigurationTable t;
+    SERF_ASSIGN_OR_RETURN(std::string format, get_string(doc, "format", ""));
+    if (format != kTableFormat) {
+      return InvalidArgument("format is '" + format + "', expected '" + kTableFormat + "'");
+    }
+    SERF_ASSIGN_OR_RETURN(t.model, get_string(doc, "model", ""));
+    SERF_ASSIGN_OR_RETURN(std::string queue, get_string(doc, "queue", ""));
+    auto kind = parse_queue_kind(queue);
+    if (!kind.ok()) return kind.status().with_context("queue");
+    t.queue = *kind;
+    SERF_ASSIGN_OR_RETURN(t.objective, get_string(doc, "objective", ""));
+    SERF_ASSIGN_OR_RETURN(t.nodes, get_int(doc, "nodes", ""));
+    SERF_ASSIGN_OR_RETURN(t.cores_per_node, get_int(doc, "cores_per_node", ""));
+    if (t.nodes < 1 || t.cores_per_node < 1) {
+      return InvalidArgument("nodes and cores_per_node must be >= 1");
+    }
+    if (auto it = doc.find("illustrative"); it != doc.end() && it->is_boolean()) {
+      t.illustrative = it->get<bool>();
+    }
+    SERF_ASSIGN_OR_RETURN(const json* entries, get_array(doc, "entries", ""));
+    for (size_t k = 0; k < entries->size(); ++k) {
+      SERF_ASSIGN_OR_RETURN(TableEntry e, entry_from_json((*entries)[k], index_path("entries", k)));
+      t.entries.push_back(e);
+    }
+    std::vector<double> rates;
+    for (const TableEntry& e : t.entries) rates.push_back(e.rate_per_s);
+    SERF_RETURN_IF_ERROR(validate_rates(rates, "entries"));
+    return t;
+  };
+  StatusOr<ConfigurationTable> t = parse();
+  if (!t.ok()) return t.status().with_context(source);
+  return t;
+}
+
+std::string table_to_csv(const ConfigurationTable& table) {
+  std::ostringstream os;
+  os << "rate_per_s,stable,service,inter,intra,units,unit_rate_per_s,latency_ms,wait_ms,service_ms,"
+        "utilization\n";
+  for (const TableEntry& e : table.entries) {
+    os << num(e.rate_per_s);
+    if (e.stable) {
+      const Prediction& p = e.prediction;
+      os << ",true," << e.config.service << "," << e.config.inter << "," << e.config.intra << ","
+         << e.units << "," << num(e.unit_rate_per_s) << "," << num(p.latency_ms) << ","
+         << num(p.wait_ms) << "," << num(p.service_ms) << "," << num(p.utilization) << "\n";
+    } else {
+      os << ",false,,,,,,,,,\n";
+    }
+  }
+  return os.str();
+}
+
+std::string all_predictions_to_csv(const ConfigurationTable& table) {
+  if (table.configurations.empty()) return "";
+  std::ostringstream os;
+  os << "rate_per_s,service,inter,intra,stable,latency_ms,wait_ms,service_ms,utilization\n";
+  for (size_t k = 0; k < table.configurations.size(); ++k) {
+    const Configuration& c = table.configurations[k];
+    for (size_t r = 0; r < table.entries.size(); ++r) {
+      const Prediction& p = table.predictions[k][r];
+      os << num(table.entries[r].rate_per_s) << "," << c.service << "," << c.inter << ","
+         << c.intra;
+      if (p.stable) {
+        os << ",true," << num(p.latency_ms) << "," << num(p.wait_ms) << "," << num(p.service_ms)
+           << "," << num(p.utilization) << "\n";
+      } else {
+        os << ",false,,,,\n";
+      }
+    }
+  }
+  return os.str();
+}
+
+std::string csv_path_for(const std::string& table_path, const std::string& suffix) {
+  const std::string ext = ".json";
+  if (table_path.size() > ext.size() &&
+      table_path.compare(table_path.size() - ext.size(), ext.size(), ext) == 0) {
+    return table_path.substr(0, table_path.size() - ext.size()) + suffix;
+  }
+  return table_path + suffix;
+}
+
+StatusOr<std::vector<std::string>> save_table(const ConfigurationTable& table,
+                                              const std::string& path) {
+  std::vector<std::string> written;
+  SERF_RETURN_IF_ERROR(write_text_file(path, table_to_json(table).dump(1) + "\n"));
+  written.push_back(path);
+  const std::string csv = csv_path_for(path);
+  SERF_RETURN_IF_ERROR(write_text_file(csv, table_to_csv(table)));
+  written.push_back(csv);
+  if (!table.configurations.empty()) {
+    const std::string all = csv_path_for(path, ".all.csv");
+    SERF_RETURN_IF_ERROR(write_text_file(all, all_predictions_to_csv(table)));
+    written.push_back(all);
+  }
+  return written;
+}
+
+StatusOr<ConfigurationTable> load_table(const std::string& path) {
+  SERF_ASSIGN_OR_RETURN(json doc, read_json_file(path));
+  return table_from_json(doc, path);
+}
+
+}  // namespace serf::io

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# CLI contract of predict/plan/size/capacity: bad input is one line on stderr naming the problem
+# with exit 2; an SLO no cluster meets is exit 3; the commands agree with each other.
+# Usage: queue_cli_test.sh SERF_BINARY EXAMPLE_PROFILE
+set -uo pipefail
+serf="$1"
+profile="$2"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect CODE PATTERN -- ARGS...: exit code CODE, exactly one stderr line containing PATTERN.
+expect() {
+  local code="$1" pattern="$2"
+  shift 3
+  "$serf" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  local lines
+  lines=$(wc -l <"$tmp/err")
+  if [[ $rc -ne $code ]]; then fail "serf $* -> exit $rc, want $code ($(cat "$tmp/err"))"; return; fi
+  if [[ $lines -ne 1 ]]; then fail "serf $* -> $lines stderr lines, want 1: $(cat "$tmp/err")"; return; fi
+  if ! grep -qF -- "$pattern" "$tmp/err"; then fail "serf $* -> '$(cat "$tmp/err")' lacks '$pattern'"; fi
+  if grep -qiE '\bnan\b|\binf\b' "$tmp/out"; then fail "serf $* printed NaN/inf"; fi
+}
+
+P=(--profile "$profile")
+cfg=(--service 2 --inter 1 --intra 4)
+
+# --- bad input: exit 2, one line naming the problem -------------------------------------------
+expect 2 "--rate must be finite and > 0" -- predict "${P[@]}" "${cfg[@]}" --rate 0
+expect 2 "--rate must be finite and > 0" -- predict "${P[@]}" "${cfg[@]}" --rate -3
+expect 2 "--rate must be finite and > 0" -- predict "${P[@]}" "${cfg[@]}" --rate inf
+expect 2 "--rate must be finite and > 0" -- predict "${P[@]}" "${cfg[@]}" --rate nan
+expect 2 "--rate" -- predict "${P[@]}" "${cfg[@]}" --rate abc
+expect 2 "--service must be >= 1" -- predict "${P[@]}" --service 0 --inter 1 --intra 1 --rate 1
+expect 2 "--inter must be >= 1" -- predict "${P[@]}" --service 1 --inter 0 --intra 1 --rate 1
+expect 2 "--intra must be >= 1" -- predict "${P[@]}" --service 1 --inter 1 --intra -1 --rate 1
+expect 2 "needs K = 4 nodes per request but the cluster has 2" -- predict "${P[@]}" --service 1 --inter 4 --intra 1 --rate 1 --nodes 2
+expect 2 "needs c*T = 12 threads per node but a node has 8 cores" -- predict "${P[@]}" --service 3 --inter 1 --intra 4 --rate 1
+expect 2 "profile has no tuple (i=1, K=3, T=1)" -- predict "${P[@]}" --service 1 --inter 3 --intra 1 --rate 1
+expect 2 "--nodes must be >= 1" -- predict "${P[@]}" "${cfg[@]}" --rate 1 --nodes 0
+expect 2 "unknown queue model 'mg1'" -- predict "${P[@]}" "${cfg[@]}" --rate 1 --queue mg1
+expect 2 "cannot open file" -- predict --profile "$tmp/missing.json" "${cfg[@]}" --rate 1
+expect 2 "required" -- predict "${P[@]}" --service 1 --inter 1 --rate 1
+echo '{"format":"serf-profile/1",' >"$tmp/broken.json"
+expect 2 "malformed JSON" -- predict --profile "$tmp/broken.json" "${cfg[@]}" --rate 1
+sed 's/serf-profile\/1/serf-profile\/9/' "$profile" >"$tmp/format.json"
+expect 2 "format is 'serf-profile/9'" -- predict --profile "$tmp/format.json" "${cfg[@]}" --rate 1
+sed '0,/"mean_ms": [0-9.]*/s//"mean_ms": -4/' "$profile" >"$tmp/neg.json"
+expect 2 "tuples[0].mean_ms must be finite and > 0" -- predict --profile "$tmp/neg.json" "${cfg[@]}" --rate 1
+sed '0,/"scv": [0-9.]*/s//"scv": -1/' "$profile" >"$tmp/scv.json"
+expect 2 "tuples[0].scv" -- plan --profile "$tmp/scv.json" --rates 1 --out "$tmp/t.json"
+sed 's/"nodes": 20/"nodes": 0/' "$profile" >"$tmp/nodes.json"
+expect 2 "hardware.nodes must be >= 1" -- capacity --profile "$tmp/nodes.json" --slo-ms 500
+sed '0,/"service": 1/s//"service": "one"/' "$profile" >"$tmp/type.json"
+expect 2 "tuples[0].service: expected an integer" -- size --profile "$tmp/type.json" --rate 1 --slo-ms 500
+expect 2 "--rates: '5:1:1': stop is below start" -- plan "${P[@]}" --rates 5:1:1 --out "$tmp/t.json"
+expect 2 "--rates: '1,x': 'x' is not a number" -- plan "${P[@]}" --rates 1,x --out "$tmp/t.json"
+expect 2 "--rates: '0:5:1': rate '0' must be finite and > 0" -- plan "${P[@]}" --rates 0:5:1 --out "$tmp/t.json"
+expect 2 "cannot write file" -- plan "${P[@]}" --rates 1:5:1 --out "$tmp/no/such/dir/t.json"
+expect 2 "--slo-ms must be finite and > 0" -- size "${P[@]}" --rate 1 --slo-ms 0
+expect 2 "give exactly one of --rate R or --rates SPEC" -- size "${P[@]}" --slo-ms 500
+expect 2 "give exactly one of --rate R or --rates SPEC" -- size "${P[@]}" --slo-ms 500 --rate 1 --rates 1,2
+expect 2 "--max-nodes must be >= 1" -- size "${P[@]}" --rate 1 --slo-ms 500 --max-nodes 0
+expect 2 "--slo-ms must be finite and > 0" -- capacity "${P[@]}" --slo-ms -1
+
+# --- infeasible: exit 3 with the best latency reachable ----------------------------------------
+expect 3 "the best reachable is" -- size "${P[@]}" --rate 5 --slo-ms 100
+expect 3 "no configuration is even stable" -- size "${P[@]}" --rate 1000 --slo-ms 500 --max-nodes 4
+expect 3 "even at vanishing load" -- capacity "${P[@]}" --slo-ms 100
+
+# --- consistency on the example profile ---------------------------------------------------------
+json_field() { /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+
+"$serf" predict "${P[@]}" "${cfg[@]}" --rate 10 --json >"$tmp/p.json" || fail "predict --json"
+[[ $(json_field '["units"]' <"$tmp/p.json") == 20 ]] || fail "predict: 20 units of K=1"
+[[ $(json_field '["unit_rate_per_s"]' <"$tmp/p.json") == 0.5 ]] || fail "predict: unit rate 10/20"
+"$serf" predict "${P[@]}" "${cfg[@]}" --rate 1000 --json >"$tmp/u.json" || fail "predict unstable"
+[[ $(json_field '["stable"]' <"$tmp/u.json") == False ]] || fail "predict: overload is unstable"
+[[ $(json_field '["latency_ms"]' <"$tmp/u.json") == None ]] || fail "predict: unstable has null latency"
+
+"$serf" plan "${P[@]}" --rates 1:40:1 --all --out "$tmp/table.json" >"$tmp/plan.txt" || fail "plan"
+[[ -f "$tmp/table.csv" && -f "$tmp/table.all.csv" ]] || fail "plan: CSVs beside the table"
+[[ $(wc -l <"$tmp/table.csv") == 41 ]] || fail "plan: one CSV row per level"
+# The planner's choice at 12/s is what predict says for that configuration.
+read -r c k t w < <(json_field '["entries"][11]' <"$tmp/table.json" | /usr/bin/python3 -c \
+  "import ast,sys; e=ast.literal_eval(sys.stdin.read()); print(e['service'],e['inter'],e['intra'],e['latency_ms'])")
+"$serf" predict "${P[@]}" --service "$c" --inter "$k" --intra "$t" --rate 12 --json >"$tmp/p12.json"
+/usr/bin/python3 - "$tmp/p12.json" "$w" <<'PY' || fail "plan and predict disagree at 12/s"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert abs(p["latency_ms"] - float(sys.argv[2])) < 1e-9 * p["latency_ms"], (p, sys.argv[2])
+PY
+
+# Capacity of 20 nodes at a 600 ms SLO; sizing just below it needs <= 20 nodes, just above > 20.
+"$serf" capacity "${P[@]}" --slo-ms 600 --json >"$tmp/cap.json" || fail "capacity"
+cap=$(json_field '["rate_per_s"]' <"$tmp/cap.json")
+[[ $(json_field '["latency_ms"] <= 600' <"$tmp/cap.json") == True ]] || fail "capacity above the SLO"
+below=$(/usr/bin/python3 -c "print($cap * 0.999)")
+above=$(/usr/bin/python3 -c "print($cap * 1.001)")
+"$serf" size "${P[@]}" --rate "$below" --slo-ms 600 --json >"$tmp/s1.json" || fail "size below capacity"
+[[ $(json_field '["nodes"] <= 20' <"$tmp/s1.json") == True ]] || fail "size below capacity needs > 20 nodes"
+"$serf" size "${P[@]}" --rate "$above" --slo-ms 600 --json >"$tmp/s2.json" || fail "size above capacity"
+[[ $(json_field '["nodes"] > 20' <"$tmp/s2.json") == True ]] || fail "size above capacity fits in 20 nodes"
+"$serf" size "${P[@]}" --rates 5:40:5 --slo-ms 800 --json >"$tmp/rows.json" || fail "size --rates"
+/usr/bin/python3 - "$tmp/rows.json" <<'PY' || fail "size --rates: nodes must not fall as load grows"
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+nodes = [r["nodes"] for r in rows]
+assert len(rows) == 8 and all(r["feasible"] for r in rows), rows
+assert nodes == sorted(nodes), nodes
+PY
+for q in md-interf mm-interf mdc mmc allen-cunneen mdc-exact; do
+  "$serf" predict "${P[@]}" "${cfg[@]}" --rate 10 --queue "$q" --json >"$tmp/q.json" || fail "predict --queue $q"
+done
+
+if [[ $failures -ne 0 ]]; then echo "$failures failure(s)"; exit 1; fi
+echo "all CLI checks passed"

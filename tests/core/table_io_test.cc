@@ -1,0 +1,73 @@
+#include <catch2/catch.hpp>
+
+#include "serf/io/table_io.h"
+
+using namespace serf;
+
+namespace {
+
+ConfigurationTable example_table() {
+  ConfigurationTable t;
+  t.model = "toy";
+  t.nodes = 4;
+  t.cores_per_node = 8;
+  TableEntry a;
+  a.rate_per_s = 1.5;
+  a.stable = true;
+  a.config = {2, 1, 4};
+  a.units = 4;
+  a.unit_rate_per_s = 0.375;
+  a.prediction = {true, 120.5, 20.25, 100.25, 0.4};
+  a.score_ms = 120.5;
+  TableEntry b;
+  b.rate_per_s = 99.0;  // overloaded: no configuration is stable
+  t.entries = {a, b};
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("tables round-trip through serf-table/1 JSON", "[io][table]") {
+  const auto doc = io::table_to_json(example_table());
+  CHECK(doc["format"] == "serf-table/1");
+  CHECK(doc["queue"] == "md-interf");
+  CHECK(doc["entries"][0]["service"] == 2);
+  CHECK(doc["entries"][0]["latency_ms"] == 120.5);
+  CHECK(doc["entries"][1]["stable"] == false);
+  CHECK(doc["entries"][1]["service"].is_null());
+  CHECK(doc["entries"][1]["latency_ms"].is_null());
+  auto back = io::table_from_json(doc, "t.json");
+  REQUIRE(back.ok());
+  REQUIRE(back->entries.size() == 2);
+  CHECK(back->entries[0].config == Configuration{2, 1, 4});
+  CHECK(back->entries[0].prediction.wait_ms == 20.25);
+  CHECK_FALSE(back->entries[1].stable);
+  CHECK(back->lookup(2.0).entry->rate_per_s == 99.0);
+}
+
+TEST_CASE("bad tables name the field", "[io][table]") {
+  auto doc = io::table_to_json(example_table());
+  doc["entries"][0]["inter"] = "two";
+  auto r = io::table_from_json(doc, "t.json");
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("t.json: entries[0].inter"));
+  doc = io::table_to_json(example_table());
+  doc["entries"][1]["rate"] = 1.0;
+  CHECK_THAT(io::table_from_json(doc, "t.json").status().message(), Catch::Contains("ascending"));
+  doc = io::table_to_json(example_table());
+  doc["queue"] = "mg1";
+  CHECK_THAT(io::table_from_json(doc, "t.json").status().message(), Catch::Contains("queue"));
+}
+
+TEST_CASE("CSV beside the table", "[io][table]") {
+  const std::string csv = io::table_to_csv(example_table());
+  CHECK(csv ==
+        "rate_per_s,stable,service,inter,intra,units,unit_rate_per_s,latency_ms,wait_ms,"
+        "service_ms,utilization\n"
+        "1.5,true,2,1,4,4,0.375,120.5,20.25,100.25,0.4\n"
+        "99,false,,,,,,,,,\n");
+  CHECK(io::csv_path_for("out/t.json") == "out/t.csv");
+  CHECK(io::csv_path_for("out/t.json", ".all.csv") == "out/t.all.csv");
+  CHECK(io::csv_path_for("table") == "table.csv");
+  CHECK(io::all_predictions_to_csv(example_table()).empty());
+}
