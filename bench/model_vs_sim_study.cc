@@ -15,6 +15,7 @@
 
 #include "serf/core/queue_model.h"
 #include "serf/core/tail_latency.h"
+#include "serf/core/tail_objective.h"
 #include "serf/sim/simulator.h"
 
 namespace {
@@ -72,24 +73,43 @@ std::string run_task(const Task& t, double scale) {
   auto mm = serf::QueueModel::Create(serf::QueueKind::kMmInterf, means, t.profile->scv);
   auto mdc = serf::QueueModel::Create(serf::QueueKind::kMdc, means, t.profile->scv);
   if (!sim.ok() || !md.ok() || !mm.ok() || !mdc.ok()) return "";
-  const double unit_scv = serf::split_arrival_scv(t.arrival_scv, t.units);
-  const double factor = serf::arrival_scv_wait_factor(unit_scv, t.profile->scv);
-  const serf::Prediction pmd = serf::scale_wait(md->predict(t.c, lambda_unit), factor);
+  // The model side goes through the planner's objective, exactly as `serf plan --objective p99
+  // --arrival-scv X` evaluates a configuration (K = 1, so `units` nodes hold `units` units).
+  serf::Profile profile;
+  profile.hardware = {t.units, 64};
+  for (int i = 1; i <= t.c; ++i) {
+    profile.tuples.push_back({{i, 1, 1}, means[static_cast<size_t>(i - 1)], t.profile->scv, 1, 0});
+  }
+  profile.reindex();
+  const serf::ConfigurationFamily family{1, 1, t.c, *md};
+  serf::LatencyObjectiveOptions oo;
+  oo.percentile = 99;
+  oo.arrival_scv = t.arrival_scv;
+  oo.nodes = t.units;
+  auto objective = serf::LatencyObjective::Create(profile, oo);
+  if (!objective.ok()) return "";
+  const serf::LatencyObjective& obj = **objective;
+  const serf::Prediction raw = md->predict(t.c, lambda_unit);
+  const serf::Prediction pmd = obj.corrected(family, t.c, raw);
+  const double model_p99 = obj.score_ms(family, t.c, lambda_unit, raw);
+  const double unit_scv = obj.unit_arrival_scv(family);
   const serf::Prediction pmm = serf::scale_wait(mm->predict(t.c, lambda_unit),
                                                 serf::arrival_scv_wait_factor(unit_scv, 1.0));
-  const serf::Prediction pdc = serf::scale_wait(mdc->predict(t.c, lambda_unit), factor);
-  const auto tail = serf::LatencyTail::Create(*md, t.c, lambda_unit, levels, factor);
+  const serf::Prediction pdc =
+      serf::scale_wait(mdc->predict(t.c, lambda_unit), obj.wait_factor(family, t.c));
+  const auto tail = serf::LatencyTail::Create(*md, t.c, lambda_unit, levels,
+                                              obj.tail_wait_factor(family, t.c));
   if (!tail.ok()) return "";
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "%d,%.4f,%.4f,%.4f,%d,%.2f,%s,%.3f,%d,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,"
-                "%.6g,%.6g\n",
+                "%.6g,%.6g,%.6g\n",
                 t.profile->id, t.profile->a, t.profile->b, t.profile->scv, t.c, t.rho,
                 serf::sim::service_semantics_name(t.semantics), t.arrival_scv, t.units,
                 static_cast<long long>(sim->requests), sim->latency_ms, sim->latency_ci95_ms,
                 sim->p99_ms, sim->wait_probability, pmd.latency_ms,
-                tail->latency_quantile_ms(0.99), tail->wait_probability(), pmm.latency_ms,
-                pdc.latency_ms, sim->wait_ms);
+                model_p99, tail->wait_probability(), pmm.latency_ms, pdc.latency_ms, sim->wait_ms,
+                tail->mean_latency_ms());
   return buf;
 }
 
@@ -134,7 +154,7 @@ int main(int argc, char** argv) {
   std::printf(
       "profile,interference_a,interference_b,scv,c,rho,semantics,arrival_scv,units,requests,"
       "sim_latency_ms,sim_ci95_ms,sim_p99_ms,sim_wait_probability,model_latency_ms,model_p99_ms,"
-      "model_wait_probability,mm_interf_latency_ms,mdc_latency_ms,sim_wait_ms\n");
+      "model_wait_probability,mm_interf_latency_ms,mdc_latency_ms,sim_wait_ms,tail_mean_ms\n");
   for (const Task& t : tasks) std::fputs(t.row.c_str(), stdout);
   return 0;
 }

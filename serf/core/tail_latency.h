@@ -15,7 +15,8 @@
 // exponential (scv_V = 1) in heavy traffic, where the conditional wait of M/G/c is asymptotically
 // exponential, and in light traffic the SCV of the minimum of c residual service times (scv_R is
 // the SCV of one residual time; 1/3 for deterministic service, where the minimum of c residuals
-// has SCV c/(c+2) exactly). For M/M/c (exponential service, no interference) it is exact.
+// has SCV c/(c+2) exactly). V + S_c is taken as a shifted Gamma with the same first three
+// cumulants. For M/M/c (exponential service, no interference) the wait distribution is exact.
 
 #include <vector>
 
@@ -38,7 +39,7 @@ class LatencyTail {
   double mean_latency_ms() const;
   // P(latency <= x_ms).
   double latency_cdf(double x_ms) const;
-  // The q-quantile (0 < q < 1) of the latency, e.g. q = 0.99 for p99; within 1e-9 relative.
+  // The q-quantile (0 < q < 1) of the latency, e.g. q = 0.99 for p99; within 1e-6 relative.
   double latency_quantile_ms(double q) const;
   // The q-quantile of the wait (0 when q <= 1 - P_w).
   double wait_quantile_ms(double q) const;
@@ -51,6 +52,7 @@ class LatencyTail {
   std::vector<ServiceLevel> levels_;
   double p_wait_ = 0, wait_ms_ = 0;
   double v_shape_ = 1, v_scale_ms_ = 0;  // V ~ Gamma(shape, scale), mean W_q / P_w
+  double q_shape_ = 1, q_scale_ms_ = 1, shift_ms_ = 0;  // V + S_c ~ shift + Gamma(shape, scale)
 };
 
 // Bursty arrivals. A renewal stream with gap SCV ca2 split uniformly at random over `units` units
@@ -64,6 +66,11 @@ double split_arrival_scv(double arrival_scv, int units);
 double arrival_scv_wait_factor(double unit_arrival_scv, double service_scv);
 // The service SCV `arrival_scv_wait_factor` needs for `kind` with the profiled SCV of tuple c.
 double model_service_scv(QueueKind kind, double profiled_scv_c);
+// The service-SCV correction the tail approximation adds: the model's W_q assumes service SCV
+// `assumed` (0 for md-interf, mdc, mdc-exact; 1 for mm-interf, mmc; the profiled one for
+// Allen-Cunneen) while the profile measured `profiled`: W_q scales by (1 + profiled)/(1 + assumed)
+// (Allen-Cunneen again). Not applied to the mean objective, which stays the paper's.
+double service_scv_wait_factor(QueueKind kind, double profiled_scv_c);
 // The prediction with W_q scaled by `factor` (W = S + W_q).
 Prediction scale_wait(Prediction p, double factor);
 
