@@ -131,18 +131,19 @@ Status run_predict(const PredictFlags& f) {
   // Beyond the paper: bursty arrivals scale the wait; a percentile comes from the tail model.
   SERF_ASSIGN_OR_RETURN(auto objective, f.tail.make(profile, nodes));
   double percentile_ms = 0;
-  if (objective != nullptr && p.stable) {
+  if (objective && p.stable) {
     const ConfigurationFamily family{config.inter, config.intra, config.service, model};
     if (objective->options().percentile > 0) {
-      percentile_ms = objective->score_ms(family, config.service, unit_rate, p);
+      percentile_ms = objective.get()->score_ms(family, config.service, unit_rate, p);
     }
     p = objective->corrected(family, config.service, p);
   }
   if (f.common.json) {
     json out = prediction_json(p);
     if (percentile_ms > 0) out["percentile_ms"] = percentile_ms;
-    if (objective != nullptr) {
-      out.update({{"percentile", f.tail.percentile}, {"arrival_scv", f.tail.arrival_scv}});
+    if (objective) {
+      out.update({{"percentile", f.tail.percentile}, {"arrival_scv", f.tail.arrival_scv},
+                  {"simulated", objective.simulations() > 0}});
     }
     out.update({{"service", config.service}, {"inter", config.inter}, {"intra", config.intra},
                 {"nodes", nodes}, {"rate_per_s", f.rate}, {"units", units},
@@ -157,6 +158,7 @@ Status run_predict(const PredictFlags& f) {
   if (p.stable) {
     std::cout << "model " << to_string(kind) << ": " << breakdown(p) << "\n";
     if (percentile_ms > 0) std::cout << f.tail.what() << ": " << ms(percentile_ms) << "\n";
+    std::cout << objective.note();
   } else {
     std::cout << "model " << to_string(kind) << ": UNSTABLE: a unit serves at most "
               << rate_text(model.max_rate_per_s(config.service))
@@ -214,7 +216,7 @@ Status run_plan(const PlanFlags& f) {
   }
   std::cout << "wrote";
   for (const std::string& w : written) std::cout << " " << w;
-  std::cout << "\n" << illustrative_note(profile);
+  std::cout << "\n" << objective.note() << illustrative_note(profile);
   return Status::Ok();
 }
 
@@ -273,7 +275,7 @@ Status run_size(const SizeFlags& f) {
               << rate_text(r.unit_rate_per_s) << "; predicted " << breakdown(r.prediction)
               << " (model " << to_string(kind) << ")\n"
               << (objective ? "predicted " + f.tail.what() + ": " + ms(r.score_ms) + "\n" : "")
-              << illustrative_note(profile);
+              << objective.note() << illustrative_note(profile);
     return Status::Ok();
   }
 
@@ -302,7 +304,7 @@ Status run_size(const SizeFlags& f) {
                              : "not even stable");
       }
     }
-    std::cout << illustrative_note(profile);
+    std::cout << objective.note() << illustrative_note(profile);
   }
   if (infeasible > 0) {
     return Infeasible(std::to_string(infeasible) + " of " + std::to_string(rows.size()) +
@@ -336,7 +338,7 @@ Status run_capacity(const CapacityFlags& f) {
                 {"units", r.units}, {"unit_rate_per_s", r.unit_rate_per_s},
                 {"queue", to_string(kind)}};
     out.update(prediction_json(r.prediction));
-    if (objective != nullptr) out.update({{"objective", objective->name()}, {"score_ms", r.score_ms}});
+    if (objective) out.update({{"objective", objective->name()}, {"score_ms", r.score_ms}});
     std::cout << out.dump() << "\n";
     return Status::Ok();
   }
@@ -347,7 +349,7 @@ Status run_capacity(const CapacityFlags& f) {
             << rate_text(r.unit_rate_per_s) << "; predicted " << breakdown(r.prediction)
             << " (model " << to_string(kind) << ")\n"
             << (objective ? "predicted " + f.tail.what() + ": " + ms(r.score_ms) + "\n" : "")
-            << illustrative_note(profile);
+            << objective.note() << illustrative_note(profile);
   return Status::Ok();
 }
 

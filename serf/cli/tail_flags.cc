@@ -5,6 +5,18 @@
 
 namespace serf::cli {
 
+const Objective* TailObjective::get() const {
+  if (fallback_ != nullptr) return fallback_.get();
+  return analytic_.get();
+}
+
+std::string TailObjective::note() const {
+  if (fallback_ == nullptr || fallback_->simulations() == 0) return "";
+  return "note: " + std::to_string(fallback_->simulations()) +
+         " evaluation(s) were simulated where the analytic approximation is known to be poor "
+         "(docs/simulation.md; --tail-method model to skip)\n";
+}
+
 void TailFlags::add_objective(CLI::App* sub) {
   objective_opt = sub->add_option(
       "--objective", objective,
@@ -24,10 +36,16 @@ void TailFlags::add_arrival_scv(CLI::App* sub) {
                   "squared coefficient of variation of the inter-arrival gaps of the cluster-wide "
                   "stream (dimensionless; 1 Poisson, the default; > 1 bursty; Allen-Cunneen "
                   "correction of the wait)");
+  sub->add_option("--tail-method", tail_method,
+                  "auto: simulate configurations where the tail/bursty approximation is known to "
+                  "be poor (docs/simulation.md); model: the analytic approximation only")
+      ->capture_default_str();
 }
 
-StatusOr<std::unique_ptr<LatencyObjective>> TailFlags::make(const Profile& profile,
-                                                            int nodes) const {
+StatusOr<TailObjective> TailFlags::make(const Profile& profile, int nodes) const {
+  if (tail_method != "auto" && tail_method != "model") {
+    return InvalidArgument("--tail-method must be auto or model (got '" + tail_method + "')");
+  }
   LatencyObjectiveOptions o;
   o.arrival_scv = arrival_scv;
   o.nodes = nodes;
@@ -51,8 +69,13 @@ StatusOr<std::unique_ptr<LatencyObjective>> TailFlags::make(const Profile& profi
     }
     o.percentile = percentile;
   }
-  if (o.percentile == 0 && o.arrival_scv == 1.0) return std::unique_ptr<LatencyObjective>();
-  return LatencyObjective::Create(profile, o);
+  TailObjective out;
+  if (o.percentile == 0 && o.arrival_scv == 1.0) return out;
+  SERF_ASSIGN_OR_RETURN(out.analytic_, LatencyObjective::Create(profile, o));
+  if (tail_method == "auto") {
+    out.fallback_ = std::make_unique<sim::SimulationFallbackObjective>(*out.analytic_);
+  }
+  return out;
 }
 
 std::string TailFlags::what() const {

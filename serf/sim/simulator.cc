@@ -74,7 +74,7 @@ class Recorder {
     ++n_;
   }
 
-  SimulationResult result() const {
+  SimulationResult result(double percentile) const {
     SimulationResult r;
     const double n = static_cast<double>(n_);
     r.requests = n_;
@@ -86,6 +86,7 @@ class Recorder {
     r.p99_ms = latency_hist_.quantile(0.99);
     r.p999_ms = latency_hist_.quantile(0.999);
     r.wait_p99_ms = wait_hist_.quantile(0.99);
+    if (percentile > 0) r.percentile_ms = latency_hist_.quantile(percentile / 100.0);
     r.wait_probability = static_cast<double>(waited_) / n;
     // Batch means: the batches' mean latencies are close to independent when a batch is much
     // longer than the queue's correlation time.
@@ -250,7 +251,7 @@ SimulationResult run(const SimulationOptions& o, ArrivalProcess arrivals, std::v
     units[static_cast<size_t>(u)].arrive(t_ms, id, rng, rec);
   }
   for (Unit& u : units) u.drain(rng, rec);
-  SimulationResult r = rec.result();
+  SimulationResult r = rec.result(o.percentile);
   r.simulated_s = t_ms / 1000.0;
   r.utilization = offered_utilization(o);
   return r;
@@ -269,6 +270,9 @@ StatusOr<SimulationResult> simulate(const SimulationOptions& o) {
   }
   if (o.units < 1) return InvalidArgument("the cluster needs at least one serving unit");
   if (o.batches < 2) return InvalidArgument("batch means need at least 2 batches");
+  if (!(o.percentile >= 0 && o.percentile < 100)) {
+    return InvalidArgument("percentile must be in (0, 100), or 0 for none");
+  }
   const int64_t warmup = o.warmup < 0 ? o.requests / 10 : o.warmup;
   if (o.requests - warmup < 10LL * o.batches) {
     return InvalidArgument("too few requests: " + std::to_string(o.requests) + " with warm-up " +

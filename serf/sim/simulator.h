@@ -47,6 +47,7 @@ struct SimulationOptions {
   int64_t warmup = -1;  // requests discarded at the start; -1: requests / 10
   uint64_t seed = 1;
   int batches = 32;
+  double percentile = 0;  // also report this latency percentile (0 < percentile < 100), if > 0
 };
 
 struct SimulationResult {
@@ -54,6 +55,7 @@ struct SimulationResult {
   double latency_ms = 0, wait_ms = 0, service_ms = 0;  // means
   double p50_ms = 0, p90_ms = 0, p99_ms = 0, p999_ms = 0;  // latency percentiles
   double wait_p99_ms = 0;
+  double percentile_ms = 0;  // options.percentile's latency percentile (0 when not asked)
   double latency_ci95_ms = 0;  // half-width of the 95% confidence interval of latency_ms
   double wait_probability = 0;  // fraction of measured requests that queued
   double utilization = 0;       // offered load per unit: lambda_unit / (c mu_c)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "serf/core/tail_objective.h"
+#include "serf/sim/fallback_objective.h"
 #include "serf/sim/simulator.h"
 
 namespace {
@@ -169,4 +170,52 @@ TEST_CASE("the unit arrival SCV of a split stream", "[tail]") {
   CHECK(serf::split_arrival_scv(0.0, 2) == Approx(0.5));
   CHECK(serf::arrival_scv_wait_factor(1.0, 0.3) == Approx(1.0));
   CHECK(serf::arrival_scv_wait_factor(4.0, 0.0) == Approx(4.0));
+}
+
+TEST_CASE("the simulator fallback answers where the approximation is poor, and only there",
+          "[tail][sim]") {
+  const serf::sim::FallbackRegion region;
+  CHECK(region.poor(4.0, 8, 0.3, false));   // bursty
+  CHECK(region.poor(0.25, 8, 0.3, true));   // smooth
+  CHECK(region.poor(1.0, 8, 0.95, true));   // a percentile near saturation
+  CHECK_FALSE(region.poor(1.0, 8, 0.95, false));  // the mean there is the paper's model
+  CHECK_FALSE(region.poor(1.2, 2, 0.6, true));
+
+  const auto levels = interference(4, 0.1);
+  std::vector<double> means;
+  for (const auto& l : levels) means.push_back(l.mean_ms);
+  auto model = serf::QueueModel::Create(serf::QueueKind::kMdInterf, means, 0.1);
+  REQUIRE(model.ok());
+  const serf::Profile profile = profile_of(levels, 1);
+  const serf::ConfigurationFamily family{1, 1, 4, *model};
+  for (double ca2 : {1.0, 4.0}) {
+    serf::LatencyObjectiveOptions o;
+    o.percentile = 99;
+    o.arrival_scv = ca2;
+    o.nodes = 1;
+    auto analytic = serf::LatencyObjective::Create(profile, o);
+    REQUIRE(analytic.ok());
+    const serf::sim::SimulationFallbackObjective fallback(**analytic);
+    const double lambda = 0.5 * 4 * 1000 / levels.back().mean_ms;
+    const serf::Prediction p = model->predict(4, lambda);
+    const double score = fallback.score_ms(family, 4, lambda, p);
+    if (ca2 == 1.0) {
+      CHECK(fallback.simulations() == 0);
+      CHECK(score == (*analytic)->score_ms(family, 4, lambda, p));
+    } else {
+      CHECK(fallback.simulations() == 1);
+      serf::sim::SimulationOptions so;
+      so.levels = levels;
+      so.rate_per_s = lambda;
+      so.arrival_kind = serf::ArrivalKind::kGamma;
+      so.arrival_scv = 4.0;
+      so.requests = 50000;  // 20000 / (1 - rho) clamped to [50k, 400k]
+      so.percentile = 99;
+      so.seed = 1;
+      auto sim = serf::sim::simulate(so);
+      REQUIRE(sim.ok());
+      CHECK(score == sim->percentile_ms);
+      CHECK(sim->percentile_ms == Approx(sim->p99_ms));
+    }
+  }
 }
