@@ -104,7 +104,8 @@ def curves(rows, path):
         ax.axhline(0, color="gray", lw=0.8)
         ax.set_xlabel("utilization rho")
         ax.set_ylabel("model - sim (%), mean over profiles")
-        ax.set_title("md-interf %s latency error by c (start)" % what)
+        ax.set_title(("md-interf (paper) mean" if what == "mean" else "tail approximation p99")
+                     + " error by c (start)")
         ax.legend()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -187,7 +188,8 @@ def main():
                            check=True)
     rows = load(path)
     heatmaps(rows, [0, 2, 3, 4, 5, 6, 7],
-             "md-interf model vs simulator, Poisson arrivals, 7 profiles (SCV <= 0.3)",
+             "mean: md-interf (paper) model; p99: tail approximation; vs simulator, Poisson "
+             "arrivals, 7 profiles (SCV <= 0.3)",
              os.path.join(OUT, "error_heatmaps.png"))
     curves(rows, os.path.join(OUT, "error_curves.png"))
     bursty(rows, os.path.join(OUT, "bursty.png"))
