@@ -1,15 +1,8 @@
 #!/usr/bin/env bash
 # `serf simulate` end to end: JSON fields, determinism per seed, exit codes for bad input and
 # unstable load. Usage: simulate_cli_test.sh SERF_BINARY PROFILE
-set -uo pipefail
-serf="$1"
-profile="$2"
-fail=0
-check() {  # check DESCRIPTION COMMAND...
-  local what="$1"; shift
-  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fail=1; fi
-}
-py=/usr/bin/python3
+# shellcheck source=cli_check.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_check.sh" "$1" "$2"
 base=(simulate --profile "$profile" --service 4 --inter 1 --intra 2 --requests 100000)
 args=("${base[@]}" --rate 100)
 
@@ -40,17 +33,14 @@ d = json.loads(sys.argv[1]); assert d["stable"] is False and "latency_ms" not in
 err=$("$serf" "${base[@]}" --rate 1000 2>&1 >/dev/null)
 check "unstable load is explained" grep -q "unstable load" <<<"$err"
 for rate in -1 nan; do
-  err=$("$serf" "${base[@]}" --rate $rate 2>&1 >/dev/null); rc=$?
-  check "bad rate $rate exits 2 with one line" test "$rc" -eq 2 -a "$(wc -l <<<"$err")" -eq 1
+  check_usage_error "bad rate $rate" "${base[@]}" --rate "$rate"
 done
 for rate in -1 nan; do
-  err=$("$serf" "${base[@]}" --rate $rate 2>&1 >/dev/null); rc=$?
-  check "bad rate $rate exits 2 with one line" test "$rc" -eq 2 -a "$(wc -l <<<"$err")" -eq 1
+  check_usage_error "bad rate $rate" "${base[@]}" --rate "$rate"
 done
 for bad in "--semantics fast" "--arrivals bursty" "--arrivals gamma" "--seed x" \
            "--requests 10" "--inter 3 --nodes 2" "--service 9"; do
   # shellcheck disable=SC2086
-  err=$("$serf" "${args[@]}" $bad 2>&1 >/dev/null); rc=$?
-  check "bad input '$bad' exits 2 with one line" test "$rc" -eq 2 -a "$(wc -l <<<"$err")" -eq 1
+  check_usage_error "bad input '$bad'" "${args[@]}" $bad
 done
 exit $fail

@@ -1,14 +1,7 @@
 #!/usr/bin/env bash
 # Tail and bursty flags of predict/plan/size/capacity end to end. Usage: tail_cli_test.sh SERF PROFILE
-set -uo pipefail
-serf="$1"
-profile="$2"
-fail=0
-check() {  # check DESCRIPTION COMMAND...
-  local what="$1"; shift
-  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fail=1; fi
-}
-py=/usr/bin/python3
+# shellcheck source=cli_check.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_check.sh" "$1" "$2"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 field() { "$py" -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
@@ -49,7 +42,6 @@ for bad in "plan --rates 1:4:1 --out $tmp/x.json --objective q99" \
            "capacity --slo-ms 3000 --arrival-scv -1" \
            "capacity --slo-ms 3000 --percentile 99 --tail-method exact"; do
   # shellcheck disable=SC2086
-  err=$("$serf" $bad --profile "$profile" 2>&1 >/dev/null); rc=$?
-  check "bad input '$bad' exits 2 with one line" test "$rc" -eq 2 -a "$(wc -l <<<"$err")" -eq 1
+  check_usage_error "bad input '$bad'" $bad --profile "$profile"
 done
 exit $fail
