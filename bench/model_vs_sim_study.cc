@@ -81,7 +81,7 @@ std::string run_task(const Task& t, double scale) {
     profile.tuples.push_back({{i, 1, 1}, means[static_cast<size_t>(i - 1)], t.profile->scv, 1, 0});
   }
   profile.reindex();
-  const serf::ConfigurationFamily family{1, 1, t.c, *md};
+  const serf::ConfigurationFamily family{1, 1, t.c, *md, {}};
   serf::LatencyObjectiveOptions oo;
   oo.percentile = 99;
   oo.arrival_scv = t.arrival_scv;
@@ -93,12 +93,12 @@ std::string run_task(const Task& t, double scale) {
   const serf::Prediction pmd = obj.corrected(family, t.c, raw);
   const double model_p99 = obj.score_ms(family, t.c, lambda_unit, raw);
   const double unit_scv = obj.unit_arrival_scv(family);
-  const serf::Prediction pmm = serf::scale_wait(mm->predict(t.c, lambda_unit),
-                                                serf::arrival_scv_wait_factor(unit_scv, 1.0));
+  const serf::Prediction pmm =
+      serf::scale_wait(mm->predict(t.c, lambda_unit), serf::arrival_scv_wait_factor(unit_scv, 1.0));
   const serf::Prediction pdc =
       serf::scale_wait(mdc->predict(t.c, lambda_unit), obj.wait_factor(family, t.c));
-  const auto tail = serf::LatencyTail::Create(*md, t.c, lambda_unit, levels,
-                                              obj.tail_wait_factor(family, t.c));
+  const auto tail =
+      serf::LatencyTail::Create(*md, t.c, lambda_unit, levels, obj.tail_wait_factor(family, t.c));
   if (!tail.ok()) return "";
   char buf[512];
   std::snprintf(buf, sizeof buf,
@@ -107,8 +107,8 @@ std::string run_task(const Task& t, double scale) {
                 t.profile->id, t.profile->a, t.profile->b, t.profile->scv, t.c, t.rho,
                 serf::sim::service_semantics_name(t.semantics), t.arrival_scv, t.units,
                 static_cast<long long>(sim->requests), sim->latency_ms, sim->latency_ci95_ms,
-                sim->p99_ms, sim->wait_probability, pmd.latency_ms,
-                model_p99, tail->wait_probability(), pmm.latency_ms, pdc.latency_ms, sim->wait_ms,
+                sim->p99_ms, sim->wait_probability, pmd.latency_ms, model_p99,
+                tail->wait_probability(), pmm.latency_ms, pdc.latency_ms, sim->wait_ms,
                 tail->mean_latency_ms());
   return buf;
 }
@@ -129,7 +129,8 @@ int main(int argc, char** argv) {
     for (int c : cs) {
       for (int r = 0; r < 10; ++r) {
         const double rho = 0.05 + 0.1 * r;
-        for (auto sem : {serf::sim::ServiceSemantics::kStart, serf::sim::ServiceSemantics::kShared}) {
+        for (auto sem :
+             {serf::sim::ServiceSemantics::kStart, serf::sim::ServiceSemantics::kShared}) {
           tasks.push_back({&p, c, rho, sem, 1.0, 1, ""});
         }
         // Bursty arrivals (start semantics) on a subset: one unit and four units (split stream).
@@ -147,7 +148,8 @@ int main(int argc, char** argv) {
   std::vector<std::thread> pool;
   for (int k = 0; k < threads; ++k) {
     pool.emplace_back([&] {
-      for (size_t i = next++; i < tasks.size(); i = next++) tasks[i].row = run_task(tasks[i], scale);
+      for (size_t i = next++; i < tasks.size(); i = next++)
+        tasks[i].row = run_task(tasks[i], scale);
     });
   }
   for (auto& th : pool) th.join();

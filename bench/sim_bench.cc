@@ -24,12 +24,16 @@ struct Case {
 int main() {
   using serf::sim::ServiceSemantics;
   const Case cases[] = {
-      {"M/M/1            start", 1, 1, ServiceSemantics::kStart, serf::ArrivalKind::kPoisson, 1, 0.8},
-      {"c=8 interf gamma start", 8, 1, ServiceSemantics::kStart, serf::ArrivalKind::kPoisson, 0.3, 0.8},
-      {"c=8 interf gamma shared", 8, 1, ServiceSemantics::kShared, serf::ArrivalKind::kPoisson, 0.3, 0.8},
+      {"M/M/1            start", 1, 1, ServiceSemantics::kStart, serf::ArrivalKind::kPoisson, 1,
+       0.8},
+      {"c=8 interf gamma start", 8, 1, ServiceSemantics::kStart, serf::ArrivalKind::kPoisson, 0.3,
+       0.8},
+      {"c=8 interf gamma shared", 8, 1, ServiceSemantics::kShared, serf::ArrivalKind::kPoisson, 0.3,
+       0.8},
       {"c=64 det start", 64, 1, ServiceSemantics::kStart, serf::ArrivalKind::kPoisson, 0, 0.9},
       {"c=64 det shared", 64, 1, ServiceSemantics::kShared, serf::ArrivalKind::kPoisson, 0, 0.9},
-      {"16 units c=4 bursty start", 4, 16, ServiceSemantics::kStart, serf::ArrivalKind::kGamma, 0.3, 0.8},
+      {"16 units c=4 bursty start", 4, 16, ServiceSemantics::kStart, serf::ArrivalKind::kGamma, 0.3,
+       0.8},
   };
   const int64_t requests = 4000000;
   std::printf("bench_sim: %lld requests per run, median of 5 runs, one core\n",

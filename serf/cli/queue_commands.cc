@@ -4,9 +4,8 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "serf/cli/command.h"
 #include "serf/cli/tail_flags.h"
@@ -28,7 +27,9 @@ std::string fmt(const char* f, double x) {
   return buf;
 }
 std::string ms(double x) { return fmt("%.1f", x) + " ms"; }
-std::string rate_text(double x) { return fmt("%.4g", x) + " requests/s"; }
+// Rates for people: 4 significant digits, but never an exponent for large rates.
+std::string rate_num(double x) { return x >= 1000 ? fmt("%.0f", x) : fmt("%.4g", x); }
+std::string rate_text(double x) { return rate_num(x) + " requests/s"; }
 
 // Flags every queue command shares.
 struct CommonFlags {
@@ -39,7 +40,8 @@ struct CommonFlags {
   CLI::Option* nodes_opt = nullptr;
 
   void add(CLI::App* sub, bool with_nodes, bool with_json) {
-    sub->add_option("--profile", profile, "profile of the model's parallelism tuples (serf-profile/1 JSON)")
+    sub->add_option("--profile", profile,
+                    "profile of the model's parallelism tuples (serf-profile/1 JSON)")
         ->required();
     sub->add_option("--queue", queue,
                     "queueing model: " + queue_kind_names() + " (default md-interf, the paper's)");
@@ -70,7 +72,8 @@ struct CommonFlags {
 
 Status check_rate(double rate, const std::string& flag) {
   if (!std::isfinite(rate) || rate <= 0) {
-    return InvalidArgument(flag + " must be finite and > 0 requests/s (got " + fmt("%g", rate) + ")");
+    return InvalidArgument(flag + " must be finite and > 0 requests/s (got " + fmt("%g", rate) +
+                           ")");
   }
   return Status::Ok();
 }
@@ -88,22 +91,14 @@ StatusOr<std::vector<double>> parse_rates_flag(const std::string& spec) {
   return rates;
 }
 
-json prediction_json(const Prediction& p) {
-  if (!p.stable) {
-    return {{"stable", false}, {"latency_ms", nullptr}, {"wait_ms", nullptr},
-            {"service_ms", nullptr}, {"utilization", nullptr}};
-  }
-  return {{"stable", true}, {"latency_ms", p.latency_ms}, {"wait_ms", p.wait_ms},
-          {"service_ms", p.service_ms}, {"utilization", p.utilization}};
-}
-
 std::string breakdown(const Prediction& p) {
   return "mean latency " + ms(p.latency_ms) + " (service " + ms(p.service_ms) + " + queueing " +
          ms(p.wait_ms) + "), utilization " + fmt("%.3f", p.utilization);
 }
 
 std::string illustrative_note(const Profile& p) {
-  return p.illustrative ? "note: this profile is illustrative, not measured (see its \"note\")\n" : "";
+  return p.illustrative ? "note: this profile is illustrative, not measured (see its \"note\")\n"
+                        : "";
 }
 
 // ---- predict ---------------------------------------------------------------------------------
@@ -115,9 +110,12 @@ struct PredictFlags {
 };
 
 Status run_predict(const PredictFlags& f) {
-  if (f.service < 1) return InvalidArgument("--service must be >= 1 (got " + std::to_string(f.service) + ")");
-  if (f.inter < 1) return InvalidArgument("--inter must be >= 1 (got " + std::to_string(f.inter) + ")");
-  if (f.intra < 1) return InvalidArgument("--intra must be >= 1 (got " + std::to_string(f.intra) + ")");
+  if (f.service < 1)
+    return InvalidArgument("--service must be >= 1 (got " + std::to_string(f.service) + ")");
+  if (f.inter < 1)
+    return InvalidArgument("--inter must be >= 1 (got " + std::to_string(f.inter) + ")");
+  if (f.intra < 1)
+    return InvalidArgument("--intra must be >= 1 (got " + std::to_string(f.intra) + ")");
   SERF_RETURN_IF_ERROR(check_rate(f.rate, "--rate"));
   Profile profile;
   QueueKind kind;
@@ -132,22 +130,28 @@ Status run_predict(const PredictFlags& f) {
   SERF_ASSIGN_OR_RETURN(auto objective, f.tail.make(profile, nodes));
   double percentile_ms = 0;
   if (objective && p.stable) {
-    const ConfigurationFamily family{config.inter, config.intra, config.service, model};
+    const ConfigurationFamily family{config.inter, config.intra, config.service, model, {}};
     if (objective->options().percentile > 0) {
       percentile_ms = objective.get()->score_ms(family, config.service, unit_rate, p);
     }
     p = objective->corrected(family, config.service, p);
   }
   if (f.common.json) {
-    json out = prediction_json(p);
+    json out = io::prediction_to_json(p);
     if (percentile_ms > 0) out["percentile_ms"] = percentile_ms;
     if (objective) {
-      out.update({{"percentile", f.tail.percentile}, {"arrival_scv", f.tail.arrival_scv},
+      out.update({{"percentile", f.tail.percentile},
+                  {"arrival_scv", f.tail.arrival_scv},
                   {"simulated", objective.simulations() > 0}});
     }
-    out.update({{"service", config.service}, {"inter", config.inter}, {"intra", config.intra},
-                {"nodes", nodes}, {"rate_per_s", f.rate}, {"units", units},
-                {"unit_rate_per_s", unit_rate}, {"unit_capacity_per_s", model.max_rate_per_s(config.service)},
+    out.update({{"service", config.service},
+                {"inter", config.inter},
+                {"intra", config.intra},
+                {"nodes", nodes},
+                {"rate_per_s", f.rate},
+                {"units", units},
+                {"unit_rate_per_s", unit_rate},
+                {"unit_capacity_per_s", model.max_rate_per_s(config.service)},
                 {"queue", to_string(kind)}});
     std::cout << out.dump() << "\n";
     return Status::Ok();
@@ -192,10 +196,9 @@ Status run_plan(const PlanFlags& f) {
   if (!table.ok()) return table.status().with_context(f.common.profile);
   SERF_ASSIGN_OR_RETURN(auto written, io::save_table(*table, f.out));
 
-  const size_t configs = enumerate_configurations(profile, nodes).size();
-  std::cout << "planned " << configs << " configurations x " << rates.size() << " load levels on "
-            << nodes << " nodes x " << profile.hardware.cores_per_node << " cores (model "
-            << to_string(kind) << ", objective " << table->objective << ")\n";
+  std::cout << "planned " << table->configurations_evaluated << " configurations x " << rates.size()
+            << " load levels on " << nodes << " nodes x " << profile.hardware.cores_per_node
+            << " cores (model " << to_string(kind) << ", objective " << table->objective << ")\n";
   // Load ranges with one best configuration each: the switch points of the online scheduler.
   std::printf("%-24s %-18s %s (ms)\n", "load (requests/s)", "configuration", f.tail.what().c_str());
   const auto& e = table->entries;
@@ -205,7 +208,7 @@ Status run_plan(const PlanFlags& f) {
            (!e[a].stable || e[b + 1].config == e[a].config)) {
       ++b;
     }
-    const std::string range = fmt("%.4g", e[a].rate_per_s) + " - " + fmt("%.4g", e[b].rate_per_s);
+    const std::string range = rate_num(e[a].rate_per_s) + " - " + rate_num(e[b].rate_per_s);
     if (e[a].stable) {
       std::printf("%-24s %-18s %.1f - %.1f\n", range.c_str(), to_string(e[a].config).c_str(),
                   e[a].score_ms, e[b].score_ms);
@@ -234,9 +237,13 @@ struct SizeFlags {
 json sizing_json(const SizingResult& r) {
   json out = {{"rate_per_s", r.rate_per_s}, {"slo_ms", r.slo_ms}, {"feasible", r.feasible}};
   if (r.feasible) {
-    out.update({{"nodes", r.nodes}, {"service", r.config.service}, {"inter", r.config.inter},
-                {"intra", r.config.intra}, {"units", r.units}, {"unit_rate_per_s", r.unit_rate_per_s}});
-    out.update(prediction_json(r.prediction));
+    out.update({{"nodes", r.nodes},
+                {"service", r.config.service},
+                {"inter", r.config.inter},
+                {"intra", r.config.intra},
+                {"units", r.units},
+                {"unit_rate_per_s", r.unit_rate_per_s}});
+    out.update(io::prediction_to_json(r.prediction));
     out["score_ms"] = r.score_ms;
   } else {
     out["best_latency_ms"] = r.stable ? json(r.score_ms) : json(nullptr);
@@ -263,13 +270,14 @@ Status run_size(const SizeFlags& f) {
 
   if (f.rate_opt->count() > 0) {
     SERF_RETURN_IF_ERROR(check_rate(f.rate, "--rate"));
-    SERF_ASSIGN_OR_RETURN(SizingResult r, size_for_slo(profile, f.rate, f.slo_ms, f.max_nodes, options));
+    SERF_ASSIGN_OR_RETURN(SizingResult r,
+                          size_for_slo(profile, f.rate, f.slo_ms, f.max_nodes, options));
     if (f.common.json) {
       std::cout << sizing_json(r).dump() << "\n";
       return Status::Ok();
     }
-    std::cout << "fewest nodes for " << rate_text(r.rate_per_s) << " within a " << f.tail.what() << " of "
-              << ms(r.slo_ms) << ": " << r.nodes << " nodes with configuration "
+    std::cout << "fewest nodes for " << rate_text(r.rate_per_s) << " within a " << f.tail.what()
+              << " of " << ms(r.slo_ms) << ": " << r.nodes << " nodes with configuration "
               << to_string(r.config) << "\n"
               << r.units << " unit(s) of " << r.config.inter << " node(s), each sees "
               << rate_text(r.unit_rate_per_s) << "; predicted " << breakdown(r.prediction)
@@ -284,7 +292,9 @@ Status run_size(const SizeFlags& f) {
   size_t infeasible = 0;
   for (const SizingResult& r : rows) infeasible += r.feasible ? 0 : 1;
   if (f.common.json) {
-    json out = {{"slo_ms", f.slo_ms}, {"max_nodes", f.max_nodes}, {"queue", to_string(kind)},
+    json out = {{"slo_ms", f.slo_ms},
+                {"max_nodes", f.max_nodes},
+                {"queue", to_string(kind)},
                 {"rows", json::array()}};
     for (const SizingResult& r : rows) out["rows"].push_back(sizing_json(r));
     std::cout << out.dump() << "\n";
@@ -295,18 +305,20 @@ Status run_size(const SizeFlags& f) {
                 f.tail.what().c_str());
     for (const SizingResult& r : rows) {
       if (r.feasible) {
-        std::printf("%-12.4g %-6d %-18s %.1f\n", r.rate_per_s, r.nodes, to_string(r.config).c_str(),
-                    r.score_ms);
+        std::printf("%-12s %-6d %-18s %.1f\n", rate_num(r.rate_per_s).c_str(), r.nodes,
+                    to_string(r.config).c_str(), r.score_ms);
       } else {
-        std::printf("%-12.4g %-6s %-18s %s\n", r.rate_per_s, "-", "infeasible",
+        std::printf("%-12s %-6s %-18s %s\n", rate_num(r.rate_per_s).c_str(), "-", "infeasible",
                     r.stable ? ("best " + fmt("%.1f", r.score_ms) + " on " +
-                                std::to_string(f.max_nodes) + " nodes").c_str()
+                                std::to_string(f.max_nodes) + " nodes")
+                                   .c_str()
                              : "not even stable");
       }
     }
     std::cout << objective.note() << illustrative_note(profile);
   }
   if (infeasible > 0) {
+    std::cout.flush();  // the table first, then main's one-line error on stderr
     return Infeasible(std::to_string(infeasible) + " of " + std::to_string(rows.size()) +
                       " load levels cannot meet the SLO with up to " + std::to_string(f.max_nodes) +
                       " nodes (marked infeasible above)");
@@ -333,17 +345,18 @@ Status run_capacity(const CapacityFlags& f) {
   options.objective = objective.get();
   SERF_ASSIGN_OR_RETURN(CapacityResult r, capacity(profile, f.slo_ms, nodes, options));
   if (f.common.json) {
-    json out = {{"rate_per_s", r.rate_per_s}, {"slo_ms", r.slo_ms}, {"nodes", r.nodes},
-                {"service", r.config.service}, {"inter", r.config.inter}, {"intra", r.config.intra},
-                {"units", r.units}, {"unit_rate_per_s", r.unit_rate_per_s},
+    json out = {{"rate_per_s", r.rate_per_s}, {"slo_ms", r.slo_ms},
+                {"nodes", r.nodes},           {"service", r.config.service},
+                {"inter", r.config.inter},    {"intra", r.config.intra},
+                {"units", r.units},           {"unit_rate_per_s", r.unit_rate_per_s},
                 {"queue", to_string(kind)}};
-    out.update(prediction_json(r.prediction));
+    out.update(io::prediction_to_json(r.prediction));
     if (objective) out.update({{"objective", objective->name()}, {"score_ms", r.score_ms}});
     std::cout << out.dump() << "\n";
     return Status::Ok();
   }
-  std::cout << nodes << " nodes sustain at most " << rate_text(r.rate_per_s)
-            << " within a " << f.tail.what() << " of " << ms(r.slo_ms) << ", with configuration "
+  std::cout << nodes << " nodes sustain at most " << rate_text(r.rate_per_s) << " within a "
+            << f.tail.what() << " of " << ms(r.slo_ms) << ", with configuration "
             << to_string(r.config) << "\n"
             << r.units << " unit(s) of " << r.config.inter << " node(s), each at "
             << rate_text(r.unit_rate_per_s) << "; predicted " << breakdown(r.prediction)
@@ -359,13 +372,16 @@ void register_queue_commands(CLI::App& app, CommandRegistry& registry) {
   {
     auto f = std::make_shared<PredictFlags>();
     auto* sub = app.add_subcommand(
-        "predict", "Predict the mean latency of one configuration (c, K, T) at a cluster arrival rate");
+        "predict",
+        "Predict the mean latency of one configuration (c, K, T) at a cluster arrival rate");
     f->common.add(sub, true, true);
-    sub->add_option("--service", f->service, "C: at most C requests served at once per unit")->required();
+    sub->add_option("--service", f->service, "C: at most C requests served at once per unit")
+        ->required();
     sub->add_option("--inter", f->inter, "K: nodes that compute each request together")->required();
     sub->add_option("--intra", f->intra, "T: threads per node for each request")->required();
-    sub->add_option("--rate", f->rate,
-                    "cluster-wide arrival rate in requests/s (a unit of K nodes sees R / floor(N/K))")
+    sub->add_option(
+           "--rate", f->rate,
+           "cluster-wide arrival rate in requests/s (a unit of K nodes sees R / floor(N/K))")
         ->required();
     f->tail.add_percentile(sub);
     f->tail.add_arrival_scv(sub);
@@ -374,13 +390,15 @@ void register_queue_commands(CLI::App& app, CommandRegistry& registry) {
   {
     auto f = std::make_shared<PlanFlags>();
     auto* sub = app.add_subcommand(
-        "plan", "Build the configuration reference table: the best configuration at each load level");
+        "plan",
+        "Build the configuration reference table: the best configuration at each load level");
     f->common.add(sub, true, false);
     sub->add_option("--rates", f->rates,
                     "cluster-wide load levels in requests/s: a,b,c or start:stop:step (inclusive)")
         ->required();
     sub->add_flag("--all", f->all, "also keep every configuration's predicted latency (for plots)");
-    sub->add_option("--out", f->out, "table file to write (serf-table/1 JSON; a CSV is written beside it)")
+    sub->add_option("--out", f->out,
+                    "table file to write (serf-table/1 JSON; a CSV is written beside it)")
         ->required();
     f->tail.add_objective(sub);
     f->tail.add_arrival_scv(sub);
@@ -388,14 +406,16 @@ void register_queue_commands(CLI::App& app, CommandRegistry& registry) {
   }
   {
     auto f = std::make_shared<SizeFlags>();
-    auto* sub = app.add_subcommand(
-        "size", "Fewest nodes whose best configuration meets a mean-latency SLO at a load (exit 3 if none)");
+    auto* sub = app.add_subcommand("size",
+                                   "Fewest nodes whose best configuration meets a mean-latency SLO "
+                                   "at a load (exit 3 if none)");
     f->common.add(sub, false, true);
     f->rate_opt = sub->add_option("--rate", f->rate, "cluster-wide arrival rate in requests/s");
     f->rates_opt = sub->add_option("--rates", f->rates,
                                    "size for several loads (requests/s): a,b,c or start:stop:step");
     sub->add_option("--slo-ms", f->slo_ms, "mean-latency objective in ms")->required();
-    sub->add_option("--max-nodes", f->max_nodes, "largest cluster to consider, in nodes (default 1024)");
+    sub->add_option("--max-nodes", f->max_nodes,
+                    "largest cluster to consider, in nodes (default 1024)");
     f->tail.add_percentile(sub);
     f->tail.add_arrival_scv(sub);
     registry.add(sub, [f] { return run_size(*f); });
@@ -403,7 +423,8 @@ void register_queue_commands(CLI::App& app, CommandRegistry& registry) {
   {
     auto f = std::make_shared<CapacityFlags>();
     auto* sub = app.add_subcommand(
-        "capacity", "Highest cluster arrival rate (requests/s) whose best configuration meets the SLO");
+        "capacity",
+        "Highest cluster arrival rate (requests/s) whose best configuration meets the SLO");
     f->common.add(sub, true, true);
     sub->add_option("--slo-ms", f->slo_ms, "mean-latency objective in ms")->required();
     f->tail.add_percentile(sub);

@@ -1,9 +1,8 @@
 // simulate: the discrete-event simulator of a cluster of serving units (serf/sim).
 #include <cstdio>
 #include <iostream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "serf/cli/command.h"
 #include "serf/io/profile_io.h"
@@ -65,36 +64,35 @@ Status run_simulate(const SimulateFlags& f) {
   }
   const sim::SimulationResult& r = *result;
   if (f.json) {
-    nlohmann::json j = {{"stable", true},
-                        {"configuration",
-                         {{"service", f.config.service},
-                          {"inter", f.config.inter},
-                          {"intra", f.config.intra}}},
-                        {"nodes", nodes},
-                        {"units", o.units},
-                        {"rate", f.rate_per_s},
-                        {"utilization", r.utilization},
-                        {"semantics", f.semantics},
-                        {"arrivals", f.arrivals},
-                        {"arrival_scv", o.arrival_scv},
-                        {"seed", f.seed},
-                        {"requests", r.requests},
-                        {"latency_ms", r.latency_ms},
-                        {"wait_ms", r.wait_ms},
-                        {"service_ms", r.service_ms},
-                        {"p50_ms", r.p50_ms},
-                        {"p90_ms", r.p90_ms},
-                        {"p99_ms", r.p99_ms},
-                        {"p999_ms", r.p999_ms},
-                        {"wait_p99_ms", r.wait_p99_ms},
-                        {"wait_probability", r.wait_probability},
-                        {"latency_ci95_ms", r.latency_ci95_ms}};
+    nlohmann::json j = {
+        {"stable", true},
+        {"configuration",
+         {{"service", f.config.service}, {"inter", f.config.inter}, {"intra", f.config.intra}}},
+        {"nodes", nodes},
+        {"units", o.units},
+        {"rate", f.rate_per_s},
+        {"utilization", r.utilization},
+        {"semantics", f.semantics},
+        {"arrivals", f.arrivals},
+        {"arrival_scv", o.arrival_scv},
+        {"seed", f.seed},
+        {"requests", r.requests},
+        {"latency_ms", r.latency_ms},
+        {"wait_ms", r.wait_ms},
+        {"service_ms", r.service_ms},
+        {"p50_ms", r.p50_ms},
+        {"p90_ms", r.p90_ms},
+        {"p99_ms", r.p99_ms},
+        {"p999_ms", r.p999_ms},
+        {"wait_p99_ms", r.wait_p99_ms},
+        {"wait_probability", r.wait_probability},
+        {"latency_ci95_ms", r.latency_ci95_ms}};
     std::cout << j.dump(2) << "\n";
     return Status::Ok();
   }
   std::printf("configuration %s on %d nodes: %d units, %.6g requests/s (%.3g per unit), rho %.4f\n",
-              to_string(f.config).c_str(), nodes, o.units, f.rate_per_s,
-              f.rate_per_s / o.units, r.utilization);
+              to_string(f.config).c_str(), nodes, o.units, f.rate_per_s, f.rate_per_s / o.units,
+              r.utilization);
   std::printf("simulated %lld requests (%s service, %s arrivals, seed %llu), %.4g s\n",
               static_cast<long long>(r.requests), f.semantics.c_str(), f.arrivals.c_str(),
               static_cast<unsigned long long>(f.seed), r.simulated_s);
@@ -116,7 +114,8 @@ void register_sim_commands(CLI::App& app, CommandRegistry& registry) {
       "Simulate a cluster of floor(N/K) serving units (c slots, FIFO, random routing) with the\n"
       "profile's state-dependent service times; prints mean, percentiles and a 95% CI.");
   sub->add_option("--profile", f->profile, "profile file (serf-profile/1 JSON)")->required();
-  sub->add_option("--service", f->config.service, "service parallelism c (requests at once per unit)")
+  sub->add_option("--service", f->config.service,
+                  "service parallelism c (requests at once per unit)")
       ->required();
   sub->add_option("--inter", f->config.inter, "inter-node parallelism K (nodes per request)")
       ->required();
@@ -126,7 +125,8 @@ void register_sim_commands(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--requests", f->requests,
                   "requests to simulate (count; the first 10% are warm-up)")
       ->capture_default_str();
-  sub->add_option("--nodes", f->nodes, "cluster size N (nodes; default: the profile's hardware.nodes)");
+  sub->add_option("--nodes", f->nodes,
+                  "cluster size N (nodes; default: the profile's hardware.nodes)");
   sub->add_option("--semantics", f->semantics,
                   "start: service time fixed at start by the number running; shared: each running "
                   "request advances at rate 1/mean_ms(n)")

@@ -3,10 +3,9 @@
 // --objective (plan), --percentile (size, capacity), --arrival-scv (predict, plan, size, capacity).
 // Kept apart from queue_commands.cc so that file only wires them in.
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "serf/core/tail_objective.h"
 #include "serf/sim/fallback_objective.h"

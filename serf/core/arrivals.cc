@@ -14,9 +14,12 @@ StatusOr<ArrivalKind> parse_arrival_kind(const std::string& name) {
 
 const char* arrival_kind_name(ArrivalKind kind) {
   switch (kind) {
-    case ArrivalKind::kPoisson: return "poisson";
-    case ArrivalKind::kGamma: return "gamma";
-    case ArrivalKind::kDeterministic: return "deterministic";
+    case ArrivalKind::kPoisson:
+      return "poisson";
+    case ArrivalKind::kGamma:
+      return "gamma";
+    case ArrivalKind::kDeterministic:
+      return "deterministic";
   }
   return "?";
 }
@@ -35,7 +38,8 @@ StatusOr<double> checked_scv(ArrivalKind kind, double scv) {
                                std::to_string(scv));
       }
       return 1.0;
-    case ArrivalKind::kDeterministic: return 0.0;
+    case ArrivalKind::kDeterministic:
+      return 0.0;
     case ArrivalKind::kGamma:
       if (scv <= 0) {
         return InvalidArgument("gamma arrivals need SCV > 0; use deterministic arrivals for SCV 0");

@@ -5,8 +5,8 @@
 //
 // Every process is a renewal process in "operational time": unit-mean gaps g (exponential for
 // Poisson, Gamma with the given SCV for bursty traffic, 1 for deterministic) mapped to real time
-// through the inverse of the cumulative rate Lambda(t). With one constant rate this is t += g / rate;
-// with a rate schedule (piecewise-constant rates) it is the standard time change, exact for a
+// through the inverse of the cumulative rate Lambda(t). With one constant rate this is t += g /
+// rate; with a rate schedule (piecewise-constant rates) it is the standard time change, exact for a
 // non-homogeneous Poisson process.
 
 #include <limits>
@@ -37,7 +37,8 @@ class ArrivalProcess {
   static StatusOr<ArrivalProcess> Create(ArrivalKind kind, double rate_per_s, double scv = 1.0);
   // Piecewise-constant rates, one segment after another; after the last segment the stream ends
   // (next_s returns +infinity).
-  static StatusOr<ArrivalProcess> CreateSchedule(ArrivalKind kind, std::vector<RateSegment> schedule,
+  static StatusOr<ArrivalProcess> CreateSchedule(ArrivalKind kind,
+                                                 std::vector<RateSegment> schedule,
                                                  double scv = 1.0);
 
   // The absolute time (s) of the next arrival; +infinity once a schedule has ended.
@@ -64,9 +65,12 @@ class ArrivalProcess {
   template <typename Rng>
   double unit_gap(Rng& rng) {
     switch (kind_) {
-      case ArrivalKind::kPoisson: return exponential_(rng);
-      case ArrivalKind::kGamma: return gamma_(rng);
-      case ArrivalKind::kDeterministic: break;
+      case ArrivalKind::kPoisson:
+        return exponential_(rng);
+      case ArrivalKind::kGamma:
+        return gamma_(rng);
+      case ArrivalKind::kDeterministic:
+        break;
     }
     return 1.0;
   }

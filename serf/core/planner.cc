@@ -18,14 +18,28 @@ std::string fmt(double x) {
   return buf;
 }
 
-// Canonical order of configurations, for ties: fewer nodes per request, fewer threads, fewer slots.
-bool key_less(const Configuration& a, const Configuration& b) {
+}  // namespace
+
+bool tie_break_less(const Configuration& a, const Configuration& b) {
   if (a.inter != b.inter) return a.inter < b.inter;
   if (a.intra != b.intra) return a.intra < b.intra;
   return a.service < b.service;
 }
 
-}  // namespace
+bool Choice::offer(double score, const Configuration& candidate, int units_, double unit_rate,
+                   const Prediction& p) {
+  if (!std::isfinite(score)) return false;
+  if (stable && !(score < score_ms || (score == score_ms && tie_break_less(candidate, config)))) {
+    return false;
+  }
+  stable = true;
+  config = candidate;
+  units = units_;
+  unit_rate_per_s = unit_rate;
+  score_ms = score;
+  prediction = p;
+  return true;
+}
 
 double MeanLatencyObjective::score_ms(const ConfigurationFamily&, int, double,
                                       const Prediction& p) const {
@@ -59,17 +73,17 @@ StatusOr<std::vector<ConfigurationFamily>> build_families(const Profile& profile
   std::vector<ConfigurationFamily> families;
   for (const auto& [kt, by_i] : groups) {
     std::vector<double> mean_ms;
-    double scv_1 = 0;
+    std::vector<TupleStats> stats;
     for (int c = 1; c * kt.second <= profile.hardware.cores_per_node; ++c) {
       auto it = by_i.find(c);
       if (it == by_i.end()) break;
-      if (c == 1) scv_1 = it->second->scv;
+      stats.push_back(*it->second);
       mean_ms.push_back(it->second->mean_ms);
     }
     if (mean_ms.empty()) continue;
-    SERF_ASSIGN_OR_RETURN(QueueModel model, QueueModel::Create(queue, mean_ms, scv_1));
-    families.push_back(
-        ConfigurationFamily{kt.first, kt.second, static_cast<int>(mean_ms.size()), std::move(model)});
+    SERF_ASSIGN_OR_RETURN(QueueModel model, QueueModel::Create(queue, mean_ms, stats.front().scv));
+    families.push_back(ConfigurationFamily{kt.first, kt.second, static_cast<int>(mean_ms.size()),
+                                           std::move(model), std::move(stats)});
   }
   if (families.empty()) {
     return InvalidArgument("the profile holds no configuration for " + std::to_string(nodes) +
@@ -96,9 +110,9 @@ StatusOr<QueueModel> model_for(const Profile& profile, const Configuration& conf
     return InvalidArgument("configuration " + to_string(config) + ": c, K and T must be >= 1");
   }
   if (config.inter > nodes) {
-    return InvalidArgument("configuration " + to_string(config) + " needs K = " +
-                           std::to_string(config.inter) + " nodes per request but the cluster has " +
-                           std::to_string(nodes));
+    return InvalidArgument("configuration " + to_string(config) +
+                           " needs K = " + std::to_string(config.inter) +
+                           " nodes per request but the cluster has " + std::to_string(nodes));
   }
   if (static_cast<long long>(config.service) * config.intra > profile.hardware.cores_per_node) {
     return InvalidArgument("configuration " + to_string(config) + " needs c*T = " +
@@ -117,7 +131,8 @@ Status validate_rates(const std::vector<double>& rates, const std::string& what)
   if (rates.empty()) return InvalidArgument(what + ": give at least one rate (requests/s)");
   for (size_t k = 0; k < rates.size(); ++k) {
     if (!std::isfinite(rates[k]) || rates[k] <= 0) {
-      return InvalidArgument(what + ": rate " + fmt(rates[k]) + " must be finite and > 0 requests/s");
+      return InvalidArgument(what + ": rate " + fmt(rates[k]) +
+                             " must be finite and > 0 requests/s");
     }
     if (k > 0 && !(rates[k] > rates[k - 1])) {
       return InvalidArgument(what + ": rates must be strictly ascending (" + fmt(rates[k - 1]) +
@@ -168,6 +183,7 @@ StatusOr<ConfigurationTable> plan_table(const Profile& profile, const std::vecto
     max_c = std::max(max_c, fam.max_service);
     first_index[f] = total;
     total += static_cast<size_t>(fam.max_service);
+    table.configurations_evaluated = total;
     bound_ms[f] = objective.lower_bound_ms(fam, fam.max_service);
     for (int c = 1; c <= fam.max_service; ++c) {
       max_rate[f] = std::max(max_rate[f], fam.model.max_rate_per_s(c));
@@ -189,35 +205,22 @@ StatusOr<ConfigurationTable> plan_table(const Profile& profile, const std::vecto
   for (size_t r = 0; r < rates.size(); ++r) {
     TableEntry& entry = table.entries[r];
     entry.rate_per_s = rates[r];
-    double best = kInf;
     size_t best_family = 0;
     for (size_t f : order) {
       const ConfigurationFamily& fam = families[f];
       const int units = units_for(nodes, fam.inter);
       const double lambda = rates[r] / units;
       if (!(lambda < max_rate[f])) continue;  // every c of this family is unstable
-      if (!options.keep_all && bound_ms[f] > best) continue;
+      if (!options.keep_all && entry.stable && bound_ms[f] > entry.score_ms) continue;
       fam.model.predict_all(lambda, buf.data());
       for (int c = 1; c <= fam.max_service; ++c) {
         const Prediction& p = buf[static_cast<size_t>(c - 1)];
         if (options.keep_all) table.predictions[first_index[f] + static_cast<size_t>(c - 1)][r] = p;
         if (!p.stable) continue;
-        const double s = objective.score_ms(fam, c, lambda, p);
-        if (s < best || (s == best && key_less(fam.config(c), entry.config))) {
-          best = s;
+        if (entry.offer(objective.score_ms(fam, c, lambda, p), fam.config(c), units, lambda, p)) {
           best_family = f;
-          entry.stable = true;
-          entry.config = fam.config(c);
-          entry.units = units;
-          entry.unit_rate_per_s = lambda;
-          entry.score_ms = s;
-          entry.prediction = p;
         }
       }
-    }
-    if (!std::isfinite(best)) {
-      entry = TableEntry();
-      entry.rate_per_s = rates[r];
     }
     if (entry.stable && order.front() != best_family) {
       std::rotate(order.begin(), std::find(order.begin(), order.end(), best_family),

@@ -17,6 +17,8 @@ struct ConfigurationFamily {
   int intra = 1;
   int max_service = 0;  // largest c with tuples (1..c, K, T) in the profile and c*T <= cores
   QueueModel model;
+  std::vector<TupleStats>
+      tuples;  // (i, K, T) for i = 1..max_service, for objectives beyond the mean
   Configuration config(int c) const { return {c, inter, intra}; }
 };
 
@@ -59,15 +61,29 @@ class MeanLatencyObjective : public Objective {
 };
 const Objective& mean_latency_objective();
 
-// One load level of the table.
-struct TableEntry {
-  double rate_per_s = 0;         // cluster-wide arrival rate
-  bool stable = false;           // false: no configuration is stable here (config meaningless)
+// Canonical order between equally good configurations: fewer nodes per request, then fewer
+// threads, then fewer slots.
+bool tie_break_less(const Configuration& a, const Configuration& b);
+
+// A configuration chosen for a load: how the cluster runs it and what it is predicted to do.
+struct Choice {
+  bool stable = false;  // false: nothing chosen (no configuration qualifies)
   Configuration config;
-  int units = 0;                 // floor(N / K)
-  double unit_rate_per_s = 0;    // rate_per_s / units
-  double score_ms = 0;           // the objective's value (= latency_ms for "mean")
+  int units = 0;               // floor(N / K)
+  double unit_rate_per_s = 0;  // cluster rate / units
+  double score_ms = 0;         // the objective's value (= latency_ms for "mean")
   Prediction prediction;
+
+  // Takes the candidate if nothing is chosen yet or it scores lower; equal scores go by
+  // tie_break_less, so the choice does not depend on the order candidates are offered in.
+  // Returns whether it was taken.
+  bool offer(double score, const Configuration& candidate, int units_, double unit_rate,
+             const Prediction& p);
+};
+
+// One load level of the table.
+struct TableEntry : Choice {
+  double rate_per_s = 0;  // cluster-wide arrival rate
 };
 
 struct ConfigurationTable {
@@ -77,7 +93,8 @@ struct ConfigurationTable {
   int nodes = 0;
   int cores_per_node = 0;
   bool illustrative = false;
-  std::vector<TableEntry> entries;  // ascending rate_per_s
+  size_t configurations_evaluated = 0;  // how many (c, K, T) the planner compared
+  std::vector<TableEntry> entries;      // ascending rate_per_s
 
   // Filled when planned with keep_all: predictions[k][r] of configurations[k] at entries[r].
   std::vector<Configuration> configurations;
@@ -95,15 +112,17 @@ struct ConfigurationTable {
 struct PlanOptions {
   int nodes = 0;  // 0: the profile's hardware.nodes
   QueueKind queue = QueueKind::kMdInterf;
-  bool keep_all = false;                // keep every configuration's predictions (plots)
+  bool keep_all = false;                 // keep every configuration's predictions (plots)
   const Objective* objective = nullptr;  // nullptr: mean latency
 };
 
 // Evaluates every configuration at every rate (ascending, > 0) and keeps the best per rate.
-StatusOr<ConfigurationTable> plan_table(const Profile& profile, const std::vector<double>& rates_per_s,
+StatusOr<ConfigurationTable> plan_table(const Profile& profile,
+                                        const std::vector<double>& rates_per_s,
                                         const PlanOptions& options);
-StatusOr<ConfigurationTable> plan_table(const Profile& profile, const std::vector<double>& rates_per_s,
-                                        int nodes, QueueKind queue, bool keep_all);
+StatusOr<ConfigurationTable> plan_table(const Profile& profile,
+                                        const std::vector<double>& rates_per_s, int nodes,
+                                        QueueKind queue, bool keep_all);
 
 // Checks a rate list: finite, > 0, strictly ascending. `what` names it in errors ("--rates").
 Status validate_rates(const std::vector<double>& rates_per_s, const std::string& what);

@@ -1,11 +1,10 @@
 #include "serf/core/queue_model.h"
 
 #include <algorithm>
+#include <boost/math/constants/constants.hpp>
 #include <cmath>
 #include <complex>
 #include <limits>
-
-#include <boost/math/constants/constants.hpp>
 
 namespace serf {
 
@@ -15,9 +14,12 @@ constexpr struct {
   QueueKind kind;
   const char* name;
 } kKindNames[] = {
-    {QueueKind::kMdInterf, "md-interf"}, {QueueKind::kMmInterf, "mm-interf"},
-    {QueueKind::kMdc, "mdc"},            {QueueKind::kMmc, "mmc"},
-    {QueueKind::kAllenCunneen, "allen-cunneen"}, {QueueKind::kMdcExact, "mdc-exact"},
+    {QueueKind::kMdInterf, "md-interf"},
+    {QueueKind::kMmInterf, "mm-interf"},
+    {QueueKind::kMdc, "mdc"},
+    {QueueKind::kMmc, "mmc"},
+    {QueueKind::kAllenCunneen, "allen-cunneen"},
+    {QueueKind::kMdcExact, "mdc-exact"},
 };
 
 bool is_oblivious(QueueKind k) {
@@ -96,8 +98,8 @@ StatusOr<QueueModel> QueueModel::Create(QueueKind kind, const std::vector<double
   // ratio must also stay below e^200 so a term below kBig cannot overflow.
   double log_max_rate = -std::numeric_limits<double>::infinity();
   for (size_t k = 0; k < n; ++k) {
-    log_max_rate = std::max(log_max_rate, std::log(static_cast<double>(k + 1)) -
-                                              std::log(m.inv_mu_s_[k]));
+    log_max_rate =
+        std::max(log_max_rate, std::log(static_cast<double>(k + 1)) - std::log(m.inv_mu_s_[k]));
   }
   bool monotone = true;
   double run = 0, max_run = 0, max_step = -std::numeric_limits<double>::infinity();
@@ -128,10 +130,13 @@ Prediction QueueModel::finish(int c, double lambda, double s0, double s1, double
   const double rho = lambda * inv_mu_s_[k] / c;
   if (!(rho < 1.0)) return p;
   const double om = 1.0 - rho;
-  const double p_wait = t_c / om;      // sum_{n>=c} t_n (geometric tail)
+  const double p_wait = t_c / om;  // sum_{n>=c} t_n (geometric tail)
   const double p0 = 1.0 / (s0 + p_wait);
-  const double service_s = oblivious_ ? inv_mu_s_[0] : p0 * (s1 + p_wait * inv_mu_s_[k]);  // Eq. 11
-  const double base = p0 * t_c / lambda;  // p_c / lambda
+  const double wait_probability = p_wait * p0;  // <= 1, so the products below cannot overflow
+  // Eq. 11; with one server (or equal ones) it is exactly 1/mu_1, so say so without rounding.
+  const double service_s =
+      (oblivious_ || c == 1) ? inv_mu_s_[0] : p0 * s1 + wait_probability * inv_mu_s_[k];
+  const double base = wait_probability * om / lambda;  // p_c / lambda
   double wait_s = 0;
   switch (kind_) {
     case QueueKind::kMmInterf:
@@ -149,11 +154,13 @@ Prediction QueueModel::finish(int c, double lambda, double s0, double s1, double
     case QueueKind::kMdcExact:
       return predict_exact_mdc(c, lambda);
   }
-  p.stable = true;
   p.utilization = rho;
   p.service_ms = 1000.0 * service_s;
   p.wait_ms = 1000.0 * wait_s;
   p.latency_ms = p.service_ms + p.wait_ms;
+  // Within an ulp of rho = 1 the wait can leave the range of a double: that is no steady state.
+  if (!std::isfinite(p.latency_ms)) return Prediction{};
+  p.stable = true;
   return p;
 }
 
@@ -269,7 +276,8 @@ namespace {
 
 // The root of z = w exp(rho (z - 1)) in the unit disk (w a c-th root of unity other than 1).
 // The map is a contraction of the closed disk with factor rho, so fixed-point iteration converges
-// from anywhere in it; Newton finishes. The start linearises around z = 1, where the slow roots are.
+// from anywhere in it; Newton finishes. The start linearises around z = 1, where the slow roots
+// are.
 std::complex<double> mdc_root(std::complex<double> w, double rho) {
   using C = std::complex<double>;
   auto g = [&](C z) { return w * std::exp(rho * (z - 1.0)); };

@@ -1,7 +1,7 @@
 #pragma once
-// Queueing models of one serving unit (paper Eq. 1-12, ARCHITECTURE.md): the paper's M/D_interf/c and
-// the baselines it is compared with. Pure computation, in log space or with rescaling, so results are
-// finite and correct for c up to 10,000.
+// Queueing models of one serving unit (paper Eq. 1-12, ARCHITECTURE.md): the paper's M/D_interf/c
+// and the baselines it is compared with. Pure computation, in log space or with rescaling, so
+// results are finite and correct for c up to 10,000.
 //
 // A QueueModel holds everything that does not depend on the arrival rate for the service rates
 // mu_1..mu_m of one (K, T) pair. It answers for any admission limit c <= m, and for all c = 1..m at
@@ -28,8 +28,8 @@ const char* to_string(QueueKind kind);
 StatusOr<QueueKind> parse_queue_kind(const std::string& name);
 std::string queue_kind_names();  // "md-interf, mm-interf, ..." for help texts and errors
 
-// Mean behaviour of one unit at one arrival rate. When !stable (rho >= 1) the numbers are meaningless
-// and must not be printed.
+// Mean behaviour of one unit at one arrival rate. When !stable (rho >= 1) the numbers are
+// meaningless and must not be printed.
 struct Prediction {
   bool stable = false;
   double latency_ms = 0;   // W = S + Wq (Eq. 12)
@@ -78,11 +78,11 @@ class QueueModel {
   Prediction predict_exact_mdc(int c, double lambda) const;
 
   QueueKind kind_ = QueueKind::kMdInterf;
-  bool oblivious_ = false;  // every server at mu_1
-  std::vector<double> inv_mu_s_;   // 1/mu_i in seconds, i = 1..m (index i-1)
-  std::vector<double> q_;          // 1/(i mu_i): the birth-death ratio is lambda * q_[i-1]
-  std::vector<double> log_q_;      // log q_
-  std::vector<double> cosmetatos_;  // f(c) = (c-1)(sqrt(4+5c)-2)/(16c), index c-1
+  bool oblivious_ = false;             // every server at mu_1
+  std::vector<double> inv_mu_s_;       // 1/mu_i in seconds, i = 1..m (index i-1)
+  std::vector<double> q_;              // 1/(i mu_i): the birth-death ratio is lambda * q_[i-1]
+  std::vector<double> log_q_;          // log q_
+  std::vector<double> cosmetatos_;     // f(c) = (c-1)(sqrt(4+5c)-2)/(16c), index c-1
   std::vector<double> min_service_s_;  // min_{i<=c} 1/mu_i, index c-1
   double scv_1_ = 0;
   bool fast_ok_ = true;  // the rescaled linear-space kernel is exact to double precision here

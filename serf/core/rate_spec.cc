@@ -46,7 +46,8 @@ StatusOr<std::vector<double>> parse_rate_spec(const std::string& spec) {
   if (spec.find(':') != std::string::npos) {
     const auto parts = split(spec, ':');
     if (parts.size() != 3) {
-      return InvalidArgument("'" + spec + "': a range is start:stop:step (inclusive), in requests/s");
+      return InvalidArgument("'" + spec +
+                             "': a range is start:stop:step (inclusive), in requests/s");
     }
     SERF_ASSIGN_OR_RETURN(const double start, parse_number(parts[0], spec));
     SERF_ASSIGN_OR_RETURN(const double stop, parse_number(parts[1], spec));
@@ -66,7 +67,8 @@ StatusOr<std::vector<double>> parse_rate_spec(const std::string& spec) {
   for (const std::string& part : split(spec, ',')) {
     SERF_ASSIGN_OR_RETURN(const double v, parse_number(part, spec));
     rates.push_back(v);
-    if (rates.size() > kMaxLevels) return InvalidArgument("'" + spec + "': more than 1,000,000 rates");
+    if (rates.size() > kMaxLevels)
+      return InvalidArgument("'" + spec + "': more than 1,000,000 rates");
   }
   std::sort(rates.begin(), rates.end());
   for (size_t k = 1; k < rates.size(); ++k) {

@@ -14,7 +14,9 @@ struct ServiceLevel {
   double scv = 0;      // its squared coefficient of variation
 };
 
-// The levels of configuration (c, K, T): tuples (1..c, K, T), index i-1. NotFound names a missing one.
-StatusOr<std::vector<ServiceLevel>> service_levels(const Profile& profile, const Configuration& config);
+// The levels of configuration (c, K, T): tuples (1..c, K, T), index i-1. NotFound names a missing
+// one.
+StatusOr<std::vector<ServiceLevel>> service_levels(const Profile& profile,
+                                                   const Configuration& config);
 
 }  // namespace serf

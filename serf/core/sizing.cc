@@ -1,13 +1,12 @@
 #include "serf/core/sizing.h"
 
 #include <algorithm>
+#include <boost/math/tools/roots.hpp>
+#include <boost/math/tools/toms748_solve.hpp>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <limits>
-
-#include <boost/math/tools/roots.hpp>
-#include <boost/math/tools/toms748_solve.hpp>
 
 namespace serf {
 
@@ -19,12 +18,6 @@ std::string fmt(double x, const char* f = "%.4g") {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, x);
   return buf;
-}
-
-bool key_less(const Configuration& a, const Configuration& b) {
-  if (a.inter != b.inter) return a.inter < b.inter;
-  if (a.intra != b.intra) return a.intra < b.intra;
-  return a.service < b.service;
 }
 
 double score_at(const ConfigurationFamily& fam, int c, double lambda, const Objective& objective,
@@ -49,7 +42,6 @@ SizingResult best_on(const std::vector<ConfigurationFamily>& families, int nodes
   SizingResult best;
   best.rate_per_s = rate;
   best.nodes = nodes;
-  best.score_ms = kInf;
   for (const ConfigurationFamily& fam : families) {
     const int units = units_for(nodes, fam.inter);
     if (units < 1) continue;
@@ -57,24 +49,15 @@ SizingResult best_on(const std::vector<ConfigurationFamily>& families, int nodes
     for (int c = 1; c <= fam.max_service; ++c) {
       Prediction p;
       const double s = score_at(fam, c, lambda, objective, &p);
-      if (!std::isfinite(s) || s > slo_ms) continue;
-      if (s < best.score_ms || (s == best.score_ms && key_less(fam.config(c), best.config))) {
-        best.stable = true;
-        best.config = fam.config(c);
-        best.units = units;
-        best.unit_rate_per_s = lambda;
-        best.score_ms = s;
-        best.prediction = p;
-      }
+      if (s <= slo_ms) best.offer(s, fam.config(c), units, lambda, p);
     }
   }
-  if (!best.stable) best.score_ms = 0;
   return best;
 }
 
 // Unit capacities of every configuration, indexed like the families: caps[f][c - 1].
-std::vector<std::vector<double>> all_unit_capacities(const std::vector<ConfigurationFamily>& families,
-                                                     double slo_ms, const Objective& objective) {
+std::vector<std::vector<double>> all_unit_capacities(
+    const std::vector<ConfigurationFamily>& families, double slo_ms, const Objective& objective) {
   std::vector<std::vector<double>> caps(families.size());
   for (size_t f = 0; f < families.size(); ++f) {
     for (int c = 1; c <= families[f].max_service; ++c) {
@@ -160,7 +143,8 @@ double unit_capacity_per_s(const ConfigurationFamily& family, int c, double slo_
 
 StatusOr<SizingResult> size_for_slo(const Profile& profile, double rate_per_s, double slo_ms,
                                     int max_nodes, const SizingOptions& options) {
-  SERF_ASSIGN_OR_RETURN(auto rows, size_for_rates(profile, {rate_per_s}, slo_ms, max_nodes, options));
+  SERF_ASSIGN_OR_RETURN(auto rows,
+                        size_for_rates(profile, {rate_per_s}, slo_ms, max_nodes, options));
   const SizingResult& r = rows.front();
   if (r.feasible) return r;
   std::string msg = "no configuration meets the SLO of " + fmt(slo_ms) + " ms at " +
@@ -170,7 +154,8 @@ StatusOr<SizingResult> size_for_slo(const Profile& profile, double rate_per_s, d
     msg += "the best reachable is " + fmt(r.score_ms) + " ms with " + to_string(r.config) + " on " +
            std::to_string(max_nodes) + " nodes";
   } else {
-    msg += "no configuration is even stable at that rate on " + std::to_string(max_nodes) + " nodes";
+    msg +=
+        "no configuration is even stable at that rate on " + std::to_string(max_nodes) + " nodes";
   }
   return Infeasible(msg);
 }
@@ -214,7 +199,7 @@ StatusOr<CapacityResult> capacity(const Profile& profile, double slo_ms, int nod
       const double cap = unit_capacity_per_s(fam, c, slo_ms, objective);
       const double cluster = cap * units;
       if (cap > 0 && (cluster > best.rate_per_s ||
-                      (cluster == best.rate_per_s && key_less(fam.config(c), best.config)))) {
+                      (cluster == best.rate_per_s && tie_break_less(fam.config(c), best.config)))) {
         best.rate_per_s = cluster;
         best.config = fam.config(c);
         best.units = units;
@@ -225,8 +210,10 @@ StatusOr<CapacityResult> capacity(const Profile& profile, double slo_ms, int nod
   }
   if (best_family == nullptr) {
     return Infeasible("no configuration meets the SLO of " + fmt(slo_ms) + " ms on " +
-                      std::to_string(nodes) + " nodes even at vanishing load; the fastest service "
-                      "time is " + fmt(fastest_ms) + " ms with " + to_string(fastest));
+                      std::to_string(nodes) +
+                      " nodes even at vanishing load; the fastest service "
+                      "time is " +
+                      fmt(fastest_ms) + " ms with " + to_string(fastest));
   }
   best.score_ms = score_at(*best_family, best.config.service, best.unit_rate_per_s, objective,
                            &best.prediction);

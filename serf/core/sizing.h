@@ -13,19 +13,13 @@ struct SizingOptions {
   const Objective* objective = nullptr;  // nullptr: mean latency
 };
 
-struct SizingResult {
+// Feasible: the fewest nodes and the best configuration on them. Infeasible: the best reachable
+// with max_nodes (the Choice is stable if any configuration is stable there).
+struct SizingResult : Choice {
   double rate_per_s = 0;  // cluster-wide arrival rate asked about
   double slo_ms = 0;
   bool feasible = false;
-  // Feasible: the fewest nodes and the best configuration on them.
-  // Infeasible: the best reachable with max_nodes (if any configuration is stable there).
   int nodes = 0;
-  bool stable = false;
-  Configuration config;
-  int units = 0;
-  double unit_rate_per_s = 0;
-  double score_ms = 0;
-  Prediction prediction;
 };
 
 // The fewest nodes 1..max_nodes for which some configuration's score (mean latency) is <= slo_ms at
@@ -38,15 +32,11 @@ StatusOr<std::vector<SizingResult>> size_for_rates(const Profile& profile,
                                                    double slo_ms, int max_nodes,
                                                    const SizingOptions& options = {});
 
-struct CapacityResult {
+// The Choice's prediction is at rate_per_s.
+struct CapacityResult : Choice {
   double rate_per_s = 0;  // the highest cluster arrival rate within the SLO
   double slo_ms = 0;
   int nodes = 0;
-  Configuration config;
-  int units = 0;
-  double unit_rate_per_s = 0;
-  double score_ms = 0;
-  Prediction prediction;  // at rate_per_s
 };
 
 // The highest cluster arrival rate `nodes` sustain with some configuration's score <= slo_ms.

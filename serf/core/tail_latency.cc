@@ -1,11 +1,10 @@
 #include "serf/core/tail_latency.h"
 
-#include <cmath>
-#include <limits>
-
 #include <boost/math/distributions/gamma.hpp>
 #include <boost/math/special_functions/gamma.hpp>
 #include <boost/math/tools/roots.hpp>
+#include <cmath>
+#include <limits>
 
 namespace serf {
 namespace {
@@ -53,8 +52,8 @@ StatusOr<LatencyTail> LatencyTail::Create(const QueueModel& model, int c, double
     // SCV of a residual service time of level c: E[R^2]/E[R]^2 - 1 for Gamma service.
     const double cs2 = t.levels_.back().scv;
     const double scv_r = 4.0 * (1.0 + 2.0 * cs2) / (3.0 * (1.0 + cs2)) - 1.0;
-    const double scv_v = std::min(
-        1.0, 1.0 - (1.0 - scv_r) * 3.0 / (c + 2.0) * (1.0 - p.utilization));
+    const double scv_v =
+        std::min(1.0, 1.0 - (1.0 - scv_r) * 3.0 / (c + 2.0) * (1.0 - p.utilization));
     t.v_shape_ = 1.0 / scv_v;
     t.v_scale_ms_ = t.wait_ms_ / t.p_wait_ * scv_v;
     // V + S_c as a shifted Gamma with the same first three cumulants (Gamma(k, s) has cumulants
@@ -100,7 +99,8 @@ double LatencyTail::latency_quantile_ms(double q) const {
   for (int it = 0; it < 200 && latency_cdf(hi) < q; ++it) hi *= 2;
   // The smallest x with F(x) >= q; F may jump (deterministic service), so bisect.
   auto g = [&](double x) { return latency_cdf(x) - q; };
-  const auto r = boost::math::tools::bisect(g, 0.0, hi, boost::math::tools::eps_tolerance<double>(20));
+  const auto r =
+      boost::math::tools::bisect(g, 0.0, hi, boost::math::tools::eps_tolerance<double>(20));
   return r.second;
 }
 
@@ -123,11 +123,13 @@ double arrival_scv_wait_factor(double unit_arrival_scv, double service_scv) {
 double model_service_scv(QueueKind kind, double profiled_scv_c) {
   switch (kind) {
     case QueueKind::kMmInterf:
-    case QueueKind::kMmc: return 1.0;
+    case QueueKind::kMmc:
+      return 1.0;
     case QueueKind::kMdc:
     case QueueKind::kMdcExact:
     case QueueKind::kMdInterf:
-    case QueueKind::kAllenCunneen: break;
+    case QueueKind::kAllenCunneen:
+      break;
   }
   return profiled_scv_c;
 }
@@ -136,11 +138,16 @@ double service_scv_wait_factor(QueueKind kind, double profiled_scv_c) {
   double assumed = 0;
   switch (kind) {
     case QueueKind::kMmInterf:
-    case QueueKind::kMmc: assumed = 1.0; break;
-    case QueueKind::kAllenCunneen: assumed = profiled_scv_c; break;
+    case QueueKind::kMmc:
+      assumed = 1.0;
+      break;
+    case QueueKind::kAllenCunneen:
+      assumed = profiled_scv_c;
+      break;
     case QueueKind::kMdc:
     case QueueKind::kMdcExact:
-    case QueueKind::kMdInterf: break;
+    case QueueKind::kMdInterf:
+      break;
   }
   return (1.0 + profiled_scv_c) / (1.0 + assumed);
 }

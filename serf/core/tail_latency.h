@@ -28,8 +28,9 @@ namespace serf {
 
 class LatencyTail {
  public:
-  // levels: tuples 1..c (at least c entries); `wait_factor` scales the model's W_q (bursty arrivals,
-  // see arrival_scv_wait_factor). InvalidArgument for bad input, Infeasible when rho >= 1.
+  // levels: tuples 1..c (at least c entries); `wait_factor` scales the model's W_q (bursty
+  // arrivals, see arrival_scv_wait_factor). InvalidArgument for bad input, Infeasible when rho
+  // >= 1.
   static StatusOr<LatencyTail> Create(const QueueModel& model, int c, double rate_per_s,
                                       const std::vector<ServiceLevel>& levels,
                                       double wait_factor = 1.0);
@@ -51,7 +52,7 @@ class LatencyTail {
   std::vector<double> start_weight_;  // p_{n-1}, n = 1..c
   std::vector<ServiceLevel> levels_;
   double p_wait_ = 0, wait_ms_ = 0;
-  double v_shape_ = 1, v_scale_ms_ = 0;  // V ~ Gamma(shape, scale), mean W_q / P_w
+  double v_shape_ = 1, v_scale_ms_ = 0;                 // V ~ Gamma(shape, scale), mean W_q / P_w
   double q_shape_ = 1, q_scale_ms_ = 1, shift_ms_ = 0;  // V + S_c ~ shift + Gamma(shape, scale)
 };
 

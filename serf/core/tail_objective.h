@@ -1,7 +1,8 @@
 #pragma once
 // Objectives beyond the paper's mean latency (planner.h's Objective): a latency percentile from
 // the tail approximation (tail_latency.h, with the profiled service SCV's correction of the wait),
-// and bursty arrivals through the Allen-Cunneen correction of the wait. The planner, SLO sizing and capacity take it through their options.
+// and bursty arrivals through the Allen-Cunneen correction of the wait. The planner, SLO sizing and
+// capacity take it through their options.
 
 #include <memory>
 #include <string>
@@ -13,8 +14,8 @@
 namespace serf {
 
 struct LatencyObjectiveOptions {
-  double percentile = 0;    // 0: the mean; otherwise in (0, 100), e.g. 99 for p99
-  double arrival_scv = 1;   // SCV of the gaps of the cluster-wide arrival stream (1: Poisson)
+  double percentile = 0;   // 0: the mean; otherwise in (0, 100), e.g. 99 for p99
+  double arrival_scv = 1;  // SCV of the gaps of the cluster-wide arrival stream (1: Poisson)
   // The cluster size when it is fixed (plan, capacity): a unit sees a stream split over
   // floor(N/K) units (split_arrival_scv). 0 when it is what is being searched (size): then the
   // unit SCV is taken as max(arrival_scv, 1), the upper bound over any number of units.

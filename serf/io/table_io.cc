@@ -1,5 +1,6 @@
 #include "serf/io/table_io.h"
 
+#include <charconv>
 #include <cstdio>
 #include <sstream>
 
@@ -11,31 +12,19 @@ using nlohmann::json;
 
 namespace {
 
-json prediction_fields(const Prediction& p) {
-  if (!p.stable) {
-    return {{"stable", false}, {"latency_ms", nullptr}, {"wait_ms", nullptr},
-            {"service_ms", nullptr}, {"utilization", nullptr}};
-  }
-  return {{"stable", true}, {"latency_ms", p.latency_ms}, {"wait_ms", p.wait_ms},
-          {"service_ms", p.service_ms}, {"utilization", p.utilization}};
-}
-
 // Shortest text that reads back to the same double.
 std::string num(double x) {
   char buf[32];
-  double back = 0;
-  for (int digits = 6; digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, x);
-    if (std::sscanf(buf, "%lf", &back) == 1 && back == x) break;
-  }
-  return buf;
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, r.ptr);
 }
 
 StatusOr<TableEntry> entry_from_json(const json& e, const std::string& where) {
   TableEntry entry;
   SERF_ASSIGN_OR_RETURN(entry.rate_per_s, get_number(e, "rate", where));
   SERF_ASSIGN_OR_RETURN(const json* stable, get_field(e, "stable", where));
-  if (!stable->is_boolean()) return InvalidArgument(field_path(where, "stable") + ": expected true or false");
+  if (!stable->is_boolean())
+    return InvalidArgument(field_path(where, "stable") + ": expected true or false");
   entry.stable = stable->get<bool>();
   if (!entry.stable) return entry;
   SERF_ASSIGN_OR_RETURN(entry.config.service, get_int(e, "service", where));
@@ -58,6 +47,21 @@ StatusOr<TableEntry> entry_from_json(const json& e, const std::string& where) {
 
 }  // namespace
 
+json prediction_to_json(const Prediction& p) {
+  if (!p.stable) {
+    return {{"stable", false},
+            {"latency_ms", nullptr},
+            {"wait_ms", nullptr},
+            {"service_ms", nullptr},
+            {"utilization", nullptr}};
+  }
+  return {{"stable", true},
+          {"latency_ms", p.latency_ms},
+          {"wait_ms", p.wait_ms},
+          {"service_ms", p.service_ms},
+          {"utilization", p.utilization}};
+}
+
 json table_to_json(const ConfigurationTable& table) {
   json entries = json::array();
   for (const TableEntry& e : table.entries) {
@@ -72,12 +76,15 @@ json table_to_json(const ConfigurationTable& table) {
     } else {
       row["service"] = row["inter"] = row["intra"] = nullptr;
     }
-    row.update(prediction_fields(e.stable ? e.prediction : Prediction{}));
+    row.update(prediction_to_json(e.stable ? e.prediction : Prediction{}));
     entries.push_back(std::move(row));
   }
-  json doc = {{"format", kTableFormat},     {"model", table.model},
-              {"queue", to_string(table.queue)}, {"objective", table.objective},
-              {"nodes", table.nodes},       {"cores_per_node", table.cores_per_node}};
+  json doc = {{"format", kTableFormat},
+              {"model", table.model},
+              {"queue", to_string(table.queue)},
+              {"objective", table.objective},
+              {"nodes", table.nodes},
+              {"cores_per_node", table.cores_per_node}};
   if (table.illustrative) doc["illustrative"] = true;
   doc["entries"] = std::move(entries);
   if (!table.configurations.empty()) {
@@ -88,7 +95,9 @@ json table_to_json(const ConfigurationTable& table) {
       for (const Prediction& p : table.predictions[k]) {
         latency.push_back(p.stable ? json(p.latency_ms) : json(nullptr));
       }
-      all.push_back({{"service", c.service}, {"inter", c.inter}, {"intra", c.intra},
+      all.push_back({{"service", c.service},
+                     {"inter", c.inter},
+                     {"intra", c.intra},
                      {"latency_ms", std::move(latency)}});
     }
     doc["all"] = std::move(all);

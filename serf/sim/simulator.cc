@@ -1,12 +1,11 @@
 #include "serf/sim/simulator.h"
 
 #include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <string>
-
-#include <boost/math/distributions/students_t.hpp>
 
 #include "serf/sim/histogram.h"
 
@@ -156,7 +155,9 @@ class StartUnit {
       queue_.push({t, id});
     }
   }
-  void drain(Rng& rng, Recorder& rec) { advance(std::numeric_limits<double>::infinity(), rng, rec); }
+  void drain(Rng& rng, Recorder& rec) {
+    advance(std::numeric_limits<double>::infinity(), rng, rec);
+  }
 
  private:
   void advance(double t, Rng& rng, Recorder& rec) {
@@ -197,7 +198,9 @@ class SharedUnit {
       queue_.push({t, id});
     }
   }
-  void drain(Rng& rng, Recorder& rec) { advance(std::numeric_limits<double>::infinity(), rng, rec); }
+  void drain(Rng& rng, Recorder& rec) {
+    advance(std::numeric_limits<double>::infinity(), rng, rec);
+  }
 
  private:
   struct Running {
@@ -260,7 +263,8 @@ SimulationResult run(const SimulationOptions& o, ArrivalProcess arrivals, std::v
 }  // namespace
 
 StatusOr<SimulationResult> simulate(const SimulationOptions& o) {
-  if (o.levels.empty()) return InvalidArgument("simulation needs at least one service level (c >= 1)");
+  if (o.levels.empty())
+    return InvalidArgument("simulation needs at least one service level (c >= 1)");
   for (size_t i = 0; i < o.levels.size(); ++i) {
     const ServiceLevel& l = o.levels[i];
     if (!std::isfinite(l.mean_ms) || l.mean_ms <= 0 || !std::isfinite(l.scv) || l.scv < 0) {
@@ -283,10 +287,10 @@ StatusOr<SimulationResult> simulate(const SimulationOptions& o) {
                         ArrivalProcess::Create(o.arrival_kind, o.rate_per_s, o.arrival_scv));
   const double rho = offered_utilization(o);
   if (!(rho < 1.0)) {
-    return Infeasible("unstable load: utilization rho = lambda_unit / (c mu_c) = " +
-                      std::to_string(rho) +
-                      " >= 1, the queue grows without bound and there is no steady state; "
-                      "lower the rate or add nodes");
+    return Infeasible(
+        "unstable load: utilization rho = lambda_unit / (c mu_c) = " + std::to_string(rho) +
+        " >= 1, the queue grows without bound and there is no steady state; "
+        "lower the rate or add nodes");
   }
   const size_t units = static_cast<size_t>(o.units);
   if (o.semantics == ServiceSemantics::kStart) {

@@ -51,12 +51,12 @@ struct SimulationOptions {
 };
 
 struct SimulationResult {
-  int64_t requests = 0;  // measured (after warm-up)
-  double latency_ms = 0, wait_ms = 0, service_ms = 0;  // means
+  int64_t requests = 0;                                    // measured (after warm-up)
+  double latency_ms = 0, wait_ms = 0, service_ms = 0;      // means
   double p50_ms = 0, p90_ms = 0, p99_ms = 0, p999_ms = 0;  // latency percentiles
   double wait_p99_ms = 0;
-  double percentile_ms = 0;  // options.percentile's latency percentile (0 when not asked)
-  double latency_ci95_ms = 0;  // half-width of the 95% confidence interval of latency_ms
+  double percentile_ms = 0;     // options.percentile's latency percentile (0 when not asked)
+  double latency_ci95_ms = 0;   // half-width of the 95% confidence interval of latency_ms
   double wait_probability = 0;  // fraction of measured requests that queued
   double utilization = 0;       // offered load per unit: lambda_unit / (c mu_c)
   double simulated_s = 0;       // simulated time

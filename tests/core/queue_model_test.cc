@@ -1,9 +1,11 @@
-#include <catch2/catch.hpp>
-
-#include <cmath>
-#include <vector>
-
 #include "serf/core/queue_model.h"
+
+#include <algorithm>
+#include <boost/math/distributions/poisson.hpp>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <utility>
+#include <vector>
 
 using serf::Prediction;
 using serf::QueueKind;
@@ -40,7 +42,9 @@ TEST_CASE("M/M/c waits match Erlang C", "[core][queue]") {
   struct Case {
     int c;
     double a, wq_s;
-  } cases[] = {{2, 1.0, 1.0 / 3.0}, {3, 2.0, 4.0 / 9.0}, {10, 8.0, 0.20459007539822177},
+  } cases[] = {{2, 1.0, 1.0 / 3.0},
+               {3, 2.0, 4.0 / 9.0},
+               {10, 8.0, 0.20459007539822177},
                {50, 45.0, 0.07277289344139767}};
   for (const auto& k : cases) {
     for (QueueKind kind : {QueueKind::kMmc, QueueKind::kMmInterf}) {
@@ -110,7 +114,8 @@ TEST_CASE("equal service rates reduce M/D_interf/c to Cosmetatos' M/D/c", "[core
         Approx(1000.0 * 0.2662547827403142).epsilon(1e-12));
 }
 
-TEST_CASE("interference: M/M_interf/c and M/D_interf/c match a brute-force chain", "[core][queue]") {
+TEST_CASE("interference: M/M_interf/c and M/D_interf/c match a brute-force chain",
+          "[core][queue]") {
   // Reference: the birth-death chain truncated at 5000 states, summed directly (c = 3, means
   // 100/120/150 ms, lambda = 15/s, rho = 0.75).
   const std::vector<double> means = {100.0, 120.0, 150.0};
@@ -227,6 +232,16 @@ TEST_CASE("rho >= 1 is unstable, never a number", "[core][queue]") {
   CHECK_FALSE(m.predict(2, 0.0).stable);
   CHECK_FALSE(m.predict(2, std::nan("")).stable);
   CHECK_FALSE(make(QueueKind::kMdcExact, {100.0}).predict(1, 10.0).stable);
+  // Within an ulp of the limit: a finite number or unstable, for every model, never inf or NaN.
+  for (QueueKind kind : {QueueKind::kMdInterf, QueueKind::kMmInterf, QueueKind::kMdc,
+                         QueueKind::kAllenCunneen, QueueKind::kMdcExact}) {
+    const auto big = make(kind, {1e9, 2e9, 3e9, 4e9});
+    for (int c = 1; c <= 4; ++c) {
+      const Prediction p = big.predict(c, std::nextafter(big.max_rate_per_s(c), 0.0));
+      if (p.stable) CHECK(std::isfinite(p.latency_ms));
+      if (p.stable) CHECK(std::isfinite(p.wait_ms));
+    }
+  }
 }
 
 TEST_CASE("bad service times are rejected", "[core][queue]") {
@@ -234,4 +249,54 @@ TEST_CASE("bad service times are rejected", "[core][queue]") {
   CHECK_FALSE(QueueModel::Create(QueueKind::kMdInterf, {100.0, -1.0}).ok());
   CHECK_FALSE(QueueModel::Create(QueueKind::kMdInterf, {100.0, std::nan("")}).ok());
   CHECK_FALSE(QueueModel::Create(QueueKind::kAllenCunneen, {100.0}, -0.1).ok());
+}
+
+namespace {
+
+// Independent check of exact M/D/c: the chain Q(t + D) = max(Q(t) - c, 0) + Poisson(a), truncated
+// at n_max states and solved directly (Gaussian elimination on pi (P - I) = 0, sum pi = 1). Its
+// stationary law is the time-stationary number in system, so Wq/D = E[(Q - c)+] / a.
+double chain_mdc_wait_over_d(int c, double rho, int n_max) {
+  const double a = c * rho;
+  const boost::math::poisson_distribution<double> arrivals(a);
+  const int n = n_max + 1;
+  // Rows: equations sum_i pi_i (P_ij - delta_ij) = 0 for j < n - 1, last row sum pi = 1.
+  std::vector<std::vector<double>> m(static_cast<size_t>(n), std::vector<double>(n + 1, 0.0));
+  for (int i = 0; i < n; ++i) {
+    const int base = std::max(i - c, 0);
+    double left = 1.0;
+    for (int j = base; j < n; ++j) {
+      const double p = j == n - 1 ? left : boost::math::pdf(arrivals, j - base);
+      left -= p;
+      if (j < n - 1) m[j][i] += p;
+    }
+    if (i < n - 1) m[i][i] -= 1.0;
+  }
+  for (int i = 0; i < n; ++i) m[n - 1][i] = 1.0;
+  m[n - 1][n] = 1.0;
+  for (int col = 0; col < n; ++col) {
+    int pivot = col;
+    for (int r = col + 1; r < n; ++r) {
+      if (std::fabs(m[r][col]) > std::fabs(m[pivot][col])) pivot = r;
+    }
+    std::swap(m[col], m[pivot]);
+    for (int r = 0; r < n; ++r) {
+      if (r == col || m[r][col] == 0.0) continue;
+      const double f = m[r][col] / m[col][col];
+      for (int k = col; k <= n; ++k) m[r][k] -= f * m[col][k];
+    }
+  }
+  double lq = 0;
+  for (int i = c + 1; i < n; ++i) lq += (i - c) * (m[i][n] / m[i][i]);
+  return lq / a;
+}
+
+}  // namespace
+
+TEST_CASE("exact M/D/c agrees with the embedded chain solved directly", "[core][queue]") {
+  for (auto [c, rho] : {std::pair<int, double>{1, 0.5}, {3, 0.7}, {8, 0.85}, {20, 0.6}}) {
+    INFO("c=" << c << " rho=" << rho);
+    CHECK(serf::exact_mdc_wait_over_d(c, rho) ==
+          Approx(chain_mdc_wait_over_d(c, rho, 300)).epsilon(1e-8).margin(1e-12));
+  }
 }

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "serf/io/table_io.h"
+
+#include <catch2/catch.hpp>
 
 using namespace serf;
 

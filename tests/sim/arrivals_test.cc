@@ -1,10 +1,9 @@
-#include <catch2/catch.hpp>
+#include "serf/core/arrivals.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
 #include <vector>
-
-#include "serf/core/arrivals.h"
 
 namespace {
 

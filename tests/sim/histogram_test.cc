@@ -1,11 +1,10 @@
-#include <catch2/catch.hpp>
+#include "serf/sim/histogram.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
 #include <vector>
-
-#include "serf/sim/histogram.h"
 
 TEST_CASE("histogram quantiles are within the stated relative error of an exact sort", "[sim]") {
   std::mt19937_64 rng(11);

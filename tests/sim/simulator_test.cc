@@ -1,11 +1,10 @@
 // The simulator against closed forms (M/M/1, M/M/c Erlang C, M/D/1 Pollaczek-Khinchine, GI/M/1,
 // M/G/1-PS, an exact birth-death chain), within the batch-means confidence interval.
-#include <catch2/catch.hpp>
+#include "serf/sim/simulator.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
-
-#include "serf/sim/simulator.h"
 
 namespace {
 
@@ -14,7 +13,8 @@ using serf::sim::ServiceSemantics;
 using serf::sim::SimulationOptions;
 using serf::sim::SimulationResult;
 
-SimulationOptions options(std::vector<ServiceLevel> levels, double rate_per_s, int64_t n = 1000000) {
+SimulationOptions options(std::vector<ServiceLevel> levels, double rate_per_s,
+                          int64_t n = 1000000) {
   SimulationOptions o;
   o.levels = std::move(levels);
   o.rate_per_s = rate_per_s;
@@ -100,7 +100,8 @@ TEST_CASE("GI/M/1 with Gamma arrivals: the exact sigma root", "[sim]") {
     const double mu = 100, lambda = 75, k = 1 / ca2;
     // sigma = A*(mu (1 - sigma)), A*(s) = (k lambda / (k lambda + s))^k: fixed point from 0.5.
     double sigma = 0.5;
-    for (int it = 0; it < 2000; ++it) sigma = std::pow(k * lambda / (k * lambda + mu * (1 - sigma)), k);
+    for (int it = 0; it < 2000; ++it)
+      sigma = std::pow(k * lambda / (k * lambda + mu * (1 - sigma)), k);
     auto o = options(flat(1, 1000 / mu, 1.0), lambda, 2000000);
     o.arrival_kind = serf::ArrivalKind::kGamma;
     o.arrival_scv = ca2;

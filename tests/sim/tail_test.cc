@@ -2,7 +2,6 @@
 // tail_objective.h) against closed forms and against the simulator, in the regime where the study
 // (docs/simulation.md) found them to hold, with the tolerances it supports.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <vector>
 
@@ -45,7 +44,7 @@ Compared compare(const std::vector<ServiceLevel>& levels, double rho, double arr
   auto model = serf::QueueModel::Create(serf::QueueKind::kMdInterf, means, levels[0].scv);
   REQUIRE(model.ok());
   const serf::Profile profile = profile_of(levels, units);
-  const serf::ConfigurationFamily family{1, 1, c, *model};
+  const serf::ConfigurationFamily family{1, 1, c, *model, {}};
   serf::LatencyObjectiveOptions o;
   o.percentile = 99;
   o.arrival_scv = arrival_scv;
@@ -70,9 +69,8 @@ Compared compare(const std::vector<ServiceLevel>& levels, double rho, double arr
   auto tail = serf::LatencyTail::Create(*model, c, lambda, levels,
                                         (*objective)->tail_wait_factor(family, c));
   REQUIRE(tail.ok());
-  return {tail->mean_latency_ms(),
-          (*objective)->score_ms(family, c, lambda, p), sim->latency_ms, sim->p99_ms,
-          sim->latency_ci95_ms};
+  return {tail->mean_latency_ms(), (*objective)->score_ms(family, c, lambda, p), sim->latency_ms,
+          sim->p99_ms, sim->latency_ci95_ms};
 }
 
 }  // namespace
@@ -80,8 +78,8 @@ Compared compare(const std::vector<ServiceLevel>& levels, double rho, double arr
 TEST_CASE("M/M/c: the wait distribution is exact (Erlang C, exponential tail)", "[tail]") {
   const int c = 8;
   const double mean_ms = 40, lambda = 170, mu = 1000 / mean_ms;
-  auto model = serf::QueueModel::Create(serf::QueueKind::kMmInterf,
-                                        std::vector<double>(c, mean_ms), 1.0);
+  auto model =
+      serf::QueueModel::Create(serf::QueueKind::kMmInterf, std::vector<double>(c, mean_ms), 1.0);
   REQUIRE(model.ok());
   auto tail = serf::LatencyTail::Create(*model, c, lambda,
                                         std::vector<ServiceLevel>(c, ServiceLevel{mean_ms, 1.0}));
@@ -147,8 +145,8 @@ TEST_CASE("bursty arrivals: Allen-Cunneen correction vs simulator with Gamma arr
     const int units = k.units;
     {
       for (double rho : {0.5, 0.8}) {
-        const Compared r = compare(std::vector<ServiceLevel>(4, ServiceLevel{10.0, 0.1}), rho, ca2,
-                                   units);
+        const Compared r =
+            compare(std::vector<ServiceLevel>(4, ServiceLevel{10.0, 0.1}), rho, ca2, units);
         INFO("ca2 " << ca2 << " units " << units << " rho " << rho << ": model mean "
                     << r.model_mean << " p99 " << r.model_p99 << ", sim mean " << r.sim_mean
                     << " p99 " << r.sim_p99);
@@ -158,8 +156,10 @@ TEST_CASE("bursty arrivals: Allen-Cunneen correction vs simulator with Gamma arr
     }
   }
   // The correction matters: the Poisson model is further off than the corrected one.
-  const Compared bursty = compare(std::vector<ServiceLevel>(4, ServiceLevel{10.0, 0.1}), 0.8, 1.5, 1);
-  const Compared poisson = compare(std::vector<ServiceLevel>(4, ServiceLevel{10.0, 0.1}), 0.8, 1.0, 1);
+  const Compared bursty =
+      compare(std::vector<ServiceLevel>(4, ServiceLevel{10.0, 0.1}), 0.8, 1.5, 1);
+  const Compared poisson =
+      compare(std::vector<ServiceLevel>(4, ServiceLevel{10.0, 0.1}), 0.8, 1.0, 1);
   CHECK(std::abs(poisson.model_mean - bursty.sim_mean) >
         3 * std::abs(bursty.model_mean - bursty.sim_mean));
 }
@@ -175,9 +175,9 @@ TEST_CASE("the unit arrival SCV of a split stream", "[tail]") {
 TEST_CASE("the simulator fallback answers where the approximation is poor, and only there",
           "[tail][sim]") {
   const serf::sim::FallbackRegion region;
-  CHECK(region.poor(4.0, 8, 0.3, false));   // bursty
-  CHECK(region.poor(0.25, 8, 0.3, true));   // smooth
-  CHECK(region.poor(1.0, 8, 0.95, true));   // a percentile near saturation
+  CHECK(region.poor(4.0, 8, 0.3, false));         // bursty
+  CHECK(region.poor(0.25, 8, 0.3, true));         // smooth
+  CHECK(region.poor(1.0, 8, 0.95, true));         // a percentile near saturation
   CHECK_FALSE(region.poor(1.0, 8, 0.95, false));  // the mean there is the paper's model
   CHECK_FALSE(region.poor(1.2, 2, 0.6, true));
 
@@ -187,7 +187,7 @@ TEST_CASE("the simulator fallback answers where the approximation is poor, and o
   auto model = serf::QueueModel::Create(serf::QueueKind::kMdInterf, means, 0.1);
   REQUIRE(model.ok());
   const serf::Profile profile = profile_of(levels, 1);
-  const serf::ConfigurationFamily family{1, 1, 4, *model};
+  const serf::ConfigurationFamily family{1, 1, 4, *model, {}};
   for (double ca2 : {1.0, 4.0}) {
     serf::LatencyObjectiveOptions o;
     o.percentile = 99;

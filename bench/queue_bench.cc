@@ -1,0 +1,159 @@
+// Queueing-core speed: predictions per second at c = 8 and c = 64, and `serf plan` end to end
+// (whole process) on a synthetic 1024-node x 64-core profile: K in powers of two up to 1024,
+// T = 1..64, i*T <= 64 (3,333 configurations), at 1000 load levels. Goal: under 100 ms on one core.
+// Usage: bench_queue [RUNS]   (prints medians; the profile and table go to a temporary folder)
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "serf/core/planner.h"
+#include "serf/core/queue_model.h"
+#include "serf/io/profile_io.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The same cost model as scripts/make_example_profile.py, scaled to 64 cores.
+serf::Profile synthetic_profile() {
+  serf::Profile p;
+  p.model = "synthetic-1024x64";
+  p.hardware = {1024, 64};
+  p.illustrative = true;
+  p.note = "synthetic, for bench_queue";
+  for (int k = 1; k <= 1024; k *= 2) {
+    for (int t = 1; t <= 64; ++t) {
+      for (int i = 1; i * t <= 64; ++i) {
+        const double threads = 2400.0 * (0.1 + 0.9 / t);
+        const double nodes = threads * (0.1 + 0.9 / k) + 50.0 * std::log2(k) * (1 + 0.1 * (i - 1));
+        const double interference = 1.0 + 0.06 * (i - 1) + 0.02 * (i - 1) * (t - 1);
+        p.tuples.push_back({{i, k, t}, nodes * interference, 0.02, 100, 0});
+      }
+    }
+  }
+  p.reindex();
+  return p;
+}
+
+// Single predictions of configuration c (interference-aware) over a sweep of loads.
+void bench_predict(int c) {
+  std::vector<double> mean_ms;
+  for (int i = 1; i <= c; ++i) mean_ms.push_back(500.0 * (1.0 + 0.05 * (i - 1)));
+  for (serf::QueueKind kind : {serf::QueueKind::kMdInterf, serf::QueueKind::kMdcExact}) {
+    auto model = serf::QueueModel::Create(kind, mean_ms);
+    const double top = model->max_rate_per_s(c);
+    const int n = kind == serf::QueueKind::kMdcExact ? 20000 : 2000000;
+    std::vector<double> per_s;
+    double sink = 0;
+    for (int run = 0; run < 5; ++run) {
+      const auto t0 = Clock::now();
+      for (int k = 0; k < n; ++k)
+        sink += model->predict(c, top * ((k % 999) + 0.5) / 1000.0).latency_ms;
+      per_s.push_back(n / seconds_since(t0));
+    }
+    std::printf("predict %-10s c=%-3d %12.3g predictions/s (median of 5; checksum %.6g)\n",
+                serf::to_string(kind), c, median(per_s), sink);
+  }
+}
+
+struct ProcessTime {
+  double wall_s, cpu_s;
+};
+
+// Runs a command to completion: wall time, and CPU time (user + system) of the child.
+ProcessTime run_process(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const auto t0 = Clock::now();
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen("/dev/null", "w", stdout)) _exit(127);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage usage {};
+  wait4(pid, &status, 0, &usage);
+  const double s = seconds_since(t0);
+  const double cpu = usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+                     1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "bench_queue: %s failed (status %d)\n", args[0].c_str(), status);
+    std::exit(1);
+  }
+  return {s, cpu};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
+  bench_predict(8);
+  bench_predict(64);
+
+  char dir_template[] = "/tmp/serf_bench_queue_XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  if (dir == nullptr) return 1;
+  const std::string profile_path = std::string(dir) + "/synthetic_1024x64.json";
+  const std::string table_path = std::string(dir) + "/table.json";
+  const serf::Profile profile = synthetic_profile();
+  if (!serf::io::save_profile(profile, profile_path).ok()) return 1;
+  const std::string rates = "6:6000:6";  // 1000 load levels, up to the cluster's capacity
+  const size_t configs = serf::enumerate_configurations(profile, 1024).size();
+
+  // In process: the planner alone.
+  std::vector<double> levels;
+  for (int k = 1; k <= 1000; ++k) levels.push_back(6.0 * k);
+  std::vector<double> in_process;
+  size_t unstable = 0;
+  for (int run = 0; run < runs; ++run) {
+    const auto t0 = Clock::now();
+    auto table = serf::plan_table(profile, levels, 0, serf::QueueKind::kMdInterf, false);
+    in_process.push_back(seconds_since(t0));
+    unstable = 0;
+    for (const auto& e : table->entries) unstable += e.stable ? 0 : 1;
+  }
+  std::printf(
+      "plan_table in process: %zu configurations x %zu levels: median %.1f ms (%d runs; "
+      "%zu levels overloaded)\n",
+      configs, levels.size(), 1000 * median(in_process), runs, unstable);
+
+  // Whole process, as an operator runs it.
+  std::vector<double> whole, cpu;
+  for (int run = 0; run < runs; ++run) {
+    const ProcessTime t = run_process(
+        {SERF_BINARY, "plan", "--profile", profile_path, "--rates", rates, "--out", table_path});
+    whole.push_back(t.wall_s);
+    cpu.push_back(t.cpu_s);
+  }
+  std::printf(
+      "serf plan whole process (%zu tuples, %zu configurations x 1000 levels): wall median "
+      "%.1f ms (min %.1f, max %.1f), CPU median %.1f ms, over %d runs (goal < 100 ms)\n",
+      profile.tuples.size(), configs, 1000 * median(whole),
+      1000 * *std::min_element(whole.begin(), whole.end()),
+      1000 * *std::max_element(whole.begin(), whole.end()), 1000 * median(cpu), runs);
+  std::remove(profile_path.c_str());
+  std::remove(table_path.c_str());
+  std::remove((std::string(dir) + "/table.csv").c_str());
+  rmdir(dir);
+  return 0;
+}
