@@ -40,6 +40,11 @@ Status run_simulate(const SimulateFlags& f) {
   SERF_ASSIGN_OR_RETURN(o.semantics, sim::parse_service_semantics(f.semantics));
   SERF_ASSIGN_OR_RETURN(o.arrival_kind, parse_arrival_kind(f.arrivals));
   o.arrival_scv = f.arrival_scv;
+  if (o.arrival_kind == ArrivalKind::kDeterministic && f.arrival_scv > 0) {
+    return InvalidArgument(
+        "deterministic arrivals have SCV 0; use --arrivals gamma for --arrival-scv " +
+        std::to_string(f.arrival_scv));
+  }
   if (f.arrival_scv < 0) {
     if (o.arrival_kind == ArrivalKind::kGamma) {
       return InvalidArgument("--arrivals gamma needs --arrival-scv X (X > 0; 1 is Poisson)");

@@ -38,7 +38,7 @@ done
 for rate in -1 nan; do
   check_usage_error "bad rate $rate" "${base[@]}" --rate "$rate"
 done
-for bad in "--semantics fast" "--arrivals bursty" "--arrivals gamma" "--seed x" \
+for bad in "--semantics fast" "--arrivals bursty" "--arrivals gamma" "--arrivals deterministic --arrival-scv 2" "--arrivals poisson --arrival-scv 2" "--seed x" \
            "--requests 10" "--inter 3 --nodes 2" "--service 9"; do
   # shellcheck disable=SC2086
   check_usage_error "bad input '$bad'" "${args[@]}" $bad
