@@ -413,7 +413,9 @@ void register_queue_commands(CLI::App& app, CommandRegistry& registry) {
     f->rate_opt = sub->add_option("--rate", f->rate, "cluster-wide arrival rate in requests/s");
     f->rates_opt = sub->add_option("--rates", f->rates,
                                    "size for several loads (requests/s): a,b,c or start:stop:step");
-    sub->add_option("--slo-ms", f->slo_ms, "mean-latency objective in ms")->required();
+    sub->add_option("--slo-ms", f->slo_ms,
+                    "latency objective in ms (the mean; with --percentile, that percentile)")
+        ->required();
     sub->add_option("--max-nodes", f->max_nodes,
                     "largest cluster to consider, in nodes (default 1024)");
     f->tail.add_percentile(sub);
@@ -426,7 +428,9 @@ void register_queue_commands(CLI::App& app, CommandRegistry& registry) {
         "capacity",
         "Highest cluster arrival rate (requests/s) whose best configuration meets the SLO");
     f->common.add(sub, true, true);
-    sub->add_option("--slo-ms", f->slo_ms, "mean-latency objective in ms")->required();
+    sub->add_option("--slo-ms", f->slo_ms,
+                    "latency objective in ms (the mean; with --percentile, that percentile)")
+        ->required();
     f->tail.add_percentile(sub);
     f->tail.add_arrival_scv(sub);
     registry.add(sub, [f] { return run_capacity(*f); });
