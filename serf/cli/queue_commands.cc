@@ -128,19 +128,18 @@ Status run_predict(const PredictFlags& f) {
   Prediction p = model.predict(config.service, unit_rate);
   // Beyond the paper: bursty arrivals scale the wait; a percentile comes from the tail model.
   SERF_ASSIGN_OR_RETURN(auto objective, f.tail.make(profile, nodes));
-  double percentile_ms = 0;
+  double score_ms = 0;  // the objective: the percentile, or the mean (simulated where poor)
   if (objective && p.stable) {
     const ConfigurationFamily family{config.inter, config.intra, config.service, model, {}};
-    if (objective->options().percentile > 0) {
-      percentile_ms = objective.get()->score_ms(family, config.service, unit_rate, p);
-    }
+    score_ms = objective.get()->score_ms(family, config.service, unit_rate, p);
     p = objective->corrected(family, config.service, p);
   }
   if (f.common.json) {
     json out = io::prediction_to_json(p);
-    if (percentile_ms > 0) out["percentile_ms"] = percentile_ms;
-    if (objective) {
-      out.update({{"percentile", f.tail.percentile},
+    if (objective && p.stable) {
+      out.update({{"score_ms", score_ms},
+                  {"objective", objective->name()},
+                  {"percentile", f.tail.percentile},
                   {"arrival_scv", f.tail.arrival_scv},
                   {"simulated", objective.simulations() > 0}});
     }
@@ -161,7 +160,10 @@ Status run_predict(const PredictFlags& f) {
             << "\n";
   if (p.stable) {
     std::cout << "model " << to_string(kind) << ": " << breakdown(p) << "\n";
-    if (percentile_ms > 0) std::cout << f.tail.what() << ": " << ms(percentile_ms) << "\n";
+    if (objective && (objective->options().percentile > 0 || objective.simulations() > 0)) {
+      std::cout << (objective.simulations() > 0 ? "simulated " : "") << f.tail.what() << ": "
+                << ms(score_ms) << "\n";
+    }
     std::cout << objective.note();
   } else {
     std::cout << "model " << to_string(kind) << ": UNSTABLE: a unit serves at most "

@@ -10,7 +10,7 @@ cfg=(--profile "$profile" --service 2 --inter 2 --intra 4)
 out=$("$serf" predict "${cfg[@]}" --rate 10 --percentile 99 --json)
 check "predict --percentile 99 gives a p99 above the mean" "$py" -c '
 import json, sys
-d = json.loads(sys.argv[1]); assert d["percentile_ms"] > d["latency_ms"] > 0, d
+d = json.loads(sys.argv[1]); assert d["score_ms"] > d["latency_ms"] > 0 and d["objective"] == "p99", d
 assert d["simulated"] is False' "$out"
 poisson=$(field "$("$serf" predict "${cfg[@]}" --rate 10 --json)" wait_ms)
 bursty=$(field "$("$serf" predict "${cfg[@]}" --rate 10 --arrival-scv 4 --json)" wait_ms)
