@@ -31,5 +31,6 @@ class CommandRegistry {
 // Each room's CLI file registers its subcommands here (see main.cc).
 void register_queue_commands(CLI::App& app, CommandRegistry& registry);  // predict plan size capacity
 void register_model_commands(CLI::App& app, CommandRegistry& registry);  // model info, model init
+void register_sim_commands(CLI::App& app, CommandRegistry& registry);    // simulate
 
 }  // namespace serf::cli

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   serf::cli::CommandRegistry registry;
   serf::cli::register_queue_commands(app, registry);
   serf::cli::register_model_commands(app, registry);
+  serf::cli::register_sim_commands(app, registry);
 
   try {
     app.parse(argc, argv);
