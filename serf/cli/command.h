@@ -33,5 +33,6 @@ void register_queue_commands(CLI::App& app, CommandRegistry& registry);  // pred
 void register_engine_commands(CLI::App& app, CommandRegistry& registry);  // infer
 void register_model_commands(CLI::App& app, CommandRegistry& registry);  // model info, model init
 void register_mpi_commands(CLI::App& app, CommandRegistry& registry);    // serve profile (mpirun)
+void register_sim_commands(CLI::App& app, CommandRegistry& registry);    // simulate
 
 }  // namespace serf::cli

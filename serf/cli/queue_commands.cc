@@ -8,6 +8,7 @@
 #include <string>
 
 #include "serf/cli/command.h"
+#include "serf/cli/tail_flags.h"
 #include "serf/core/planner.h"
 #include "serf/core/rate_spec.h"
 #include "serf/core/sizing.h"
@@ -103,6 +104,7 @@ std::string illustrative_note(const Profile& p) {
 // ---- predict ---------------------------------------------------------------------------------
 struct PredictFlags {
   CommonFlags common;
+  TailFlags tail;  // --percentile, --arrival-scv
   int service = 0, inter = 0, intra = 0;
   double rate = 0;
 };
@@ -123,9 +125,24 @@ Status run_predict(const PredictFlags& f) {
   SERF_ASSIGN_OR_RETURN(QueueModel model, model_for(profile, config, nodes, kind));
   const int units = units_for(nodes, config.inter);
   const double unit_rate = f.rate / units;
-  const Prediction p = model.predict(config.service, unit_rate);
+  Prediction p = model.predict(config.service, unit_rate);
+  // Beyond the paper: bursty arrivals scale the wait; a percentile comes from the tail model.
+  SERF_ASSIGN_OR_RETURN(auto objective, f.tail.make(profile, nodes));
+  double score_ms = 0;  // the objective: the percentile, or the mean (simulated where poor)
+  if (objective && p.stable) {
+    const ConfigurationFamily family{config.inter, config.intra, config.service, model, {}};
+    score_ms = objective.get()->score_ms(family, config.service, unit_rate, p);
+    p = objective->corrected(family, config.service, p);
+  }
   if (f.common.json) {
     json out = io::prediction_to_json(p);
+    if (objective && p.stable) {
+      out.update({{"score_ms", score_ms},
+                  {"objective", objective->name()},
+                  {"percentile", f.tail.percentile},
+                  {"arrival_scv", f.tail.arrival_scv},
+                  {"simulated", objective.simulations() > 0}});
+    }
     out.update({{"service", config.service},
                 {"inter", config.inter},
                 {"intra", config.intra},
@@ -143,6 +160,11 @@ Status run_predict(const PredictFlags& f) {
             << "\n";
   if (p.stable) {
     std::cout << "model " << to_string(kind) << ": " << breakdown(p) << "\n";
+    if (objective && (objective->options().percentile > 0 || objective.simulations() > 0)) {
+      std::cout << (objective.simulations() > 0 ? "simulated " : "") << f.tail.what() << ": "
+                << ms(score_ms) << "\n";
+    }
+    std::cout << objective.note();
   } else {
     std::cout << "model " << to_string(kind) << ": UNSTABLE: a unit serves at most "
               << rate_text(model.max_rate_per_s(config.service))
@@ -155,6 +177,7 @@ Status run_predict(const PredictFlags& f) {
 // ---- plan ------------------------------------------------------------------------------------
 struct PlanFlags {
   CommonFlags common;
+  TailFlags tail;  // --objective, --arrival-scv
   std::string rates, out;
   bool all = false;
 };
@@ -165,7 +188,13 @@ Status run_plan(const PlanFlags& f) {
   QueueKind kind;
   int nodes = 0;
   SERF_RETURN_IF_ERROR(f.common.load(&profile, &kind, &nodes));
-  auto table = plan_table(profile, rates, nodes, kind, f.all);
+  SERF_ASSIGN_OR_RETURN(auto objective, f.tail.make(profile, nodes));
+  PlanOptions options;
+  options.nodes = nodes;
+  options.queue = kind;
+  options.keep_all = f.all;
+  options.objective = objective.get();
+  auto table = plan_table(profile, rates, options);
   if (!table.ok()) return table.status().with_context(f.common.profile);
   SERF_ASSIGN_OR_RETURN(auto written, io::save_table(*table, f.out));
 
@@ -173,7 +202,7 @@ Status run_plan(const PlanFlags& f) {
             << " load levels on " << nodes << " nodes x " << profile.hardware.cores_per_node
             << " cores (model " << to_string(kind) << ", objective " << table->objective << ")\n";
   // Load ranges with one best configuration each: the switch points of the online scheduler.
-  std::printf("%-24s %-18s %s\n", "load (requests/s)", "configuration", "mean latency (ms)");
+  std::printf("%-24s %-18s %s (ms)\n", "load (requests/s)", "configuration", f.tail.what().c_str());
   const auto& e = table->entries;
   for (size_t a = 0; a < e.size();) {
     size_t b = a;
@@ -184,7 +213,7 @@ Status run_plan(const PlanFlags& f) {
     const std::string range = rate_num(e[a].rate_per_s) + " - " + rate_num(e[b].rate_per_s);
     if (e[a].stable) {
       std::printf("%-24s %-18s %.1f - %.1f\n", range.c_str(), to_string(e[a].config).c_str(),
-                  e[a].prediction.latency_ms, e[b].prediction.latency_ms);
+                  e[a].score_ms, e[b].score_ms);
     } else {
       std::printf("%-24s %-18s %s\n", range.c_str(), "none", "unstable (overloaded)");
     }
@@ -192,13 +221,14 @@ Status run_plan(const PlanFlags& f) {
   }
   std::cout << "wrote";
   for (const std::string& w : written) std::cout << " " << w;
-  std::cout << "\n" << illustrative_note(profile);
+  std::cout << "\n" << objective.note() << illustrative_note(profile);
   return Status::Ok();
 }
 
 // ---- size ------------------------------------------------------------------------------------
 struct SizeFlags {
   CommonFlags common;
+  TailFlags tail;  // --percentile, --arrival-scv
   double rate = 0, slo_ms = 0;
   std::string rates;
   int max_nodes = 1024;
@@ -216,6 +246,7 @@ json sizing_json(const SizingResult& r) {
                 {"units", r.units},
                 {"unit_rate_per_s", r.unit_rate_per_s}});
     out.update(io::prediction_to_json(r.prediction));
+    out["score_ms"] = r.score_ms;
   } else {
     out["best_latency_ms"] = r.stable ? json(r.score_ms) : json(nullptr);
   }
@@ -236,6 +267,8 @@ Status run_size(const SizeFlags& f) {
   SERF_RETURN_IF_ERROR(f.common.load(&profile, &kind, &nodes_unused));
   SizingOptions options;
   options.queue = kind;
+  SERF_ASSIGN_OR_RETURN(auto objective, f.tail.make(profile, 0));  // 0: the node count is searched
+  options.objective = objective.get();
 
   if (f.rate_opt->count() > 0) {
     SERF_RETURN_IF_ERROR(check_rate(f.rate, "--rate"));
@@ -245,13 +278,14 @@ Status run_size(const SizeFlags& f) {
       std::cout << sizing_json(r).dump() << "\n";
       return Status::Ok();
     }
-    std::cout << "fewest nodes for " << rate_text(r.rate_per_s) << " within a mean latency of "
-              << ms(r.slo_ms) << ": " << r.nodes << " nodes with configuration "
+    std::cout << "fewest nodes for " << rate_text(r.rate_per_s) << " within a " << f.tail.what()
+              << " of " << ms(r.slo_ms) << ": " << r.nodes << " nodes with configuration "
               << to_string(r.config) << "\n"
               << r.units << " unit(s) of " << r.config.inter << " node(s), each sees "
               << rate_text(r.unit_rate_per_s) << "; predicted " << breakdown(r.prediction)
               << " (model " << to_string(kind) << ")\n"
-              << illustrative_note(profile);
+              << (objective ? "predicted " + f.tail.what() + ": " + ms(r.score_ms) + "\n" : "")
+              << objective.note() << illustrative_note(profile);
     return Status::Ok();
   }
 
@@ -267,14 +301,14 @@ Status run_size(const SizeFlags& f) {
     for (const SizingResult& r : rows) out["rows"].push_back(sizing_json(r));
     std::cout << out.dump() << "\n";
   } else {
-    std::cout << "fewest nodes within a mean latency of " << ms(f.slo_ms) << " (model "
+    std::cout << "fewest nodes within a " << f.tail.what() << " of " << ms(f.slo_ms) << " (model "
               << to_string(kind) << ", at most " << f.max_nodes << " nodes)\n";
-    std::printf("%-12s %-6s %-18s %s\n", "requests/s", "nodes", "configuration",
-                "mean latency (ms)");
+    std::printf("%-12s %-6s %-18s %s (ms)\n", "requests/s", "nodes", "configuration",
+                f.tail.what().c_str());
     for (const SizingResult& r : rows) {
       if (r.feasible) {
         std::printf("%-12s %-6d %-18s %.1f\n", rate_num(r.rate_per_s).c_str(), r.nodes,
-                    to_string(r.config).c_str(), r.prediction.latency_ms);
+                    to_string(r.config).c_str(), r.score_ms);
       } else {
         std::printf("%-12s %-6s %-18s %s\n", rate_num(r.rate_per_s).c_str(), "-", "infeasible",
                     r.stable ? ("best " + fmt("%.1f", r.score_ms) + " on " +
@@ -283,7 +317,7 @@ Status run_size(const SizeFlags& f) {
                              : "not even stable");
       }
     }
-    std::cout << illustrative_note(profile);
+    std::cout << objective.note() << illustrative_note(profile);
   }
   if (infeasible > 0) {
     std::cout.flush();  // the table first, then main's one-line error on stderr
@@ -297,6 +331,7 @@ Status run_size(const SizeFlags& f) {
 // ---- capacity --------------------------------------------------------------------------------
 struct CapacityFlags {
   CommonFlags common;
+  TailFlags tail;  // --percentile, --arrival-scv
   double slo_ms = 0;
 };
 
@@ -308,6 +343,8 @@ Status run_capacity(const CapacityFlags& f) {
   SERF_RETURN_IF_ERROR(f.common.load(&profile, &kind, &nodes));
   SizingOptions options;
   options.queue = kind;
+  SERF_ASSIGN_OR_RETURN(auto objective, f.tail.make(profile, nodes));
+  options.objective = objective.get();
   SERF_ASSIGN_OR_RETURN(CapacityResult r, capacity(profile, f.slo_ms, nodes, options));
   if (f.common.json) {
     json out = {{"rate_per_s", r.rate_per_s}, {"slo_ms", r.slo_ms},
@@ -316,16 +353,18 @@ Status run_capacity(const CapacityFlags& f) {
                 {"units", r.units},           {"unit_rate_per_s", r.unit_rate_per_s},
                 {"queue", to_string(kind)}};
     out.update(io::prediction_to_json(r.prediction));
+    if (objective) out.update({{"objective", objective->name()}, {"score_ms", r.score_ms}});
     std::cout << out.dump() << "\n";
     return Status::Ok();
   }
-  std::cout << nodes << " nodes sustain at most " << rate_text(r.rate_per_s)
-            << " within a mean latency of " << ms(r.slo_ms) << ", with configuration "
+  std::cout << nodes << " nodes sustain at most " << rate_text(r.rate_per_s) << " within a "
+            << f.tail.what() << " of " << ms(r.slo_ms) << ", with configuration "
             << to_string(r.config) << "\n"
             << r.units << " unit(s) of " << r.config.inter << " node(s), each at "
             << rate_text(r.unit_rate_per_s) << "; predicted " << breakdown(r.prediction)
             << " (model " << to_string(kind) << ")\n"
-            << illustrative_note(profile);
+            << (objective ? "predicted " + f.tail.what() + ": " + ms(r.score_ms) + "\n" : "")
+            << objective.note() << illustrative_note(profile);
   return Status::Ok();
 }
 
@@ -346,6 +385,8 @@ void register_queue_commands(CLI::App& app, CommandRegistry& registry) {
            "--rate", f->rate,
            "cluster-wide arrival rate in requests/s (a unit of K nodes sees R / floor(N/K))")
         ->required();
+    f->tail.add_percentile(sub);
+    f->tail.add_arrival_scv(sub);
     registry.add(sub, [f] { return run_predict(*f); });
   }
   {
@@ -361,6 +402,8 @@ void register_queue_commands(CLI::App& app, CommandRegistry& registry) {
     sub->add_option("--out", f->out,
                     "table file to write (serf-table/1 JSON; a CSV is written beside it)")
         ->required();
+    f->tail.add_objective(sub);
+    f->tail.add_arrival_scv(sub);
     registry.add(sub, [f] { return run_plan(*f); });
   }
   {
@@ -372,9 +415,13 @@ void register_queue_commands(CLI::App& app, CommandRegistry& registry) {
     f->rate_opt = sub->add_option("--rate", f->rate, "cluster-wide arrival rate in requests/s");
     f->rates_opt = sub->add_option("--rates", f->rates,
                                    "size for several loads (requests/s): a,b,c or start:stop:step");
-    sub->add_option("--slo-ms", f->slo_ms, "mean-latency objective in ms")->required();
+    sub->add_option("--slo-ms", f->slo_ms,
+                    "latency objective in ms (the mean; with --percentile, that percentile)")
+        ->required();
     sub->add_option("--max-nodes", f->max_nodes,
                     "largest cluster to consider, in nodes (default 1024)");
+    f->tail.add_percentile(sub);
+    f->tail.add_arrival_scv(sub);
     registry.add(sub, [f] { return run_size(*f); });
   }
   {
@@ -383,7 +430,11 @@ void register_queue_commands(CLI::App& app, CommandRegistry& registry) {
         "capacity",
         "Highest cluster arrival rate (requests/s) whose best configuration meets the SLO");
     f->common.add(sub, true, true);
-    sub->add_option("--slo-ms", f->slo_ms, "mean-latency objective in ms")->required();
+    sub->add_option("--slo-ms", f->slo_ms,
+                    "latency objective in ms (the mean; with --percentile, that percentile)")
+        ->required();
+    f->tail.add_percentile(sub);
+    f->tail.add_arrival_scv(sub);
     registry.add(sub, [f] { return run_capacity(*f); });
   }
 }

@@ -1,0 +1,162 @@
+// study_model_vs_sim: the analytic queue models against the discrete-event simulator over
+// c = 1..64, utilization 0.05..0.95 and random interference profiles; prints CSV on stdout.
+// Driven by scripts/study_model_vs_sim.py (plots, summary). Usage:
+//   study_model_vs_sim [--threads N] [--scale X]   (X scales the simulated requests; default 1)
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "serf/core/queue_model.h"
+#include "serf/core/tail_latency.h"
+#include "serf/core/tail_objective.h"
+#include "serf/sim/simulator.h"
+
+namespace {
+
+struct InterferenceProfile {
+  int id;
+  double a, b, scv;  // mean_ms(i) = 10 (1 + a (i-1)^b), every level with SCV scv
+  std::vector<serf::ServiceLevel> levels(int c) const {
+    std::vector<serf::ServiceLevel> out;
+    for (int i = 1; i <= c; ++i) out.push_back({10.0 * (1.0 + a * std::pow(i - 1.0, b)), scv});
+    return out;
+  }
+};
+
+struct Task {
+  const InterferenceProfile* profile;
+  int c;
+  double rho;
+  serf::sim::ServiceSemantics semantics;
+  double arrival_scv;
+  int units;
+  std::string row;
+};
+
+std::vector<InterferenceProfile> make_profiles() {
+  std::vector<InterferenceProfile> out = {{0, 0.0, 1.0, 0.0}, {1, 0.0, 1.0, 1.0}};
+  std::mt19937_64 rng(2018);
+  std::uniform_real_distribution<double> a(0.02, 0.5), b(0.5, 1.2), scv(0.0, 0.3);
+  for (int id = 2; id < 8; ++id) {
+    const double ai = a(rng), bi = b(rng), si = scv(rng);
+    out.push_back({id, ai, bi, si});
+  }
+  return out;
+}
+
+std::string run_task(const Task& t, double scale) {
+  const auto levels = t.profile->levels(t.c);
+  std::vector<double> means;
+  for (const auto& l : levels) means.push_back(l.mean_ms);
+  const double lambda_unit = t.rho * t.c * 1000.0 / levels.back().mean_ms;
+
+  serf::sim::SimulationOptions o;
+  o.levels = levels;
+  o.units = t.units;
+  o.semantics = t.semantics;
+  o.arrival_kind = t.arrival_scv == 1.0 ? serf::ArrivalKind::kPoisson : serf::ArrivalKind::kGamma;
+  o.arrival_scv = t.arrival_scv;
+  o.rate_per_s = lambda_unit * t.units;
+  o.requests = static_cast<int64_t>(scale * std::max(200000.0, 40000.0 / (1.0 - t.rho)));
+  o.seed = 1000003ULL * static_cast<uint64_t>(t.profile->id) + 1009ULL * t.c +
+           static_cast<uint64_t>(t.rho * 1000);
+  const auto sim = serf::sim::simulate(o);
+
+  auto md = serf::QueueModel::Create(serf::QueueKind::kMdInterf, means, t.profile->scv);
+  auto mm = serf::QueueModel::Create(serf::QueueKind::kMmInterf, means, t.profile->scv);
+  auto mdc = serf::QueueModel::Create(serf::QueueKind::kMdc, means, t.profile->scv);
+  if (!sim.ok() || !md.ok() || !mm.ok() || !mdc.ok()) return "";
+  // The model side goes through the planner's objective, exactly as `serf plan --objective p99
+  // --arrival-scv X` evaluates a configuration (K = 1, so `units` nodes hold `units` units).
+  serf::Profile profile;
+  profile.hardware = {t.units, 64};
+  for (int i = 1; i <= t.c; ++i) {
+    profile.tuples.push_back({{i, 1, 1}, means[static_cast<size_t>(i - 1)], t.profile->scv, 1, 0});
+  }
+  profile.reindex();
+  const serf::ConfigurationFamily family{1, 1, t.c, *md, {}};
+  serf::LatencyObjectiveOptions oo;
+  oo.percentile = 99;
+  oo.arrival_scv = t.arrival_scv;
+  oo.nodes = t.units;
+  auto objective = serf::LatencyObjective::Create(profile, oo);
+  if (!objective.ok()) return "";
+  const serf::LatencyObjective& obj = **objective;
+  const serf::Prediction raw = md->predict(t.c, lambda_unit);
+  const serf::Prediction pmd = obj.corrected(family, t.c, raw);
+  const double model_p99 = obj.score_ms(family, t.c, lambda_unit, raw);
+  const double unit_scv = obj.unit_arrival_scv(family);
+  const serf::Prediction pmm =
+      serf::scale_wait(mm->predict(t.c, lambda_unit), serf::arrival_scv_wait_factor(unit_scv, 1.0));
+  const serf::Prediction pdc =
+      serf::scale_wait(mdc->predict(t.c, lambda_unit), obj.wait_factor(family, t.c));
+  const auto tail =
+      serf::LatencyTail::Create(*md, t.c, lambda_unit, levels, obj.tail_wait_factor(family, t.c));
+  if (!tail.ok()) return "";
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%d,%.4f,%.4f,%.4f,%d,%.2f,%s,%.3f,%d,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,"
+                "%.6g,%.6g,%.6g\n",
+                t.profile->id, t.profile->a, t.profile->b, t.profile->scv, t.c, t.rho,
+                serf::sim::service_semantics_name(t.semantics), t.arrival_scv, t.units,
+                static_cast<long long>(sim->requests), sim->latency_ms, sim->latency_ci95_ms,
+                sim->p99_ms, sim->wait_probability, pmd.latency_ms, model_p99,
+                tail->wait_probability(), pmm.latency_ms, pdc.latency_ms, sim->wait_ms,
+                tail->mean_latency_ms());
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2;
+  double scale = 1.0;
+  for (int k = 1; k + 1 < argc; k += 2) {
+    if (std::strcmp(argv[k], "--threads") == 0) threads = std::max(1, std::atoi(argv[k + 1]));
+    if (std::strcmp(argv[k], "--scale") == 0) scale = std::atof(argv[k + 1]);
+  }
+  const auto profiles = make_profiles();
+  const int cs[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
+  std::vector<Task> tasks;
+  for (const auto& p : profiles) {
+    for (int c : cs) {
+      for (int r = 0; r < 10; ++r) {
+        const double rho = 0.05 + 0.1 * r;
+        for (auto sem :
+             {serf::sim::ServiceSemantics::kStart, serf::sim::ServiceSemantics::kShared}) {
+          tasks.push_back({&p, c, rho, sem, 1.0, 1, ""});
+        }
+        // Bursty arrivals (start semantics) on a subset: one unit and four units (split stream).
+        if (p.id % 2 == 0 && (c == 1 || c == 4 || c == 16 || c == 64)) {
+          for (double ca2 : {0.25, 4.0}) {
+            for (int units : {1, 4}) {
+              tasks.push_back({&p, c, rho, serf::sim::ServiceSemantics::kStart, ca2, units, ""});
+            }
+          }
+        }
+      }
+    }
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int k = 0; k < threads; ++k) {
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < tasks.size(); i = next++)
+        tasks[i].row = run_task(tasks[i], scale);
+    });
+  }
+  for (auto& th : pool) th.join();
+  std::printf(
+      "profile,interference_a,interference_b,scv,c,rho,semantics,arrival_scv,units,requests,"
+      "sim_latency_ms,sim_ci95_ms,sim_p99_ms,sim_wait_probability,model_latency_ms,model_p99_ms,"
+      "model_wait_probability,mm_interf_latency_ms,mdc_latency_ms,sim_wait_ms,tail_mean_ms\n");
+  for (const Task& t : tasks) std::fputs(t.row.c_str(), stdout);
+  return 0;
+}

@@ -1,0 +1,305 @@
+#include "serf/sim/simulator.h"
+
+#include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "serf/sim/histogram.h"
+
+namespace serf::sim {
+
+StatusOr<ServiceSemantics> parse_service_semantics(const std::string& name) {
+  if (name == "start") return ServiceSemantics::kStart;
+  if (name == "shared") return ServiceSemantics::kShared;
+  return InvalidArgument("unknown service semantics '" + name + "'; use start or shared");
+}
+
+const char* service_semantics_name(ServiceSemantics s) {
+  return s == ServiceSemantics::kStart ? "start" : "shared";
+}
+
+double offered_utilization(const SimulationOptions& o) {
+  if (o.levels.empty() || o.units < 1) return std::numeric_limits<double>::infinity();
+  const double c = static_cast<double>(o.levels.size());
+  const double lambda_unit_per_ms = o.rate_per_s / 1000.0 / o.units;
+  return lambda_unit_per_ms * o.levels.back().mean_ms / c;
+}
+
+namespace {
+
+using Rng = std::mt19937_64;
+
+// Draws Gamma(mean, scv) times: exponential at scv 1, a constant at scv 0.
+class TimeSampler {
+ public:
+  explicit TimeSampler(ServiceLevel level) : mean_(level.mean_ms), scv_(level.scv) {
+    if (scv_ > 0 && scv_ != 1.0) gamma_ = std::gamma_distribution<double>(1.0 / scv_, mean_ * scv_);
+  }
+  double draw(Rng& rng) {
+    if (scv_ == 0) return mean_;
+    if (scv_ == 1.0) return mean_ * exponential_(rng);
+    return gamma_(rng);
+  }
+
+ private:
+  double mean_, scv_;
+  std::exponential_distribution<double> exponential_{1.0};
+  std::gamma_distribution<double> gamma_{1.0, 1.0};
+};
+
+// Accumulates the measured requests' statistics.
+class Recorder {
+ public:
+  Recorder(int64_t warmup, int64_t measured, int batches)
+      : warmup_(warmup),
+        batch_size_(std::max<int64_t>(1, measured / batches)),
+        batch_sum_(static_cast<size_t>(batches), 0.0),
+        batch_n_(static_cast<size_t>(batches), 0) {}
+
+  void record(int64_t id, double arrival_ms, double start_ms, double end_ms) {
+    if (id < warmup_) return;
+    const double latency = end_ms - arrival_ms, wait = start_ms - arrival_ms;
+    latency_hist_.add(latency);
+    wait_hist_.add(wait);
+    sum_latency_ += latency;
+    sum_wait_ += wait;
+    waited_ += wait > 0;
+    const size_t b = std::min<size_t>(static_cast<size_t>(n_ / batch_size_), batch_sum_.size() - 1);
+    batch_sum_[b] += latency;
+    ++batch_n_[b];
+    ++n_;
+  }
+
+  SimulationResult result(double percentile) const {
+    SimulationResult r;
+    const double n = static_cast<double>(n_);
+    r.requests = n_;
+    r.latency_ms = sum_latency_ / n;
+    r.wait_ms = sum_wait_ / n;
+    r.service_ms = r.latency_ms - r.wait_ms;
+    r.p50_ms = latency_hist_.quantile(0.50);
+    r.p90_ms = latency_hist_.quantile(0.90);
+    r.p99_ms = latency_hist_.quantile(0.99);
+    r.p999_ms = latency_hist_.quantile(0.999);
+    r.wait_p99_ms = wait_hist_.quantile(0.99);
+    if (percentile > 0) r.percentile_ms = latency_hist_.quantile(percentile / 100.0);
+    r.wait_probability = static_cast<double>(waited_) / n;
+    // Batch means: the batches' mean latencies are close to independent when a batch is much
+    // longer than the queue's correlation time.
+    const size_t b = batch_sum_.size();
+    double mean = 0, m2 = 0;
+    for (size_t k = 0; k < b; ++k) mean += batch_sum_[k] / static_cast<double>(batch_n_[k]);
+    mean /= static_cast<double>(b);
+    for (size_t k = 0; k < b; ++k) {
+      const double d = batch_sum_[k] / static_cast<double>(batch_n_[k]) - mean;
+      m2 += d * d;
+    }
+    const double sd = std::sqrt(m2 / static_cast<double>(b - 1));
+    const boost::math::students_t t(static_cast<double>(b - 1));
+    r.latency_ci95_ms = boost::math::quantile(t, 0.975) * sd / std::sqrt(static_cast<double>(b));
+    return r;
+  }
+
+ private:
+  int64_t warmup_, batch_size_;
+  std::vector<double> batch_sum_;
+  std::vector<int64_t> batch_n_;
+  LatencyHistogram latency_hist_, wait_hist_;
+  double sum_latency_ = 0, sum_wait_ = 0;
+  int64_t n_ = 0, waited_ = 0;
+};
+
+struct Queued {
+  double arrival_ms;
+  int64_t id;
+};
+
+// A FIFO of waiting requests: a vector with a moving head, compacted when half is consumed.
+class Fifo {
+ public:
+  bool empty() const { return head_ == items_.size(); }
+  void push(Queued q) { items_.push_back(q); }
+  Queued pop() {
+    const Queued q = items_[head_++];
+    if (head_ == items_.size()) {
+      items_.clear();
+      head_ = 0;
+    } else if (head_ >= 4096 && head_ * 2 >= items_.size()) {
+      items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+    return q;
+  }
+
+ private:
+  std::vector<Queued> items_;
+  size_t head_ = 0;
+};
+
+// kStart: the service time is fixed at start, so a request's latency is known when it starts and
+// the unit only has to remember its slots' end times (a min-heap).
+class StartUnit {
+ public:
+  explicit StartUnit(const std::vector<TimeSampler>& samplers) : samplers_(samplers) {
+    ends_.reserve(samplers_.size());
+  }
+
+  void arrive(double t, int64_t id, Rng& rng, Recorder& rec) {
+    advance(t, rng, rec);
+    if (ends_.size() < samplers_.size()) {
+      start({t, id}, t, rng, rec);
+    } else {
+      queue_.push({t, id});
+    }
+  }
+  void drain(Rng& rng, Recorder& rec) {
+    advance(std::numeric_limits<double>::infinity(), rng, rec);
+  }
+
+ private:
+  void advance(double t, Rng& rng, Recorder& rec) {
+    while (!ends_.empty() && ends_.front() <= t) {
+      const double done = ends_.front();
+      std::pop_heap(ends_.begin(), ends_.end(), std::greater<double>());
+      ends_.pop_back();
+      if (!queue_.empty()) start(queue_.pop(), done, rng, rec);
+    }
+  }
+  void start(Queued q, double now, Rng& rng, Recorder& rec) {
+    const double end = now + samplers_[ends_.size()].draw(rng);  // level: running incl. itself
+    ends_.push_back(end);
+    std::push_heap(ends_.begin(), ends_.end(), std::greater<double>());
+    rec.record(q.id, q.arrival_ms, now, end);
+  }
+
+  std::vector<TimeSampler> samplers_;
+  std::vector<double> ends_;
+  Fifo queue_;
+};
+
+// kShared: every running request advances at rate 1/mean_ms(n). All share that rate, so a
+// virtual clock V (work done by any request running since V = 0) orders departures: a request
+// that starts at V0 with work w leaves when V reaches V0 + w.
+class SharedUnit {
+ public:
+  SharedUnit(const std::vector<ServiceLevel>& levels, TimeSampler work)
+      : levels_(levels), work_(work) {
+    running_.reserve(levels_.size());
+  }
+
+  void arrive(double t, int64_t id, Rng& rng, Recorder& rec) {
+    advance(t, rng, rec);
+    if (running_.size() < levels_.size()) {
+      start({t, id}, t, rng);
+    } else {
+      queue_.push({t, id});
+    }
+  }
+  void drain(Rng& rng, Recorder& rec) {
+    advance(std::numeric_limits<double>::infinity(), rng, rec);
+  }
+
+ private:
+  struct Running {
+    double v_end;  // virtual time of departure
+    double arrival_ms, start_ms;
+    int64_t id;
+    bool operator>(const Running& o) const { return v_end > o.v_end; }
+  };
+
+  void advance(double t, Rng& rng, Recorder& rec) {
+    while (!running_.empty()) {
+      const double mean = levels_[running_.size() - 1].mean_ms;
+      const Running& next = running_.front();
+      const double done = now_ + (next.v_end - v_) * mean;
+      if (done > t) {
+        v_ += (t - now_) / mean;
+        now_ = t;
+        return;
+      }
+      v_ = next.v_end;
+      now_ = done;
+      rec.record(next.id, next.arrival_ms, next.start_ms, done);
+      std::pop_heap(running_.begin(), running_.end(), std::greater<Running>());
+      running_.pop_back();
+      if (!queue_.empty()) start(queue_.pop(), done, rng);
+    }
+    now_ = t;  // idle: the virtual clock stands still
+  }
+  void start(Queued q, double now, Rng& rng) {
+    running_.push_back({v_ + work_.draw(rng), q.arrival_ms, now, q.id});
+    std::push_heap(running_.begin(), running_.end(), std::greater<Running>());
+  }
+
+  std::vector<ServiceLevel> levels_;
+  TimeSampler work_;
+  std::vector<Running> running_;
+  Fifo queue_;
+  double v_ = 0, now_ = 0;
+};
+
+template <typename Unit>
+SimulationResult run(const SimulationOptions& o, ArrivalProcess arrivals, std::vector<Unit> units,
+                     int64_t warmup) {
+  Rng rng(o.seed);
+  Recorder rec(warmup, o.requests - warmup, o.batches);
+  std::uniform_int_distribution<int> route(0, o.units - 1);
+  double t_ms = 0;
+  for (int64_t id = 0; id < o.requests; ++id) {
+    t_ms = arrivals.next_s(rng) * 1000.0;
+    const int u = o.units == 1 ? 0 : route(rng);
+    units[static_cast<size_t>(u)].arrive(t_ms, id, rng, rec);
+  }
+  for (Unit& u : units) u.drain(rng, rec);
+  SimulationResult r = rec.result(o.percentile);
+  r.simulated_s = t_ms / 1000.0;
+  r.utilization = offered_utilization(o);
+  return r;
+}
+
+}  // namespace
+
+StatusOr<SimulationResult> simulate(const SimulationOptions& o) {
+  if (o.levels.empty())
+    return InvalidArgument("simulation needs at least one service level (c >= 1)");
+  for (size_t i = 0; i < o.levels.size(); ++i) {
+    const ServiceLevel& l = o.levels[i];
+    if (!std::isfinite(l.mean_ms) || l.mean_ms <= 0 || !std::isfinite(l.scv) || l.scv < 0) {
+      return InvalidArgument("service level " + std::to_string(i + 1) +
+                             ": mean_ms must be finite and > 0, scv finite and >= 0");
+    }
+  }
+  if (o.units < 1) return InvalidArgument("the cluster needs at least one serving unit");
+  if (o.batches < 2) return InvalidArgument("batch means need at least 2 batches");
+  if (!(o.percentile >= 0 && o.percentile < 100)) {
+    return InvalidArgument("percentile must be in (0, 100), or 0 for none");
+  }
+  const int64_t warmup = o.warmup < 0 ? o.requests / 10 : o.warmup;
+  if (o.requests - warmup < 10LL * o.batches) {
+    return InvalidArgument("too few requests: " + std::to_string(o.requests) + " with warm-up " +
+                           std::to_string(warmup) + " leaves fewer than " +
+                           std::to_string(10 * o.batches) + " to measure; raise --requests");
+  }
+  SERF_ASSIGN_OR_RETURN(ArrivalProcess arrivals,
+                        ArrivalProcess::Create(o.arrival_kind, o.rate_per_s, o.arrival_scv));
+  const double rho = offered_utilization(o);
+  if (!(rho < 1.0)) {
+    return Infeasible(
+        "unstable load: utilization rho = lambda_unit / (c mu_c) = " + std::to_string(rho) +
+        " >= 1, the queue grows without bound and there is no steady state; "
+        "lower the rate or add nodes");
+  }
+  const size_t units = static_cast<size_t>(o.units);
+  if (o.semantics == ServiceSemantics::kStart) {
+    std::vector<TimeSampler> samplers(o.levels.begin(), o.levels.end());
+    return run(o, std::move(arrivals), std::vector<StartUnit>(units, StartUnit(samplers)), warmup);
+  }
+  const TimeSampler work(ServiceLevel{1.0, o.levels.front().scv});
+  return run(o, std::move(arrivals), std::vector<SharedUnit>(units, SharedUnit(o.levels, work)),
+             warmup);
+}
+
+}  // namespace serf::sim
