@@ -64,35 +64,28 @@ SchedulerHook table_hook(ConfigurationTable table, double min_dwell_s) {
 }
 
 std::vector<double> poisson_arrivals(double rate_per_s, int count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::exponential_distribution<double> gap(rate_per_s);
-  std::vector<double> at;
-  at.reserve(static_cast<size_t>(std::max(count, 0)));
-  double t = 0;
-  for (int i = 0; i < count; ++i) {
-    t += gap(rng);
-    at.push_back(t);
-  }
-  return at;
+  auto at = stepped_arrivals({{0, rate_per_s}}, count, seed);
+  return at.ok() ? std::move(at).value() : std::vector<double>();
 }
 
-std::vector<double> piecewise_poisson_arrivals(const std::vector<RateStep>& steps, int count,
-                                               uint64_t seed) {
+StatusOr<std::vector<double>> stepped_arrivals(const std::vector<RateStep>& steps, int count,
+                                               uint64_t seed, ArrivalKind kind, double scv) {
+  // The last step lasts until `count` arrived: long enough at any rate the steps allow.
+  constexpr double kOpenEnded_s = 1e9;
+  std::vector<RateSegment> segments;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const double until =
+        k + 1 < steps.size() ? steps[k + 1].from_s : steps[k].from_s + kOpenEnded_s;
+    segments.push_back({until - steps[k].from_s, steps[k].rate_per_s});
+  }
+  SERF_ASSIGN_OR_RETURN(ArrivalProcess process,
+                        ArrivalProcess::CreateSchedule(kind, std::move(segments), scv));
   std::mt19937_64 rng(seed);
-  std::exponential_distribution<double> unit_gap(1.0);
   std::vector<double> at;
-  double t = 0;
-  size_t step = 0;
-  while (static_cast<int>(at.size()) < count && step < steps.size()) {
-    const double next_from = step + 1 < steps.size() ? steps[step + 1].from_s : 1e300;
-    const double rate = steps[step].rate_per_s;
-    const double candidate = rate > 0 ? t + unit_gap(rng) / rate : 1e300;
-    if (candidate >= next_from) {
-      t = next_from;
-      ++step;
-      continue;
-    }
-    t = candidate;
+  at.reserve(static_cast<size_t>(std::max(count, 0)));
+  for (int i = 0; i < count; ++i) {
+    const double t = process.next_s(rng);
+    if (!std::isfinite(t)) break;
     at.push_back(t);
   }
   return at;

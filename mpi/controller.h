@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mpi/messages.h"
+#include "serf/core/arrivals.h"
 #include "serf/core/planner.h"
 #include "serf/core/profile.h"
 #include "serf/core/status.h"
@@ -171,13 +172,16 @@ std::string seconds_text(double s);
 // Poisson arrival times (seconds from 0) of `count` requests at `rate_per_s`.
 std::vector<double> poisson_arrivals(double rate_per_s, int count, uint64_t seed);
 
-// A load that changes over time: `steps` are (from_s, rate_per_s), ascending from 0; Poisson
-// within each step (memoryless, so a gap that crosses a step boundary is redrawn there).
+// A load that changes over time: `steps` are (from_s, rate_per_s), ascending from 0, the last one
+// lasting until `count` requests arrived. Gaps come from serf::ArrivalProcess (Poisson, or Gamma
+// with `scv` for bursty traffic), time-changed through the rate steps.
 struct RateStep {
   double from_s = 0;
   double rate_per_s = 0;
 };
-std::vector<double> piecewise_poisson_arrivals(const std::vector<RateStep>& steps, int count,
-                                               uint64_t seed);
+StatusOr<std::vector<double>> stepped_arrivals(const std::vector<RateStep>& steps, int count,
+                                               uint64_t seed,
+                                               ArrivalKind kind = ArrivalKind::kPoisson,
+                                               double scv = 1.0);
 
 }  // namespace serf::mpi

@@ -15,6 +15,7 @@
 #include "serf/cli/command.h"
 #include "serf/cli/infer_print.h"
 #include "serf/cli/runtime_launch.h"
+#include "serf/core/arrivals.h"
 #include "serf/io/table_io.h"
 
 namespace serf::cli {
@@ -29,6 +30,8 @@ struct ServeOptions {
   double min_dwell_s = 1;
   double rate_window_s = 2;
   std::string load;
+  std::string arrivals = "poisson";
+  double scv = 1.0;
   double rate_per_s = 0;
   int requests = 100;
   std::string out;
@@ -116,6 +119,14 @@ Status run_serve(const ServeOptions& o) {
       return InvalidArgument("--rate: give the arrival rate in requests/s (> 0), or --load");
     }
     if (o.requests < 1) return InvalidArgument("--requests: give at least 1");
+    auto kind_or = parse_arrival_kind(o.arrivals);
+    if (!kind_or.ok()) return kind_or.status().with_context("--arrivals");
+    const ArrivalKind kind = kind_or.value();
+    {
+      // Checks --arrival-scv against the kind (Poisson needs 1) before the nodes start.
+      auto check = ArrivalProcess::Create(kind, 1.0, o.scv);
+      if (!check.ok()) return check.status().with_context("--arrival-scv");
+    }
     if (!(o.min_dwell_s >= 0)) return InvalidArgument("--min-dwell: must be >= 0 seconds");
     if (!(o.rate_window_s > 0)) return InvalidArgument("--rate-window: must be > 0 seconds");
     const int f = session.cores_per_node;
@@ -153,8 +164,9 @@ Status run_serve(const ServeOptions& o) {
         return want;
       };
       if (table) hook = mpi::table_hook(*table, o.min_dwell_s);
-      Status run = controller.run_open_loop(
-          mpi::piecewise_poisson_arrivals(load, o.requests, o.runtime.seed), hook);
+      SERF_ASSIGN_OR_RETURN(std::vector<double> arrivals,
+                            mpi::stepped_arrivals(load, o.requests, o.runtime.seed, kind, o.scv));
+      Status run = controller.run_open_loop(arrivals, hook);
       Status written = write_run_report(controller, o.out, session.model_name);
       print_run_summary(controller, std::cout);
       SERF_RETURN_IF_ERROR(run);
@@ -240,6 +252,11 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
                       "configuration table (serf-table/1, from `serf plan`): switch online "
                       "to the table's configuration for the measured arrival rate");
   table->excludes("--schedule");
+  sub->add_option("--arrivals", serve->arrivals,
+                  "arrival process: poisson, gamma (bursty, see --arrival-scv) or deterministic");
+  sub->add_option(
+      "--arrival-scv", serve->scv,
+      "squared coefficient of variation of the gaps (1 for poisson; any > 0 for gamma)");
   sub->add_option("--min-dwell", serve->min_dwell_s,
                   "with --table: seconds at least between two switches (hysteresis)");
   sub->add_option("--rate-window", serve->rate_window_s,

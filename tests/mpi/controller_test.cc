@@ -187,8 +187,8 @@ TEST_CASE("profiler tuples and lists", "[mpi][profiler]") {
   REQUIRE(s.scv == Approx(0.25));
 }
 
-TEST_CASE("piecewise Poisson arrivals follow each step's rate", "[mpi][controller]") {
-  auto at = piecewise_poisson_arrivals({{0, 100}, {10, 1000}}, 20000, 9);
+TEST_CASE("stepped Poisson arrivals follow each step's rate", "[mpi][controller]") {
+  auto at = stepped_arrivals({{0, 100}, {10, 1000}}, 20000, 9).value();
   REQUIRE(at.size() == 20000);
   size_t first =
       static_cast<size_t>(std::count_if(at.begin(), at.end(), [](double t) { return t < 10; }));
