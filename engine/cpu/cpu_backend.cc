@@ -4,7 +4,8 @@
 // all-gather. new_slot() allocates one request's activations and scratchpad and binds every
 // primitive argument, so run() only calls dnnl_primitive_execute and the exchange.
 //
-// Activations between layers are plain NCHW (flat after flatten), one buffer per layer. A rank's
+// With K > 1 activations between layers are plain NCHW (flat after flatten), one buffer per
+// layer (with K = 1 they keep the layout each primitive prefers until flatten). A rank's
 // part of a partitioned activation is the channel block [offset, offset + count), contiguous in
 // that buffer, so the all-gather is in place. Channel-local layers (relu, maxpool, avgpool,
 // flatten) run on the slice only; layers that need every channel (conv2d, fully_connected, lrn,
@@ -64,6 +65,23 @@ class ScopedOmpThreads {
 };
 
 dnnl::memory::dims nchw_dims(int c, int h, int w) { return {1, c, h, w}; }
+
+// Layouts can flow from layer to layer when one flatten turns the spatial part into the flat part
+// and only flat layers (fully_connected, relu, softmax) follow it: the output is then plain.
+bool layouts_may_flow(const model::ModelPlan& plan) {
+  size_t flatten = plan.spec.layers.size();
+  for (size_t i = 0; i < plan.spec.layers.size(); ++i) {
+    const LayerKind kind = plan.spec.layers[i].kind;
+    if (kind == LayerKind::kFlatten) {
+      if (flatten != plan.spec.layers.size()) return false;
+      flatten = i;
+    } else if (flatten < i && kind != LayerKind::kFullyConnected && kind != LayerKind::kRelu &&
+               kind != LayerKind::kSoftmax) {
+      return false;
+    }
+  }
+  return flatten < plan.spec.layers.size();
+}
 
 // One layer as executed by this rank.
 struct Step {
@@ -251,6 +269,13 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
   int cur_channels = plan_.spec.input.channels;  // slicing unit of the current activation
   int64_t cur_per_channel = int64_t{plan_.spec.input.height} * plan_.spec.input.width;
   int cur_layer = -1;
+  // With K = 1 nothing is gathered, so each layer's output may stay in the layout its primitive
+  // prefers (blocked / channels-last) until flatten: no reorder pair around every conv2d.
+  // `cur_md` is the layout the current activation is stored in.
+  const bool flow = K == 1 && layouts_may_flow(plan_);
+  dnnl::memory::desc cur_md(
+      nchw_dims(plan_.spec.input.channels, plan_.spec.input.height, plan_.spec.input.width),
+      dt::f32, tag::nchw);
 
   const size_t n = plan_.spec.layers.size();
   for (size_t i = 0; i < n; ++i) {
@@ -277,6 +302,21 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
     step.in_buffer = cur;
 
     const bool prev_fused = i > 0 && steps_.back().fused_relu && spec.kind == LayerKind::kRelu;
+    const dnnl::memory::desc plain_in(nchw_dims(info.in.channels, info.in.height, info.in.width),
+                                      dt::f32, tag::nchw);
+    if (spec.kind == LayerKind::kFlatten && flow && cur_md != plain_in) {
+      // Flatten is where a flowing layout must become plain NCHW again.
+      step.out_buffer = static_cast<int>(buffer_sizes_.size());
+      buffer_sizes_.push_back(info.in.elements());
+      step.plain_src = step.src_md = cur_md;
+      step.plain_dst = step.dst_md = plain_in;
+      step.prim = dnnl::reorder(dnnl::reorder::primitive_desc(engine_, cur_md, engine_, plain_in));
+      cur = step.out_buffer;
+      cur_layer = static_cast<int>(i);
+      cur_md = plain_in;
+      steps_.push_back(std::move(step));
+      continue;
+    }
     if (prev_fused || spec.kind == LayerKind::kFlatten) {
       step.noop = true;
       step.out_buffer = cur;
@@ -303,6 +343,7 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
           step.plain_dst = {nchw_dims(s.count, info.out.height, info.out.width), dt::f32,
                             tag::nchw};
           const dnnl::memory::dims wdims = {s.count, cin, spec.kernel, spec.kernel};
+          if (flow) step.plain_src = cur_md;
           const dnnl::memory::desc any_src(step.plain_src.dims(), dt::f32, tag::any);
           const dnnl::memory::desc any_dst(step.plain_dst.dims(), dt::f32, tag::any);
           const dnnl::memory::desc any_w(wdims, dt::f32, tag::any);
@@ -312,6 +353,7 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
                                             {spec.pad, spec.pad}, {spec.pad, spec.pad});
           if (next_relu) fuse_relu(attr, step);
           const dnnl::convolution_forward::primitive_desc pd(d, attr, engine_);
+          if (flow) step.plain_dst = pd.dst_desc();
           set_weighted_primitive<dnnl::convolution_forward>(step, pd, *w, *b, s,
                                                             {wdims, dt::f32, tag::oihw}, bias_md);
           step.out_offset = int64_t{s.offset} * info.out.height * info.out.width;
@@ -351,7 +393,7 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
           const int64_t count = sliced ? in_slice.count * cur_per_channel : info.in.elements();
           step.in_offset = sliced ? in_slice.offset * cur_per_channel : 0;
           step.out_offset = step.in_offset;
-          step.plain_src = {{1, count}, dt::f32, tag::nc};
+          step.plain_src = flow ? cur_md : dnnl::memory::desc({1, count}, dt::f32, tag::nc);
           step.plain_dst = step.plain_src;
           dnnl::eltwise_forward::desc d(fwd, dnnl::algorithm::eltwise_relu, step.plain_src, 0.0f,
                                         0.0f);
@@ -372,10 +414,14 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
                                : dnnl::algorithm::pooling_avg_include_padding;
           // PyTorch's floor rule gives right padding equal to the left one (oneDNN checks
           // (in - kernel + pad_l + pad_r) / stride + 1 == out with integer division).
-          dnnl::pooling_forward::desc d(fwd, alg, step.plain_src, step.plain_dst,
-                                        {spec.stride, spec.stride}, {spec.kernel, spec.kernel},
-                                        {spec.pad, spec.pad}, {spec.pad, spec.pad});
+          if (flow) step.plain_src = cur_md;
+          dnnl::pooling_forward::desc d(
+              fwd, alg, step.plain_src,
+              flow ? dnnl::memory::desc(step.plain_dst.dims(), dt::f32, tag::any) : step.plain_dst,
+              {spec.stride, spec.stride}, {spec.kernel, spec.kernel}, {spec.pad, spec.pad},
+              {spec.pad, spec.pad});
           const dnnl::pooling_forward::primitive_desc pd(d, attr, engine_);
+          if (flow) step.plain_dst = pd.dst_desc();
           set_primitive<dnnl::pooling_forward>(step, pd);
           cur_per_channel = int64_t{info.out.height} * info.out.width;
           break;
@@ -388,6 +434,10 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
           // it.
           dnnl::memory::desc want = step.plain_src;
           if (info.in.channels % 16 == 0) want = {step.plain_src.dims(), dt::f32, tag::nChw16c};
+          if (flow) {
+            step.plain_src = cur_md;
+            step.plain_dst = want;
+          }
           dnnl::lrn_forward::desc d(fwd, dnnl::algorithm::lrn_across_channels, want, spec.lrn_size,
                                     spec.lrn_alpha, spec.lrn_beta, spec.lrn_k);
           const dnnl::lrn_forward::primitive_desc pd(d, attr, engine_);
@@ -408,8 +458,13 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
     } catch (const dnnl::error& e) {
       return Internal("layer '" + spec.name + "': oneDNN: " + e.what());
     }
+    // Blocked layouts may pad channels: size the buffer for the stored layout.
+    buffer_sizes_[step.out_buffer] = std::max(
+        buffer_sizes_[step.out_buffer],
+        static_cast<int64_t>((step.plain_dst.get_size() + sizeof(float) - 1) / sizeof(float)));
     cur = step.out_buffer;
     cur_layer = static_cast<int>(i);
+    if (flow) cur_md = step.plain_dst;
     steps_.push_back(std::move(step));
   }
   output_buffer_ = cur;
