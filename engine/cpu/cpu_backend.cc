@@ -374,8 +374,8 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
           const dnnl::memory::dims wdims = {s.count, in};
           const dnnl::memory::desc bias_md({s.count}, dt::f32, tag::x);
           // Plain [out, in] weights ("oi"): at batch 1 oneDNN then runs its jit GEMV, which streams
-          // the weights at 83-89 % of triad bandwidth against 47-60 % for the brgemm kernel it
-          // picks for `any`, and beats a hand-written OpenMP GEMV (bench/fc_bench).
+          // the weights at 83-97 % of triad bandwidth (T=1) against 37-60 % for the brgemm kernel
+          // it picks for `any`, and beats a hand-written OpenMP GEMV (bench/fc_bench).
           dnnl::inner_product_forward::desc d(fwd, step.plain_src, {wdims, dt::f32, tag::oi},
                                               bias_md, step.plain_dst);
           if (next_relu) fuse_relu(attr, step);
