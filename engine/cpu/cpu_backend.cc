@@ -16,6 +16,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -540,8 +541,10 @@ Status CpuExecutable::run(const float* input, float* output, ActivationExchange&
                            std::to_string(exchange.ranks()) + ", the model was prepared for rank " +
                            std::to_string(part.rank) + " of " + std::to_string(part.ranks));
   }
-  if (timings != nullptr && timings->compute_ms.size() != m.steps_.size())
-    timings->resize(m.steps_.size());
+  if (timings != nullptr) {
+    if (timings->compute_ms.size() != m.steps_.size()) timings->resize(m.steps_.size());
+    std::fill(timings->exchange_ms.begin(), timings->exchange_ms.end(), 0.0);  // summed below
+  }
   // Per-thread ICV: this request's OpenMP regions (oneDNN's included) use T threads.
   omp_set_num_threads(m.threads_);
   using clock = std::chrono::steady_clock;
