@@ -4,7 +4,8 @@
 // all-gather. new_slot() allocates one request's activations and scratchpad and binds every
 // primitive argument, so run() only calls dnnl_primitive_execute and the exchange.
 //
-// Activations between layers are plain NCHW (flat after flatten), one buffer per layer. A rank's
+// With K > 1 activations between layers are plain NCHW (flat after flatten), one buffer per
+// layer (with K = 1 they keep the layout each primitive prefers until flatten). A rank's
 // part of a partitioned activation is the channel block [offset, offset + count), contiguous in
 // that buffer, so the all-gather is in place. Channel-local layers (relu, maxpool, avgpool,
 // flatten) run on the slice only; layers that need every channel (conv2d, fully_connected, lrn,
@@ -15,6 +16,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -64,6 +66,23 @@ class ScopedOmpThreads {
 };
 
 dnnl::memory::dims nchw_dims(int c, int h, int w) { return {1, c, h, w}; }
+
+// Layouts can flow from layer to layer when one flatten turns the spatial part into the flat part
+// and only flat layers (fully_connected, relu, softmax) follow it: the output is then plain.
+bool layouts_may_flow(const model::ModelPlan& plan) {
+  size_t flatten = plan.spec.layers.size();
+  for (size_t i = 0; i < plan.spec.layers.size(); ++i) {
+    const LayerKind kind = plan.spec.layers[i].kind;
+    if (kind == LayerKind::kFlatten) {
+      if (flatten != plan.spec.layers.size()) return false;
+      flatten = i;
+    } else if (flatten < i && kind != LayerKind::kFullyConnected && kind != LayerKind::kRelu &&
+               kind != LayerKind::kSoftmax) {
+      return false;
+    }
+  }
+  return flatten < plan.spec.layers.size();
+}
 
 // One layer as executed by this rank.
 struct Step {
@@ -163,6 +182,15 @@ class CpuPreparedModel final : public PreparedModel,
     step.dst_md = pd.dst_desc();
     finish_step(step, pd);
   }
+  // The same for conv2d / fully_connected, plus this rank's weight and bias slices.
+  template <typename Primitive, typename PrimitiveDesc>
+  void set_weighted_primitive(Step& step, const PrimitiveDesc& pd, const model::Tensor& w,
+                              const model::Tensor& b, Slice s, const dnnl::memory::desc& plain_w,
+                              const dnnl::memory::desc& bias_md) {
+    set_primitive<Primitive>(step, pd);
+    step.weights = slice_into(w, s.offset, s.count, plain_w, pd.weights_desc());
+    step.bias = slice_into(b, s.offset, s.count, bias_md, pd.bias_desc());
+  }
   void finish_step(Step& step, const dnnl::primitive_desc_base& pd);
   static void fuse_relu(dnnl::primitive_attr& attr, Step& step) {
     dnnl::post_ops ops;
@@ -242,6 +270,13 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
   int cur_channels = plan_.spec.input.channels;  // slicing unit of the current activation
   int64_t cur_per_channel = int64_t{plan_.spec.input.height} * plan_.spec.input.width;
   int cur_layer = -1;
+  // With K = 1 nothing is gathered, so each layer's output may stay in the layout its primitive
+  // prefers (blocked / channels-last) until flatten: no reorder pair around every conv2d.
+  // `cur_md` is the layout the current activation is stored in.
+  const bool flow = K == 1 && layouts_may_flow(plan_);
+  dnnl::memory::desc cur_md(
+      nchw_dims(plan_.spec.input.channels, plan_.spec.input.height, plan_.spec.input.width),
+      dt::f32, tag::nchw);
 
   const size_t n = plan_.spec.layers.size();
   for (size_t i = 0; i < n; ++i) {
@@ -268,6 +303,21 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
     step.in_buffer = cur;
 
     const bool prev_fused = i > 0 && steps_.back().fused_relu && spec.kind == LayerKind::kRelu;
+    const dnnl::memory::desc plain_in(nchw_dims(info.in.channels, info.in.height, info.in.width),
+                                      dt::f32, tag::nchw);
+    if (spec.kind == LayerKind::kFlatten && flow && cur_md != plain_in) {
+      // Flatten is where a flowing layout must become plain NCHW again.
+      step.out_buffer = static_cast<int>(buffer_sizes_.size());
+      buffer_sizes_.push_back(info.in.elements());
+      step.plain_src = step.src_md = cur_md;
+      step.plain_dst = step.dst_md = plain_in;
+      step.prim = dnnl::reorder(dnnl::reorder::primitive_desc(engine_, cur_md, engine_, plain_in));
+      cur = step.out_buffer;
+      cur_layer = static_cast<int>(i);
+      cur_md = plain_in;
+      steps_.push_back(std::move(step));
+      continue;
+    }
     if (prev_fused || spec.kind == LayerKind::kFlatten) {
       step.noop = true;
       step.out_buffer = cur;
@@ -294,6 +344,7 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
           step.plain_dst = {nchw_dims(s.count, info.out.height, info.out.width), dt::f32,
                             tag::nchw};
           const dnnl::memory::dims wdims = {s.count, cin, spec.kernel, spec.kernel};
+          if (flow) step.plain_src = cur_md;
           const dnnl::memory::desc any_src(step.plain_src.dims(), dt::f32, tag::any);
           const dnnl::memory::desc any_dst(step.plain_dst.dims(), dt::f32, tag::any);
           const dnnl::memory::desc any_w(wdims, dt::f32, tag::any);
@@ -303,10 +354,9 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
                                             {spec.pad, spec.pad}, {spec.pad, spec.pad});
           if (next_relu) fuse_relu(attr, step);
           const dnnl::convolution_forward::primitive_desc pd(d, attr, engine_);
-          set_primitive<dnnl::convolution_forward>(step, pd);
-          step.weights =
-              slice_into(*w, s.offset, s.count, {wdims, dt::f32, tag::oihw}, pd.weights_desc());
-          step.bias = slice_into(*b, s.offset, s.count, bias_md, pd.bias_desc());
+          if (flow) step.plain_dst = pd.dst_desc();
+          set_weighted_primitive<dnnl::convolution_forward>(step, pd, *w, *b, s,
+                                                            {wdims, dt::f32, tag::oihw}, bias_md);
           step.out_offset = int64_t{s.offset} * info.out.height * info.out.width;
           sliced = K > 1;
           cur_channels = info.out.channels;
@@ -325,16 +375,14 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
           const dnnl::memory::dims wdims = {s.count, in};
           const dnnl::memory::desc bias_md({s.count}, dt::f32, tag::x);
           // Plain [out, in] weights ("oi"): at batch 1 oneDNN then runs its jit GEMV, which streams
-          // the weights at 83-89 % of triad bandwidth against 47-60 % for the brgemm kernel it
-          // picks for `any`, and beats a hand-written OpenMP GEMV (bench/fc_bench).
+          // the weights at 83-97 % of triad bandwidth (T=1) against 37-60 % for the brgemm kernel
+          // it picks for `any`, and beats a hand-written OpenMP GEMV (bench/fc_bench).
           dnnl::inner_product_forward::desc d(fwd, step.plain_src, {wdims, dt::f32, tag::oi},
                                               bias_md, step.plain_dst);
           if (next_relu) fuse_relu(attr, step);
           const dnnl::inner_product_forward::primitive_desc pd(d, attr, engine_);
-          set_primitive<dnnl::inner_product_forward>(step, pd);
-          step.weights =
-              slice_into(*w, s.offset, s.count, {wdims, dt::f32, tag::oi}, pd.weights_desc());
-          step.bias = slice_into(*b, s.offset, s.count, bias_md, pd.bias_desc());
+          set_weighted_primitive<dnnl::inner_product_forward>(step, pd, *w, *b, s,
+                                                              {wdims, dt::f32, tag::oi}, bias_md);
           step.out_offset = s.offset;
           sliced = K > 1;
           cur_channels = info.out.channels;
@@ -346,7 +394,7 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
           const int64_t count = sliced ? in_slice.count * cur_per_channel : info.in.elements();
           step.in_offset = sliced ? in_slice.offset * cur_per_channel : 0;
           step.out_offset = step.in_offset;
-          step.plain_src = {{1, count}, dt::f32, tag::nc};
+          step.plain_src = flow ? cur_md : dnnl::memory::desc({1, count}, dt::f32, tag::nc);
           step.plain_dst = step.plain_src;
           dnnl::eltwise_forward::desc d(fwd, dnnl::algorithm::eltwise_relu, step.plain_src, 0.0f,
                                         0.0f);
@@ -367,10 +415,14 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
                                : dnnl::algorithm::pooling_avg_include_padding;
           // PyTorch's floor rule gives right padding equal to the left one (oneDNN checks
           // (in - kernel + pad_l + pad_r) / stride + 1 == out with integer division).
-          dnnl::pooling_forward::desc d(fwd, alg, step.plain_src, step.plain_dst,
-                                        {spec.stride, spec.stride}, {spec.kernel, spec.kernel},
-                                        {spec.pad, spec.pad}, {spec.pad, spec.pad});
+          if (flow) step.plain_src = cur_md;
+          dnnl::pooling_forward::desc d(
+              fwd, alg, step.plain_src,
+              flow ? dnnl::memory::desc(step.plain_dst.dims(), dt::f32, tag::any) : step.plain_dst,
+              {spec.stride, spec.stride}, {spec.kernel, spec.kernel}, {spec.pad, spec.pad},
+              {spec.pad, spec.pad});
           const dnnl::pooling_forward::primitive_desc pd(d, attr, engine_);
+          if (flow) step.plain_dst = pd.dst_desc();
           set_primitive<dnnl::pooling_forward>(step, pd);
           cur_per_channel = int64_t{info.out.height} * info.out.width;
           break;
@@ -383,6 +435,10 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
           // it.
           dnnl::memory::desc want = step.plain_src;
           if (info.in.channels % 16 == 0) want = {step.plain_src.dims(), dt::f32, tag::nChw16c};
+          if (flow) {
+            step.plain_src = cur_md;
+            step.plain_dst = want;
+          }
           dnnl::lrn_forward::desc d(fwd, dnnl::algorithm::lrn_across_channels, want, spec.lrn_size,
                                     spec.lrn_alpha, spec.lrn_beta, spec.lrn_k);
           const dnnl::lrn_forward::primitive_desc pd(d, attr, engine_);
@@ -403,8 +459,13 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
     } catch (const dnnl::error& e) {
       return Internal("layer '" + spec.name + "': oneDNN: " + e.what());
     }
+    // Blocked layouts may pad channels: size the buffer for the stored layout.
+    buffer_sizes_[step.out_buffer] = std::max(
+        buffer_sizes_[step.out_buffer],
+        static_cast<int64_t>((step.plain_dst.get_size() + sizeof(float) - 1) / sizeof(float)));
     cur = step.out_buffer;
     cur_layer = static_cast<int>(i);
+    if (flow) cur_md = step.plain_dst;
     steps_.push_back(std::move(step));
   }
   output_buffer_ = cur;
@@ -480,8 +541,10 @@ Status CpuExecutable::run(const float* input, float* output, ActivationExchange&
                            std::to_string(exchange.ranks()) + ", the model was prepared for rank " +
                            std::to_string(part.rank) + " of " + std::to_string(part.ranks));
   }
-  if (timings != nullptr && timings->compute_ms.size() != m.steps_.size())
-    timings->resize(m.steps_.size());
+  if (timings != nullptr) {
+    if (timings->compute_ms.size() != m.steps_.size()) timings->resize(m.steps_.size());
+    std::fill(timings->exchange_ms.begin(), timings->exchange_ms.end(), 0.0);  // summed below
+  }
   // Per-thread ICV: this request's OpenMP regions (oneDNN's included) use T threads.
   omp_set_num_threads(m.threads_);
   using clock = std::chrono::steady_clock;
