@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 
 #include "profiler/tuple_profiler.h"
 #include "serf/cli/runtime_launch.h"
@@ -24,6 +25,8 @@ struct ProfileFlags {
   std::string out;
   bool exhaustive = false;
   std::string rates;
+  std::string utilizations;
+  std::string capacity_profile;
   int requests = 100;
 };
 
@@ -34,14 +37,23 @@ Status run_profile(const ProfileFlags& f) {
       return InvalidArgument("--samples: give at least 1 measured request per tuple");
     if (f.warmup < 0) return InvalidArgument("--warmup: must be >= 0");
     if (f.out.empty()) return InvalidArgument("--out: give the output file");
-    std::vector<double> rates;
+    std::vector<double> rates, utilizations;
+    std::unique_ptr<Profile> capacity_profile;
     if (f.exhaustive) {
-      if (f.rates.empty())
+      if (f.rates.empty() == f.utilizations.empty())
         return InvalidArgument(
-            "--exhaustive needs --rates SPEC (requests/s, e.g. 5,10,20 or 5:50:5)");
-      auto parsed = parse_rate_spec(f.rates);
-      if (!parsed.ok()) return parsed.status().with_context("--rates");
-      rates = std::move(parsed).value();
+            "--exhaustive needs either --rates SPEC (requests/s, e.g. 5,10,20 or 5:50:5) or "
+            "--utilizations LIST with --capacity-profile FILE");
+      auto parsed = parse_rate_spec(f.rates.empty() ? f.utilizations : f.rates);
+      const std::string flag = f.rates.empty() ? "--utilizations" : "--rates";
+      if (!parsed.ok()) return parsed.status().with_context(flag);
+      (f.rates.empty() ? utilizations : rates) = std::move(parsed).value();
+      if (!utilizations.empty()) {
+        if (f.capacity_profile.empty())
+          return InvalidArgument("--utilizations needs --capacity-profile FILE (a serf-profile/1)");
+        SERF_ASSIGN_OR_RETURN(Profile p, io::load_profile(f.capacity_profile));
+        capacity_profile = std::make_unique<Profile>(std::move(p));
+      }
       if (f.requests < 1) return InvalidArgument("--requests: give at least 1");
     }
     std::vector<int> inter;
@@ -80,17 +92,19 @@ Status run_profile(const ProfileFlags& f) {
         std::cout << "wrote " << f.out << "\n";
         return Status::Ok();
       }
-      profiler::ExhaustiveOptions o{hw, inter, rates, f.requests, f.runtime.seed};
+      profiler::ExhaustiveOptions o{hw, inter, rates, utilizations, capacity_profile.get(),
+                                    f.requests, f.runtime.seed};
       profiler::ExhaustiveReport partial;
       auto report = profiler::run_exhaustive(controller, o,
                                              profiler::terminal_progress("exhaustive"), &partial);
       SERF_RETURN_IF_ERROR(
-          io::write_text_file(f.out, profiler::exhaustive_json(partial, session.model_name)));
+          io::write_text_file(f.out, profiler::exhaustive_json(partial, session.model_name, hw)));
       SERF_RETURN_IF_ERROR(io::write_text_file(f.out + ".csv", profiler::exhaustive_csv(partial)));
       if (!report.ok()) return report.status();
       std::cout << std::fixed << std::setprecision(3);
-      std::cout << "rate/s   best configuration      mean_latency_ms\n";
-      for (const auto& b : partial.best_per_rate()) {
+      if (utilizations.empty()) std::cout << "rate/s   best configuration      mean_latency_ms\n";
+      for (const auto& b : utilizations.empty() ? partial.best_per_rate()
+                                                : std::vector<profiler::ExhaustiveRow>{}) {
         std::cout << std::left << std::setw(9) << b.rate_per_s << std::setw(24)
                   << to_string(b.config) << std::right << b.mean_latency_ms << "\n";
       }
@@ -126,6 +140,12 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
                 "exhaustive baseline: every configuration at every rate");
   sub->add_option("--rates", f->rates,
                   "with --exhaustive: total arrival rates, requests/s (\"5,10,20\" or \"5:50:5\")");
+  sub->add_option("--utilizations", f->utilizations,
+                  "with --exhaustive, instead of --rates: fractions of each configuration's "
+                  "capacity (unitless, e.g. 0.2,0.5,0.9), the capacity predicted from "
+                  "--capacity-profile");
+  sub->add_option("--capacity-profile", f->capacity_profile,
+                  "serf-profile/1 file the --utilizations capacities come from (floor(N/K) c mu_c)");
   sub->add_option("--requests", f->requests,
                   "with --exhaustive: Poisson requests per (configuration, rate) point");
   registry.add(sub, [f] { return run_profile(*f); });
