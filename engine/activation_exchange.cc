@@ -39,6 +39,8 @@ InProcessExchange::InProcessExchange(int ranks) : posted_(ranks, nullptr) {
 
 InProcessExchange::~InProcessExchange() = default;
 
+ActivationExchange& InProcessExchange::member(int rank) { return *members_.at(rank); }
+
 void InProcessExchange::barrier() {
   std::unique_lock<std::mutex> lock(mutex_);
   const uint64_t gen = generation_;

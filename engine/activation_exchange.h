@@ -50,7 +50,7 @@ class InProcessExchange {
   InProcessExchange& operator=(const InProcessExchange&) = delete;
 
   int ranks() const { return static_cast<int>(members_.size()); }
-  ActivationExchange& member(int rank) { return *members_.at(rank); }
+  ActivationExchange& member(int rank);
 
  private:
   class Member;

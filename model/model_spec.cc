@@ -18,10 +18,14 @@ struct KindName {
 };
 
 constexpr KindName kKindNames[] = {
-    {LayerKind::kConv2d, "conv2d"},   {LayerKind::kMaxPool, "maxpool"},
-    {LayerKind::kAvgPool, "avgpool"}, {LayerKind::kRelu, "relu"},
-    {LayerKind::kLrn, "lrn"},         {LayerKind::kFlatten, "flatten"},
-    {LayerKind::kFullyConnected, "fully_connected"}, {LayerKind::kSoftmax, "softmax"},
+    {LayerKind::kConv2d, "conv2d"},
+    {LayerKind::kMaxPool, "maxpool"},
+    {LayerKind::kAvgPool, "avgpool"},
+    {LayerKind::kRelu, "relu"},
+    {LayerKind::kLrn, "lrn"},
+    {LayerKind::kFlatten, "flatten"},
+    {LayerKind::kFullyConnected, "fully_connected"},
+    {LayerKind::kSoftmax, "softmax"},
 };
 
 std::string known_types() {
@@ -33,14 +37,19 @@ std::string known_types() {
 // The fields each layer type accepts besides "name" and "type".
 std::set<std::string> allowed_fields(LayerKind kind) {
   switch (kind) {
-    case LayerKind::kConv2d: return {"out_channels", "kernel", "stride", "pad"};
+    case LayerKind::kConv2d:
+      return {"out_channels", "kernel", "stride", "pad"};
     case LayerKind::kMaxPool:
-    case LayerKind::kAvgPool: return {"kernel", "stride", "pad"};
-    case LayerKind::kLrn: return {"size", "alpha", "beta", "k"};
-    case LayerKind::kFullyConnected: return {"out"};
+    case LayerKind::kAvgPool:
+      return {"kernel", "stride", "pad"};
+    case LayerKind::kLrn:
+      return {"size", "alpha", "beta", "k"};
+    case LayerKind::kFullyConnected:
+      return {"out"};
     case LayerKind::kRelu:
     case LayerKind::kFlatten:
-    case LayerKind::kSoftmax: return {};
+    case LayerKind::kSoftmax:
+      return {};
   }
   return {};
 }
@@ -127,7 +136,8 @@ StatusOr<LayerSpec> parse_layer(const json& obj, size_t index) {
     }
     case LayerKind::kRelu:
     case LayerKind::kFlatten:
-    case LayerKind::kSoftmax: break;
+    case LayerKind::kSoftmax:
+      break;
   }
   return layer;
 }

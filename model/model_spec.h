@@ -6,7 +6,8 @@
 //   spec JSON: {"name": "cifar10", "input": {"channels":3, "height":32, "width":32},
 //               "layers": [{"name":"conv1", "type":"conv2d", "out_channels":32, "kernel":5,
 //                           "stride":1, "pad":2}, {"type":"relu"}, {"type":"maxpool", "kernel":3,
-//                           "stride":2}, {"type":"lrn", "size":5, "alpha":1e-4, "beta":0.75, "k":1},
+//                           "stride":2}, {"type":"lrn", "size":5, "alpha":1e-4, "beta":0.75,
+//                           "k":1},
 //                          {"type":"flatten"}, {"type":"fully_connected", "out":10},
 //                          {"type":"softmax"}]}
 //   Optional top-level "description" (free text). Unknown fields are errors (a typo is not a
@@ -15,16 +16,24 @@
 //   conv [O, I, kh, kw], fc [out, in]).
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "serf/core/status.h"
 
 namespace serf::model {
 
-enum class LayerKind { kConv2d, kMaxPool, kAvgPool, kRelu, kLrn, kFlatten, kFullyConnected, kSoftmax };
+enum class LayerKind {
+  kConv2d,
+  kMaxPool,
+  kAvgPool,
+  kRelu,
+  kLrn,
+  kFlatten,
+  kFullyConnected,
+  kSoftmax
+};
 
 const char* to_string(LayerKind kind);  // the spec's "type" string
 // The inverse of to_string; an unknown type lists the known ones.
@@ -55,8 +64,8 @@ struct LayerSpec {
   int stride = 1;
   int pad = 0;
   // lrn (across channels, AlexNet's): size (odd), alpha, beta, k;
-  //   b_c = a_c * (k + alpha/size * sum_{|c'-c| <= size/2} a_c'^2)^-beta (PyTorch LocalResponseNorm,
-  //   oneDNN lrn_across_channels)
+  //   b_c = a_c * (k + alpha/size * sum_{|c'-c| <= size/2} a_c'^2)^-beta (PyTorch
+  //   LocalResponseNorm, oneDNN lrn_across_channels)
   int lrn_size = 5;
   float lrn_alpha = 1e-4f;
   float lrn_beta = 0.75f;

@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 namespace serf::model {
@@ -139,7 +138,8 @@ Status write_safetensors(const std::string& path, const std::map<std::string, Te
       return Internal("tensor '" + name + "': data size does not match its shape");
     }
     const uint64_t bytes = t.data.size() * sizeof(float);
-    header[name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text = header.dump();

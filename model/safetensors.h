@@ -1,7 +1,7 @@
 #pragma once
 // The safetensors file format, F32 only: 8-byte little-endian header length N, N bytes of JSON
-// {"<name>": {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, "__metadata__": {...}},
-// then the raw little-endian data (offsets relative to the end of the header).
+// {"<name>": {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, "__metadata__":
+// {...}}, then the raw little-endian data (offsets relative to the end of the header).
 // Weights::load_safetensors checks a file against a plan; these read and write any tensors.
 
 #include <map>

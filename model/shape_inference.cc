@@ -14,7 +14,8 @@ namespace {
 constexpr int64_t kMaxParameters = int64_t{1} << 34;
 
 std::string shape_str(const Shape& s) {
-  return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" + std::to_string(s.width);
+  return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" +
+         std::to_string(s.width);
 }
 
 Status positive(const std::string& layer, const char* field, int value) {
@@ -26,7 +27,9 @@ Status positive(const std::string& layer, const char* field, int value) {
 }
 
 // Output size of a sliding window, PyTorch's floor rule.
-int window_out(int in, int kernel, int stride, int pad) { return (in + 2 * pad - kernel) / stride + 1; }
+int window_out(int in, int kernel, int stride, int pad) {
+  return (in + 2 * pad - kernel) / stride + 1;
+}
 
 Status check_window(const std::string& layer, const LayerSpec& l, const Shape& in) {
   SERF_RETURN_IF_ERROR(positive(layer, "kernel", l.kernel));
@@ -93,7 +96,8 @@ StatusOr<ModelPlan> infer_shapes(const ModelSpec& spec) {
         out = {cur.channels, window_out(cur.height, l.kernel, l.stride, l.pad),
                window_out(cur.width, l.kernel, l.stride, l.pad)};
         break;
-      case LayerKind::kRelu: break;
+      case LayerKind::kRelu:
+        break;
       case LayerKind::kLrn:
         // Odd sizes only: PyTorch and oneDNN place an even window differently.
         if (l.lrn_size <= 0 || l.lrn_size % 2 == 0) {
@@ -121,7 +125,8 @@ StatusOr<ModelPlan> infer_shapes(const ModelSpec& spec) {
         SERF_RETURN_IF_ERROR(check_flat(layer, "softmax", cur));
         if (i + 1 != spec.layers.size()) {
           return InvalidArgument(layer + ": softmax must be the last layer (found " +
-                                 std::to_string(spec.layers.size() - 1 - i) + " layer(s) after it)");
+                                 std::to_string(spec.layers.size() - 1 - i) +
+                                 " layer(s) after it)");
         }
         break;
     }

@@ -30,7 +30,8 @@ uint64_t fnv1a64(const std::string& s) {
 // Fills `out[i] = scale * u_i`, u_i uniform in [-1, 1) from (key, i) alone: the same values for any
 // thread count and schedule. u_i has 24 random bits, so it is exact in float.
 void fill_uniform(uint64_t key, float scale, float* out, int64_t n) {
-#pragma omp parallel for schedule(static)
+  // Small tensors stay on the calling thread: a parallel region costs more than they do.
+#pragma omp parallel for schedule(static) if (n > 65536)
   for (int64_t i = 0; i < n; ++i) {
     const uint64_t bits = splitmix64(key + static_cast<uint64_t>(i) * kGolden);
     const int32_t m = static_cast<int32_t>(bits >> 40) - (1 << 23);
@@ -132,7 +133,8 @@ StatusOr<Weights> Weights::load_safetensors(const std::string& path, const Model
       for (const TensorSpec& spec : expected) known = known || spec.name == name;
       if (!known) {
         return InvalidArgument(path + ": unexpected tensor '" + name + "': model " +
-                               plan.spec.name + " has no such parameter (weights of another model?)");
+                               plan.spec.name +
+                               " has no such parameter (weights of another model?)");
       }
     }
   }

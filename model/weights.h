@@ -1,7 +1,8 @@
 #pragma once
 // Model weights: one float32 tensor per weighted layer parameter, named "<layer>.weight" and
 // "<layer>.bias" (PyTorch layouts: conv weight [O, I, kh, kw], fc weight [out, in], bias [O]).
-// Deterministic seeded initialisation and safetensors (F32) load/save with names and shapes checked.
+// Deterministic seeded initialisation and safetensors (F32) load/save with names and shapes
+// checked.
 //
 // Seeded values: element i of tensor "name" is a function of (seed, name, i) only (splitmix64 of a
 // counter), so the result is the same for any thread count and a layer's weights do not depend

@@ -202,18 +202,12 @@ StatusOr<std::shared_ptr<CpuPreparedModel>> CpuPreparedModel::create(const model
   prepared->threads_ = threads;
   // Primitives pick their work split from the creating thread's OpenMP thread count.
   ScopedOmpThreads omp_threads(threads);
-  try {
-    SERF_RETURN_IF_ERROR(prepared->build(weights));
-  } catch (const dnnl::error& e) {
-    return Internal(std::string("oneDNN: ") + e.what());
-  }
+  SERF_RETURN_IF_ERROR(prepared->build(weights));
   return prepared;
 }
 
 Status CpuPreparedModel::build(const model::Weights& weights) {
   const int K = partition_.ranks;
-  dnnl::primitive_attr base_attr;
-  base_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const auto fwd = dnnl::prop_kind::forward_inference;
 
   // The current activation: which buffer, and whether this rank holds only its channel slice.
@@ -256,8 +250,10 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
     step.out_buffer = static_cast<int>(buffer_sizes_.size());
     buffer_sizes_.push_back(info.out.elements());
     const bool next_relu = i + 1 < n && plan_.spec.layers[i + 1].kind == LayerKind::kRelu;
-    dnnl::primitive_attr attr = base_attr;
+    dnnl::primitive_attr attr;  // a fresh one: copies of a dnnl handle share the object
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 
+    try {
     switch (spec.kind) {
       case LayerKind::kConv2d: {
         const Slice s = slice_of(info.out.channels, K, partition_.rank);
@@ -391,6 +387,9 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
       }
       case LayerKind::kFlatten:
         break;  // handled above
+    }
+    } catch (const dnnl::error& e) {
+      return Internal("layer '" + spec.name + "': oneDNN: " + e.what());
     }
     cur = step.out_buffer;
     cur_layer = static_cast<int>(i);

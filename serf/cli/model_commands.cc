@@ -4,9 +4,8 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "model/model_spec.h"
 #include "model/weights.h"
@@ -20,7 +19,8 @@ using model::ModelPlan;
 using json = nlohmann::ordered_json;
 
 std::string shape_str(const model::Shape& s) {
-  return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" + std::to_string(s.width);
+  return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" +
+         std::to_string(s.width);
 }
 
 json shape_json(const model::Shape& s) { return {s.channels, s.height, s.width}; }
@@ -98,9 +98,11 @@ void register_model_commands(CLI::App& app, CommandRegistry& registry) {
 
   auto info_opts = std::make_shared<InfoOptions>();
   auto* info = model_cmd->add_subcommand(
-      "info", "Print each layer's output shape, parameters, connections (multiply-adds per image) "
-              "and weight memory, and the totals");
-  info->add_option("FILE", info_opts->spec_path, "model spec JSON (e.g. configs/models/cifar10.json)")
+      "info",
+      "Print each layer's output shape, parameters, connections (multiply-adds per image) "
+      "and weight memory, and the totals");
+  info->add_option("FILE", info_opts->spec_path,
+                   "model spec JSON (e.g. configs/models/cifar10.json)")
       ->required();
   info->add_flag("--json", info_opts->json,
                  "print one JSON object (totals: parameters, connections, weight_bytes in bytes; "
@@ -117,8 +119,9 @@ void register_model_commands(CLI::App& app, CommandRegistry& registry) {
 
   auto init_opts = std::make_shared<InitOptions>();
   auto* init = model_cmd->add_subcommand(
-      "init", "Write deterministic seeded weights (and optionally the seeded input) as safetensors; "
-              "`serf infer --seed S` uses the same values");
+      "init",
+      "Write deterministic seeded weights (and optionally the seeded input) as safetensors; "
+      "`serf infer --seed S` uses the same values");
   init->add_option("FILE", init_opts->spec_path, "model spec JSON")->required();
   init->add_option("--seed", init_opts->seed, "seed of the weights and the input (an integer)")
       ->capture_default_str();
@@ -137,9 +140,9 @@ void register_model_commands(CLI::App& app, CommandRegistry& registry) {
                 init_opts->out_path.c_str(), weights.tensors().size(), mib(weights.bytes()),
                 init_opts->seed, init_s);
     if (!init_opts->input_out_path.empty()) {
-      SERF_RETURN_IF_ERROR(model::save_input_safetensors(
-          init_opts->input_out_path, plan.spec.input,
-          model::seeded_input(plan.spec.input, init_opts->seed)));
+      SERF_RETURN_IF_ERROR(
+          model::save_input_safetensors(init_opts->input_out_path, plan.spec.input,
+                                        model::seeded_input(plan.spec.input, init_opts->seed)));
       std::printf("wrote %s: input %s, seed %" PRIu64 "\n", init_opts->input_out_path.c_str(),
                   shape_str(plan.spec.input).c_str(), init_opts->seed);
     }

@@ -1,7 +1,8 @@
 // Spec parsing and shape inference: the shipped models' real counts and every bad-input message.
+#include "model/model_spec.h"
+
 #include <catch2/catch.hpp>
 
-#include "model/model_spec.h"
 #include "serf/io/json_fields.h"
 
 using namespace serf::model;
@@ -82,9 +83,9 @@ TEST_CASE("imagenet specs: AlexNet-like sizes", "[model]") {
 TEST_CASE("tiny spec has every layer type", "[model]") {
   auto plan = load_model(models_dir() + "tiny.json");
   REQUIRE(plan.ok());
-  for (LayerKind k : {LayerKind::kConv2d, LayerKind::kMaxPool, LayerKind::kAvgPool,
-                      LayerKind::kRelu, LayerKind::kLrn, LayerKind::kFlatten,
-                      LayerKind::kFullyConnected, LayerKind::kSoftmax}) {
+  for (LayerKind k :
+       {LayerKind::kConv2d, LayerKind::kMaxPool, LayerKind::kAvgPool, LayerKind::kRelu,
+        LayerKind::kLrn, LayerKind::kFlatten, LayerKind::kFullyConnected, LayerKind::kSoftmax}) {
     bool found = false;
     for (const auto& l : plan->spec.layers) found = found || l.kind == k;
     CHECK(found);
@@ -118,33 +119,41 @@ TEST_CASE("bad specs: one line naming the layer", "[model]") {
   CHECK(error_of(with_layers(R"({"type": "relu"}, {"type": "conv3d"})")) ==
         "test.json: layers[1].type: unknown layer type 'conv3d' (known: conv2d, maxpool, "
         "avgpool, relu, lrn, flatten, fully_connected, softmax)");
-  CHECK(error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 4, "kernel": 9})")) ==
-        "layers[0] (c): kernel 9 larger than its input 8x8 (use a smaller kernel or fewer "
-        "pooling layers before it)");
+  CHECK(
+      error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 4, "kernel": 9})")) ==
+      "layers[0] (c): kernel 9 larger than its input 8x8 (use a smaller kernel or fewer "
+      "pooling layers before it)");
   CHECK(error_of(with_layers(R"({"type": "maxpool", "kernel": 4},
                                 {"name": "c2", "type": "conv2d", "out_channels": 4, "kernel": 7, "pad": 1})"))
             .find("layers[1] (c2): kernel 7 larger than its input 2x2 padded by 1") == 0);
-  CHECK(error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 0, "kernel": 3})")) ==
-        "layers[0] (c): out_channels must be positive (got 0)");
-  CHECK(error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 2, "kernel": 3, "stride": -1})")) ==
+  CHECK(
+      error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 0, "kernel": 3})")) ==
+      "layers[0] (c): out_channels must be positive (got 0)");
+  CHECK(error_of(with_layers(
+            R"({"name": "c", "type": "conv2d", "out_channels": 2, "kernel": 3, "stride": -1})")) ==
         "layers[0] (c): stride must be positive (got -1)");
-  CHECK(error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 2, "kernel": 3, "pad": -2})")) ==
+  CHECK(error_of(with_layers(
+            R"({"name": "c", "type": "conv2d", "out_channels": 2, "kernel": 3, "pad": -2})")) ==
         "layers[0] (c): pad must be >= 0 (got -2)");
   CHECK(error_of(with_layers(R"({"name": "f", "type": "fully_connected", "out": -5})")) ==
         "layers[0] (f): out must be positive (got -5)");
   CHECK(error_of(R"({"name": "t", "input": {"channels": 0, "height": 8, "width": 8},
-                     "layers": [{"type": "relu"}]})") == "input: channels must be positive (got 0)");
+                     "layers": [{"type": "relu"}]})") ==
+        "input: channels must be positive (got 0)");
   CHECK(error_of(with_layers(R"({"name": "fc1", "type": "fully_connected", "out": 10})")) ==
         "layers[0] (fc1): fully_connected needs a flat input but gets 3x8x8 (add {\"type\": "
         "\"flatten\"} before it)");
-  CHECK(error_of(with_layers(R"({"type": "flatten"}, {"name": "p", "type": "softmax"}, {"type": "relu"})")) ==
+  CHECK(error_of(with_layers(
+            R"({"type": "flatten"}, {"name": "p", "type": "softmax"}, {"type": "relu"})")) ==
         "layers[1] (p): softmax must be the last layer (found 1 layer(s) after it)");
-  CHECK(error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 4, "kernal": 3})")) ==
-        "test.json: layers[0] (c): unknown field 'kernal' for a conv2d layer (allowed: kernel, "
-        "out_channels, pad, stride)");
+  CHECK(
+      error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 4, "kernal": 3})")) ==
+      "test.json: layers[0] (c): unknown field 'kernal' for a conv2d layer (allowed: kernel, "
+      "out_channels, pad, stride)");
   CHECK(error_of(with_layers(R"({"name": "c", "type": "conv2d", "kernel": 3})")) ==
         "test.json: layers[0] (c).out_channels: missing field");
-  CHECK(error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": "four", "kernel": 3})")) ==
+  CHECK(error_of(with_layers(
+            R"({"name": "c", "type": "conv2d", "out_channels": "four", "kernel": 3})")) ==
         "test.json: layers[0] (c).out_channels: expected an integer");
   CHECK(error_of(with_layers(R"({"name": "a", "type": "relu"}, {"name": "a", "type": "relu"})")) ==
         "test.json: layers[1] (a): duplicate layer name (each layer needs its own name)");
@@ -152,8 +161,8 @@ TEST_CASE("bad specs: one line naming the layer", "[model]") {
         "layers[0] (n): size must be a positive odd number (got 4)");
   CHECK(error_of(with_layers(R"({"name": "p", "type": "avgpool", "kernel": 2, "pad": 2})")) ==
         "layers[0] (p): pad 2 must be at most half the kernel 2");
-  CHECK(error_of(with_layers(R"({"name": "a.b", "type": "relu"})")).find(
-            "test.json: layers[0].name: 'a.b' is not a valid layer name") == 0);
+  CHECK(error_of(with_layers(R"({"name": "a.b", "type": "relu"})"))
+            .find("test.json: layers[0].name: 'a.b' is not a valid layer name") == 0);
   CHECK(error_of(with_layers("")) == "test.json: layers: must hold at least one layer");
   CHECK(error_of(R"({"name": "t", "inputs": {}})") ==
         "test.json: unknown field 'inputs' (allowed: name, description, input, layers)");

@@ -1,4 +1,6 @@
 // Seeded weights (determinism, thread independence, scale) and safetensors round trip and failures.
+#include "model/weights.h"
+
 #include <omp.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 #include <fstream>
 
 #include "model/safetensors.h"
-#include "model/weights.h"
 
 using namespace serf::model;
 namespace fs = std::filesystem;
@@ -104,8 +105,9 @@ TEST_CASE("seeded weights are deterministic and independent of threads", "[model
   const Weights other = Weights::seeded(plan, 8);
   CHECK_FALSE(same(one, other));
   // Tensors of one seed are different streams, not copies.
-  CHECK(one.find("conv2.bias")->data != std::vector<float>(one.find("fc1.bias")->data.begin(),
-                                                           one.find("fc1.bias")->data.begin() + 64));
+  CHECK(one.find("conv2.bias")->data !=
+        std::vector<float>(one.find("fc1.bias")->data.begin(),
+                           one.find("fc1.bias")->data.begin() + 64));
 }
 
 TEST_CASE("seeded weights have He scale", "[model]") {
@@ -185,8 +187,9 @@ TEST_CASE("safetensors failures name the tensor", "[model]") {
     auto r = Weights::load_safetensors(dir.file("m.safetensors"), plan);
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().code() == serf::StatusCode::kNotFound);
-    CHECK(r.status().message() == dir.file("m.safetensors") +
-                                      ": missing tensor 'fc1.bias' (shape [16]) needed by model tiny");
+    CHECK(r.status().message() ==
+          dir.file("m.safetensors") +
+              ": missing tensor 'fc1.bias' (shape [16]) needed by model tiny");
   }
   SECTION("wrong shape") {
     std::map<std::string, Tensor> t = w.tensors();
@@ -213,7 +216,8 @@ TEST_CASE("safetensors failures name the tensor", "[model]") {
     auto r = Weights::load_safetensors(dir.file("t.safetensors"), plan);
     REQUIRE_FALSE(r.ok());
     // Data is in name order, so the last tensor (prob has none; fc2.weight) is cut.
-    CHECK(r.status().message().find(": tensor 'fc2.weight': data_offsets end") != std::string::npos);
+    CHECK(r.status().message().find(": tensor 'fc2.weight': data_offsets end") !=
+          std::string::npos);
     CHECK(r.status().message().find("(truncated file?)") != std::string::npos);
     write_bytes(dir.file("t.safetensors"), bytes.substr(0, 5));
     auto r2 = Weights::load_safetensors(dir.file("t.safetensors"), plan);
@@ -229,8 +233,9 @@ TEST_CASE("safetensors failures name the tensor", "[model]") {
               R"({"conv1.bias":{"dtype":"F16","shape":[8],"data_offsets":[0,16]}})", 16);
     auto r = read_safetensors(dir.file("d.safetensors"));
     REQUIRE_FALSE(r.ok());
-    CHECK(r.status().message() == dir.file("d.safetensors") +
-                                      ": tensor 'conv1.bias': dtype F16 is not supported (only F32)");
+    CHECK(r.status().message() ==
+          dir.file("d.safetensors") +
+              ": tensor 'conv1.bias': dtype F16 is not supported (only F32)");
     write_raw(dir.file("o.safetensors"),
               R"({"conv1.bias":{"dtype":"F32","shape":[8],"data_offsets":[0,16]}})", 32);
     r = read_safetensors(dir.file("o.safetensors"));

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# serf model info / init: real output, and bad input is one line on stderr with exit 2.
+set -uo pipefail
+serf="$1"; root="$2"
+tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$serf" model info "$root/configs/models/cifar10.json" > "$tmp/table.txt" || fail "info exit $?"
+grep -q "^total .* 711,562 *28,559,232 *2.714$" "$tmp/table.txt" || { cat "$tmp/table.txt"; fail "cifar10 totals"; }
+"$serf" model info "$root/configs/models/imagenet22k.json" --json > "$tmp/info.json" || fail "info --json"
+grep -q '"connections": 2196663680,' "$tmp/info.json" || fail "imagenet22k connections"
+grep -q '"weight_bytes": 682871744,' "$tmp/info.json" || fail "imagenet22k weight_bytes"
+
+# Bad input: one line naming the layer, exit 2.
+expect_error() {  # expected-substring, then the serf arguments
+  local want="$1"; shift
+  "$serf" "$@" > "$tmp/out" 2> "$tmp/err"; local rc=$?
+  [ "$rc" = 2 ] || fail "exit $rc (want 2) for: $*"
+  [ "$(wc -l < "$tmp/err")" = 1 ] || { cat "$tmp/err"; fail "not one line: $*"; }
+  grep -qF -- "$want" "$tmp/err" || { cat "$tmp/err"; fail "want '$want' for: $*"; }
+}
+echo '{"name": "x", "input": {"channels": 3, "height": 8, "width": 8}, "layers": [' > "$tmp/bad.json"
+expect_error "malformed JSON" model info "$tmp/bad.json"
+echo '{"name": "x", "input": {"channels": 3, "height": 8, "width": 8},
+       "layers": [{"name": "c1", "type": "conv2d", "out_channels": 4, "kernel": 11}]}' > "$tmp/bad.json"
+expect_error "layers[0] (c1): kernel 11 larger than its input 8x8" model info "$tmp/bad.json"
+expect_error "cannot open file" model info "$tmp/none.json"
+
+# init writes weights and input that load back; a weights file of another model is refused.
+"$serf" model init "$root/configs/models/tiny.json" --seed 3 --out "$tmp/w.safetensors" \
+    --input-out "$tmp/x.safetensors" > "$tmp/init.txt" || fail "init"
+grep -q "8 tensors" "$tmp/init.txt" || fail "init output: $(cat "$tmp/init.txt")"
+[ -s "$tmp/x.safetensors" ] || fail "no input file"
+"$serf" model init "$root/configs/models/tiny.json" --seed 3 --out "$tmp/w2.safetensors" > /dev/null
+cmp -s "$tmp/w.safetensors" "$tmp/w2.safetensors" || fail "init not deterministic"
+expect_error "cannot write file" model init "$root/configs/models/tiny.json" --out "$tmp/no/dir/w.safetensors"
+echo "ok"
