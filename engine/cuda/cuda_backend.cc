@@ -228,8 +228,13 @@ Status check_device(int device) {
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
     cudaGetLastError();  // clear the sticky error for the next caller
-    return Unavailable(std::string("backend 'cuda': no usable CUDA device (cudaGetDeviceCount: ") +
-                       cudaGetErrorString(e) + "); use --backend cpu");
+    // Without any driver the runtime reports cudaErrorInsufficientDriver: say both readings.
+    const std::string why = e == cudaErrorInsufficientDriver
+                                ? "no NVIDIA driver, or one older than this build's CUDA " +
+                                      std::to_string(CUDART_VERSION / 1000) + " runtime"
+                                : std::string(cudaGetErrorString(e));
+    return Unavailable("backend 'cuda': no usable CUDA device (cudaGetDeviceCount: " + why + ", " +
+                       cudaGetErrorName(e) + "); use --backend cpu");
   }
   if (count == 0) return Unavailable("backend 'cuda': no CUDA device present; use --backend cpu");
   if (device < 0 || device >= count) {

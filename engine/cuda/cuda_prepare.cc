@@ -164,10 +164,11 @@ Status CudaPreparedModel::build(const model::Weights& weights, cudnnHandle_t han
                                          spec.lrn_beta, spec.lrn_k));
         break;
       }
-      case LayerKind::kSoftmax:
+      case LayerKind::kSoftmax: {
         SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(static_cast<int>(info.in.elements()), 1, 1));
         SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(static_cast<int>(info.in.elements()), 1, 1));
         break;
+      }
       case LayerKind::kFlatten:
         break;  // a noop step
     }

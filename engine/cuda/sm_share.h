@@ -10,6 +10,7 @@
 // slots share SMs with earlier ones (as c * T > F oversubscribes cores on a CPU). T >= F, or a
 // driver without green contexts (the entry points come from the driver at run time; CUDA >= 12.4
 // drivers have them), gives a plain stream on the whole GPU; note() says which case holds.
+// SERF_CUDA_GREEN_CONTEXTS=off in the environment forces plain streams (for diagnosis).
 
 #include <cuda.h>
 #include <cuda_runtime.h>
