@@ -37,7 +37,8 @@ class CudaExecutable final : public Executable {
  private:
   explicit CudaExecutable(std::shared_ptr<const CudaPreparedModel> model) : model_(std::move(model)) {}
   float* buffer(int index) const { return index < 0 ? input_.floats() : buffers_[static_cast<size_t>(index)].floats(); }
-  Status launch(const GpuStep& g);
+  Status launch(const GpuStep& g);                                 // stages, then compute()
+  Status compute(const GpuStep& g, const float* in, float* out);  // the layer's kernels
   // All-gather of the activation in device buffer `full` through the pinned staging buffer.
   Status gather(float* full, const GatherLayout& layout, ActivationExchange& exchange);
 
@@ -48,6 +49,7 @@ class CudaExecutable final : public Executable {
   DeviceBuffer input_;
   std::vector<DeviceBuffer> buffers_;
   DeviceBuffer workspace_, cublas_workspace_;
+  DeviceBuffer stage_in_, stage_out_;  // aligned copies of misaligned parts (GpuStep::stage_*)
   PinnedBuffer host_input_, host_stage_;
 };
 
@@ -71,6 +73,9 @@ StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::shared_ptr
     e->buffers_.push_back(std::move(b));
   }
   SERF_ASSIGN_OR_RETURN(e->workspace_, DeviceBuffer::create(m.workspace_bytes_));
+  const size_t stage_bytes = sizeof(float) * static_cast<size_t>(m.stage_floats_);
+  SERF_ASSIGN_OR_RETURN(e->stage_in_, DeviceBuffer::create(stage_bytes));
+  SERF_ASSIGN_OR_RETURN(e->stage_out_, DeviceBuffer::create(stage_bytes));
   SERF_ASSIGN_OR_RETURN(e->host_input_, PinnedBuffer::create(sizeof(float) * static_cast<size_t>(in_floats)));
   const int64_t stage = std::max(m.layout_.max_gather_floats, m.plan_.output().elements());
   SERF_ASSIGN_OR_RETURN(e->host_stage_, PinnedBuffer::create(sizeof(float) * static_cast<size_t>(stage)));
@@ -91,7 +96,23 @@ CudaExecutable::~CudaExecutable() {
 Status CudaExecutable::launch(const GpuStep& g) {
   const LayerStep& s = g.step;
   const float* in = buffer(s.in_buffer) + s.in_offset;
-  float* out = buffer(s.out_buffer) + s.out_offset;
+  float* const target = buffer(s.out_buffer) + s.out_offset;
+  float* out = g.stage_out ? stage_out_.floats() : target;
+  if (g.stage_in) {
+    SERF_CUDA(cudaMemcpyAsync(stage_in_.data(), in, sizeof(float) * static_cast<size_t>(g.in_floats),
+                              cudaMemcpyDeviceToDevice, stream_.get()));
+    in = stage_in_.floats();
+  }
+  SERF_RETURN_IF_ERROR(compute(g, in, out));
+  if (g.stage_out) {
+    SERF_CUDA(cudaMemcpyAsync(target, out, sizeof(float) * static_cast<size_t>(g.out_floats),
+                              cudaMemcpyDeviceToDevice, stream_.get()));
+  }
+  return Status::Ok();
+}
+
+Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
+  const LayerStep& s = g.step;
   const float one = 1.0f, zero = 0.0f;
   cudnnHandle_t h = cudnn_.get();
   switch (s.kind) {

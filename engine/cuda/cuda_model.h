@@ -27,6 +27,10 @@ struct GpuStep {
   DeviceBuffer weights, bias;  // conv2d [count, I, k, k] / fully_connected [count, in], row-major
   int fc_in = 0;               // fully_connected: input length
   int64_t out_per_channel = 1; // conv2d: output H*W (the bias is per channel)
+  // cuDNN kernels may assume 16-byte aligned tensors; a rank's channel block of a K-way split can
+  // start anywhere. Such parts are staged through an aligned per-slot buffer (a device copy).
+  int64_t in_floats = 0, out_floats = 0;  // this rank's input / output part
+  bool stage_in = false, stage_out = false;
 };
 
 class CudaPreparedModel final : public PreparedModel,
@@ -48,6 +52,7 @@ class CudaPreparedModel final : public PreparedModel,
   int device_ = 0;
   int64_t weight_bytes_ = 0;
   size_t workspace_bytes_ = 0;  // the largest convolution workspace
+  int64_t stage_floats_ = 0;     // the largest staged part (0: nothing is staged)
   LayerSteps layout_;
   std::vector<GpuStep> steps_;
   std::shared_ptr<SmPartitioner> sms_;

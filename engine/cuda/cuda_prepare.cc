@@ -172,6 +172,26 @@ Status CudaPreparedModel::build(const model::Weights& weights, cudnnHandle_t han
       case LayerKind::kFlatten:
         break;  // a noop step
     }
+    // This rank's parts (offsets are 0 and parts whole unless K > 1 slices them).
+    switch (step.kind) {
+      case LayerKind::kConv2d:
+        g.out_floats = int64_t{step.out_slice.count} * g.out_per_channel;
+        break;
+      case LayerKind::kRelu:
+        g.in_floats = g.out_floats = step.elements;
+        break;
+      case LayerKind::kMaxPool:
+      case LayerKind::kAvgPool:
+        g.in_floats = int64_t{step.channels} * info.in.height * info.in.width;
+        g.out_floats = int64_t{step.channels} * info.out.height * info.out.width;
+        break;
+      default:
+        break;  // whole activations, or cuBLAS (no alignment needs)
+    }
+    g.stage_in = g.in_floats > 0 && step.in_offset % 4 != 0;
+    g.stage_out = g.out_floats > 0 && step.out_offset % 4 != 0;
+    if (g.stage_in) stage_floats_ = std::max(stage_floats_, g.in_floats);
+    if (g.stage_out) stage_floats_ = std::max(stage_floats_, g.out_floats);
     steps_.push_back(std::move(g));
   }
   return Status::Ok();
