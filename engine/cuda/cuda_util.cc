@@ -39,6 +39,8 @@ StatusOr<DeviceBuffer> DeviceBuffer::create(size_t bytes) {
   if (b.bytes_ == 0) b.bytes_ = 256;
   SERF_CUDA(cudaMalloc(&b.p_, b.bytes_));
   SERF_CUDA(cudaMemset(b.p_, 0, b.bytes_));
+  // The memset runs on the legacy stream, which slots' non-blocking streams do not wait for.
+  SERF_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
   return b;
 }
 
