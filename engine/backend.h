@@ -75,7 +75,8 @@ class Backend {
 };
 
 // "cpu" always; "cuda" when built with the CUDA backend and a device is present. Unknown names are
-// InvalidArgument listing the known ones; "cuda" in a build without it is Unavailable.
+// InvalidArgument listing the known ones; "cuda" in a build without it is NotFound (exit 2), and
+// Unavailable (exit 4) when built but no device answers.
 StatusOr<std::unique_ptr<Backend>> make_backend(const std::string& name);
 std::vector<std::string> backend_names();  // the backends this build contains
 

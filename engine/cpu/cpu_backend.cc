@@ -301,7 +301,10 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
         step.plain_dst = {{1, s.count}, dt::f32, tag::nc};
         const dnnl::memory::dims wdims = {s.count, in};
         const dnnl::memory::desc bias_md({s.count}, dt::f32, tag::x);
-        dnnl::inner_product_forward::desc d(fwd, step.plain_src, {wdims, dt::f32, tag::any}, bias_md,
+        // Plain [out, in] weights ("oi"): at batch 1 oneDNN then runs its jit GEMV, which streams
+        // the weights at 83-89 % of triad bandwidth against 47-60 % for the brgemm kernel it picks
+        // for `any`, and beats a hand-written OpenMP GEMV (bench/fc_bench).
+        dnnl::inner_product_forward::desc d(fwd, step.plain_src, {wdims, dt::f32, tag::oi}, bias_md,
                                             step.plain_dst);
         if (next_relu) {
           dnnl::post_ops ops;

@@ -257,7 +257,9 @@ Status check_device(int device) {
     return Unavailable("backend 'cuda': no usable CUDA device (cudaGetDeviceCount: " + why + ", " +
                        cudaGetErrorName(e) + "); use --backend cpu");
   }
-  if (count == 0) return Unavailable("backend 'cuda': no CUDA device present; use --backend cpu");
+  if (count == 0) {
+    return Unavailable("backend 'cuda': no usable CUDA device (cudaGetDeviceCount found 0); use --backend cpu");
+  }
   if (device < 0 || device >= count) {
     return InvalidArgument("CUDA device " + std::to_string(device) + " does not exist (devices 0.." +
                            std::to_string(count - 1) + ")");
