@@ -1,6 +1,7 @@
 #include "engine/layer_steps.h"
 
 #include <algorithm>
+#include <string>
 
 namespace serf::engine {
 
@@ -92,6 +93,13 @@ StatusOr<LayerSteps> plan_layer_steps(const model::ModelPlan& plan, Partition pa
     out.max_gather_floats = std::max(out.max_gather_floats, out.output_gather.total);
   }
   return out;
+}
+
+Status check_exchange(const ActivationExchange& exchange, Partition partition) {
+  if (exchange.ranks() == partition.ranks && exchange.rank() == partition.rank) return Status::Ok();
+  return InvalidArgument("exchange is rank " + std::to_string(exchange.rank()) + " of " +
+                         std::to_string(exchange.ranks()) + ", the model was prepared for rank " +
+                         std::to_string(partition.rank) + " of " + std::to_string(partition.ranks));
 }
 
 }  // namespace serf::engine

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/activation_exchange.h"
 #include "engine/partition.h"
 #include "model/model_spec.h"
 #include "serf/core/status.h"
@@ -48,5 +49,9 @@ struct LayerSteps {
 
 // InvalidArgument when the partition does not fit the plan (validate_partition).
 StatusOr<LayerSteps> plan_layer_steps(const model::ModelPlan& plan, Partition partition);
+
+// InvalidArgument unless `exchange` is rank partition.rank of partition.ranks (Executable::run's
+// first check, in every backend).
+Status check_exchange(const ActivationExchange& exchange, Partition partition);
 
 }  // namespace serf::engine

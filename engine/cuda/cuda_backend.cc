@@ -174,12 +174,7 @@ Status CudaExecutable::gather(float* full, const GatherLayout& layout, Activatio
 
 Status CudaExecutable::run(const float* input, float* output, ActivationExchange& exchange, LayerTimings* timings) {
   const CudaPreparedModel& m = *model_;
-  const Partition part = m.partition_;
-  if (exchange.ranks() != part.ranks || exchange.rank() != part.rank) {
-    return InvalidArgument("exchange is rank " + std::to_string(exchange.rank()) + " of " +
-                           std::to_string(exchange.ranks()) + ", the model was prepared for rank " +
-                           std::to_string(part.rank) + " of " + std::to_string(part.ranks));
-  }
+  SERF_RETURN_IF_ERROR(check_exchange(exchange, m.partition_));
   if (timings != nullptr && timings->compute_ms.size() != m.steps_.size()) timings->resize(m.steps_.size());
   using clock = std::chrono::steady_clock;
   auto ms_since = [](clock::time_point t0) {

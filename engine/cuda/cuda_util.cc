@@ -1,5 +1,7 @@
 #include "engine/cuda/cuda_util.h"
 
+#include <algorithm>
+
 namespace serf::engine::cuda {
 namespace {
 
@@ -33,49 +35,22 @@ Status cublas_status(cublasStatus_t s, const char* call) {
                   std::to_string(static_cast<int>(s)) + ")");
 }
 
-StatusOr<DeviceBuffer> DeviceBuffer::create(size_t bytes) {
-  DeviceBuffer b;
-  b.bytes_ = (bytes + 255) / 256 * 256;
-  if (b.bytes_ == 0) b.bytes_ = 256;
-  SERF_CUDA(cudaMalloc(&b.p_, b.bytes_));
-  SERF_CUDA(cudaMemset(b.p_, 0, b.bytes_));
-  // The memset runs on the legacy stream, which slots' non-blocking streams do not wait for.
-  SERF_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
-  return b;
-}
-
-DeviceBuffer::~DeviceBuffer() {
-  if (p_ != nullptr) cudaFree(p_);
-}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    if (p_ != nullptr) cudaFree(p_);
-    p_ = std::exchange(o.p_, nullptr);
-    bytes_ = o.bytes_;
+template <bool kPinned>
+StatusOr<Memory<kPinned>> Memory<kPinned>::create(size_t bytes) {
+  Memory m;
+  m.bytes_ = std::max<size_t>(256, (bytes + 255) / 256 * 256);
+  if constexpr (kPinned) {
+    SERF_CUDA(cudaMallocHost(&m.p_, m.bytes_));
+  } else {
+    SERF_CUDA(cudaMalloc(&m.p_, m.bytes_));
+    SERF_CUDA(cudaMemset(m.p_, 0, m.bytes_));
+    // The memset runs on the legacy stream, which slots' non-blocking streams do not wait for.
+    SERF_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
   }
-  return *this;
+  return m;
 }
-
-StatusOr<PinnedBuffer> PinnedBuffer::create(size_t bytes) {
-  PinnedBuffer b;
-  b.bytes_ = bytes == 0 ? 64 : bytes;
-  SERF_CUDA(cudaMallocHost(&b.p_, b.bytes_));
-  return b;
-}
-
-PinnedBuffer::~PinnedBuffer() {
-  if (p_ != nullptr) cudaFreeHost(p_);
-}
-
-PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
-  if (this != &o) {
-    if (p_ != nullptr) cudaFreeHost(p_);
-    p_ = std::exchange(o.p_, nullptr);
-    bytes_ = o.bytes_;
-  }
-  return *this;
-}
+template class Memory<false>;
+template class Memory<true>;
 
 StatusOr<TensorDesc> make_nchw_desc(int c, int h, int w) {
   TensorDesc d;

@@ -63,38 +63,42 @@ using CudnnHandle = Owned<cudnnHandle_t, cudnnDestroy>;
 using CublasHandle = Owned<cublasHandle_t, cublasDestroy>;
 using Stream = Owned<cudaStream_t, cudaStreamDestroy>;
 
-// Device memory (cudaMalloc), `bytes` rounded up to 256.
-class DeviceBuffer {
+// Device memory (cudaMalloc, zeroed, `bytes` rounded up to 256) or, with kPinned, page-locked
+// host memory (cudaMallocHost: the staging area of asynchronous copies).
+template <bool kPinned>
+class Memory {
  public:
-  DeviceBuffer() = default;
-  static StatusOr<DeviceBuffer> create(size_t bytes);
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(o.bytes_) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  Memory() = default;
+  static StatusOr<Memory> create(size_t bytes);
+  ~Memory() { release(); }
+  Memory(Memory&& o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(o.bytes_) {}
+  Memory& operator=(Memory&& o) noexcept {
+    if (this != &o) {
+      release();
+      p_ = std::exchange(o.p_, nullptr);
+      bytes_ = o.bytes_;
+    }
+    return *this;
+  }
   float* floats() const { return static_cast<float*>(p_); }
   void* data() const { return p_; }
   size_t bytes() const { return bytes_; }
 
  private:
+  void release() {
+    if (p_ == nullptr) return;
+    if constexpr (kPinned) {
+      cudaFreeHost(p_);
+    } else {
+      cudaFree(p_);
+    }
+    p_ = nullptr;
+  }
   void* p_ = nullptr;
   size_t bytes_ = 0;
 };
-
-// Page-locked host memory (cudaMallocHost): the staging area of asynchronous copies.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  static StatusOr<PinnedBuffer> create(size_t bytes);
-  ~PinnedBuffer();
-  PinnedBuffer(PinnedBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(o.bytes_) {}
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
-  float* floats() const { return static_cast<float*>(p_); }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void* p_ = nullptr;
-  size_t bytes_ = 0;
-};
+using DeviceBuffer = Memory<false>;
+using PinnedBuffer = Memory<true>;
 
 // A 4-D NCHW float tensor descriptor of shape (1, c, h, w).
 StatusOr<TensorDesc> make_nchw_desc(int c, int h, int w);

@@ -187,29 +187,27 @@ TEST_CASE("every layer type: GPU matches CPU", "[gpu]") {
   }
 }
 
+// A shipped model, seeded weights and input, on both backends (CPU with 2 threads).
+void check_shipped(Backend& gpu, const char* name) {
+  INFO(name);
+  const model::ModelPlan plan = load_shipped(name);
+  const model::Weights w = model::Weights::seeded(plan, 9);
+  const std::vector<float> input = model::seeded_input(plan.spec.input, 9);
+  const std::vector<float> want = run_once(cpu(), plan, w, input, 2);
+  const std::vector<float> got = run_once(gpu, plan, w, input);
+  CHECK(tolerance_ratio(got, want) <= 1.0);
+}
+
 TEST_CASE("every shipped model: GPU matches CPU", "[gpu]") {
   Backend* gpu = cuda_or_skip();
   if (gpu == nullptr) return;
-  for (const char* name : {"tiny", "cifar10", "imagenet1k"}) {
-    INFO(name);
-    const model::ModelPlan plan = load_shipped(name);
-    const model::Weights w = model::Weights::seeded(plan, 9);
-    const std::vector<float> input = model::seeded_input(plan.spec.input, 9);
-    const std::vector<float> want = run_once(cpu(), plan, w, input, 2);
-    const std::vector<float> got = run_once(*gpu, plan, w, input);
-    CHECK(tolerance_ratio(got, want) <= 1.0);
-  }
+  for (const char* name : {"tiny", "cifar10", "imagenet1k"}) check_shipped(*gpu, name);
 }
 
 TEST_CASE("imagenet22k: GPU matches CPU", "[gpu][slow]") {
   Backend* gpu = cuda_or_skip();
   if (gpu == nullptr) return;
-  const model::ModelPlan plan = load_shipped("imagenet22k");
-  const model::Weights w = model::Weights::seeded(plan, 9);
-  const std::vector<float> input = model::seeded_input(plan.spec.input, 9);
-  const std::vector<float> want = run_once(cpu(), plan, w, input, 2);
-  const std::vector<float> got = run_once(*gpu, plan, w, input);
-  CHECK(tolerance_ratio(got, want) <= 1.0);
+  check_shipped(*gpu, "imagenet22k");
 }
 
 TEST_CASE("K partitions on the GPU (host-staged all-gathers) match the CPU", "[gpu]") {
