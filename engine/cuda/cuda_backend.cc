@@ -14,6 +14,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "engine/cuda/cublas_api.h"
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/kernels.h"
 
@@ -45,6 +46,7 @@ class CudaExecutable final : public Executable {
   std::shared_ptr<const CudaPreparedModel> model_;
   SlotStream stream_;
   CudnnHandle cudnn_;
+  const CublasApi* blas_ = nullptr;
   CublasHandle cublas_;
   DeviceBuffer input_;
   std::vector<DeviceBuffer> buffers_;
@@ -60,11 +62,14 @@ StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::shared_ptr
   SERF_ASSIGN_OR_RETURN(e->stream_, m.sms_->stream_for(m.threads_));
   SERF_CUDNN(cudnnCreate(e->cudnn_.out()));
   SERF_CUDNN(cudnnSetStream(e->cudnn_.get(), e->stream_.get()));
-  SERF_CUBLAS(cublasCreate(e->cublas_.out()));
-  SERF_CUBLAS(cublasSetStream(e->cublas_.get(), e->stream_.get()));
-  SERF_CUBLAS(cublasSetMathMode(e->cublas_.get(), CUBLAS_DEFAULT_MATH));  // FP32, no TF32
+  SERF_ASSIGN_OR_RETURN(e->blas_, cublas_api());
+  const CublasApi& blas = *e->blas_;
+  SERF_CUBLAS("cublasCreate", blas.create(e->cublas_.out()));
+  SERF_CUBLAS("cublasSetStream", blas.set_stream(e->cublas_.get(), e->stream_.get()));
+  SERF_CUBLAS("cublasSetMathMode", blas.set_math_mode(e->cublas_.get(), CUBLAS_DEFAULT_MATH));  // FP32, no TF32
   SERF_ASSIGN_OR_RETURN(e->cublas_workspace_, DeviceBuffer::create(kCublasWorkspaceBytes));
-  SERF_CUBLAS(cublasSetWorkspace(e->cublas_.get(), e->cublas_workspace_.data(), e->cublas_workspace_.bytes()));
+  SERF_CUBLAS("cublasSetWorkspace",
+              blas.set_workspace(e->cublas_.get(), e->cublas_workspace_.data(), e->cublas_workspace_.bytes()));
 
   const int64_t in_floats = m.plan_.spec.input.elements();
   SERF_ASSIGN_OR_RETURN(e->input_, DeviceBuffer::create(sizeof(float) * static_cast<size_t>(in_floats)));
@@ -124,8 +129,8 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
       break;
     case LayerKind::kFullyConnected:
       // W (count x in, row-major) is W^T (in x count) column-major: y = op(A) x with op = T.
-      SERF_CUBLAS(cublasSgemv(cublas_.get(), CUBLAS_OP_T, g.fc_in, s.out_slice.count, &one, g.weights.floats(),
-                              g.fc_in, in, 1, &zero, out, 1));
+      SERF_CUBLAS("cublasSgemv", blas_->sgemv(cublas_.get(), CUBLAS_OP_T, g.fc_in, s.out_slice.count, &one,
+                                              g.weights.floats(), g.fc_in, in, 1, &zero, out, 1));
       SERF_CUDA(launch_bias_act(out, g.bias.floats(), s.out_slice.count, 1, s.fused_relu, stream_.get()));
       break;
     case LayerKind::kRelu:
@@ -273,6 +278,7 @@ StatusOr<std::unique_ptr<Executable>> CudaPreparedModel::new_slot() {
 
 StatusOr<std::unique_ptr<Backend>> make_cuda_backend(int device) {
   SERF_RETURN_IF_ERROR(cuda::check_device(device));
+  SERF_RETURN_IF_ERROR(cuda_libraries_available());
   SERF_CUDA(cudaSetDevice(device));
   SERF_ASSIGN_OR_RETURN(auto sms, cuda::SmPartitioner::create(device));
   if (!sms->green_contexts()) {  // say once per process that T has no effect on this machine
@@ -281,6 +287,8 @@ StatusOr<std::unique_ptr<Backend>> make_cuda_backend(int device) {
   }
   return std::unique_ptr<Backend>(new cuda::CudaBackend(device, std::move(sms)));
 }
+
+Status cuda_libraries_available() { return cuda::cublas_api().status(); }
 
 StatusOr<CudaDeviceInfo> cuda_device_info(int device) {
   SERF_RETURN_IF_ERROR(cuda::check_device(device));

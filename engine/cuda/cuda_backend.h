@@ -28,6 +28,10 @@ struct CudaDeviceInfo {
   std::string note;          // one line: the T -> SM mapping in force, or why green contexts are off
 };
 
+// Loads the libraries the backend opens at run time (cuBLAS) without touching a device: Ok, or
+// Unavailable naming the library. make_cuda_backend checks it too.
+Status cuda_libraries_available();
+
 // The device make_cuda_backend(device) would use; Unavailable without one.
 StatusOr<CudaDeviceInfo> cuda_device_info(int device = 0);
 

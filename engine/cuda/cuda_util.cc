@@ -1,5 +1,7 @@
 #include "engine/cuda/cuda_util.h"
 
+#include "engine/cuda/cublas_api.h"
+
 #include <algorithm>
 
 namespace serf::engine::cuda {
@@ -31,7 +33,9 @@ Status cudnn_status(cudnnStatus_t s, const char* call) {
 
 Status cublas_status(cublasStatus_t s, const char* call) {
   if (s == CUBLAS_STATUS_SUCCESS) return Status::Ok();
-  return Internal("cuBLAS: " + call_name(call) + ": " + cublasGetStatusString(s) + " (status " +
+  auto api = cublas_api();
+  const std::string what = api.ok() ? (*api)->status_string(s) : "error";
+  return Internal("cuBLAS: " + call_name(call) + ": " + what + " (status " +
                   std::to_string(static_cast<int>(s)) + ")");
 }
 

@@ -23,7 +23,8 @@ Status cublas_status(cublasStatus_t s, const char* call);
 
 #define SERF_CUDA(expr) SERF_RETURN_IF_ERROR(::serf::engine::cuda::cuda_status((expr), #expr))
 #define SERF_CUDNN(expr) SERF_RETURN_IF_ERROR(::serf::engine::cuda::cudnn_status((expr), #expr))
-#define SERF_CUBLAS(expr) SERF_RETURN_IF_ERROR(::serf::engine::cuda::cublas_status((expr), #expr))
+// cuBLAS is called through function pointers (cublas_api.h): name the call explicitly.
+#define SERF_CUBLAS(name, expr) SERF_RETURN_IF_ERROR(::serf::engine::cuda::cublas_status((expr), name))
 
 // A move-only owner of a handle `T` released by `Destroy` (cudnnDestroyTensorDescriptor, ...).
 template <typename T, auto Destroy>
@@ -60,7 +61,6 @@ using PoolDesc = Owned<cudnnPoolingDescriptor_t, cudnnDestroyPoolingDescriptor>;
 using LrnDesc = Owned<cudnnLRNDescriptor_t, cudnnDestroyLRNDescriptor>;
 using ActDesc = Owned<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>;
 using CudnnHandle = Owned<cudnnHandle_t, cudnnDestroy>;
-using CublasHandle = Owned<cublasHandle_t, cublasDestroy>;
 using Stream = Owned<cudaStream_t, cudaStreamDestroy>;
 
 // Device memory (cudaMalloc, zeroed, `bytes` rounded up to 256) or, with kPinned, page-locked

@@ -21,6 +21,9 @@
 #include "engine/simulated_unit.h"
 #include "model/weights.h"
 #include "tests/engine/engine_test_util.h"
+#ifdef SERF_TEST_CUDA_BUILT
+#include "engine/cuda/cuda_backend.h"  // names no CUDA type
+#endif
 
 using namespace serf;
 using namespace serf::engine;
@@ -120,6 +123,10 @@ TEST_CASE("make_backend(\"cuda\") gives the GPU backend or a clear reason", "[en
   const bool built = std::find(names.begin(), names.end(), "cuda") != names.end();
 #ifdef SERF_TEST_CUDA_BUILT
   CHECK(built);  // CMake built serf_engine_cuda, so the factory must know it
+  // cuBLAS is opened at run time (dlopen); that must work with or without a device.
+  const Status libraries = cuda_libraries_available();
+  INFO(libraries.message());
+  CHECK(libraries.ok());
 #endif
   if (backend.ok()) {
     CHECK((*backend)->name() == "cuda");
