@@ -9,10 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace serf::bench {
 
@@ -23,7 +22,9 @@ inline double median(std::vector<double> v) {
 }
 
 inline double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 // STREAM triad a = b + s*c over arrays far larger than the caches, with `threads` OpenMP threads;
@@ -33,7 +34,9 @@ inline double triad_gb_per_s(int threads, int64_t elements = int64_t{64} << 20, 
   struct Free {
     void operator()(float* p) const { std::free(p); }
   };
-  auto alloc = [&] { return std::unique_ptr<float, Free>(static_cast<float*>(std::aligned_alloc(64, elements * 4))); };
+  auto alloc = [&] {
+    return std::unique_ptr<float, Free>(static_cast<float*>(std::aligned_alloc(64, elements * 4)));
+  };
   auto a = alloc(), b = alloc(), c = alloc();
   float *pa = a.get(), *pb = b.get(), *pc = c.get();
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -56,7 +59,8 @@ inline double triad_gb_per_s(int threads, int64_t elements = int64_t{64} << 20, 
 
 // Median batch-1 latency of PyTorch (scripts/torch_reference.py --bench), or a negative number
 // when torch is not available.
-inline double torch_median_ms(const std::string& root, const std::string& spec, int threads, int repeat) {
+inline double torch_median_ms(const std::string& root, const std::string& spec, int threads,
+                              int repeat) {
   const std::string cmd = "/usr/bin/python3 " + root + "/scripts/torch_reference.py " + spec +
                           " --bench --threads " + std::to_string(threads) + " --repeat " +
                           std::to_string(repeat) + " 2>/dev/null";

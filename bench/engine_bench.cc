@@ -38,13 +38,17 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--root") root = next();
-    else if (a == "--models") models = split(next());
+    if (a == "--root")
+      root = next();
+    else if (a == "--models")
+      models = split(next());
     else if (a == "--threads") {
       thread_counts.clear();
       for (const auto& t : split(next())) thread_counts.push_back(std::atoi(t.c_str()));
-    } else if (a == "--repeat") repeat = std::atoi(next().c_str());
-    else if (a == "--no-torch") torch = false;
+    } else if (a == "--repeat")
+      repeat = std::atoi(next().c_str());
+    else if (a == "--no-torch")
+      torch = false;
     else {
       std::cerr << "engine_bench: error: unknown argument " << a
                 << " (use --root DIR --models a,b --threads 1,2 --repeat n --no-torch)\n";
@@ -72,7 +76,8 @@ int main(int argc, char** argv) {
     triad[k] = bench::triad_gb_per_s(thread_counts[k]);
     std::printf("STREAM triad, T=%d: %.2f GB/s\n", thread_counts[k], triad[k]);
   }
-  std::printf("\n%-12s %2s %6s %12s %12s %8s  %s\n", "model", "T", "runs", "serf_ms", "torch_ms", "ratio", "goal <= 0.80");
+  std::printf("\n%-12s %2s %6s %12s %12s %8s  %s\n", "model", "T", "runs", "serf_ms", "torch_ms",
+              "ratio", "goal <= 0.80");
   struct FcRow {
     std::string model, layer;
     int threads;
@@ -120,10 +125,11 @@ int main(int argc, char** argv) {
       const double serf_ms = bench::median(total);
       const double torch_ms = torch ? bench::torch_median_ms(root, spec, T, repeat) : -1.0;
       if (torch_ms > 0) {
-        std::printf("%-12s %2d %6d %12.3f %12.3f %8.2f  %s\n", name.c_str(), T, repeat, serf_ms, torch_ms,
-                    serf_ms / torch_ms, serf_ms / torch_ms <= 0.8 ? "met" : "NOT met");
+        std::printf("%-12s %2d %6d %12.3f %12.3f %8.2f  %s\n", name.c_str(), T, repeat, serf_ms,
+                    torch_ms, serf_ms / torch_ms, serf_ms / torch_ms <= 0.8 ? "met" : "NOT met");
       } else {
-        std::printf("%-12s %2d %6d %12.3f %12s %8s\n", name.c_str(), T, repeat, serf_ms, "n/a", "n/a");
+        std::printf("%-12s %2d %6d %12.3f %12s %8s\n", name.c_str(), T, repeat, serf_ms, "n/a",
+                    "n/a");
       }
       for (size_t i = 0; i < plan->layers.size(); ++i) {
         const auto& info = plan->layers[i];
@@ -137,11 +143,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "(%s: seeded %.0f MB of weights in %.0f ms)\n", name.c_str(),
                  plan->weight_bytes / 1e6, init_ms);
   }
-  std::printf("\nbig fully connected layers (weight bytes / median time) vs triad, goal >= 80 %%\n");
-  std::printf("%-12s %-6s %2s %10s %10s %8s %8s\n", "model", "layer", "T", "weight_MB", "ms", "GB/s", "%triad");
+  std::printf(
+      "\nbig fully connected layers (weight bytes / median time) vs triad, goal >= 80 %%\n");
+  std::printf("%-12s %-6s %2s %10s %10s %8s %8s\n", "model", "layer", "T", "weight_MB", "ms",
+              "GB/s", "%triad");
   for (const FcRow& r : fc_rows) {
-    std::printf("%-12s %-6s %2d %10.1f %10.3f %8.2f %7.0f%%\n", r.model.c_str(), r.layer.c_str(), r.threads, r.mb,
-                r.ms, r.gbs, 100.0 * r.gbs / r.triad);
+    std::printf("%-12s %-6s %2d %10.1f %10.3f %8.2f %7.0f%%\n", r.model.c_str(), r.layer.c_str(),
+                r.threads, r.mb, r.ms, r.gbs, 100.0 * r.gbs / r.triad);
   }
   return 0;
 }

@@ -3,9 +3,8 @@
 // with weights in the layout oneDNN picks (`any`), [out, in] (`oi`), [in, out] (`io`), and as a
 // hand-written OpenMP GEMV, against a STREAM triad in the same run.
 //   fc_bench [--out N] [--in N] [--threads 1,2] [--repeat n]
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <iostream>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <sstream>
 
 #include "bench/bench_util.h"
@@ -20,15 +19,19 @@ int main(int argc, char** argv) {
   std::vector<int> thread_counts = {1, 2};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--out") out = std::atoll(v.c_str());
-    else if (a == "--in") in = std::atoll(v.c_str());
-    else if (a == "--repeat") repeat = std::atoi(v.c_str());
+    if (a == "--out")
+      out = std::atoll(v.c_str());
+    else if (a == "--in")
+      in = std::atoll(v.c_str());
+    else if (a == "--repeat")
+      repeat = std::atoi(v.c_str());
     else if (a == "--threads") {
       thread_counts.clear();
       std::stringstream ss(v);
       for (std::string t; std::getline(ss, t, ',');) thread_counts.push_back(std::atoi(t.c_str()));
     } else {
-      std::cerr << "fc_bench: error: unknown argument " << a << " (use --out --in --threads --repeat)\n";
+      std::cerr << "fc_bench: error: unknown argument " << a
+                << " (use --out --in --threads --repeat)\n";
       return 2;
     }
   }
@@ -37,11 +40,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<float> w(static_cast<size_t>(out * in)), x(in), y(out), b(out, 0.1f);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
   for (int64_t i = 0; i < in; ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
   const double mb = out * in * 4 / 1e6;
-  std::printf("fully connected %lld x %lld (%.1f MB of weights), batch 1, median of %d\n", (long long)out,
-              (long long)in, mb, repeat);
+  std::printf("fully connected %lld x %lld (%.1f MB of weights), batch 1, median of %d\n",
+              (long long)out, (long long)in, mb, repeat);
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   for (int T : thread_counts) {
     omp_set_num_threads(T);
@@ -56,15 +60,20 @@ int main(int argc, char** argv) {
       dnnl::stream s(eng);
       const dnnl::memory::desc src({1, in}, dt::f32, tag::nc), dst({1, out}, dt::f32, tag::nc),
           bias({out}, dt::f32, tag::x), wmd({out, in}, dt::f32, wt);
-      dnnl::inner_product_forward::primitive_desc pd({dnnl::prop_kind::forward_inference, src, wmd, bias, dst}, eng);
-      dnnl::memory user({{out, in}, dt::f32, tag::oi}, eng, w.data()), packed(pd.weights_desc(), eng);
+      dnnl::inner_product_forward::primitive_desc pd(
+          {dnnl::prop_kind::forward_inference, src, wmd, bias, dst}, eng);
+      dnnl::memory user({{out, in}, dt::f32, tag::oi}, eng, w.data()),
+          packed(pd.weights_desc(), eng);
       dnnl::reorder(user, packed).execute(s, user, packed);
       dnnl::memory xs(src, eng, x.data()), yd(dst, eng, y.data()), bb(bias, eng, b.data());
       dnnl::inner_product_forward ip(pd);
       std::vector<double> ms;
       for (int r = 0; r < repeat + 2; ++r) {
         const double t0 = bench::now_ms();
-        ip.execute(s, {{DNNL_ARG_SRC, xs}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_BIAS, bb}, {DNNL_ARG_DST, yd}});
+        ip.execute(s, {{DNNL_ARG_SRC, xs},
+                       {DNNL_ARG_WEIGHTS, packed},
+                       {DNNL_ARG_BIAS, bb},
+                       {DNNL_ARG_DST, yd}});
         s.wait();
         if (r >= 2) ms.push_back(bench::now_ms() - t0);
       }

@@ -3,6 +3,7 @@
 // service time and its squared coefficient of variation (SCV = variance / mean^2) per i.
 //   interference_bench [--root DIR] [--models a,b] [--max-i n] [--requests n]
 // --requests is per caller thread; imagenet22k uses a quarter of it (it takes ~0.1-0.5 s each).
+#include <atomic>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -19,9 +20,12 @@ int main(int argc, char** argv) {
   int max_i = 4, requests = 40;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--root") root = v;
-    else if (a == "--max-i") max_i = std::atoi(v.c_str());
-    else if (a == "--requests") requests = std::atoi(v.c_str());
+    if (a == "--root")
+      root = v;
+    else if (a == "--max-i")
+      max_i = std::atoi(v.c_str());
+    else if (a == "--requests")
+      requests = std::atoi(v.c_str());
     else if (a == "--models") {
       models.clear();
       std::stringstream ss(v);
@@ -38,7 +42,8 @@ int main(int argc, char** argv) {
   }
   auto backend = engine::make_backend("cpu");
   if (!backend.ok()) return 2;
-  std::printf("%-12s %2s %2s %9s %12s %8s %10s\n", "model", "i", "T", "requests", "mean_ms", "scv", "vs_i=1");
+  std::printf("%-12s %2s %2s %9s %12s %8s %10s\n", "model", "i", "T", "requests", "mean_ms", "scv",
+              "vs_i=1");
   for (const std::string& name : models) {
     auto plan = model::load_model(root + "/configs/models/" + name + ".json");
     if (!plan.ok()) {
@@ -54,21 +59,27 @@ int main(int argc, char** argv) {
       auto executor = engine::Executor::create(*prepared, i);
       if (!executor.ok()) return 1;
       std::vector<std::vector<double>> ms(i);
+      std::atomic<int> failures{0};
       std::vector<std::thread> callers;
       for (int t = 0; t < i; ++t) {
         callers.emplace_back([&, t] {
           const std::vector<float> input = model::seeded_input(plan->spec.input, 1 + t);
           std::vector<float> output(plan->output().elements());
           engine::LocalExchange local;
-          (*executor)->run(input.data(), output.data(), local, nullptr);  // warm-up, not counted
-          for (int r = 0; r < per_thread; ++r) {
+          Status status = (*executor)->run(input.data(), output.data(), local, nullptr);  // warm-up
+          for (int r = 0; r < per_thread && status.ok(); ++r) {
             const double t0 = bench::now_ms();
-            (*executor)->run(input.data(), output.data(), local, nullptr);
+            status = (*executor)->run(input.data(), output.data(), local, nullptr);
             ms[t].push_back(bench::now_ms() - t0);
+          }
+          if (!status.ok()) {
+            std::fprintf(stderr, "interference_bench: %s\n", status.message().c_str());
+            ++failures;
           }
         });
       }
       for (auto& c : callers) c.join();
+      if (failures > 0) return 1;
       std::vector<double> all;
       for (const auto& v : ms) all.insert(all.end(), v.begin(), v.end());
       double mean = 0.0, var = 0.0;

@@ -2,15 +2,17 @@
 // Backend: runs a model (one request at a time per slot, batch 1, float32). Names no CPU or GPU
 // type; engine/cpu (oneDNN + OpenMP) and engine/cuda (cuDNN + cuBLAS) implement it.
 //
-//   auto backend = make_backend("cpu");                                  // StatusOr<unique_ptr<Backend>>
-//   auto prepared = backend->prepare(plan, weights, {rank, K}, threads); // slices, reorders, primitives
-//   auto slot = prepared->new_slot();                                    // activations + scratch
-//   slot->run(input, output, exchange, &timings);                        // allocates nothing
+//   auto backend = make_backend("cpu");                                  //
+//   StatusOr<unique_ptr<Backend>> auto prepared = backend->prepare(plan, weights, {rank, K},
+//   threads); // slices, reorders, primitives auto slot = prepared->new_slot(); // activations +
+//   scratch slot->run(input, output, exchange, &timings);                        // allocates
+//   nothing
 //
 // A PreparedModel holds what every slot shares read-only (this rank's weight slices in the
 // kernels' preferred layout, the primitives created for `threads`), so c slots cost one copy of the
 // weights. An Executable is one slot: its own activations and scratchpads. It is not thread-safe;
-// different Executables of one PreparedModel run concurrently from different threads (the Executor).
+// different Executables of one PreparedModel run concurrently from different threads (the
+// Executor).
 
 #include <memory>
 #include <string>
@@ -43,7 +45,8 @@ class Executable {
   virtual ~Executable() = default;
   // input: plan.spec.input.elements() floats (NCHW); output: plan.output().elements() floats.
   // Every rank receives the whole output. `exchange` must have ranks() == partition().ranks and
-  // rank() == partition().rank. `timings` may be null.
+  // rank() == partition().rank. `timings` may be null. CPU: sets the calling thread's OpenMP
+  // thread count to threads() (a per-thread setting, so slots on other threads are unaffected).
   virtual Status run(const float* input, float* output, ActivationExchange& exchange,
                      LayerTimings* timings) = 0;
   virtual Partition partition() const = 0;
@@ -69,6 +72,9 @@ class Backend {
   // Slices this rank's weights, lays them out for the kernels and creates the kernels for
   // `threads` threads (T, the paper's C_intra). Errors: partition invalid for the plan
   // (validate_partition), threads < 1, weights missing a tensor or of the wrong shape.
+  // Thread-safe. While a PreparedModel is held, preparing the same (weights object, model,
+  // partition, threads) again returns it: a cache keyed by the Weights object's address, so do not
+  // change or replace a Weights object while models prepared from it are held.
   virtual StatusOr<std::shared_ptr<PreparedModel>> prepare(const model::ModelPlan& plan,
                                                            const model::Weights& weights,
                                                            Partition partition, int threads) = 0;

@@ -23,8 +23,9 @@ StatusOr<std::unique_ptr<Backend>> make_backend(const std::string& name) {
 #ifdef SERF_HAVE_CUDA_BACKEND
     return make_cuda_backend();  // Unavailable when no device is present
 #else
-    return NotFound("backend 'cuda' is not in this build (configure with -DSERF_WITH_CUDA=ON on a "
-                       "machine with nvcc, cuDNN and cuBLAS); use --backend cpu");
+    return NotFound(
+        "backend 'cuda' is not in this build (configure with -DSERF_WITH_CUDA=ON on a "
+        "machine with nvcc, cuDNN and cuBLAS); use --backend cpu");
 #endif
   }
   return InvalidArgument("unknown backend '" + name + "'; use cpu or cuda");

@@ -4,9 +4,11 @@
 
 namespace serf::engine {
 
-StatusOr<std::unique_ptr<Executor>> Executor::create(std::shared_ptr<PreparedModel> model, int slots) {
+StatusOr<std::unique_ptr<Executor>> Executor::create(std::shared_ptr<PreparedModel> model,
+                                                     int slots) {
   if (slots < 1) {
-    return InvalidArgument("service parallelism c = " + std::to_string(slots) + " must be at least 1");
+    return InvalidArgument("service parallelism c = " + std::to_string(slots) +
+                           " must be at least 1");
   }
   std::vector<std::unique_ptr<Executable>> executables;
   for (int s = 0; s < slots; ++s) {
@@ -16,7 +18,8 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(std::shared_ptr<PreparedMod
   return std::unique_ptr<Executor>(new Executor(std::move(model), std::move(executables)));
 }
 
-Executor::Executor(std::shared_ptr<PreparedModel> model, std::vector<std::unique_ptr<Executable>> slots)
+Executor::Executor(std::shared_ptr<PreparedModel> model,
+                   std::vector<std::unique_ptr<Executable>> slots)
     : model_(std::move(model)), slots_(std::move(slots)), busy_(slots_.size(), 0) {}
 
 int Executor::acquire_any() {
@@ -54,8 +57,8 @@ Status Executor::run(const float* input, float* output, ActivationExchange& exch
   return status;
 }
 
-Status Executor::run_on_slot(int slot, const float* input, float* output, ActivationExchange& exchange,
-                             LayerTimings* timings) {
+Status Executor::run_on_slot(int slot, const float* input, float* output,
+                             ActivationExchange& exchange, LayerTimings* timings) {
   if (slot < 0 || slot >= slots()) {
     return InvalidArgument("slot " + std::to_string(slot) + " out of range 0.." +
                            std::to_string(slots() - 1));

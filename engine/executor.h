@@ -18,13 +18,15 @@ namespace serf::engine {
 
 class Executor {
  public:
-  static StatusOr<std::unique_ptr<Executor>> create(std::shared_ptr<PreparedModel> model, int slots);
+  static StatusOr<std::unique_ptr<Executor>> create(std::shared_ptr<PreparedModel> model,
+                                                    int slots);
 
   int slots() const { return static_cast<int>(slots_.size()); }
   const PreparedModel& model() const { return *model_; }
 
   // Runs on any free slot (waits for one).
-  Status run(const float* input, float* output, ActivationExchange& exchange, LayerTimings* timings);
+  Status run(const float* input, float* output, ActivationExchange& exchange,
+             LayerTimings* timings);
   // Runs on slot `slot` (waits until that slot is free). InvalidArgument when out of range.
   Status run_on_slot(int slot, const float* input, float* output, ActivationExchange& exchange,
                      LayerTimings* timings);

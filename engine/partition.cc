@@ -52,8 +52,8 @@ Status validate_partition(const model::ModelPlan& plan, Partition partition) {
     if (partition.ranks > n) {
       return InvalidArgument("inter-node parallelism K = " + std::to_string(partition.ranks) +
                              " exceeds layer '" + plan.spec.layers[i].name + "' with " +
-                             std::to_string(n) + " outputs; use K <= " +
-                             std::to_string(max_ranks(plan)));
+                             std::to_string(n) +
+                             " outputs; use K <= " + std::to_string(max_ranks(plan)));
     }
   }
   if (partition.rank < 0 || partition.rank >= partition.ranks) {

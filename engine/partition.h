@@ -31,7 +31,8 @@ Slice slice_of(int n, int ranks, int rank);
 
 // Element counts and offsets of every rank's part of an activation with `channels` channels of
 // `elements_per_channel` floats each (H*W for conv maps, 1 for neurons): the arguments of an
-// all-gather (MPI_Allgatherv's recvcounts and displs). counts sum to channels * elements_per_channel.
+// all-gather (MPI_Allgatherv's recvcounts and displs). counts sum to channels *
+// elements_per_channel.
 struct GatherLayout {
   std::vector<int> counts;   // one per rank, in floats
   std::vector<int> offsets;  // one per rank, in floats; offsets[r] = sum of counts[0..r-1]

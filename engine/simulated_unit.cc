@@ -9,7 +9,8 @@ StatusOr<std::unique_ptr<SimulatedUnit>> SimulatedUnit::create(Backend& backend,
   SERF_RETURN_IF_ERROR(validate_partition(plan, Partition{0, ranks}));
   std::unique_ptr<SimulatedUnit> unit(new SimulatedUnit());
   for (int r = 0; r < ranks; ++r) {
-    SERF_ASSIGN_OR_RETURN(auto prepared, backend.prepare(plan, weights, Partition{r, ranks}, threads));
+    SERF_ASSIGN_OR_RETURN(auto prepared,
+                          backend.prepare(plan, weights, Partition{r, ranks}, threads));
     SERF_ASSIGN_OR_RETURN(auto slot, prepared->new_slot());
     unit->models_.push_back(std::move(prepared));
     unit->slots_.push_back(std::move(slot));
@@ -44,7 +45,8 @@ void SimulatedUnit::worker(int rank) {
       seen = generation_;
       input = input_;
     }
-    Status status = slots_[rank]->run(input, outputs_[rank].data(), exchange_->member(rank), nullptr);
+    Status status =
+        slots_[rank]->run(input, outputs_[rank].data(), exchange_->member(rank), nullptr);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       worker_status_[rank] = std::move(status);

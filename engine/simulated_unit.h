@@ -16,7 +16,8 @@ namespace serf::engine {
 
 class SimulatedUnit {
  public:
-  static StatusOr<std::unique_ptr<SimulatedUnit>> create(Backend& backend, const model::ModelPlan& plan,
+  static StatusOr<std::unique_ptr<SimulatedUnit>> create(Backend& backend,
+                                                         const model::ModelPlan& plan,
                                                          const model::Weights& weights, int ranks,
                                                          int threads);
   ~SimulatedUnit();

@@ -171,6 +171,9 @@ StatusOr<ModelSpec> model_spec_from_json(const json& doc, const std::string& sou
     ModelSpec spec;
     SERF_ASSIGN_OR_RETURN(spec.name, io::get_string(doc, "name", ""));
     if (spec.name.empty()) return InvalidArgument("name: must not be empty");
+    if (doc.contains("description")) {
+      SERF_ASSIGN_OR_RETURN(spec.description, io::get_string(doc, "description", ""));
+    }
     SERF_ASSIGN_OR_RETURN(const json* input, io::get_object(doc, "input", ""));
     SERF_ASSIGN_OR_RETURN(spec.input.channels, io::get_int(*input, "channels", "input"));
     SERF_ASSIGN_OR_RETURN(spec.input.height, io::get_int(*input, "height", "input"));

@@ -74,6 +74,7 @@ struct LayerSpec {
 
 struct ModelSpec {
   std::string name;
+  std::string description;  // optional free text
   Shape input;
   std::vector<LayerSpec> layers;
 };

@@ -71,7 +71,8 @@ StatusOr<Entry> parse_entry(const std::string& name, const json& v) {
 
 }  // namespace
 
-StatusOr<std::map<std::string, Tensor>> read_safetensors(const std::string& path) {
+StatusOr<std::map<std::string, Tensor>> read_safetensors(
+    const std::string& path, const std::function<Status(const TensorShapes&)>& check) {
   if (!host_is_little_endian()) return Internal("safetensors needs a little-endian host");
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path + ": cannot open file (does it exist?)");
@@ -104,7 +105,8 @@ StatusOr<std::map<std::string, Tensor>> read_safetensors(const std::string& path
   const uint64_t data_start = 8 + header_bytes;
   const uint64_t data_bytes = file_bytes - data_start;
 
-  std::map<std::string, Tensor> tensors;
+  std::vector<Entry> entries;
+  TensorShapes shapes;
   for (const auto& item : doc.items()) {
     if (item.key() == "__metadata__") continue;
     StatusOr<Entry> e = parse_entry(item.key(), item.value());
@@ -114,15 +116,22 @@ StatusOr<std::map<std::string, Tensor>> read_safetensors(const std::string& path
                              std::to_string(e->end) + " beyond the " + std::to_string(data_bytes) +
                              " data bytes (truncated file?)");
     }
+    shapes[e->name] = e->shape;
+    entries.push_back(std::move(e).value());
+  }
+  if (check) SERF_RETURN_IF_ERROR(check(shapes));
+
+  std::map<std::string, Tensor> tensors;
+  for (const Entry& e : entries) {
     Tensor t;
-    t.shape = e->shape;
+    t.shape = e.shape;
     t.data.resize(static_cast<size_t>(t.elements()));
-    in.seekg(static_cast<std::streamoff>(data_start + e->begin));
+    in.seekg(static_cast<std::streamoff>(data_start + e.begin));
     if (!in.read(reinterpret_cast<char*>(t.data.data()),
-                 static_cast<std::streamsize>(e->end - e->begin))) {
-      return InvalidArgument(path + ": tensor '" + e->name + "': read error (truncated file?)");
+                 static_cast<std::streamsize>(e.end - e.begin))) {
+      return InvalidArgument(path + ": tensor '" + e.name + "': read error (truncated file?)");
     }
-    tensors.emplace(e->name, std::move(t));
+    tensors.emplace(e.name, std::move(t));
   }
   return tensors;
 }

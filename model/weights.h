@@ -47,7 +47,10 @@ class Weights {
 };
 
 // A seeded input image for a request (values in [-1, 1)), deterministic in (shape, seed).
-// Its stream differs from every weight tensor's, so one --seed may seed both.
+// Its stream differs from every weight tensor's, so one --seed seeds both: `serf model init --seed
+// S` writes Weights::seeded(plan, S) and seeded_input(plan.spec.input, S), and `serf infer --seed
+// S` must use the same two calls so that its output matches scripts/torch_reference.py on those
+// files.
 std::vector<float> seeded_input(const Shape& shape, uint64_t seed);
 
 // The tensors a plan needs, in layer order (conv2d and fully_connected layers: weight then bias).

@@ -18,9 +18,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <string>
-
+#include <map>
+#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <tuple>
 
 namespace serf::engine {
 namespace {
@@ -52,7 +54,9 @@ class AlignedFloats {
 // Sets the calling thread's OpenMP thread count (a per-thread ICV) for the scope.
 class ScopedOmpThreads {
  public:
-  explicit ScopedOmpThreads(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  explicit ScopedOmpThreads(int threads) : saved_(omp_get_max_threads()) {
+    omp_set_num_threads(threads);
+  }
   ~ScopedOmpThreads() { omp_set_num_threads(saved_); }
 
  private:
@@ -65,15 +69,15 @@ dnnl::memory::dims nchw_dims(int c, int h, int w) { return {1, c, h, w}; }
 struct Step {
   int layer = 0;
   LayerKind kind = LayerKind::kRelu;
-  bool noop = false;          // flatten, or a relu fused into the previous step
-  bool fused_relu = false;    // conv2d / fully_connected with relu as post-op
-  bool gather_before = false; // all-gather the current activation before this step
-  int gather_layer = -1;      // the layer whose output is gathered (for timings)
+  bool noop = false;           // flatten, or a relu fused into the previous step
+  bool fused_relu = false;     // conv2d / fully_connected with relu as post-op
+  bool gather_before = false;  // all-gather the current activation before this step
+  int gather_layer = -1;       // the layer whose output is gathered (for timings)
   GatherLayout gather;
-  int in_buffer = -1;         // -1: the network input
+  int in_buffer = -1;  // -1: the network input
   int out_buffer = -1;
-  int64_t in_offset = 0;      // floats: where this rank's input part starts in in_buffer
-  int64_t out_offset = 0;     // floats: where this rank's output part starts in out_buffer
+  int64_t in_offset = 0;   // floats: where this rank's input part starts in in_buffer
+  int64_t out_offset = 0;  // floats: where this rank's output part starts in out_buffer
 
   dnnl::primitive prim;
   dnnl::memory::desc plain_src, plain_dst;  // the layer's view of the activation buffers
@@ -108,8 +112,8 @@ class CpuExecutable final : public Executable {
   AlignedFloats input_;
   std::vector<AlignedFloats> buffers_;
   AlignedFloats scratch_;
-  std::vector<AlignedFloats> staging_;   // reordered src/dst per step (empty when not needed)
-  std::vector<dnnl::memory> memories_;   // keeps every bound memory alive
+  std::vector<AlignedFloats> staging_;  // reordered src/dst per step (empty when not needed)
+  std::vector<dnnl::memory> memories_;  // keeps every bound memory alive
   std::vector<BoundStep> bound_;
 };
 
@@ -149,9 +153,23 @@ class CpuPreparedModel final : public PreparedModel,
   StatusOr<const model::Tensor*> tensor(const model::Weights& weights, const std::string& name,
                                         const std::vector<int64_t>& shape) const;
   // Copies rows [offset, offset + count) of a [rows, ...] tensor into `md` via a reorder.
-  dnnl::memory slice_into(const model::Tensor& t, int offset, int count, const dnnl::memory::desc& plain,
-                          const dnnl::memory::desc& md);
+  dnnl::memory slice_into(const model::Tensor& t, int offset, int count,
+                          const dnnl::memory::desc& plain, const dnnl::memory::desc& md);
+  // The primitive, its layouts and scratchpad, and reorders to/from the plain activation layout.
+  template <typename Primitive, typename PrimitiveDesc>
+  void set_primitive(Step& step, const PrimitiveDesc& pd) {
+    step.prim = Primitive(pd);
+    step.src_md = pd.src_desc();
+    step.dst_md = pd.dst_desc();
+    finish_step(step, pd);
+  }
   void finish_step(Step& step, const dnnl::primitive_desc_base& pd);
+  static void fuse_relu(dnnl::primitive_attr& attr, Step& step) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+    step.fused_relu = true;
+  }
 };
 
 StatusOr<const model::Tensor*> CpuPreparedModel::tensor(const model::Weights& weights,
@@ -163,13 +181,15 @@ StatusOr<const model::Tensor*> CpuPreparedModel::tensor(const model::Weights& we
     std::string want, got;
     for (int64_t d : shape) want += (want.empty() ? "" : "x") + std::to_string(d);
     for (int64_t d : t->shape) got += (got.empty() ? "" : "x") + std::to_string(d);
-    return InvalidArgument("weights: tensor '" + name + "' has shape " + got + ", the model needs " + want);
+    return InvalidArgument("weights: tensor '" + name + "' has shape " + got +
+                           ", the model needs " + want);
   }
   return t;
 }
 
 dnnl::memory CpuPreparedModel::slice_into(const model::Tensor& t, int offset, int count,
-                                          const dnnl::memory::desc& plain, const dnnl::memory::desc& md) {
+                                          const dnnl::memory::desc& plain,
+                                          const dnnl::memory::desc& md) {
   const int64_t row = t.elements() / t.shape[0];
   float* src = const_cast<float*>(t.data.data()) + int64_t{offset} * row;
   dnnl::memory user(plain, engine_, src);
@@ -185,15 +205,21 @@ dnnl::memory CpuPreparedModel::slice_into(const model::Tensor& t, int offset, in
 void CpuPreparedModel::finish_step(Step& step, const dnnl::primitive_desc_base& pd) {
   step.scratch_md = pd.scratchpad_desc();
   scratch_bytes_ = std::max(scratch_bytes_, step.scratch_md.get_size());
-  if (step.src_md != step.plain_src) step.src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine_, step.plain_src, engine_, step.src_md));
-  if (step.dst_md != step.plain_dst) step.dst_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine_, step.dst_md, engine_, step.plain_dst));
+  if (step.src_md != step.plain_src)
+    step.src_reorder =
+        dnnl::reorder(dnnl::reorder::primitive_desc(engine_, step.plain_src, engine_, step.src_md));
+  if (step.dst_md != step.plain_dst)
+    step.dst_reorder =
+        dnnl::reorder(dnnl::reorder::primitive_desc(engine_, step.dst_md, engine_, step.plain_dst));
 }
 
 StatusOr<std::shared_ptr<CpuPreparedModel>> CpuPreparedModel::create(const model::ModelPlan& plan,
                                                                      const model::Weights& weights,
-                                                                     Partition partition, int threads) {
+                                                                     Partition partition,
+                                                                     int threads) {
   if (threads < 1) {
-    return InvalidArgument("intra-node parallelism T = " + std::to_string(threads) + " must be at least 1");
+    return InvalidArgument("intra-node parallelism T = " + std::to_string(threads) +
+                           " must be at least 1");
   }
   SERF_RETURN_IF_ERROR(validate_partition(plan, partition));
   auto prepared = std::make_shared<CpuPreparedModel>();
@@ -224,11 +250,12 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
     Step step;
     step.layer = static_cast<int>(i);
     step.kind = spec.kind;
-    const bool needs_full = spec.kind == LayerKind::kConv2d || spec.kind == LayerKind::kFullyConnected ||
-                            spec.kind == LayerKind::kLrn || spec.kind == LayerKind::kSoftmax ||
-                            // pooling a slice needs whole channels (not after a flatten)
-                            ((spec.kind == LayerKind::kMaxPool || spec.kind == LayerKind::kAvgPool) &&
-                             cur_per_channel != int64_t{info.in.height} * info.in.width);
+    const bool needs_full =
+        spec.kind == LayerKind::kConv2d || spec.kind == LayerKind::kFullyConnected ||
+        spec.kind == LayerKind::kLrn || spec.kind == LayerKind::kSoftmax ||
+        // pooling a slice needs whole channels (not after a flatten)
+        ((spec.kind == LayerKind::kMaxPool || spec.kind == LayerKind::kAvgPool) &&
+         cur_per_channel != int64_t{info.in.height} * info.in.width);
     if (needs_full && sliced) {
       step.gather_before = true;
       step.gather_layer = cur_layer;
@@ -236,7 +263,8 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
       sliced = false;
     }
     // This rank's channel block of the input (the whole input when not sliced).
-    const Slice in_slice = sliced ? slice_of(cur_channels, K, partition_.rank) : Slice{0, info.in.channels};
+    const Slice in_slice =
+        sliced ? slice_of(cur_channels, K, partition_.rank) : Slice{0, info.in.channels};
     step.in_buffer = cur;
 
     const bool prev_fused = i > 0 && steps_.back().fused_relu && spec.kind == LayerKind::kRelu;
@@ -244,8 +272,7 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
       step.noop = true;
       step.out_buffer = cur;
       steps_.push_back(std::move(step));
-      cur_layer = static_cast<int>(i);
-      continue;  // the activation (and its slicing) is unchanged
+      continue;  // the activation, its slicing and its producer (for timings) are unchanged
     }
     step.out_buffer = static_cast<int>(buffer_sizes_.size());
     buffer_sizes_.push_back(info.out.elements());
@@ -254,143 +281,125 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 
     try {
-    switch (spec.kind) {
-      case LayerKind::kConv2d: {
-        const Slice s = slice_of(info.out.channels, K, partition_.rank);
-        const int cin = info.in.channels;
-        SERF_ASSIGN_OR_RETURN(const model::Tensor* w,
-                              tensor(weights, spec.name + ".weight",
-                                     {info.out.channels, cin, spec.kernel, spec.kernel}));
-        SERF_ASSIGN_OR_RETURN(const model::Tensor* b, tensor(weights, spec.name + ".bias", {info.out.channels}));
-        step.plain_src = {nchw_dims(cin, info.in.height, info.in.width), dt::f32, tag::nchw};
-        step.plain_dst = {nchw_dims(s.count, info.out.height, info.out.width), dt::f32, tag::nchw};
-        const dnnl::memory::dims wdims = {s.count, cin, spec.kernel, spec.kernel};
-        const dnnl::memory::desc any_src(step.plain_src.dims(), dt::f32, tag::any);
-        const dnnl::memory::desc any_dst(step.plain_dst.dims(), dt::f32, tag::any);
-        const dnnl::memory::desc any_w(wdims, dt::f32, tag::any);
-        const dnnl::memory::desc bias_md({s.count}, dt::f32, tag::x);
-        dnnl::convolution_forward::desc d(fwd, dnnl::algorithm::convolution_direct, any_src, any_w, bias_md,
-                                          any_dst, {spec.stride, spec.stride}, {spec.pad, spec.pad},
-                                          {spec.pad, spec.pad});
-        if (next_relu) {
-          dnnl::post_ops ops;
-          ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-          attr.set_post_ops(ops);
-          step.fused_relu = true;
+      switch (spec.kind) {
+        case LayerKind::kConv2d: {
+          const Slice s = slice_of(info.out.channels, K, partition_.rank);
+          const int cin = info.in.channels;
+          SERF_ASSIGN_OR_RETURN(const model::Tensor* w,
+                                tensor(weights, spec.name + ".weight",
+                                       {info.out.channels, cin, spec.kernel, spec.kernel}));
+          SERF_ASSIGN_OR_RETURN(const model::Tensor* b,
+                                tensor(weights, spec.name + ".bias", {info.out.channels}));
+          step.plain_src = {nchw_dims(cin, info.in.height, info.in.width), dt::f32, tag::nchw};
+          step.plain_dst = {nchw_dims(s.count, info.out.height, info.out.width), dt::f32,
+                            tag::nchw};
+          const dnnl::memory::dims wdims = {s.count, cin, spec.kernel, spec.kernel};
+          const dnnl::memory::desc any_src(step.plain_src.dims(), dt::f32, tag::any);
+          const dnnl::memory::desc any_dst(step.plain_dst.dims(), dt::f32, tag::any);
+          const dnnl::memory::desc any_w(wdims, dt::f32, tag::any);
+          const dnnl::memory::desc bias_md({s.count}, dt::f32, tag::x);
+          dnnl::convolution_forward::desc d(fwd, dnnl::algorithm::convolution_direct, any_src,
+                                            any_w, bias_md, any_dst, {spec.stride, spec.stride},
+                                            {spec.pad, spec.pad}, {spec.pad, spec.pad});
+          if (next_relu) fuse_relu(attr, step);
+          const dnnl::convolution_forward::primitive_desc pd(d, attr, engine_);
+          set_primitive<dnnl::convolution_forward>(step, pd);
+          step.weights =
+              slice_into(*w, s.offset, s.count, {wdims, dt::f32, tag::oihw}, pd.weights_desc());
+          step.bias = slice_into(*b, s.offset, s.count, bias_md, pd.bias_desc());
+          step.out_offset = int64_t{s.offset} * info.out.height * info.out.width;
+          sliced = K > 1;
+          cur_channels = info.out.channels;
+          cur_per_channel = int64_t{info.out.height} * info.out.width;
+          break;
         }
-        dnnl::convolution_forward::primitive_desc pd(d, attr, engine_);
-        step.prim = dnnl::convolution_forward(pd);
-        step.src_md = pd.src_desc();
-        step.dst_md = pd.dst_desc();
-        step.weights = slice_into(*w, s.offset, s.count, {wdims, dt::f32, tag::oihw}, pd.weights_desc());
-        step.bias = slice_into(*b, s.offset, s.count, bias_md, pd.bias_desc());
-        step.out_offset = int64_t{s.offset} * info.out.height * info.out.width;
-        finish_step(step, pd);
-        sliced = K > 1;
-        cur_channels = info.out.channels;
-        cur_per_channel = int64_t{info.out.height} * info.out.width;
-        break;
-      }
-      case LayerKind::kFullyConnected: {
-        const Slice s = slice_of(info.out.channels, K, partition_.rank);
-        const int64_t in = info.in.elements();
-        SERF_ASSIGN_OR_RETURN(const model::Tensor* w,
-                              tensor(weights, spec.name + ".weight", {info.out.channels, in}));
-        SERF_ASSIGN_OR_RETURN(const model::Tensor* b, tensor(weights, spec.name + ".bias", {info.out.channels}));
-        step.plain_src = {{1, in}, dt::f32, tag::nc};
-        step.plain_dst = {{1, s.count}, dt::f32, tag::nc};
-        const dnnl::memory::dims wdims = {s.count, in};
-        const dnnl::memory::desc bias_md({s.count}, dt::f32, tag::x);
-        // Plain [out, in] weights ("oi"): at batch 1 oneDNN then runs its jit GEMV, which streams
-        // the weights at 83-89 % of triad bandwidth against 47-60 % for the brgemm kernel it picks
-        // for `any`, and beats a hand-written OpenMP GEMV (bench/fc_bench).
-        dnnl::inner_product_forward::desc d(fwd, step.plain_src, {wdims, dt::f32, tag::oi}, bias_md,
-                                            step.plain_dst);
-        if (next_relu) {
-          dnnl::post_ops ops;
-          ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-          attr.set_post_ops(ops);
-          step.fused_relu = true;
+        case LayerKind::kFullyConnected: {
+          const Slice s = slice_of(info.out.channels, K, partition_.rank);
+          const int64_t in = info.in.elements();
+          SERF_ASSIGN_OR_RETURN(const model::Tensor* w,
+                                tensor(weights, spec.name + ".weight", {info.out.channels, in}));
+          SERF_ASSIGN_OR_RETURN(const model::Tensor* b,
+                                tensor(weights, spec.name + ".bias", {info.out.channels}));
+          step.plain_src = {{1, in}, dt::f32, tag::nc};
+          step.plain_dst = {{1, s.count}, dt::f32, tag::nc};
+          const dnnl::memory::dims wdims = {s.count, in};
+          const dnnl::memory::desc bias_md({s.count}, dt::f32, tag::x);
+          // Plain [out, in] weights ("oi"): at batch 1 oneDNN then runs its jit GEMV, which streams
+          // the weights at 83-89 % of triad bandwidth against 47-60 % for the brgemm kernel it
+          // picks for `any`, and beats a hand-written OpenMP GEMV (bench/fc_bench).
+          dnnl::inner_product_forward::desc d(fwd, step.plain_src, {wdims, dt::f32, tag::oi},
+                                              bias_md, step.plain_dst);
+          if (next_relu) fuse_relu(attr, step);
+          const dnnl::inner_product_forward::primitive_desc pd(d, attr, engine_);
+          set_primitive<dnnl::inner_product_forward>(step, pd);
+          step.weights =
+              slice_into(*w, s.offset, s.count, {wdims, dt::f32, tag::oi}, pd.weights_desc());
+          step.bias = slice_into(*b, s.offset, s.count, bias_md, pd.bias_desc());
+          step.out_offset = s.offset;
+          sliced = K > 1;
+          cur_channels = info.out.channels;
+          cur_per_channel = 1;
+          break;
         }
-        dnnl::inner_product_forward::primitive_desc pd(d, attr, engine_);
-        step.prim = dnnl::inner_product_forward(pd);
-        step.src_md = pd.src_desc();
-        step.dst_md = pd.dst_desc();
-        step.weights = slice_into(*w, s.offset, s.count, {wdims, dt::f32, tag::oi}, pd.weights_desc());
-        step.bias = slice_into(*b, s.offset, s.count, bias_md, pd.bias_desc());
-        step.out_offset = s.offset;
-        finish_step(step, pd);
-        sliced = K > 1;
-        cur_channels = info.out.channels;
-        cur_per_channel = 1;
-        break;
+        case LayerKind::kRelu: {
+          // Element-wise: on this rank's part only, viewed as a flat vector.
+          const int64_t count = sliced ? in_slice.count * cur_per_channel : info.in.elements();
+          step.in_offset = sliced ? in_slice.offset * cur_per_channel : 0;
+          step.out_offset = step.in_offset;
+          step.plain_src = {{1, count}, dt::f32, tag::nc};
+          step.plain_dst = step.plain_src;
+          dnnl::eltwise_forward::desc d(fwd, dnnl::algorithm::eltwise_relu, step.plain_src, 0.0f,
+                                        0.0f);
+          const dnnl::eltwise_forward::primitive_desc pd(d, attr, engine_);
+          set_primitive<dnnl::eltwise_forward>(step, pd);
+          break;
+        }
+        case LayerKind::kMaxPool:
+        case LayerKind::kAvgPool: {
+          // Channel-local: this rank's channel block only (all channels when not sliced).
+          const int c = in_slice.count;
+          step.in_offset = int64_t{in_slice.offset} * info.in.height * info.in.width;
+          step.out_offset = int64_t{in_slice.offset} * info.out.height * info.out.width;
+          step.plain_src = {nchw_dims(c, info.in.height, info.in.width), dt::f32, tag::nchw};
+          step.plain_dst = {nchw_dims(c, info.out.height, info.out.width), dt::f32, tag::nchw};
+          const auto alg = spec.kind == LayerKind::kMaxPool
+                               ? dnnl::algorithm::pooling_max
+                               : dnnl::algorithm::pooling_avg_include_padding;
+          // PyTorch's floor rule gives right padding equal to the left one (oneDNN checks
+          // (in - kernel + pad_l + pad_r) / stride + 1 == out with integer division).
+          dnnl::pooling_forward::desc d(fwd, alg, step.plain_src, step.plain_dst,
+                                        {spec.stride, spec.stride}, {spec.kernel, spec.kernel},
+                                        {spec.pad, spec.pad}, {spec.pad, spec.pad});
+          const dnnl::pooling_forward::primitive_desc pd(d, attr, engine_);
+          set_primitive<dnnl::pooling_forward>(step, pd);
+          cur_per_channel = int64_t{info.out.height} * info.out.width;
+          break;
+        }
+        case LayerKind::kLrn: {
+          step.plain_src = {nchw_dims(info.in.channels, info.in.height, info.in.width), dt::f32,
+                            tag::nchw};
+          step.plain_dst = step.plain_src;
+          // LRN is fast only in the blocked layouts; let the primitive choose and reorder around
+          // it.
+          dnnl::memory::desc want = step.plain_src;
+          if (info.in.channels % 16 == 0) want = {step.plain_src.dims(), dt::f32, tag::nChw16c};
+          dnnl::lrn_forward::desc d(fwd, dnnl::algorithm::lrn_across_channels, want, spec.lrn_size,
+                                    spec.lrn_alpha, spec.lrn_beta, spec.lrn_k);
+          const dnnl::lrn_forward::primitive_desc pd(d, attr, engine_);
+          set_primitive<dnnl::lrn_forward>(step, pd);
+          break;
+        }
+        case LayerKind::kSoftmax: {
+          step.plain_src = {{1, info.in.elements()}, dt::f32, tag::nc};
+          step.plain_dst = step.plain_src;
+          dnnl::softmax_forward::desc d(fwd, step.plain_src, 1);
+          const dnnl::softmax_forward::primitive_desc pd(d, attr, engine_);
+          set_primitive<dnnl::softmax_forward>(step, pd);
+          break;
+        }
+        case LayerKind::kFlatten:
+          break;  // handled above
       }
-      case LayerKind::kRelu: {
-        // Element-wise: on this rank's part only, viewed as a flat vector.
-        const int64_t count = sliced ? in_slice.count * cur_per_channel : info.in.elements();
-        step.in_offset = sliced ? in_slice.offset * cur_per_channel : 0;
-        step.out_offset = step.in_offset;
-        step.plain_src = {{1, count}, dt::f32, tag::nc};
-        step.plain_dst = step.plain_src;
-        dnnl::eltwise_forward::desc d(fwd, dnnl::algorithm::eltwise_relu, step.plain_src, 0.0f, 0.0f);
-        dnnl::eltwise_forward::primitive_desc pd(d, attr, engine_);
-        step.prim = dnnl::eltwise_forward(pd);
-        step.src_md = pd.src_desc();
-        step.dst_md = pd.dst_desc();
-        finish_step(step, pd);
-        break;
-      }
-      case LayerKind::kMaxPool:
-      case LayerKind::kAvgPool: {
-        // Channel-local: this rank's channel block only (all channels when not sliced).
-        const int c = in_slice.count;
-        step.in_offset = int64_t{in_slice.offset} * info.in.height * info.in.width;
-        step.out_offset = int64_t{in_slice.offset} * info.out.height * info.out.width;
-        step.plain_src = {nchw_dims(c, info.in.height, info.in.width), dt::f32, tag::nchw};
-        step.plain_dst = {nchw_dims(c, info.out.height, info.out.width), dt::f32, tag::nchw};
-        const auto alg = spec.kind == LayerKind::kMaxPool ? dnnl::algorithm::pooling_max
-                                                          : dnnl::algorithm::pooling_avg_include_padding;
-        // PyTorch's floor rule gives right padding equal to the left one (oneDNN checks
-        // (in - kernel + pad_l + pad_r) / stride + 1 == out with integer division).
-        dnnl::pooling_forward::desc d(fwd, alg, step.plain_src, step.plain_dst, {spec.stride, spec.stride},
-                                      {spec.kernel, spec.kernel}, {spec.pad, spec.pad}, {spec.pad, spec.pad});
-        dnnl::pooling_forward::primitive_desc pd(d, attr, engine_);
-        step.prim = dnnl::pooling_forward(pd);
-        step.src_md = pd.src_desc();
-        step.dst_md = pd.dst_desc();
-        finish_step(step, pd);
-        cur_per_channel = int64_t{info.out.height} * info.out.width;
-        break;
-      }
-      case LayerKind::kLrn: {
-        step.plain_src = {nchw_dims(info.in.channels, info.in.height, info.in.width), dt::f32, tag::nchw};
-        step.plain_dst = step.plain_src;
-        // LRN is fast only in the blocked layouts; let the primitive choose and reorder around it.
-        dnnl::memory::desc want = step.plain_src;
-        if (info.in.channels % 16 == 0) want = {step.plain_src.dims(), dt::f32, tag::nChw16c};
-        dnnl::lrn_forward::desc d(fwd, dnnl::algorithm::lrn_across_channels, want, spec.lrn_size,
-                                  spec.lrn_alpha, spec.lrn_beta, spec.lrn_k);
-        dnnl::lrn_forward::primitive_desc pd(d, attr, engine_);
-        step.prim = dnnl::lrn_forward(pd);
-        step.src_md = pd.src_desc();
-        step.dst_md = pd.dst_desc();
-        finish_step(step, pd);
-        break;
-      }
-      case LayerKind::kSoftmax: {
-        step.plain_src = {{1, info.in.elements()}, dt::f32, tag::nc};
-        step.plain_dst = step.plain_src;
-        dnnl::softmax_forward::desc d(fwd, step.plain_src, 1);
-        dnnl::softmax_forward::primitive_desc pd(d, attr, engine_);
-        step.prim = dnnl::softmax_forward(pd);
-        step.src_md = pd.src_desc();
-        step.dst_md = pd.dst_desc();
-        finish_step(step, pd);
-        break;
-      }
-      case LayerKind::kFlatten:
-        break;  // handled above
-    }
     } catch (const dnnl::error& e) {
       return Internal("layer '" + spec.name + "': oneDNN: " + e.what());
     }
@@ -412,14 +421,16 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const CpuPreparedModel> model)
   const auto& eng = model_->engine_;
   input_ = AlignedFloats(model_->plan_.spec.input.elements());
   for (int64_t size : model_->buffer_sizes_) buffers_.emplace_back(size);
-  scratch_ = AlignedFloats(static_cast<int64_t>((model_->scratch_bytes_ + sizeof(float) - 1) / sizeof(float)));
+  scratch_ = AlignedFloats(
+      static_cast<int64_t>((model_->scratch_bytes_ + sizeof(float) - 1) / sizeof(float)));
   auto buffer = [&](int index) { return index < 0 ? input_.data() : buffers_[index].data(); };
   auto bind = [&](const dnnl::memory::desc& md, void* p) {
     memories_.emplace_back(md, eng, p);
     return memories_.back().get();
   };
   auto staged = [&](const dnnl::memory::desc& md) {
-    staging_.emplace_back(static_cast<int64_t>((md.get_size() + sizeof(float) - 1) / sizeof(float)));
+    staging_.emplace_back(
+        static_cast<int64_t>((md.get_size() + sizeof(float) - 1) / sizeof(float)));
     return bind(md, staging_.back().data());
   };
   for (const Step& step : model_->steps_) {
@@ -453,9 +464,10 @@ int CpuExecutable::threads() const { return model_->threads_; }
 
 Status CpuExecutable::execute(const Call& call, dnnl_stream_t stream) {
   if (call.prim == nullptr) return Status::Ok();
-  const dnnl_status_t s =
-      dnnl_primitive_execute(call.prim, stream, static_cast<int>(call.args.size()), call.args.data());
-  if (s != dnnl_success) return Internal("oneDNN primitive execution failed (status " + std::to_string(s) + ")");
+  const dnnl_status_t s = dnnl_primitive_execute(
+      call.prim, stream, static_cast<int>(call.args.size()), call.args.data());
+  if (s != dnnl_success)
+    return Internal("oneDNN primitive execution failed (status " + std::to_string(s) + ")");
   return Status::Ok();
 }
 
@@ -468,7 +480,8 @@ Status CpuExecutable::run(const float* input, float* output, ActivationExchange&
                            std::to_string(exchange.ranks()) + ", the model was prepared for rank " +
                            std::to_string(part.rank) + " of " + std::to_string(part.ranks));
   }
-  if (timings != nullptr && timings->compute_ms.size() != m.steps_.size()) timings->resize(m.steps_.size());
+  if (timings != nullptr && timings->compute_ms.size() != m.steps_.size())
+    timings->resize(m.steps_.size());
   // Per-thread ICV: this request's OpenMP regions (oneDNN's included) use T threads.
   omp_set_num_threads(m.threads_);
   using clock = std::chrono::steady_clock;
@@ -511,14 +524,33 @@ Status CpuExecutable::run(const float* input, float* output, ActivationExchange&
   return Status::Ok();
 }
 
+// Prepared models are cached per (weights object, model, partition, threads) for as long as someone
+// holds them: a second prepare() of the same configuration (another Executor, a switch back to a
+// configuration still in use) shares the weight slices and primitives instead of building them
+// again.
 class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu"; }
-  StatusOr<std::shared_ptr<PreparedModel>> prepare(const model::ModelPlan& plan, const model::Weights& weights,
+  StatusOr<std::shared_ptr<PreparedModel>> prepare(const model::ModelPlan& plan,
+                                                   const model::Weights& weights,
                                                    Partition partition, int threads) override {
-    SERF_ASSIGN_OR_RETURN(auto prepared, CpuPreparedModel::create(plan, weights, partition, threads));
+    const Key key{&weights,       plan.spec.name,  plan.weight_bytes,
+                  partition.rank, partition.ranks, threads};
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) {
+      if (auto cached = it->second.lock()) return std::shared_ptr<PreparedModel>(std::move(cached));
+    }
+    SERF_ASSIGN_OR_RETURN(auto prepared,
+                          CpuPreparedModel::create(plan, weights, partition, threads));
+    cache_[key] = prepared;
     return std::shared_ptr<PreparedModel>(std::move(prepared));
   }
+
+ private:
+  using Key = std::tuple<const model::Weights*, std::string, int64_t, int, int, int>;
+  std::mutex mutex_;
+  std::map<Key, std::weak_ptr<CpuPreparedModel>> cache_;
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "engine/cuda/cublas_api.h"
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/kernels.h"
+#include "engine/prepared_cache.h"
 
 namespace serf::engine {
 namespace cuda {
@@ -233,14 +234,15 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   StatusOr<std::shared_ptr<PreparedModel>> prepare(const model::ModelPlan& plan, const model::Weights& weights,
                                                    Partition partition, int threads) override {
-    SERF_ASSIGN_OR_RETURN(auto prepared,
-                          CudaPreparedModel::create(sms_, device_, plan, weights, partition, threads));
-    return std::shared_ptr<PreparedModel>(std::move(prepared));
+    return cache_.get_or_create(plan, weights, partition, threads, [&] {
+      return CudaPreparedModel::create(sms_, device_, plan, weights, partition, threads);
+    });
   }
 
  private:
   int device_;
   std::shared_ptr<SmPartitioner> sms_;
+  PreparedCache<CudaPreparedModel> cache_;  // one copy of the weights on the GPU per configuration
 };
 
 // Unavailable naming the cause when `device` cannot be used.

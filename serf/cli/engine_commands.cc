@@ -4,11 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/backend.h"
 #include "engine/simulated_unit.h"
@@ -37,11 +36,13 @@ double median(std::vector<double> v) {
 }
 
 Status run_infer(const InferOptions& o) {
-  if (o.threads < 1) return InvalidArgument("--threads " + std::to_string(o.threads) + ": must be at least 1");
+  if (o.threads < 1)
+    return InvalidArgument("--threads " + std::to_string(o.threads) + ": must be at least 1");
   if (o.inter_sim < 1) {
     return InvalidArgument("--inter-sim " + std::to_string(o.inter_sim) + ": must be at least 1");
   }
-  if (o.repeat < 1) return InvalidArgument("--repeat " + std::to_string(o.repeat) + ": must be at least 1");
+  if (o.repeat < 1)
+    return InvalidArgument("--repeat " + std::to_string(o.repeat) + ": must be at least 1");
   SERF_ASSIGN_OR_RETURN(auto backend, engine::make_backend(o.backend));
   SERF_ASSIGN_OR_RETURN(model::ModelPlan plan, model::load_model(o.model));
   if (o.inter_sim > engine::max_ranks(plan)) {
@@ -60,7 +61,8 @@ Status run_infer(const InferOptions& o) {
   } else {
     SERF_ASSIGN_OR_RETURN(input, model::load_input_safetensors(o.input, plan.spec.input));
   }
-  SERF_ASSIGN_OR_RETURN(auto unit, engine::SimulatedUnit::create(*backend, plan, weights, o.inter_sim, o.threads));
+  SERF_ASSIGN_OR_RETURN(
+      auto unit, engine::SimulatedUnit::create(*backend, plan, weights, o.inter_sim, o.threads));
 
   const size_t layers = plan.layers.size();
   std::vector<float> output(plan.output().elements());
@@ -72,20 +74,23 @@ Status run_infer(const InferOptions& o) {
   for (int r = 0; r < o.repeat; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     SERF_RETURN_IF_ERROR(unit->run(input.data(), output.data(), &timings));
-    total.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    total.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     for (size_t i = 0; i < layers; ++i) {
       compute[i].push_back(timings.compute_ms[i]);
       exchange[i].push_back(timings.exchange_ms[i]);
     }
   }
   for (float v : output) {
-    if (!std::isfinite(v)) return Internal("the output holds a non-finite value (weights or input out of range?)");
+    if (!std::isfinite(v))
+      return Internal("the output holds a non-finite value (weights or input out of range?)");
   }
   std::vector<int> order(output.size());
   std::iota(order.begin(), order.end(), 0);
   const size_t top = std::min<size_t>(5, order.size());
-  std::partial_sort(order.begin(), order.begin() + top, order.end(),
-                    [&](int a, int b) { return output[a] > output[b] || (output[a] == output[b] && a < b); });
+  std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int a, int b) {
+    return output[a] > output[b] || (output[a] == output[b] && a < b);
+  });
   order.resize(top);
 
   if (o.json) {
@@ -111,8 +116,11 @@ Status run_infer(const InferOptions& o) {
     std::cout << doc.dump() << "\n";
     return Status::Ok();
   }
-  std::printf("model %s: backend %s, T=%d threads, K=%d in-process partitions, median of %d runs: %.3f ms\n",
-              plan.spec.name.c_str(), backend->name().c_str(), o.threads, o.inter_sim, o.repeat, median(total));
+  std::printf(
+      "model %s: backend %s, T=%d threads, K=%d in-process partitions, median of %d runs: %.3f "
+      "ms\n",
+      plan.spec.name.c_str(), backend->name().c_str(), o.threads, o.inter_sim, o.repeat,
+      median(total));
   std::printf("top-5:");
   for (int c : order) std::printf("  %d (%.6g)", c, output[c]);
   std::printf("\n%-12s %-16s %12s %12s\n", "layer", "type", "ms", "exchange_ms");
@@ -121,8 +129,8 @@ Status run_infer(const InferOptions& o) {
     if (timings.fused[i]) {
       std::printf("%-12s %-16s %12s %12s\n", plan.spec.layers[i].name.c_str(), type, "fused", "");
     } else {
-      std::printf("%-12s %-16s %12.3f %12.3f\n", plan.spec.layers[i].name.c_str(), type, median(compute[i]),
-                  median(exchange[i]));
+      std::printf("%-12s %-16s %12.3f %12.3f\n", plan.spec.layers[i].name.c_str(), type,
+                  median(compute[i]), median(exchange[i]));
     }
   }
   return Status::Ok();
@@ -132,19 +140,28 @@ Status run_infer(const InferOptions& o) {
 
 void register_engine_commands(CLI::App& app, CommandRegistry& registry) {
   auto o = std::make_shared<InferOptions>();
-  auto* sub = app.add_subcommand("infer", "Run one request (batch 1) through the engine and print the top-5 "
-                                          "classes and per-layer times");
-  sub->add_option("--model", o->model, "Model specification (JSON, e.g. configs/models/cifar10.json)")->required();
-  sub->add_option("--weights", o->weights, "Weights (safetensors, F32); default: seeded from --seed");
-  sub->add_option("--input", o->input, "Input image (safetensors with tensor 'input' [1,C,H,W]); default: "
-                                       "seeded from --seed");
+  auto* sub = app.add_subcommand("infer",
+                                 "Run one request (batch 1) through the engine and print the top-5 "
+                                 "classes and per-layer times");
+  sub->add_option("--model", o->model,
+                  "Model specification (JSON, e.g. configs/models/cifar10.json)")
+      ->required();
+  sub->add_option("--weights", o->weights,
+                  "Weights (safetensors, F32); default: seeded from --seed");
+  sub->add_option("--input", o->input,
+                  "Input image (safetensors with tensor 'input' [1,C,H,W]); default: "
+                  "seeded from --seed");
   sub->add_option("--seed", o->seed, "Seed of the seeded weights and input (integer, default 1)");
-  sub->add_option("--threads", o->threads, "Intra-node parallelism T: OpenMP threads per rank (count, default 1)");
-  sub->add_option("--inter-sim", o->inter_sim, "Inter-node parallelism K, simulated by K in-process partitions "
-                                               "(ranks, default 1)");
-  sub->add_option("--repeat", o->repeat, "Timed runs after one warm-up; times are medians (count, default 1)");
+  sub->add_option("--threads", o->threads,
+                  "Intra-node parallelism T: OpenMP threads per rank (count, default 1)");
+  sub->add_option("--inter-sim", o->inter_sim,
+                  "Inter-node parallelism K, simulated by K in-process partitions "
+                  "(ranks, default 1)");
+  sub->add_option("--repeat", o->repeat,
+                  "Timed runs after one warm-up; times are medians (count, default 1)");
   sub->add_option("--backend", o->backend, "Backend: cpu or cuda (default cpu)");
-  sub->add_flag("--json", o->json, "Print one JSON object: top5, output (first 1000 values), layers [{name, ms}]");
+  sub->add_flag("--json", o->json,
+                "Print one JSON object: top5, output (first 1000 values), layers [{name, ms}]");
   registry.add(sub, [o] { return run_infer(*o); });
 }
 

@@ -1,4 +1,4 @@
-// model info, model init: the model room's commands (issue 3).
+// model info, model init, model check: the model room's commands (issue 3).
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -36,6 +36,10 @@ std::string grouped(int64_t n) {
   return n < 0 ? "-" + out : out;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 json plan_json(const ModelPlan& plan) {
@@ -52,6 +56,7 @@ json plan_json(const ModelPlan& plan) {
                       {"weight_bytes", info.weight_bytes}});
   }
   return {{"name", plan.spec.name},
+          {"description", plan.spec.description},
           {"input", shape_json(plan.spec.input)},
           {"output", shape_json(plan.output())},
           {"parameters", plan.parameters},
@@ -63,6 +68,7 @@ json plan_json(const ModelPlan& plan) {
 void print_plan_table(const ModelPlan& plan) {
   std::printf("model %s: input %s, output %s\n", plan.spec.name.c_str(),
               shape_str(plan.spec.input).c_str(), shape_str(plan.output()).c_str());
+  if (!plan.spec.description.empty()) std::printf("%s\n", plan.spec.description.c_str());
   std::printf("%-10s %-16s %-12s %14s %16s %11s\n", "layer", "type", "output", "parameters",
               "connections", "weight MiB");
   for (size_t i = 0; i < plan.layers.size(); ++i) {
@@ -81,6 +87,12 @@ void print_plan_table(const ModelPlan& plan) {
 struct InfoOptions {
   std::string spec_path;
   bool json = false;
+};
+
+struct CheckOptions {
+  std::string spec_path;
+  std::string weights_path;
+  std::string input_path;
 };
 
 struct InitOptions {
@@ -124,6 +136,12 @@ void register_model_commands(CLI::App& app, CommandRegistry& registry) {
       "`serf infer --seed S` uses the same values");
   init->add_option("FILE", init_opts->spec_path, "model spec JSON")->required();
   init->add_option("--seed", init_opts->seed, "seed of the weights and the input (an integer)")
+      ->check(CLI::Validator(  // CLI11 would silently wrap -1 to 2^64 - 1
+          [](std::string& v) {
+            return !v.empty() && v[0] == '-' ? std::string("must be a non-negative integer")
+                                             : std::string();
+          },
+          "UINT"))
       ->capture_default_str();
   init->add_option("--out", init_opts->out_path, "weights file to write (.safetensors, float32)")
       ->required();
@@ -133,8 +151,7 @@ void register_model_commands(CLI::App& app, CommandRegistry& registry) {
     SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::load_model(init_opts->spec_path));
     const auto start = std::chrono::steady_clock::now();
     const model::Weights weights = model::Weights::seeded(plan, init_opts->seed);
-    const double init_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double init_s = seconds_since(start);
     SERF_RETURN_IF_ERROR(weights.save_safetensors(init_opts->out_path));
     std::printf("wrote %s: %zu tensors, %.1f MiB, seed %" PRIu64 " (initialised in %.2f s)\n",
                 init_opts->out_path.c_str(), weights.tensors().size(), mib(weights.bytes()),
@@ -145,6 +162,34 @@ void register_model_commands(CLI::App& app, CommandRegistry& registry) {
                                         model::seeded_input(plan.spec.input, init_opts->seed)));
       std::printf("wrote %s: input %s, seed %" PRIu64 "\n", init_opts->input_out_path.c_str(),
                   shape_str(plan.spec.input).c_str(), init_opts->seed);
+    }
+    return Status::Ok();
+  });
+
+  auto check_opts = std::make_shared<CheckOptions>();
+  auto* check = model_cmd->add_subcommand(
+      "check",
+      "Load a weights file (and optionally an input file) and check every tensor's name, "
+      "dtype and shape against the model");
+  check->add_option("FILE", check_opts->spec_path, "model spec JSON")->required();
+  check->add_option("--weights", check_opts->weights_path, "weights file (.safetensors, float32)")
+      ->required();
+  check->add_option("--input", check_opts->input_path,
+                    "input file (.safetensors, tensor \"input\" [1, C, H, W])");
+  registry.add(check, [check_opts]() -> Status {
+    SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::load_model(check_opts->spec_path));
+    const auto start = std::chrono::steady_clock::now();
+    SERF_ASSIGN_OR_RETURN(model::Weights weights,
+                          model::Weights::load_safetensors(check_opts->weights_path, plan));
+    const double load_s = seconds_since(start);
+    std::printf("%s: %zu tensors, %.1f MiB, match model %s (loaded in %.2f s)\n",
+                check_opts->weights_path.c_str(), weights.tensors().size(), mib(weights.bytes()),
+                plan.spec.name.c_str(), load_s);
+    if (!check_opts->input_path.empty()) {
+      SERF_ASSIGN_OR_RETURN(auto input,
+                            model::load_input_safetensors(check_opts->input_path, plan.spec.input));
+      std::printf("%s: input %s, %zu values, match model %s\n", check_opts->input_path.c_str(),
+                  shape_str(plan.spec.input).c_str(), input.size(), plan.spec.name.c_str());
     }
     return Status::Ok();
   });

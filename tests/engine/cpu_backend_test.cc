@@ -1,6 +1,5 @@
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <thread>
 
 #include "engine/backend.h"
@@ -18,7 +17,8 @@ using serf::engine::testing::max_relative_error;
 namespace {
 
 std::vector<float> run_once(Backend& backend, const model::ModelPlan& plan, const model::Weights& w,
-                            const std::vector<float>& input, int threads, LayerTimings* timings = nullptr) {
+                            const std::vector<float>& input, int threads,
+                            LayerTimings* timings = nullptr) {
   auto prepared = backend.prepare(plan, w, Partition{0, 1}, threads);
   REQUIRE(prepared.ok());
   auto slot = (*prepared)->new_slot();
@@ -47,7 +47,8 @@ TEST_CASE("the CPU backend matches a plain-loop reference", "[engine]") {
       REQUIRE(timings.compute_ms.size() == plan.layers.size());
       for (size_t i = 0; i < plan.layers.size(); ++i) {
         CHECK(timings.compute_ms[i] >= 0.0);
-        if (plan.spec.layers[i].kind == model::LayerKind::kConv2d) CHECK(timings.compute_ms[i] > 0.0);
+        if (plan.spec.layers[i].kind == model::LayerKind::kConv2d)
+          CHECK(timings.compute_ms[i] > 0.0);
       }
     }
   }
@@ -150,4 +151,22 @@ TEST_CASE("bad engine input is a clear error", "[engine]") {
   std::vector<float> in(plan.spec.input.elements()), out(plan.output().elements());
   LocalExchange local;  // rank 0 of 1: does not match rank 1 of 2
   CHECK((*slot)->run(in.data(), out.data(), local, nullptr).code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("prepared models are shared while held", "[engine]") {
+  auto backend = make_backend("cpu");
+  REQUIRE(backend.ok());
+  const model::ModelPlan plan = load_shipped("tiny");
+  const model::Weights w = model::Weights::seeded(plan, 1);
+  auto a = (*backend)->prepare(plan, w, Partition{0, 1}, 1);
+  auto b = (*backend)->prepare(plan, w, Partition{0, 1}, 1);
+  auto c = (*backend)->prepare(plan, w, Partition{0, 1}, 2);
+  auto d = (*backend)->prepare(plan, w, Partition{1, 2}, 1);
+  REQUIRE((a.ok() && b.ok() && c.ok() && d.ok()));
+  CHECK(a->get() == b->get());
+  CHECK(a->get() != c->get());
+  CHECK(a->get() != d->get());
+  CHECK((*c)->threads() == 2);
+  CHECK((*d)->partition().rank == 1);
+  CHECK((*d)->resident_weight_bytes() < (*a)->resident_weight_bytes());
 }

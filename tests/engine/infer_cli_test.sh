@@ -26,6 +26,16 @@ assert [l["name"] for l in d["layers"]][:2] == ["conv1", "relu1"], d["layers"]
 assert all(l["ms"] >= 0 for l in d["layers"]) and d["inter"] == 4
 print("ok: --json has top5, output, layers")
 PY
+# --seed S without files is the same request as the files `serf model init --seed S` writes.
+"$serf" model init "$tiny" --seed 5 --out "$tmp/w5.safetensors" --input-out "$tmp/x5.safetensors" >/dev/null
+"$serf" infer --model "$tiny" --seed 5 --json >"$tmp/seeded.json"
+"$serf" infer --model "$tiny" --weights "$tmp/w5.safetensors" --input "$tmp/x5.safetensors" --json >"$tmp/files.json"
+/usr/bin/python3 - "$tmp/seeded.json" "$tmp/files.json" <<'PY' || fail=1
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["output"] == b["output"] and a["top5"] == b["top5"], (a["output"], b["output"])
+print("ok: --seed 5 equals the files of serf model init --seed 5")
+PY
 expect_error "unknown backend" "unknown backend 'tpu'" infer --model "$tiny" --backend tpu
 expect_error "threads 0" "--threads 0" infer --model "$tiny" --threads 0
 expect_error "inter-sim 0" "--inter-sim 0" infer --model "$tiny" --inter-sim 0

@@ -3,12 +3,11 @@
 // `#pragma omp parallel` compiles to) is interposed here: this executable's definition wins over
 // libgomp's for libdnnl's calls, records the team size asked for by the calling thread, and
 // forwards to the real one.
-#include <catch2/catch.hpp>
-
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <thread>
 
 #include "engine/backend.h"

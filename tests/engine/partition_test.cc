@@ -1,11 +1,11 @@
-#include <catch2/catch.hpp>
+#include "engine/partition.h"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <numeric>
 #include <thread>
 
 #include "engine/activation_exchange.h"
-#include "engine/partition.h"
 
 using namespace serf::engine;
 
@@ -45,7 +45,8 @@ TEST_CASE("the in-process exchange assembles the slices in rank order", "[engine
     for (int r = 0; r < k; ++r) {
       threads.emplace_back([&, r] {
         for (int round = 0; round < 3; ++round) {  // the exchange is reusable
-          for (int i = 0; i < g.counts[r]; ++i) full[r][g.offsets[r] + i] = float(g.offsets[r] + i + round);
+          for (int i = 0; i < g.counts[r]; ++i)
+            full[r][g.offsets[r] + i] = float(g.offsets[r] + i + round);
           if (!group.member(r).all_gather(full[r].data(), g).ok()) ++wrong;
           for (int64_t i = 0; i < g.total; ++i) {
             if (full[r][i] != float(i + round)) ++wrong;

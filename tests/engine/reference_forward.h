@@ -11,8 +11,8 @@
 
 namespace serf::engine::testing {
 
-inline std::vector<float> reference_forward(const model::ModelPlan& plan, const model::Weights& weights,
-                                            std::vector<float> x) {
+inline std::vector<float> reference_forward(const model::ModelPlan& plan,
+                                            const model::Weights& weights, std::vector<float> x) {
   using model::LayerKind;
   for (size_t l = 0; l < plan.spec.layers.size(); ++l) {
     const model::LayerSpec& s = plan.spec.layers[l];
@@ -32,7 +32,10 @@ inline std::vector<float> reference_forward(const model::ModelPlan& plan, const 
                   for (int kw = 0; kw < s.kernel; ++kw) {
                     const int h = oh * s.stride - s.pad + kh, w = ow * s.stride - s.pad + kw;
                     if (h < 0 || w < 0 || h >= in.height || w >= in.width) continue;
-                    acc += double{W[((int64_t{o} * in.channels + c) * s.kernel + kh) * s.kernel + kw]} * at(c, h, w);
+                    acc +=
+                        double{
+                            W[((int64_t{o} * in.channels + c) * s.kernel + kh) * s.kernel + kw]} *
+                        at(c, h, w);
                   }
               y[(int64_t{o} * out.height + oh) * out.width + ow] = static_cast<float>(acc);
             }
@@ -63,10 +66,12 @@ inline std::vector<float> reference_forward(const model::ModelPlan& plan, const 
           for (int h = 0; h < in.height; ++h)
             for (int w = 0; w < in.width; ++w) {
               double sum = 0.0;
-              for (int j = std::max(0, c - s.lrn_size / 2); j <= std::min(in.channels - 1, c + s.lrn_size / 2); ++j)
+              for (int j = std::max(0, c - s.lrn_size / 2);
+                   j <= std::min(in.channels - 1, c + s.lrn_size / 2); ++j)
                 sum += double{at(j, h, w)} * at(j, h, w);
               y[(int64_t{c} * in.height + h) * in.width + w] = static_cast<float>(
-                  at(c, h, w) * std::pow(s.lrn_k + s.lrn_alpha / s.lrn_size * sum, -double{s.lrn_beta}));
+                  at(c, h, w) *
+                  std::pow(s.lrn_k + s.lrn_alpha / s.lrn_size * sum, -double{s.lrn_beta}));
             }
         break;
       case LayerKind::kFlatten:

@@ -33,5 +33,13 @@ grep -q "8 tensors" "$tmp/init.txt" || fail "init output: $(cat "$tmp/init.txt")
 [ -s "$tmp/x.safetensors" ] || fail "no input file"
 "$serf" model init "$root/configs/models/tiny.json" --seed 3 --out "$tmp/w2.safetensors" > /dev/null
 cmp -s "$tmp/w.safetensors" "$tmp/w2.safetensors" || fail "init not deterministic"
+expect_error "--seed: must be a non-negative integer" model init "$root/configs/models/tiny.json" --seed -1 --out "$tmp/w3.safetensors"
 expect_error "cannot write file" model init "$root/configs/models/tiny.json" --out "$tmp/no/dir/w.safetensors"
+"$serf" model check "$root/configs/models/tiny.json" --weights "$tmp/w.safetensors" \
+    --input "$tmp/x.safetensors" > "$tmp/check.txt" || fail "check"
+grep -q "8 tensors, 0.0 MiB, match model tiny" "$tmp/check.txt" || fail "check output: $(cat "$tmp/check.txt")"
+expect_error "tensor 'conv1.weight' has shape [8, 3, 3, 3] but model cifar10 needs [64, 3, 5, 5]" \
+    model check "$root/configs/models/cifar10.json" --weights "$tmp/w.safetensors"
+expect_error "missing tensor 'input'" \
+    model check "$root/configs/models/tiny.json" --weights "$tmp/w.safetensors" --input "$tmp/w.safetensors"
 echo "ok"

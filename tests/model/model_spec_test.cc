@@ -39,6 +39,7 @@ TEST_CASE("cifar10 spec: shapes and counts", "[model]") {
   auto plan = load_model(models_dir() + "cifar10.json");
   REQUIRE(plan.ok());
   CHECK(plan->spec.name == "cifar10");
+  CHECK(plan->spec.description.find("CIFAR-10") == 0);
   CHECK(plan->layers.size() == 13);
   // conv1 5x5x3 -> 64 on 32x32: 1024 * 64 * 75 multiply-adds.
   CHECK(plan->layers[0].out == Shape{64, 32, 32});

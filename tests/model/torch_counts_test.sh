@@ -11,3 +11,21 @@ for spec in "$root"/configs/models/*.json; do
   "$serf" model info "$spec" --json > "$tmp/info.json"
   /usr/bin/python3 "$root/scripts/torch_reference.py" "$spec" --check-counts "$tmp/info.json"
 done
+
+# The run and --compare paths: seeded files from serf, a run, a compare with itself (error 0) and
+# with one value moved by 0.1 % (must fail the 1e-4 tolerance).
+spec="$root/configs/models/tiny.json"
+"$serf" model init "$spec" --seed 4 --out "$tmp/w.safetensors" --input-out "$tmp/x.safetensors" > /dev/null
+ref=(/usr/bin/python3 "$root/scripts/torch_reference.py" "$spec" --weights "$tmp/w.safetensors"
+     --input "$tmp/x.safetensors")
+"${ref[@]}" --out "$tmp/ref.json"
+"${ref[@]}" --compare "$tmp/ref.json"
+/usr/bin/python3 - "$tmp/ref.json" "$tmp/bad.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["output"]) == 10 and abs(sum(d["output"]) - 1) < 1e-5, d
+d["output"][0] *= 1.001
+json.dump(d, open(sys.argv[2], "w"))
+PY
+if "${ref[@]}" --compare "$tmp/bad.json"; then echo "FAIL: a 1e-3 error passed --compare"; exit 1; fi
+echo "ok"

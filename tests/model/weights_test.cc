@@ -260,3 +260,27 @@ TEST_CASE("safetensors failures name the tensor", "[model]") {
     CHECK(r.status().code() == serf::StatusCode::kNotFound);
   }
 }
+
+// Golden values from an independent Python implementation of the documented scheme
+// (splitmix64 of key + i * golden, key = splitmix64(splitmix64(seed) ^ fnv1a64(name)),
+// 24-bit uniform * float(sqrt(6 / fan_in))). They pin the values across instruction sets (the
+// vectorised and scalar paths), compilers and releases: a change here changes every weight file.
+TEST_CASE("seeded values match the documented scheme", "[model]") {
+  const auto x = seeded_input(Shape{1, 2, 3}, 42);
+  CHECK(x == std::vector<float>{0.6114811897277832f, -0.30987823009490967f, -0.8842905759811401f,
+                                0.4544559717178345f, 0.5284603834152222f, -0.7571496963500977f});
+  const Weights tiny = Weights::seeded(load("tiny"), 1);
+  const auto& conv1 = tiny.find("conv1.weight")->data;
+  CHECK(conv1[0] == -0.10045471042394638f);
+  CHECK(conv1[1] == -0.11266178637742996f);
+  CHECK(conv1[2] == -0.1053072139620781f);
+  CHECK(conv1[215] == -0.07661150395870209f);
+  CHECK(tiny.find("fc1.bias")->data[0] == -0.008651363663375378f);
+  CHECK(tiny.find("fc1.bias")->data[15] == -0.0969928726553917f);
+  // A large tensor takes the threaded path.
+  const Weights cifar = Weights::seeded(load("cifar10"), 3);
+  const auto& fc1 = cifar.find("fc1.weight")->data;
+  CHECK(fc1[0] == 0.0003069565864279866f);
+  CHECK(fc1[300001] == 0.03960074484348297f);
+  CHECK(fc1[602111] == 0.028516072779893875f);
+}
