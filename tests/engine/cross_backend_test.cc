@@ -248,6 +248,9 @@ TEST_CASE("c slots run as concurrent CUDA streams and give the serial answers", 
     INFO("T=" << threads);
     auto prepared = gpu->prepare(plan, w, Partition{0, 1}, threads);
     REQUIRE(prepared.ok());
+    auto again = gpu->prepare(plan, w, Partition{0, 1}, threads);  // held: the cached one
+    REQUIRE(again.ok());
+    CHECK(again->get() == prepared->get());
     const int slots = 4, callers = 6, per_caller = 5;
     auto executor = Executor::create(*prepared, slots);
     REQUIRE(executor.ok());
