@@ -57,23 +57,27 @@ inline double triad_gb_per_s(int threads, int64_t elements = int64_t{64} << 20, 
   return best;
 }
 
-// Median batch-1 latency of PyTorch (scripts/torch_reference.py --bench), or a negative number
-// when torch is not available.
-inline double torch_median_ms(const std::string& root, const std::string& spec, int threads,
-                              int repeat) {
+struct TorchTimes {
+  double median_ms = -1.0;  // negative: torch not available
+  double min_ms = -1.0;
+};
+// Batch-1 latency of PyTorch (scripts/torch_reference.py --bench).
+inline TorchTimes torch_times_ms(const std::string& root, const std::string& spec, int threads,
+                                 int repeat) {
   const std::string cmd = "/usr/bin/python3 " + root + "/scripts/torch_reference.py " + spec +
                           " --bench --threads " + std::to_string(threads) + " --repeat " +
                           std::to_string(repeat) + " 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return -1.0;
+  if (pipe == nullptr) return {};
   std::string text;
   char buf[4096];
   while (std::fgets(buf, sizeof buf, pipe) != nullptr) text += buf;
-  if (pclose(pipe) != 0) return -1.0;
+  if (pclose(pipe) != 0) return {};
   try {
-    return nlohmann::json::parse(text).at("median_ms").get<double>();
+    const auto doc = nlohmann::json::parse(text);
+    return {doc.at("median_ms").get<double>(), doc.at("min_ms").get<double>()};
   } catch (const std::exception&) {
-    return -1.0;
+    return {};
   }
 }
 

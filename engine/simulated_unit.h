@@ -26,6 +26,7 @@ class SimulatedUnit {
 
   int ranks() const { return static_cast<int>(slots_.size()); }
   // One request on all K ranks; `output` is rank 0's (full) output, `timings` rank 0's.
+  // One request at a time (not thread-safe).
   Status run(const float* input, float* output, LayerTimings* timings);
 
  private:

@@ -163,6 +163,15 @@ class CpuPreparedModel final : public PreparedModel,
     step.dst_md = pd.dst_desc();
     finish_step(step, pd);
   }
+  // The same for conv2d / fully_connected, plus this rank's weight and bias slices.
+  template <typename Primitive, typename PrimitiveDesc>
+  void set_weighted_primitive(Step& step, const PrimitiveDesc& pd, const model::Tensor& w,
+                              const model::Tensor& b, Slice s, const dnnl::memory::desc& plain_w,
+                              const dnnl::memory::desc& bias_md) {
+    set_primitive<Primitive>(step, pd);
+    step.weights = slice_into(w, s.offset, s.count, plain_w, pd.weights_desc());
+    step.bias = slice_into(b, s.offset, s.count, bias_md, pd.bias_desc());
+  }
   void finish_step(Step& step, const dnnl::primitive_desc_base& pd);
   static void fuse_relu(dnnl::primitive_attr& attr, Step& step) {
     dnnl::post_ops ops;
@@ -303,10 +312,8 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
                                             {spec.pad, spec.pad}, {spec.pad, spec.pad});
           if (next_relu) fuse_relu(attr, step);
           const dnnl::convolution_forward::primitive_desc pd(d, attr, engine_);
-          set_primitive<dnnl::convolution_forward>(step, pd);
-          step.weights =
-              slice_into(*w, s.offset, s.count, {wdims, dt::f32, tag::oihw}, pd.weights_desc());
-          step.bias = slice_into(*b, s.offset, s.count, bias_md, pd.bias_desc());
+          set_weighted_primitive<dnnl::convolution_forward>(step, pd, *w, *b, s,
+                                                            {wdims, dt::f32, tag::oihw}, bias_md);
           step.out_offset = int64_t{s.offset} * info.out.height * info.out.width;
           sliced = K > 1;
           cur_channels = info.out.channels;
@@ -331,10 +338,8 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
                                               bias_md, step.plain_dst);
           if (next_relu) fuse_relu(attr, step);
           const dnnl::inner_product_forward::primitive_desc pd(d, attr, engine_);
-          set_primitive<dnnl::inner_product_forward>(step, pd);
-          step.weights =
-              slice_into(*w, s.offset, s.count, {wdims, dt::f32, tag::oi}, pd.weights_desc());
-          step.bias = slice_into(*b, s.offset, s.count, bias_md, pd.bias_desc());
+          set_weighted_primitive<dnnl::inner_product_forward>(step, pd, *w, *b, s,
+                                                              {wdims, dt::f32, tag::oi}, bias_md);
           step.out_offset = s.offset;
           sliced = K > 1;
           cur_channels = info.out.channels;
