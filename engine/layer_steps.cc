@@ -45,8 +45,8 @@ StatusOr<LayerSteps> plan_layer_steps(const model::ModelPlan& plan, Partition pa
       step.noop = true;
       step.out_buffer = cur;
       out.steps.push_back(step);
-      cur_layer = static_cast<int>(i);
-      continue;  // the activation (and its slicing) is unchanged
+      // The activation, its slicing and its producer (timings are charged to it) are unchanged.
+      continue;
     }
     step.out_buffer = static_cast<int>(out.buffer_sizes.size());
     out.buffer_sizes.push_back(info.out.elements());

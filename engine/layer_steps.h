@@ -1,9 +1,8 @@
 #pragma once
 // LayerSteps: what one rank of K computes for each layer, backend-neutral. A backend walks the
-// steps and turns each into its own kernels (engine/cuda uses it; the oneDNN backend has the same
-// rules inline in cpu_backend.cc, and can move onto this).
+// steps and turns each into its own kernels (engine/cpu and engine/cuda both do).
 //
-// Rules (the CPU backend's, see engine/partition.h): conv2d and fully_connected compute this rank's
+// Rules (see engine/partition.h): conv2d and fully_connected compute this rank's
 // output-channel slice; relu, maxpool, avgpool and flatten run on whatever part the rank holds;
 // conv2d, fully_connected, lrn, softmax (and pooling after a flatten) need the whole activation, so
 // the rank all-gathers before them, and at the end of the network. A relu right after conv2d /
@@ -26,7 +25,7 @@ struct LayerStep {
   bool noop = false;           // flatten, or a relu fused into the previous step
   bool fused_relu = false;     // conv2d / fully_connected followed by relu
   bool gather_before = false;  // all-gather the current activation before this step
-  int gather_layer = -1;       // the layer whose output is gathered (timings are charged to it)
+  int gather_layer = -1;       // the last non-noop layer before (timings are charged to it)
   GatherLayout gather;
   int in_buffer = -1;          // -1: the network input
   int out_buffer = -1;

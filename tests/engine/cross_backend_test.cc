@@ -162,6 +162,7 @@ TEST_CASE("layer steps: gathers where a layer needs every channel", "[engine]") 
   CHECK(gathered == std::vector<int>{2, 8, 10, 11});  // norm1, fc1, fc2, prob
   CHECK(split->steps[1].noop);                         // relu1 fused into conv1
   CHECK(split->steps[0].fused_relu);
+  CHECK(split->steps[2].gather_layer == 0);            // charged to conv1, which ran relu1
   CHECK(split->steps[0].out_slice.offset == 4);        // rank 1 of 2: conv1 channels 4..7
   CHECK(split->steps[0].out_slice.count == 4);
   CHECK(split->steps[6].channels == 6);                // pool2 pools rank 1's 6 of conv2's 12
