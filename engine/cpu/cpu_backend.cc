@@ -1,16 +1,14 @@
-// The oneDNN CPU backend. prepare() walks the plan once and turns it into Steps: one oneDNN
-// primitive per layer (relu after conv2d / fully_connected fused as a post-op), this rank's weight
-// slice reordered into the primitive's preferred layout, and the points where the K ranks must
-// all-gather. new_slot() allocates one request's activations and scratchpad and binds every
-// primitive argument, so run() only calls dnnl_primitive_execute and the exchange.
+// The oneDNN CPU backend. prepare() turns the plan's LayerSteps (engine/layer_steps.h: which
+// layers run on this rank's slice, where the K ranks all-gather, which relu is fused) into Steps:
+// one oneDNN primitive per layer (a fused relu as a post-op) and this rank's weight slice
+// reordered into the primitive's preferred layout. new_slot() allocates one request's activations
+// and scratchpad and binds every primitive argument, so run() only calls dnnl_primitive_execute
+// and the exchange.
 //
 // With K > 1 activations between layers are plain NCHW (flat after flatten), one buffer per
-// layer (with K = 1 they keep the layout each primitive prefers until flatten). A rank's
-// part of a partitioned activation is the channel block [offset, offset + count), contiguous in
-// that buffer, so the all-gather is in place. Channel-local layers (relu, maxpool, avgpool,
-// flatten) run on the slice only; layers that need every channel (conv2d, fully_connected, lrn,
-// softmax, the network output) gather first. lrn and softmax run on the whole activation on every
-// rank (cheap next to the weighted layers, and lrn needs neighbouring channels).
+// layer, and the all-gather is in place. With K = 1 they keep the layout each primitive prefers
+// until flatten. lrn and softmax run on the whole activation on every rank (cheap next to the
+// weighted layers, and lrn needs neighbouring channels).
 
 #include "engine/cpu/cpu_backend.h"
 
@@ -20,11 +18,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
-#include <tuple>
+
+#include "engine/layer_steps.h"
+#include "engine/prepared_cache.h"
 
 namespace serf::engine {
 namespace {
@@ -84,20 +82,10 @@ bool layouts_may_flow(const model::ModelPlan& plan) {
   return flatten < plan.spec.layers.size();
 }
 
-// One layer as executed by this rank.
-struct Step {
-  int layer = 0;
-  LayerKind kind = LayerKind::kRelu;
-  bool noop = false;           // flatten, or a relu fused into the previous step
-  bool fused_relu = false;     // conv2d / fully_connected with relu as post-op
-  bool gather_before = false;  // all-gather the current activation before this step
-  int gather_layer = -1;       // the layer whose output is gathered (for timings)
-  GatherLayout gather;
-  int in_buffer = -1;  // -1: the network input
-  int out_buffer = -1;
-  int64_t in_offset = 0;   // floats: where this rank's input part starts in in_buffer
-  int64_t out_offset = 0;  // floats: where this rank's output part starts in out_buffer
-
+// One layer as executed by this rank: its LayerStep (buffers, slices, gathers, fused relu) and the
+// oneDNN objects that carry it out.
+struct Step : LayerStep {
+  explicit Step(const LayerStep& s) : LayerStep(s) {}
   dnnl::primitive prim;
   dnnl::memory::desc plain_src, plain_dst;  // the layer's view of the activation buffers
   dnnl::memory::desc src_md, dst_md;        // what the primitive wants
@@ -192,11 +180,10 @@ class CpuPreparedModel final : public PreparedModel,
     step.bias = slice_into(b, s.offset, s.count, bias_md, pd.bias_desc());
   }
   void finish_step(Step& step, const dnnl::primitive_desc_base& pd);
-  static void fuse_relu(dnnl::primitive_attr& attr, Step& step) {
+  static void fuse_relu(dnnl::primitive_attr& attr) {
     dnnl::post_ops ops;
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attr.set_post_ops(ops);
-    step.fused_relu = true;
   }
 };
 
@@ -249,7 +236,6 @@ StatusOr<std::shared_ptr<CpuPreparedModel>> CpuPreparedModel::create(const model
     return InvalidArgument("intra-node parallelism T = " + std::to_string(threads) +
                            " must be at least 1");
   }
-  SERF_RETURN_IF_ERROR(validate_partition(plan, partition));
   auto prepared = std::make_shared<CpuPreparedModel>();
   prepared->plan_ = plan;
   prepared->partition_ = partition;
@@ -261,79 +247,56 @@ StatusOr<std::shared_ptr<CpuPreparedModel>> CpuPreparedModel::create(const model
 }
 
 Status CpuPreparedModel::build(const model::Weights& weights) {
-  const int K = partition_.ranks;
+  SERF_ASSIGN_OR_RETURN(const LayerSteps layout, plan_layer_steps(plan_, partition_));
+  buffer_sizes_ = layout.buffer_sizes;
+  gather_output_ = layout.gather_output;
+  gather_output_layer_ = layout.gather_output_layer;
+  output_gather_ = layout.output_gather;
   const auto fwd = dnnl::prop_kind::forward_inference;
 
-  // The current activation: which buffer, and whether this rank holds only its channel slice.
-  int cur = -1;
-  bool sliced = false;
-  int cur_channels = plan_.spec.input.channels;  // slicing unit of the current activation
-  int64_t cur_per_channel = int64_t{plan_.spec.input.height} * plan_.spec.input.width;
-  int cur_layer = -1;
   // With K = 1 nothing is gathered, so each layer's output may stay in the layout its primitive
   // prefers (blocked / channels-last) until flatten: no reorder pair around every conv2d.
   // `cur_md` is the layout the current activation is stored in.
-  const bool flow = K == 1 && layouts_may_flow(plan_);
+  const bool flow = partition_.ranks == 1 && layouts_may_flow(plan_);
   dnnl::memory::desc cur_md(
       nchw_dims(plan_.spec.input.channels, plan_.spec.input.height, plan_.spec.input.width),
       dt::f32, tag::nchw);
+  // A flatten that makes a flowing layout plain writes a copy to a buffer of its own; the layers
+  // after it read that copy instead of `flattened_from`.
+  int flattened_from = -2, flattened_to = -2;
+  auto reads = [&](int buffer) { return buffer == flattened_from ? flattened_to : buffer; };
 
-  const size_t n = plan_.spec.layers.size();
-  for (size_t i = 0; i < n; ++i) {
-    const model::LayerSpec& spec = plan_.spec.layers[i];
-    const model::LayerInfo& info = plan_.layers[i];
-    Step step;
-    step.layer = static_cast<int>(i);
-    step.kind = spec.kind;
-    const bool needs_full =
-        spec.kind == LayerKind::kConv2d || spec.kind == LayerKind::kFullyConnected ||
-        spec.kind == LayerKind::kLrn || spec.kind == LayerKind::kSoftmax ||
-        // pooling a slice needs whole channels (not after a flatten)
-        ((spec.kind == LayerKind::kMaxPool || spec.kind == LayerKind::kAvgPool) &&
-         cur_per_channel != int64_t{info.in.height} * info.in.width);
-    if (needs_full && sliced) {
-      step.gather_before = true;
-      step.gather_layer = cur_layer;
-      step.gather = gather_layout(cur_channels, cur_per_channel, K);
-      sliced = false;
-    }
-    // This rank's channel block of the input (the whole input when not sliced).
-    const Slice in_slice =
-        sliced ? slice_of(cur_channels, K, partition_.rank) : Slice{0, info.in.channels};
-    step.in_buffer = cur;
-
-    const bool prev_fused = i > 0 && steps_.back().fused_relu && spec.kind == LayerKind::kRelu;
+  for (const LayerStep& planned : layout.steps) {
+    const model::LayerSpec& spec = plan_.spec.layers[static_cast<size_t>(planned.layer)];
+    const model::LayerInfo& info = plan_.layers[static_cast<size_t>(planned.layer)];
+    Step step(planned);
+    step.in_buffer = reads(step.in_buffer);
+    step.out_buffer = reads(step.out_buffer);
     const dnnl::memory::desc plain_in(nchw_dims(info.in.channels, info.in.height, info.in.width),
                                       dt::f32, tag::nchw);
     if (spec.kind == LayerKind::kFlatten && flow && cur_md != plain_in) {
-      // Flatten is where a flowing layout must become plain NCHW again.
-      step.out_buffer = static_cast<int>(buffer_sizes_.size());
+      step.noop = false;
+      flattened_from = step.in_buffer;
+      flattened_to = step.out_buffer = static_cast<int>(buffer_sizes_.size());
       buffer_sizes_.push_back(info.in.elements());
       step.plain_src = step.src_md = cur_md;
       step.plain_dst = step.dst_md = plain_in;
       step.prim = dnnl::reorder(dnnl::reorder::primitive_desc(engine_, cur_md, engine_, plain_in));
-      cur = step.out_buffer;
-      cur_layer = static_cast<int>(i);
       cur_md = plain_in;
       steps_.push_back(std::move(step));
       continue;
     }
-    if (prev_fused || spec.kind == LayerKind::kFlatten) {
-      step.noop = true;
-      step.out_buffer = cur;
+    if (step.noop) {
       steps_.push_back(std::move(step));
-      continue;  // the activation, its slicing and its producer (for timings) are unchanged
+      continue;
     }
-    step.out_buffer = static_cast<int>(buffer_sizes_.size());
-    buffer_sizes_.push_back(info.out.elements());
-    const bool next_relu = i + 1 < n && plan_.spec.layers[i + 1].kind == LayerKind::kRelu;
     dnnl::primitive_attr attr;  // a fresh one: copies of a dnnl handle share the object
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 
     try {
       switch (spec.kind) {
         case LayerKind::kConv2d: {
-          const Slice s = slice_of(info.out.channels, K, partition_.rank);
+          const Slice s = step.out_slice;
           const int cin = info.in.channels;
           SERF_ASSIGN_OR_RETURN(const model::Tensor* w,
                                 tensor(weights, spec.name + ".weight",
@@ -352,19 +315,15 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
           dnnl::convolution_forward::desc d(fwd, dnnl::algorithm::convolution_direct, any_src,
                                             any_w, bias_md, any_dst, {spec.stride, spec.stride},
                                             {spec.pad, spec.pad}, {spec.pad, spec.pad});
-          if (next_relu) fuse_relu(attr, step);
+          if (step.fused_relu) fuse_relu(attr);
           const dnnl::convolution_forward::primitive_desc pd(d, attr, engine_);
           if (flow) step.plain_dst = pd.dst_desc();
           set_weighted_primitive<dnnl::convolution_forward>(step, pd, *w, *b, s,
                                                             {wdims, dt::f32, tag::oihw}, bias_md);
-          step.out_offset = int64_t{s.offset} * info.out.height * info.out.width;
-          sliced = K > 1;
-          cur_channels = info.out.channels;
-          cur_per_channel = int64_t{info.out.height} * info.out.width;
           break;
         }
         case LayerKind::kFullyConnected: {
-          const Slice s = slice_of(info.out.channels, K, partition_.rank);
+          const Slice s = step.out_slice;
           const int64_t in = info.in.elements();
           SERF_ASSIGN_OR_RETURN(const model::Tensor* w,
                                 tensor(weights, spec.name + ".weight", {info.out.channels, in}));
@@ -379,22 +338,16 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
           // it picks for `any`, and beats a hand-written OpenMP GEMV (bench/fc_bench).
           dnnl::inner_product_forward::desc d(fwd, step.plain_src, {wdims, dt::f32, tag::oi},
                                               bias_md, step.plain_dst);
-          if (next_relu) fuse_relu(attr, step);
+          if (step.fused_relu) fuse_relu(attr);
           const dnnl::inner_product_forward::primitive_desc pd(d, attr, engine_);
           set_weighted_primitive<dnnl::inner_product_forward>(step, pd, *w, *b, s,
                                                               {wdims, dt::f32, tag::oi}, bias_md);
-          step.out_offset = s.offset;
-          sliced = K > 1;
-          cur_channels = info.out.channels;
-          cur_per_channel = 1;
           break;
         }
         case LayerKind::kRelu: {
           // Element-wise: on this rank's part only, viewed as a flat vector.
-          const int64_t count = sliced ? in_slice.count * cur_per_channel : info.in.elements();
-          step.in_offset = sliced ? in_slice.offset * cur_per_channel : 0;
-          step.out_offset = step.in_offset;
-          step.plain_src = flow ? cur_md : dnnl::memory::desc({1, count}, dt::f32, tag::nc);
+          step.plain_src =
+              flow ? cur_md : dnnl::memory::desc({1, step.elements}, dt::f32, tag::nc);
           step.plain_dst = step.plain_src;
           dnnl::eltwise_forward::desc d(fwd, dnnl::algorithm::eltwise_relu, step.plain_src, 0.0f,
                                         0.0f);
@@ -405,9 +358,7 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
         case LayerKind::kMaxPool:
         case LayerKind::kAvgPool: {
           // Channel-local: this rank's channel block only (all channels when not sliced).
-          const int c = in_slice.count;
-          step.in_offset = int64_t{in_slice.offset} * info.in.height * info.in.width;
-          step.out_offset = int64_t{in_slice.offset} * info.out.height * info.out.width;
+          const int c = step.channels;
           step.plain_src = {nchw_dims(c, info.in.height, info.in.width), dt::f32, tag::nchw};
           step.plain_dst = {nchw_dims(c, info.out.height, info.out.width), dt::f32, tag::nchw};
           const auto alg = spec.kind == LayerKind::kMaxPool
@@ -424,7 +375,6 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
           const dnnl::pooling_forward::primitive_desc pd(d, attr, engine_);
           if (flow) step.plain_dst = pd.dst_desc();
           set_primitive<dnnl::pooling_forward>(step, pd);
-          cur_per_channel = int64_t{info.out.height} * info.out.width;
           break;
         }
         case LayerKind::kLrn: {
@@ -454,7 +404,7 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
           break;
         }
         case LayerKind::kFlatten:
-          break;  // handled above
+          break;  // a noop step, or the reorder above
       }
     } catch (const dnnl::error& e) {
       return Internal("layer '" + spec.name + "': oneDNN: " + e.what());
@@ -463,17 +413,10 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
     buffer_sizes_[step.out_buffer] = std::max(
         buffer_sizes_[step.out_buffer],
         static_cast<int64_t>((step.plain_dst.get_size() + sizeof(float) - 1) / sizeof(float)));
-    cur = step.out_buffer;
-    cur_layer = static_cast<int>(i);
     if (flow) cur_md = step.plain_dst;
     steps_.push_back(std::move(step));
   }
-  output_buffer_ = cur;
-  if (sliced) {
-    gather_output_ = true;
-    gather_output_layer_ = cur_layer;
-    output_gather_ = gather_layout(cur_channels, cur_per_channel, K);
-  }
+  output_buffer_ = reads(layout.output_buffer);
   return Status::Ok();
 }
 
@@ -535,12 +478,7 @@ Status CpuExecutable::execute(const Call& call, dnnl_stream_t stream) {
 Status CpuExecutable::run(const float* input, float* output, ActivationExchange& exchange,
                           LayerTimings* timings) {
   const CpuPreparedModel& m = *model_;
-  const Partition part = m.partition_;
-  if (exchange.ranks() != part.ranks || exchange.rank() != part.rank) {
-    return InvalidArgument("exchange is rank " + std::to_string(exchange.rank()) + " of " +
-                           std::to_string(exchange.ranks()) + ", the model was prepared for rank " +
-                           std::to_string(part.rank) + " of " + std::to_string(part.ranks));
-  }
+  SERF_RETURN_IF_ERROR(check_exchange(exchange, m.partition_));
   if (timings != nullptr) {
     if (timings->compute_ms.size() != m.steps_.size()) timings->resize(m.steps_.size());
     std::fill(timings->exchange_ms.begin(), timings->exchange_ms.end(), 0.0);  // summed below
@@ -587,33 +525,19 @@ Status CpuExecutable::run(const float* input, float* output, ActivationExchange&
   return Status::Ok();
 }
 
-// Prepared models are cached per (weights object, model, partition, threads) for as long as someone
-// holds them: a second prepare() of the same configuration (another Executor, a switch back to a
-// configuration still in use) shares the weight slices and primitives instead of building them
-// again.
 class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu"; }
   StatusOr<std::shared_ptr<PreparedModel>> prepare(const model::ModelPlan& plan,
                                                    const model::Weights& weights,
                                                    Partition partition, int threads) override {
-    const Key key{&weights,       plan.spec.name,  plan.weight_bytes,
-                  partition.rank, partition.ranks, threads};
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) {
-      if (auto cached = it->second.lock()) return std::shared_ptr<PreparedModel>(std::move(cached));
-    }
-    SERF_ASSIGN_OR_RETURN(auto prepared,
-                          CpuPreparedModel::create(plan, weights, partition, threads));
-    cache_[key] = prepared;
-    return std::shared_ptr<PreparedModel>(std::move(prepared));
+    return cache_.get_or_create(plan, weights, partition, threads, [&] {
+      return CpuPreparedModel::create(plan, weights, partition, threads);
+    });
   }
 
  private:
-  using Key = std::tuple<const model::Weights*, std::string, int64_t, int, int, int>;
-  std::mutex mutex_;
-  std::map<Key, std::weak_ptr<CpuPreparedModel>> cache_;
+  PreparedCache<CpuPreparedModel> cache_;  // shares a configuration's slices while it is held
 };
 
 }  // namespace

@@ -186,7 +186,8 @@ void register_engine_commands(CLI::App& app, CommandRegistry& registry) {
                   "seeded from --seed");
   sub->add_option("--seed", o->seed, "Seed of the seeded weights and input (integer, default 1)");
   sub->add_option("--threads", o->threads,
-                  "Intra-node parallelism T: OpenMP threads per rank (count, default 1)");
+                  "Intra-node parallelism T per rank (count, default 1): OpenMP threads on cpu, "
+                  "SM units of the GPU on cuda (docs/gpu.md)");
   sub->add_option("--inter-sim", o->inter_sim,
                   "Inter-node parallelism K, simulated by K in-process partitions "
                   "(ranks, default 1)");

@@ -35,7 +35,7 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
   emulate->excludes(model);
   sub->add_option("--weights", f->weights,
                   "with --model: weights (safetensors, F32); default: seeded from --seed");
-  sub->add_option("--backend", f->backend, "with --model: backend of the nodes (cpu)");
+  sub->add_option("--backend", f->backend, "with --model: backend of the nodes, cpu or cuda (default cpu)");
   sub->add_flag(
       "--emulate-random", f->emulate_random,
       "emulated service times are Gamma draws with the tuple's mean and SCV (default: the mean)");

@@ -1,0 +1,71 @@
+#pragma once
+// Internal to engine/cuda: what prepare() builds once per (plan, rank, T) and every slot shares
+// read-only: the layer steps (engine/layer_steps.h), one cuDNN descriptor set per step, the
+// convolution algorithms picked for FP32 without tensor cores, and this rank's weight slices
+// already on the device.
+
+#include <memory>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/cuda/cuda_util.h"
+#include "engine/cuda/sm_share.h"
+#include "engine/layer_steps.h"
+
+namespace serf::engine::cuda {
+
+struct GpuStep {
+  LayerStep step;
+  TensorDesc x, y;  // the layer's views of its input and output part
+  FilterDesc w;
+  ConvDesc conv;
+  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  size_t workspace_bytes = 0;
+  PoolDesc pool;
+  LrnDesc lrn;
+  ActDesc act;
+  DeviceBuffer weights, bias;  // conv2d [count, I, k, k] / fully_connected [count, in], row-major
+  int fc_in = 0;               // fully_connected: input length
+  int64_t out_per_channel = 1; // conv2d: output H*W (the bias is per channel)
+  // cuDNN kernels may assume 16-byte aligned tensors; a rank's channel block of a K-way split can
+  // start anywhere. Such parts are staged through an aligned per-slot buffer (a device copy).
+  int64_t in_floats = 0, out_floats = 0;  // this rank's input / output part
+  bool stage_in = false, stage_out = false;
+};
+
+class CudaPreparedModel final : public PreparedModel,
+                                public std::enable_shared_from_this<CudaPreparedModel> {
+ public:
+  static StatusOr<std::shared_ptr<CudaPreparedModel>> create(std::shared_ptr<SmPartitioner> sms, int device,
+                                                             const model::ModelPlan& plan,
+                                                             const model::Weights& weights,
+                                                             Partition partition, int threads);
+  StatusOr<std::unique_ptr<Executable>> new_slot() override;
+  const model::ModelPlan& plan() const override { return plan_; }
+  Partition partition() const override { return partition_; }
+  int threads() const override { return threads_; }
+  int64_t resident_weight_bytes() const override { return weight_bytes_; }
+
+  model::ModelPlan plan_;
+  Partition partition_;
+  int threads_ = 1;
+  int device_ = 0;
+  int64_t weight_bytes_ = 0;
+  size_t workspace_bytes_ = 0;  // the largest convolution workspace
+  int64_t stage_floats_ = 0;     // the largest staged part (0: nothing is staged)
+  LayerSteps layout_;
+  std::vector<GpuStep> steps_;
+  std::shared_ptr<SmPartitioner> sms_;
+
+ private:
+  Status build(const model::Weights& weights, cudnnHandle_t handle);
+  Status build_conv(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
+                    const model::Weights& weights, cudnnHandle_t handle);
+  Status build_fc(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
+                  const model::Weights& weights);
+  // Uploads rows [offset, offset + count) of tensor `name` (checked against `shape`).
+  StatusOr<DeviceBuffer> upload_rows(const model::Weights& weights, const std::string& name,
+                                     const std::vector<int64_t>& shape, Slice rows);
+};
+
+}  // namespace serf::engine::cuda

@@ -1,0 +1,221 @@
+// CudaPreparedModel::create: one pass over the layer steps that builds every cuDNN descriptor,
+// picks each convolution's algorithm and uploads this rank's weight slices. Everything a request
+// needs except the per-slot buffers is decided here, so run() only launches.
+
+#include <algorithm>
+#include <string>
+
+#include "engine/cuda/cuda_model.h"
+
+namespace serf::engine::cuda {
+namespace {
+
+using model::LayerKind;
+
+// Convolution workspace cap: algorithms wanting more are skipped (H100/H200 have 80+ GiB, but c
+// slots each hold one workspace).
+constexpr size_t kMaxWorkspaceBytes = size_t{256} << 20;
+
+std::string dims(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (int64_t d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s;
+}
+
+std::string layer_name(const model::LayerSpec& spec, int index) {
+  return "layers[" + std::to_string(index) + "] (" + spec.name + ")";
+}
+
+}  // namespace
+
+StatusOr<DeviceBuffer> CudaPreparedModel::upload_rows(const model::Weights& weights, const std::string& name,
+                                                      const std::vector<int64_t>& shape, Slice rows) {
+  const model::Tensor* t = weights.find(name);
+  if (t == nullptr) return NotFound("weights: tensor '" + name + "' is missing");
+  if (t->shape != shape) {
+    return InvalidArgument("weights: tensor '" + name + "' has shape " + dims(t->shape) + ", the model needs " +
+                           dims(shape));
+  }
+  const int64_t row = t->elements() / shape[0];
+  const size_t bytes = sizeof(float) * static_cast<size_t>(row * rows.count);
+  SERF_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::create(bytes));
+  // Rows of a row-major tensor are contiguous: the slice is one copy (prepare time, synchronous).
+  SERF_CUDA(cudaMemcpy(b.data(), t->data.data() + int64_t{rows.offset} * row, bytes, cudaMemcpyHostToDevice));
+  weight_bytes_ += static_cast<int64_t>(bytes);
+  return b;
+}
+
+Status CudaPreparedModel::build_conv(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
+                                     const model::Weights& weights, cudnnHandle_t handle) {
+  const Slice s = g.step.out_slice;
+  const int cin = info.in.channels;
+  SERF_ASSIGN_OR_RETURN(g.weights, upload_rows(weights, spec.name + ".weight",
+                                               {info.out.channels, cin, spec.kernel, spec.kernel}, s));
+  SERF_ASSIGN_OR_RETURN(g.bias, upload_rows(weights, spec.name + ".bias", {info.out.channels}, s));
+  SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(cin, info.in.height, info.in.width));
+  SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(s.count, info.out.height, info.out.width));
+  SERF_CUDNN(cudnnCreateFilterDescriptor(g.w.out()));
+  SERF_CUDNN(cudnnSetFilter4dDescriptor(g.w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.count, cin, spec.kernel,
+                                        spec.kernel));
+  SERF_CUDNN(cudnnCreateConvolutionDescriptor(g.conv.out()));
+  SERF_CUDNN(cudnnSetConvolution2dDescriptor(g.conv.get(), spec.pad, spec.pad, spec.stride, spec.stride, 1, 1,
+                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  // FMA math: FP32 kernels only. CUDNN_DEFAULT_MATH lets Ampere+ GPUs use TF32 tensor cores for
+  // float convolutions (10-bit mantissa), which would break agreement with the CPU backend.
+  SERF_CUDNN(cudnnSetConvolutionMathType(g.conv.get(), CUDNN_FMA_MATH));
+  int n = 0, c = 0, h = 0, w = 0;
+  SERF_CUDNN(cudnnGetConvolution2dForwardOutputDim(g.conv.get(), g.x.get(), g.w.get(), &n, &c, &h, &w));
+  if (n != 1 || c != s.count || h != info.out.height || w != info.out.width) {
+    return Internal(layer_name(spec, g.step.layer) + ": cuDNN output " + std::to_string(h) + "x" +
+                    std::to_string(w) + " differs from shape inference " + std::to_string(info.out.height) + "x" +
+                    std::to_string(info.out.width));
+  }
+  int max_algos = 0;
+  SERF_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max_algos));
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(1, max_algos)));
+  int returned = 0;
+  SERF_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(handle, g.x.get(), g.w.get(), g.conv.get(), g.y.get(),
+                                                    static_cast<int>(perf.size()), &returned, perf.data()));
+  // The heuristics' best FP32 (FMA) algorithm within the workspace cap; implicit GEMM (no
+  // workspace, always supported for NCHW float) when none qualifies.
+  g.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  for (int i = 0; i < returned; ++i) {
+    const auto& p = perf[static_cast<size_t>(i)];
+    if (p.status == CUDNN_STATUS_SUCCESS && p.mathType == CUDNN_FMA_MATH && p.memory <= kMaxWorkspaceBytes) {
+      g.algo = p.algo;
+      break;
+    }
+  }
+  SERF_CUDNN(cudnnGetConvolutionForwardWorkspaceSize(handle, g.x.get(), g.w.get(), g.conv.get(), g.y.get(), g.algo,
+                                                     &g.workspace_bytes));
+  workspace_bytes_ = std::max(workspace_bytes_, g.workspace_bytes);
+  g.out_per_channel = int64_t{info.out.height} * info.out.width;
+  return Status::Ok();
+}
+
+Status CudaPreparedModel::build_fc(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
+                                   const model::Weights& weights) {
+  const int64_t in = info.in.elements();
+  SERF_ASSIGN_OR_RETURN(g.weights, upload_rows(weights, spec.name + ".weight", {info.out.channels, in},
+                                               g.step.out_slice));
+  SERF_ASSIGN_OR_RETURN(g.bias, upload_rows(weights, spec.name + ".bias", {info.out.channels}, g.step.out_slice));
+  g.fc_in = static_cast<int>(in);
+  g.out_per_channel = 1;
+  return Status::Ok();
+}
+
+Status CudaPreparedModel::build(const model::Weights& weights, cudnnHandle_t handle) {
+  for (const LayerStep& step : layout_.steps) {
+    GpuStep g;
+    g.step = step;
+    const model::LayerSpec& spec = plan_.spec.layers[static_cast<size_t>(step.layer)];
+    const model::LayerInfo& info = plan_.layers[static_cast<size_t>(step.layer)];
+    if (step.noop) {
+      steps_.push_back(std::move(g));
+      continue;
+    }
+    switch (step.kind) {
+      case LayerKind::kConv2d:
+        SERF_RETURN_IF_ERROR(build_conv(g, spec, info, weights, handle));
+        break;
+      case LayerKind::kFullyConnected:
+        SERF_RETURN_IF_ERROR(build_fc(g, spec, info, weights));
+        break;
+      case LayerKind::kRelu: {
+        // Element-wise on this rank's part, viewed as (1, elements, 1, 1).
+        SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(static_cast<int>(step.elements), 1, 1));
+        SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(static_cast<int>(step.elements), 1, 1));
+        SERF_CUDNN(cudnnCreateActivationDescriptor(g.act.out()));
+        SERF_CUDNN(cudnnSetActivationDescriptor(g.act.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+        break;
+      }
+      case LayerKind::kMaxPool:
+      case LayerKind::kAvgPool: {
+        SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(step.channels, info.in.height, info.in.width));
+        SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(step.channels, info.out.height, info.out.width));
+        SERF_CUDNN(cudnnCreatePoolingDescriptor(g.pool.out()));
+        // avgpool counts the zero padding in its divisor (PyTorch count_include_pad=True).
+        const cudnnPoolingMode_t mode = step.kind == LayerKind::kMaxPool
+                                            ? CUDNN_POOLING_MAX
+                                            : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+        SERF_CUDNN(cudnnSetPooling2dDescriptor(g.pool.get(), mode, CUDNN_NOT_PROPAGATE_NAN, spec.kernel, spec.kernel,
+                                               spec.pad, spec.pad, spec.stride, spec.stride));
+        int n = 0, c = 0, h = 0, w = 0;
+        SERF_CUDNN(cudnnGetPooling2dForwardOutputDim(g.pool.get(), g.x.get(), &n, &c, &h, &w));
+        if (h != info.out.height || w != info.out.width) {
+          return Internal(layer_name(spec, step.layer) + ": cuDNN pooling output " + std::to_string(h) + "x" +
+                          std::to_string(w) + " differs from shape inference " + std::to_string(info.out.height) +
+                          "x" + std::to_string(info.out.width));
+        }
+        break;
+      }
+      case LayerKind::kLrn: {
+        if (spec.lrn_size < CUDNN_LRN_MIN_N || spec.lrn_size > CUDNN_LRN_MAX_N || spec.lrn_k < CUDNN_LRN_MIN_K ||
+            spec.lrn_beta < CUDNN_LRN_MIN_BETA) {
+          return InvalidArgument(layer_name(spec, step.layer) + ": cuDNN LRN needs size in [" +
+                                 std::to_string(CUDNN_LRN_MIN_N) + ", " + std::to_string(CUDNN_LRN_MAX_N) +
+                                 "], k >= 1e-5 and beta >= 0.01; use --backend cpu for this model");
+        }
+        SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(info.in.channels, info.in.height, info.in.width));
+        SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(info.in.channels, info.in.height, info.in.width));
+        SERF_CUDNN(cudnnCreateLRNDescriptor(g.lrn.out()));
+        // cuDNN divides alpha by size like PyTorch's LocalResponseNorm and oneDNN.
+        SERF_CUDNN(cudnnSetLRNDescriptor(g.lrn.get(), static_cast<unsigned>(spec.lrn_size), spec.lrn_alpha,
+                                         spec.lrn_beta, spec.lrn_k));
+        break;
+      }
+      case LayerKind::kSoftmax: {
+        SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(static_cast<int>(info.in.elements()), 1, 1));
+        SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(static_cast<int>(info.in.elements()), 1, 1));
+        break;
+      }
+      case LayerKind::kFlatten:
+        break;  // a noop step
+    }
+    // This rank's parts (offsets are 0 and parts whole unless K > 1 slices them).
+    switch (step.kind) {
+      case LayerKind::kConv2d:
+        g.out_floats = int64_t{step.out_slice.count} * g.out_per_channel;
+        break;
+      case LayerKind::kRelu:
+        g.in_floats = g.out_floats = step.elements;
+        break;
+      case LayerKind::kMaxPool:
+      case LayerKind::kAvgPool:
+        g.in_floats = int64_t{step.channels} * info.in.height * info.in.width;
+        g.out_floats = int64_t{step.channels} * info.out.height * info.out.width;
+        break;
+      default:
+        break;  // whole activations, or cuBLAS (no alignment needs)
+    }
+    g.stage_in = g.in_floats > 0 && step.in_offset % 4 != 0;
+    g.stage_out = g.out_floats > 0 && step.out_offset % 4 != 0;
+    if (g.stage_in) stage_floats_ = std::max(stage_floats_, g.in_floats);
+    if (g.stage_out) stage_floats_ = std::max(stage_floats_, g.out_floats);
+    steps_.push_back(std::move(g));
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::shared_ptr<CudaPreparedModel>> CudaPreparedModel::create(std::shared_ptr<SmPartitioner> sms,
+                                                                       int device, const model::ModelPlan& plan,
+                                                                       const model::Weights& weights,
+                                                                       Partition partition, int threads) {
+  if (threads < 1) {
+    return InvalidArgument("intra-node parallelism T = " + std::to_string(threads) + " must be at least 1");
+  }
+  auto m = std::make_shared<CudaPreparedModel>();
+  SERF_ASSIGN_OR_RETURN(m->layout_, plan_layer_steps(plan, partition));
+  m->plan_ = plan;
+  m->partition_ = partition;
+  m->threads_ = threads;
+  m->device_ = device;
+  m->sms_ = std::move(sms);
+  SERF_CUDA(cudaSetDevice(device));
+  CudnnHandle handle;  // for the algorithm heuristics only
+  SERF_CUDNN(cudnnCreate(handle.out()));
+  SERF_RETURN_IF_ERROR(m->build(weights, handle.get()));
+  return m;
+}
+
+}  // namespace serf::engine::cuda

@@ -1,0 +1,43 @@
+#pragma once
+// PreparedCache: Backend::prepare's cache (backend.h): while a PreparedModel is held, preparing
+// the same (weights object, model, partition, threads) again returns it, so a second Executor or a
+// switch back to a configuration still in use shares the weight slices instead of building them
+// again. Keyed by the Weights object's address; entries are weak, so nothing is kept alive here.
+// Thread-safe.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "engine/backend.h"
+
+namespace serf::engine {
+
+template <typename Model>
+class PreparedCache {
+ public:
+  // The held model for this configuration, or the one `create()` builds (then remembered).
+  StatusOr<std::shared_ptr<PreparedModel>> get_or_create(
+      const model::ModelPlan& plan, const model::Weights& weights, Partition partition, int threads,
+      const std::function<StatusOr<std::shared_ptr<Model>>()>& create) {
+    const Key key{&weights, plan.spec.name, plan.weight_bytes, partition.rank, partition.ranks, threads};
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) {
+      if (auto cached = it->second.lock()) return std::shared_ptr<PreparedModel>(std::move(cached));
+    }
+    SERF_ASSIGN_OR_RETURN(std::shared_ptr<Model> prepared, create());
+    cache_[key] = prepared;
+    return std::shared_ptr<PreparedModel>(std::move(prepared));
+  }
+
+ private:
+  using Key = std::tuple<const model::Weights*, std::string, int64_t, int, int, int>;
+  std::mutex mutex_;
+  std::map<Key, std::weak_ptr<Model>> cache_;
+};
+
+}  // namespace serf::engine

@@ -1,0 +1,307 @@
+// Cross-backend test: every layer type and every shipped model on the CPU (oneDNN) and the GPU
+// (cuDNN + cuBLAS) backends, compared within a stated tolerance. Without a device (or in a build
+// without the CUDA backend) the [gpu] cases print "SKIPPED (no GPU): <why>" and return; CTest then
+// reports test_cross_backend_gpu as skipped. The [engine] cases run everywhere: make_backend("cuda")
+// must say why it is unavailable, and the layer-step planner the CUDA backend relies on is checked.
+//
+// Tolerance: |gpu_i - cpu_i| <= 1e-3 * |cpu_i| + 1e-4 * max_j |cpu_j| for every output element.
+// Both backends compute in FP32 (the CUDA backend disables TF32: cuDNN FMA math, cuBLAS default
+// math) but sum in different orders and may use Winograd / FFT convolutions, hence not bit-equal.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include "engine/backend.h"
+#include "engine/executor.h"
+#include "engine/layer_steps.h"
+#include "engine/simulated_unit.h"
+#include "model/weights.h"
+#include "tests/engine/engine_test_util.h"
+#ifdef SERF_TEST_CUDA_BUILT
+#include "engine/cuda/cuda_backend.h"  // names no CUDA type
+#endif
+
+using namespace serf;
+using namespace serf::engine;
+using serf::engine::testing::load_shipped;
+
+namespace {
+
+constexpr double kRelTol = 1e-3;
+constexpr double kScaleTol = 1e-4;
+
+// The worst |a_i - b_i| / (kRelTol * |b_i| + kScaleTol * max|b|): <= 1 passes.
+double tolerance_ratio(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double scale = 0.0;
+  for (float v : b) scale = std::max(scale, std::abs(double{v}));
+  double worst = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    const double allowed = kRelTol * std::abs(double{b[i]}) + kScaleTol * scale + 1e-30;
+    worst = std::max(worst, std::abs(double{a[i]} - double{b[i]}) / allowed);
+  }
+  return worst;
+}
+
+// The CUDA backend, or null after a visible skip line naming the reason.
+Backend* cuda_or_skip() {
+  static StatusOr<std::unique_ptr<Backend>> backend = make_backend("cuda");
+  if (!backend.ok()) {
+    WARN("SKIPPED (no GPU): " << backend.status().message());
+    return nullptr;
+  }
+  return backend->get();
+}
+
+Backend& cpu() {
+  static StatusOr<std::unique_ptr<Backend>> backend = make_backend("cpu");
+  REQUIRE(backend.ok());
+  return **backend;
+}
+
+std::vector<float> run_once(Backend& backend, const model::ModelPlan& plan, const model::Weights& w,
+                            const std::vector<float>& input, int threads = 1) {
+  auto prepared = backend.prepare(plan, w, Partition{0, 1}, threads);
+  INFO(prepared.status().message());
+  REQUIRE(prepared.ok());
+  auto slot = (*prepared)->new_slot();
+  INFO(slot.status().message());
+  REQUIRE(slot.ok());
+  std::vector<float> out(static_cast<size_t>(plan.output().elements()));
+  LocalExchange local;
+  LayerTimings timings;
+  const Status s = (*slot)->run(input.data(), out.data(), local, &timings);
+  INFO(s.message());
+  REQUIRE(s.ok());
+  return out;
+}
+
+model::ModelPlan plan_from(const std::string& json) {
+  auto spec = model::model_spec_from_json(nlohmann::json::parse(json), "test spec");
+  INFO(spec.status().message());
+  REQUIRE(spec.ok());
+  auto plan = model::infer_shapes(*spec);
+  INFO(plan.status().message());
+  REQUIRE(plan.ok());
+  return *plan;
+}
+
+// One model per layer type (and the fusions the backends make), small enough for exact review.
+std::vector<std::pair<std::string, std::string>> single_layer_specs() {
+  auto spec = [](const std::string& input, const std::string& layers) {
+    return R"({"name": "one", "input": )" + input + R"(, "layers": [)" + layers + "]}";
+  };
+  const std::string img = R"({"channels": 5, "height": 9, "width": 9})";
+  return {
+      {"conv2d", spec(img, R"({"type": "conv2d", "out_channels": 7, "kernel": 3, "stride": 2, "pad": 1})")},
+      {"conv2d+relu", spec(img, R"({"type": "conv2d", "out_channels": 6, "kernel": 5, "pad": 2}, {"type": "relu"})")},
+      {"conv2d 1x1", spec(img, R"({"type": "conv2d", "out_channels": 4, "kernel": 1})")},
+      {"maxpool", spec(img, R"({"type": "maxpool", "kernel": 3, "stride": 2, "pad": 1})")},
+      {"avgpool", spec(img, R"({"type": "avgpool", "kernel": 3, "stride": 2, "pad": 1})")},
+      {"relu", spec(img, R"({"type": "relu"})")},
+      {"lrn", spec(img, R"({"type": "lrn", "size": 3, "alpha": 0.05, "beta": 0.75, "k": 2.0})")},
+      {"flatten+fully_connected", spec(img, R"({"type": "flatten"}, {"type": "fully_connected", "out": 11})")},
+      {"fully_connected+relu",
+       spec(img, R"({"type": "flatten"}, {"type": "fully_connected", "out": 9}, {"type": "relu"})")},
+      {"softmax", spec(img, R"({"type": "flatten"}, {"type": "softmax"})")},
+      {"maxpool+relu (unfused relu)",
+       spec(img, R"({"type": "maxpool", "kernel": 2, "stride": 2}, {"type": "relu"})")},
+  };
+}
+
+}  // namespace
+
+// Runs everywhere (tag [engine], not [gpu]): it is what CI checks of the CUDA path.
+TEST_CASE("make_backend(\"cuda\") gives the GPU backend or a clear reason", "[engine]") {
+  auto backend = make_backend("cuda");
+  const auto names = backend_names();
+  const bool built = std::find(names.begin(), names.end(), "cuda") != names.end();
+#ifdef SERF_TEST_CUDA_BUILT
+  CHECK(built);  // CMake built serf_engine_cuda, so the factory must know it
+  // cuBLAS is opened at run time (dlopen); that must work with or without a device.
+  const Status libraries = cuda_libraries_available();
+  INFO(libraries.message());
+  CHECK(libraries.ok());
+#endif
+  if (backend.ok()) {
+    CHECK((*backend)->name() == "cuda");
+    return;
+  }
+  WARN("no GPU here: " << backend.status().message());
+  CHECK(backend.status().message().find("cuda") != std::string::npos);
+  CHECK(backend.status().message().find("--backend cpu") != std::string::npos);
+  if (built) {
+    // Built but no device: Unavailable, naming the CUDA runtime's reason, not the build.
+    CHECK(backend.status().code() == StatusCode::kUnavailable);
+    CHECK(backend.status().message().find("no usable CUDA device") != std::string::npos);
+  } else {
+    CHECK(backend.status().code() == StatusCode::kNotFound);
+    CHECK(backend.status().message().find("not in this build") != std::string::npos);
+  }
+}
+
+TEST_CASE("layer steps: gathers where a layer needs every channel", "[engine]") {
+  const model::ModelPlan plan = load_shipped("tiny");
+  auto whole = plan_layer_steps(plan, Partition{0, 1});
+  REQUIRE(whole.ok());
+  for (const LayerStep& s : whole->steps) CHECK_FALSE(s.gather_before);
+  CHECK_FALSE(whole->gather_output);
+
+  // tiny: conv1 relu1 norm1 pool1 conv2 relu2 pool2 flatten fc1 relu3 fc2 prob
+  auto split = plan_layer_steps(plan, Partition{1, 2});
+  REQUIRE(split.ok());
+  std::vector<int> gathered;
+  for (const LayerStep& s : split->steps) {
+    if (s.gather_before) gathered.push_back(s.layer);
+  }
+  CHECK(gathered == std::vector<int>{2, 8, 10, 11});  // norm1, fc1, fc2, prob
+  CHECK(split->steps[1].noop);                         // relu1 fused into conv1
+  CHECK(split->steps[0].fused_relu);
+  CHECK(split->steps[2].gather_layer == 0);            // charged to conv1, which ran relu1
+  CHECK(split->steps[0].out_slice.offset == 4);        // rank 1 of 2: conv1 channels 4..7
+  CHECK(split->steps[0].out_slice.count == 4);
+  CHECK(split->steps[6].channels == 6);                // pool2 pools rank 1's 6 of conv2's 12
+  CHECK(split->steps[8].gather.total == plan.layers[7].out.elements());
+  CHECK_FALSE(split->gather_output);                   // softmax ran on the gathered vector
+  CHECK(split->max_gather_floats == plan.layers[0].out.elements());
+  CHECK(plan_layer_steps(plan, Partition{0, 9}).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("every layer type: GPU matches CPU", "[gpu]") {
+  Backend* gpu = cuda_or_skip();
+  if (gpu == nullptr) return;
+  for (const auto& [name, json] : single_layer_specs()) {
+    INFO(name);
+    const model::ModelPlan plan = plan_from(json);
+    const model::Weights w = model::Weights::seeded(plan, 5);
+    const std::vector<float> input = model::seeded_input(plan.spec.input, 5);
+    const std::vector<float> want = run_once(cpu(), plan, w, input);
+    const std::vector<float> got = run_once(*gpu, plan, w, input);
+    CHECK(tolerance_ratio(got, want) <= 1.0);
+    if (max_ranks(plan) >= 3) {
+      // 3 ranks: slices of 3/2/2 channels start at misaligned offsets (the staged path).
+      auto unit = SimulatedUnit::create(*gpu, plan, w, 3, 1);
+      INFO(unit.status().message());
+      REQUIRE(unit.ok());
+      std::vector<float> split(want.size());
+      REQUIRE((*unit)->run(input.data(), split.data(), nullptr).ok());
+      CHECK(tolerance_ratio(split, want) <= 1.0);
+    }
+  }
+}
+
+// A shipped model, seeded weights and input, on both backends (CPU with 2 threads).
+void check_shipped(Backend& gpu, const char* name) {
+  INFO(name);
+  const model::ModelPlan plan = load_shipped(name);
+  const model::Weights w = model::Weights::seeded(plan, 9);
+  const std::vector<float> input = model::seeded_input(plan.spec.input, 9);
+  const std::vector<float> want = run_once(cpu(), plan, w, input, 2);
+  const std::vector<float> got = run_once(gpu, plan, w, input);
+  CHECK(tolerance_ratio(got, want) <= 1.0);
+}
+
+TEST_CASE("every shipped model: GPU matches CPU", "[gpu]") {
+  Backend* gpu = cuda_or_skip();
+  if (gpu == nullptr) return;
+  for (const char* name : {"tiny", "cifar10", "imagenet1k"}) check_shipped(*gpu, name);
+}
+
+TEST_CASE("imagenet22k: GPU matches CPU", "[gpu][slow]") {
+  Backend* gpu = cuda_or_skip();
+  if (gpu == nullptr) return;
+  check_shipped(*gpu, "imagenet22k");
+}
+
+TEST_CASE("K partitions on the GPU (host-staged all-gathers) match the CPU", "[gpu]") {
+  Backend* gpu = cuda_or_skip();
+  if (gpu == nullptr) return;
+  for (const char* name : {"tiny", "cifar10"}) {
+    const model::ModelPlan plan = load_shipped(name);
+    const model::Weights w = model::Weights::seeded(plan, 4);
+    const std::vector<float> input = model::seeded_input(plan.spec.input, 4);
+    const std::vector<float> want = run_once(cpu(), plan, w, input);
+    for (int k = 1; k <= 3; ++k) {
+      INFO(name << " K=" << k);
+      auto unit = SimulatedUnit::create(*gpu, plan, w, k, 1);
+      INFO(unit.status().message());
+      REQUIRE(unit.ok());
+      std::vector<float> out(want.size());
+      for (int round = 0; round < 2; ++round) {  // the second reuses every buffer
+        REQUIRE((*unit)->run(input.data(), out.data(), nullptr).ok());
+        CHECK(tolerance_ratio(out, want) <= 1.0);
+      }
+    }
+  }
+}
+
+TEST_CASE("c slots run as concurrent CUDA streams and give the serial answers", "[gpu]") {
+  Backend* gpu = cuda_or_skip();
+  if (gpu == nullptr) return;
+  const model::ModelPlan plan = load_shipped("cifar10");
+  const model::Weights w = model::Weights::seeded(plan, 11);
+  for (int threads : {1, 4, 1000}) {  // an SM share, a bigger one, the whole GPU
+    INFO("T=" << threads);
+    auto prepared = gpu->prepare(plan, w, Partition{0, 1}, threads);
+    REQUIRE(prepared.ok());
+    auto again = gpu->prepare(plan, w, Partition{0, 1}, threads);  // held: the cached one
+    REQUIRE(again.ok());
+    CHECK(again->get() == prepared->get());
+    const int slots = 4, callers = 6, per_caller = 5;
+    auto executor = Executor::create(*prepared, slots);
+    REQUIRE(executor.ok());
+    std::vector<std::vector<float>> inputs, expected;
+    for (int i = 0; i < callers; ++i) {
+      inputs.push_back(model::seeded_input(plan.spec.input, 200 + i));
+      expected.push_back(run_once(cpu(), plan, w, inputs.back()));
+    }
+    std::atomic<int> failed{0}, wrong{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < callers; ++t) {
+      pool.emplace_back([&, t] {
+        LocalExchange local;
+        std::vector<float> out(static_cast<size_t>(plan.output().elements()));
+        for (int i = 0; i < per_caller; ++i) {
+          if (!(*executor)->run(inputs[t].data(), out.data(), local, nullptr).ok()) ++failed;
+          if (tolerance_ratio(out, expected[t]) > 1.0) ++wrong;
+        }
+      });
+    }
+    for (auto& p : pool) p.join();
+    CHECK(failed == 0);
+    CHECK(wrong == 0);
+  }
+}
+
+TEST_CASE("bad input to the GPU backend is a clear error", "[gpu]") {
+  Backend* gpu = cuda_or_skip();
+  if (gpu == nullptr) return;
+  const model::ModelPlan plan = load_shipped("tiny");
+  const model::Weights w = model::Weights::seeded(plan, 1);
+  CHECK(gpu->prepare(plan, w, Partition{0, 1}, 0).status().code() == StatusCode::kInvalidArgument);
+  auto too_many = gpu->prepare(plan, w, Partition{0, 9}, 1);
+  CHECK(too_many.status().code() == StatusCode::kInvalidArgument);
+  CHECK(too_many.status().message().find("conv1") != std::string::npos);
+  model::Weights missing;
+  auto none = gpu->prepare(plan, missing, Partition{0, 1}, 1);
+  CHECK(none.status().code() == StatusCode::kNotFound);
+  CHECK(none.status().message().find("conv1.weight") != std::string::npos);
+  model::Weights wrong_shape = w;
+  wrong_shape.set("fc1.weight", model::Tensor{{16, 3}, std::vector<float>(48, 0.0f)});
+  auto bad = gpu->prepare(plan, wrong_shape, Partition{0, 1}, 1);
+  CHECK(bad.status().code() == StatusCode::kInvalidArgument);
+  CHECK(bad.status().message().find("fc1.weight") != std::string::npos);
+
+  auto prepared = gpu->prepare(plan, w, Partition{1, 2}, 1);
+  REQUIRE(prepared.ok());
+  auto slot = (*prepared)->new_slot();
+  REQUIRE(slot.ok());
+  std::vector<float> in(static_cast<size_t>(plan.spec.input.elements())), out(static_cast<size_t>(plan.output().elements()));
+  LocalExchange local;  // rank 0 of 1, the slot is rank 1 of 2
+  CHECK((*slot)->run(in.data(), out.data(), local, nullptr).code() == StatusCode::kInvalidArgument);
+}
