@@ -91,9 +91,13 @@ StatusOr<Profile> run_tuple_profile(mpi::Controller& controller, const TupleProf
     if (progress) progress(n, tuples.size(), to_string(t));
     const auto t0 = std::chrono::steady_clock::now();
     SERF_RETURN_IF_ERROR(controller.configure({t.service, t.inter, t.intra}));
-    SERF_ASSIGN_OR_RETURN(std::vector<double> samples,
-                          controller.run_closed_loop(options.warmup, options.samples));
-    TupleStats stats = tuple_stats(t, samples);
+    std::vector<double> occupancy;
+    SERF_ASSIGN_OR_RETURN(std::vector<double> node_samples,
+                          controller.run_closed_loop(options.warmup, options.samples, &occupancy));
+    // The slot is busy from dispatch until the controller has the answer: that is the server's
+    // service time in the queue model. The nodes' own time is kept to show the overhead.
+    TupleStats stats = tuple_stats(t, occupancy);
+    stats.node_ms = std::min(tuple_stats(t, node_samples).mean_ms, stats.mean_ms);
     stats.wall_s = seconds_since(t0);
     partial->tuples.push_back(stats);
   }
@@ -147,7 +151,9 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
       SERF_RETURN_IF_ERROR(controller.configure(c));
       const size_t first = controller.records().size();
       SERF_RETURN_IF_ERROR(
-          controller.run_open_loop(mpi::poisson_arrivals(rate, options.requests, seed++), nullptr));
+          controller.run_open_loop(
+              mpi::poisson_arrivals(rate, options.requests + std::max(options.warmup, 0), seed++),
+              nullptr));
       ExhaustiveRow row;
       row.config = c;
       row.rate_per_s = rate;
@@ -157,6 +163,8 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
       std::stable_sort(recs.begin(), recs.end(), [](const auto* a, const auto* b) {
         return a->arrival_s < b->arrival_s;
       });
+      const size_t skip = std::min(recs.size(), static_cast<size_t>(std::max(options.warmup, 0)));
+      recs.erase(recs.begin(), recs.begin() + static_cast<std::ptrdiff_t>(skip));
       std::vector<double> lat;
       double service = 0;
       for (const mpi::RequestRecord* r : recs) {

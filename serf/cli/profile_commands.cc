@@ -21,7 +21,7 @@ struct ProfileFlags {
   std::string inter;
   std::string intra;
   int samples = 10;
-  int warmup = 2;
+  int warmup = -1;  // < 0: the mode's default
   std::string out;
   bool exhaustive = false;
   std::string rates;
@@ -35,7 +35,9 @@ Status run_profile(const ProfileFlags& f) {
   return launch_runtime(f.runtime, [&](RuntimeSession& session) -> Status {
     if (f.samples < 1)
       return InvalidArgument("--samples: give at least 1 measured request per tuple");
-    if (f.warmup < 0) return InvalidArgument("--warmup: must be >= 0");
+    if (f.warmup < -1) return InvalidArgument("--warmup: must be >= 0");
+    // Tuples: 2 closed-loop requests; exhaustive: 10% of --requests more, left out of the stats.
+    const int warmup = f.warmup >= 0 ? f.warmup : f.exhaustive ? f.requests / 10 : 2;
     if (f.out.empty()) return InvalidArgument("--out: give the output file");
     std::vector<double> rates, utilizations;
     std::unique_ptr<Profile> capacity_profile;
@@ -66,7 +68,7 @@ Status run_profile(const ProfileFlags& f) {
     const Hardware hw{session.nodes, session.cores_per_node};
     return session.run_controller([&](mpi::Controller& controller) -> Status {
       if (!f.exhaustive) {
-        profiler::TupleProfileOptions o{session.model_name, hw, inter, f.samples, f.warmup};
+        profiler::TupleProfileOptions o{session.model_name, hw, inter, f.samples, warmup};
         Profile partial;
         auto profile = profiler::run_tuple_profile(
             controller, o, profiler::terminal_progress("profile"), &partial);
@@ -76,13 +78,15 @@ Status run_profile(const ProfileFlags& f) {
         std::snprintf(note, sizeof(note),
                       "measured by serf profile on %d node(s), %d warm-up + %d samples per tuple; "
                       "total wall time %.3f s",
-                      hw.nodes, f.warmup, f.samples, total);
+                      hw.nodes, warmup, f.samples, total);
         partial.note = profile.ok() ? note : "incomplete: " + profile.status().message();
         std::cout << std::fixed << std::setprecision(3);
-        std::cout << "tuple                 mean_ms      scv  samples   wall_s\n";
+        // mean_ms: the slot's service time (dispatch to answer); node_ms: the nodes' share.
+        std::cout << "tuple                 mean_ms  node_ms      scv  samples   wall_s\n";
         for (const TupleStats& t : partial.tuples) {
           std::cout << std::left << std::setw(20) << to_string(t.tuple) << std::right
-                    << std::setw(10) << t.mean_ms << std::setw(9) << t.scv << std::setw(9)
+                    << std::setw(10) << t.mean_ms << std::setw(9) << t.node_ms << std::setw(9)
+                    << t.scv << std::setw(9)
                     << t.samples << std::setw(9) << t.wall_s << "\n";
         }
         std::cout << "total wall time: " << total << " s for " << partial.tuples.size()
@@ -93,7 +97,7 @@ Status run_profile(const ProfileFlags& f) {
         return Status::Ok();
       }
       profiler::ExhaustiveOptions o{hw, inter, rates, utilizations, capacity_profile.get(),
-                                    f.requests, f.runtime.seed};
+                                    f.requests, f.runtime.seed, warmup};
       profiler::ExhaustiveReport partial;
       auto report = profiler::run_exhaustive(controller, o,
                                              profiler::terminal_progress("exhaustive"), &partial);
@@ -132,7 +136,10 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--inter", f->inter,
                   "K values to profile, e.g. 1,2,4 (nodes per request; default powers of 2 <= N)");
   sub->add_option("--samples", f->samples, "measured requests per tuple (count)");
-  sub->add_option("--warmup", f->warmup, "requests per tuple run before measuring (count)");
+  sub->add_option("--warmup", f->warmup,
+                  "requests run before measuring (count): per tuple (default 2); with "
+                  "--exhaustive, extra first arrivals of each point left out of its statistics "
+                  "(default 10% of --requests)");
   sub->add_option(
       "--out", f->out,
       "output file: serf-profile/1 JSON (with --exhaustive: JSON, and CSV at FILE.csv)");
@@ -147,7 +154,7 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--capacity-profile", f->capacity_profile,
                   "serf-profile/1 file the --utilizations capacities come from (floor(N/K) c mu_c)");
   sub->add_option("--requests", f->requests,
-                  "with --exhaustive: Poisson requests per (configuration, rate) point");
+                  "with --exhaustive: measured Poisson requests per (configuration, rate) point (count; the warm-up comes on top)");
   registry.add(sub, [f] { return run_profile(*f); });
 }
 

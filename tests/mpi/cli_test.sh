@@ -67,7 +67,7 @@ case "$1" in
     np=${1#scale_}
     start=$SECONDS
     timeout 280 "$MPIEXEC" --oversubscribe -np "$np" "$SERF" serve --emulate "$profile" --config 2,1,1 --rate 150 \
-      --requests 450 --schedule "1:1,4,2;2:2,2,1" --out "$out/run.json" >"$out/o" 2>"$out/e"
+      --requests 450 --schedule "1:1,4,2;2:2,2,1" --idle-poll-us 2000 --out "$out/run.json" >"$out/o" 2>"$out/e"
     rc=$?
     cat "$out/o"
     [ $rc -eq 0 ] || { cat "$out/e"; fail "exit $rc"; }
