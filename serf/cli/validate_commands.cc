@@ -7,6 +7,7 @@
 
 #include "profiler/validation_io.h"
 #include "serf/cli/command.h"
+#include "serf/cli/plot.h"
 #include "serf/io/json_fields.h"
 #include "serf/io/profile_io.h"
 
@@ -19,6 +20,7 @@ struct ValidateFlags {
   std::string queue = "md-interf";
   int nodes = 0;  // 0: the measurement's (or the profile's) node count
   std::string out;
+  std::string plot;  // PNG; empty: none
 };
 
 std::string hw_text(const Hardware& h) {
@@ -43,6 +45,7 @@ std::string pct(double x) {
 Status run_validate(const ValidateFlags& f) {
   if (f.out.empty()) return InvalidArgument("--out: give the report file (REPORT.json)");
   if (f.nodes < 0) return InvalidArgument("--nodes: must be >= 1");
+  if (!f.plot.empty()) SERF_RETURN_IF_ERROR(check_plot_path("--plot", f.plot));
   std::vector<QueueKind> queues;
   if (f.queue == "all") {
     queues = {QueueKind::kMdInterf, QueueKind::kMmInterf,      QueueKind::kMdc,
@@ -128,6 +131,10 @@ Status run_validate(const ValidateFlags& f) {
   }
   if (profile.illustrative) std::printf("note: this profile is illustrative, not measured\n");
   std::printf("wrote %s %s\n", f.out.c_str(), csv_path(f.out).c_str());
+  if (!f.plot.empty()) {
+    std::fflush(stdout);
+    SERF_RETURN_IF_ERROR(run_plot_script("plot_validation.py", {f.out, f.plot}));
+  }
   return Status::Ok();
 }
 
@@ -154,6 +161,9 @@ void register_validate_commands(CLI::App& app, CommandRegistry& registry) {
                   "report: serf-validation/1 JSON at FILE, one CSV row per point at FILE "
                   "with .csv for .json")
       ->required();
+  sub->add_option("--plot", f->plot,
+                  "also draw predicted against measured latency and the error against "
+                  "utilization to this PNG (scripts/plot_validation.py)");
   registry.add(sub, [f] { return run_validate(*f); });
 }
 
