@@ -150,13 +150,17 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
       const auto t0 = std::chrono::steady_clock::now();
       SERF_RETURN_IF_ERROR(controller.configure(c));
       const size_t first = controller.records().size();
-      SERF_RETURN_IF_ERROR(
-          controller.run_open_loop(
-              mpi::poisson_arrivals(rate, options.requests + std::max(options.warmup, 0), seed++),
-              nullptr));
+      SERF_ASSIGN_OR_RETURN(
+          std::vector<double> arrivals,
+          mpi::stepped_arrivals({{0, rate}}, options.requests + std::max(options.warmup, 0),
+                                seed++, options.arrivals, options.arrival_scv));
+      SERF_RETURN_IF_ERROR(controller.run_open_loop(arrivals, nullptr));
       ExhaustiveRow row;
       row.config = c;
       row.rate_per_s = rate;
+      row.arrival_scv = options.arrivals == ArrivalKind::kPoisson         ? 1.0
+                        : options.arrivals == ArrivalKind::kDeterministic ? 0.0
+                                                                          : options.arrival_scv;
       std::vector<const mpi::RequestRecord*> recs;
       for (size_t r = first; r < controller.records().size(); ++r)
         recs.push_back(&controller.records()[r]);
@@ -219,6 +223,7 @@ std::string exhaustive_json(const ExhaustiveReport& report, const std::string& m
                                                        ? nlohmann::json(r.mean_latency_ci95_ms)
                                                        : nlohmann::json(nullptr)},
                           {"mean_service_ms", r.mean_service_ms},
+                          {"arrival_scv", r.arrival_scv},
                           {"wall_s", r.wall_s}};
   };
   nlohmann::json doc{

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mpi/controller.h"
+#include "serf/core/arrivals.h"
 #include "serf/core/profile.h"
 
 namespace serf::profiler {
@@ -51,6 +52,9 @@ struct ExhaustiveOptions {
   // The first `warmup` arrivals of each point are served but left out of its statistics: the
   // point starts from an empty queue, which biases a short run's mean low near saturation.
   int warmup = 0;
+  // The arrival process of every point (Poisson by default; gamma with arrival_scv for bursty).
+  ArrivalKind arrivals = ArrivalKind::kPoisson;
+  double arrival_scv = 1;
 };
 
 struct ExhaustiveRow {
@@ -61,6 +65,7 @@ struct ExhaustiveRow {
   double p99_latency_ms = 0;
   double mean_latency_ci95_ms = -1;  // batch means (10 batches in arrival order); < 0: too few
   double mean_service_ms = 0;
+  double arrival_scv = 1;  // SCV of the gaps of the arrival stream (1: Poisson, 0: deterministic)
   double wall_s = 0;  // what measuring this point cost
 };
 

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
+
+#include "serf/core/tail_objective.h"
 
 namespace serf::profiler {
 
@@ -49,6 +52,9 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
   if (nodes < 1) return InvalidArgument("nodes must be >= 1");
   for (size_t k = 0; k < points.size(); ++k) {
     const MeasuredPoint& p = points[k];
+    if (!(std::isfinite(p.arrival_scv) && p.arrival_scv >= 0)) {
+      return InvalidArgument(point_name(k, p) + ": arrival SCV must be finite and >= 0");
+    }
     if (!(std::isfinite(p.rate_per_s) && p.rate_per_s > 0) ||
         !(std::isfinite(p.mean_latency_ms) && p.mean_latency_ms > 0)) {
       return InvalidArgument(point_name(k, p) +
@@ -67,7 +73,9 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
   for (QueueKind queue : queues) {
     ModelValidation mv;
     mv.queue = queue;
-    std::vector<double> errors;
+    SERF_ASSIGN_OR_RETURN(std::vector<ConfigurationFamily> families,
+                          build_families(profile, nodes, queue));
+    std::vector<double> errors, p99_errors;
     double ci_rel_sum = 0;
     for (size_t k = 0; k < points.size(); ++k) {
       const MeasuredPoint& p = points[k];
@@ -79,6 +87,30 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
       r.unit_rate_per_s = p.rate_per_s / r.units;
       r.utilization = r.unit_rate_per_s / model->max_rate_per_s(p.config.service);
       r.prediction = model->predict(p.config.service, r.unit_rate_per_s);
+      const ConfigurationFamily* family = nullptr;
+      for (const ConfigurationFamily& f : families) {
+        if (f.inter == p.config.inter && f.intra == p.config.intra) family = &f;
+      }
+      if (r.prediction.stable && family != nullptr) {
+        // The planner's objectives: the mean with the bursty-arrival factor, and the p99.
+        LatencyObjectiveOptions o;
+        o.arrival_scv = p.arrival_scv;
+        o.nodes = nodes;
+        SERF_ASSIGN_OR_RETURN(std::unique_ptr<LatencyObjective> mean_objective,
+                              LatencyObjective::Create(profile, o));
+        r.prediction = mean_objective->corrected(*family, p.config.service, r.prediction);
+        o.percentile = 99;
+        SERF_ASSIGN_OR_RETURN(std::unique_ptr<LatencyObjective> p99_objective,
+                              LatencyObjective::Create(profile, o));
+        const double p99 = p99_objective->score_ms(*family, p.config.service, r.unit_rate_per_s,
+                                                   r.prediction);
+        if (std::isfinite(p99) && p.p99_latency_ms > 0 && p.requests >= kMinRequestsForP99) {
+          r.has_p99 = true;
+          r.predicted_p99_ms = p99;
+          r.p99_rel_error = std::fabs(p99 - p.p99_latency_ms) / p.p99_latency_ms;
+          p99_errors.push_back(r.p99_rel_error);
+        }
+      }
       if (r.prediction.stable) {
         r.rel_error = std::fabs(r.prediction.latency_ms - p.mean_latency_ms) / p.mean_latency_ms;
         errors.push_back(r.rel_error);
@@ -94,6 +126,7 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
       mv.points.push_back(r);
     }
     summarize_errors(errors, &mv.summary);
+    summarize_errors(p99_errors, &mv.p99_summary);
     if (mv.summary.with_ci95 > 0) mv.summary.mean_ci95_rel = ci_rel_sum / mv.summary.with_ci95;
 
     // Rates measured on two or more configurations: the planner's rule (lowest predicted mean,

@@ -23,15 +23,25 @@ struct MeasuredPoint {
   double p99_latency_ms = 0;
   double mean_service_ms = 0;
   double ci95_ms = -1;  // half-width of the 95% CI of the mean latency; < 0 when unknown
+  double arrival_scv = 1;  // SCV of the gaps of the cluster-wide arrivals (1: Poisson)
 };
+
+// The fewest measured requests whose p99 is compared with the tail approximation: below it the
+// measured p99 rests on too few samples above it to mean anything.
+inline constexpr int kMinRequestsForP99 = 200;
 
 struct PointResult {
   MeasuredPoint measured;
   int units = 0;
   double unit_rate_per_s = 0;
   double utilization = 0;  // unit rate / the model's capacity c mu_c (also when >= 1)
-  Prediction prediction;   // prediction.stable false: rho >= 1, no numbers
+  // prediction.stable false: rho >= 1, no numbers. With bursty arrivals (arrival_scv != 1) the
+  // wait carries the Allen-Cunneen factor of the unit's split stream, as the planner applies it.
+  Prediction prediction;
   double rel_error = 0;   // |predicted - measured| / measured, only when stable
+  bool has_p99 = false;   // stable, a measured p99 and at least kMinRequestsForP99 requests
+  double predicted_p99_ms = 0;  // the tail approximation (tail_latency.h)
+  double p99_rel_error = 0;
 };
 
 // Relative errors of the stable points. Percentiles interpolate linearly between order statistics
@@ -63,6 +73,7 @@ struct ModelValidation {
   QueueKind queue = QueueKind::kMdInterf;
   std::vector<PointResult> points;  // in the order of the measured points
   ErrorSummary summary;
+  ErrorSummary p99_summary;  // of the p99 (points with has_p99; no CI counts)
   std::vector<RateComparison> rates;  // ascending rate
   int matches = 0;                    // rates where the pick is the measured best
   double mean_penalty = 0, max_penalty = 0;  // over rates with a stable pick

@@ -49,6 +49,10 @@ StatusOr<MeasuredSet> parse(const json& doc) {
     if (p.contains("mean_latency_ci95_ms") && !p["mean_latency_ci95_ms"].is_null()) {
       SERF_ASSIGN_OR_RETURN(mp.ci95_ms, io::get_number(p, "mean_latency_ci95_ms", where));
     }
+    if (p.contains("arrival_scv")) {
+      SERF_ASSIGN_OR_RETURN(mp.arrival_scv, io::get_number(p, "arrival_scv", where));
+      if (!(mp.arrival_scv >= 0)) return InvalidArgument(where + ".arrival_scv must be >= 0");
+    }
     if (mp.config.service < 1 || mp.config.inter < 1 || mp.config.intra < 1) {
       return InvalidArgument(where + ": service, inter and intra must be >= 1");
     }
@@ -112,6 +116,9 @@ json validation_json(const ValidationReport& report, const ValidationInputs& inp
       p["predicted_wait_ms"] = number_or_null(ok, r.prediction.wait_ms);
       p["utilization"] = r.utilization;
       p["rel_error"] = number_or_null(ok, r.rel_error);
+      p["arrival_scv"] = m.arrival_scv;
+      p["predicted_p99_ms"] = number_or_null(r.has_p99, r.predicted_p99_ms);
+      p["p99_rel_error"] = number_or_null(r.has_p99, r.p99_rel_error);
       if (!ok) {
         json u = config_json(m.config);
         u["rate"] = m.rate_per_s;
@@ -145,6 +152,13 @@ json validation_json(const ValidationReport& report, const ValidationInputs& inp
                     {"with_ci95", s.with_ci95},
                     {"within_ci95", s.within_ci95},
                     {"mean_ci95_rel", s.mean_ci95_rel}};
+    const ErrorSummary& t = mv.p99_summary;
+    summary["p99"] = {{"count", t.count},
+                      {"mean_rel_error", t.mean},
+                      {"median_rel_error", t.median},
+                      {"p95_rel_error", t.p95},
+                      {"max_rel_error", t.max},
+                      {"min_requests", kMinRequestsForP99}};
     json planner = {{"rates_compared", mv.rates.size()},
                     {"matches", mv.matches},
                     {"mean_penalty", mv.mean_penalty},
@@ -164,7 +178,8 @@ std::string validation_csv(const ValidationReport& report) {
   out.precision(10);
   out << "queue,service,inter,intra,rate_per_s,units,unit_rate_per_s,requests,measured_ms,"
          "measured_ci95_ms,measured_p99_ms,measured_service_ms,stable,predicted_ms,"
-         "predicted_service_ms,predicted_wait_ms,utilization,rel_error\n";
+         "predicted_service_ms,predicted_wait_ms,utilization,rel_error,arrival_scv,"
+         "predicted_p99_ms,p99_rel_error\n";
   for (const ModelValidation& mv : report.models) {
     for (const PointResult& r : mv.points) {
       const MeasuredPoint& m = r.measured;
@@ -181,7 +196,8 @@ std::string validation_csv(const ValidationReport& report) {
           << ',' << m.p99_latency_ms << ',' << m.mean_service_ms << ',' << (ok ? "true" : "false")
           << ',' << opt(ok, r.prediction.latency_ms) << ',' << opt(ok, r.prediction.service_ms)
           << ',' << opt(ok, r.prediction.wait_ms) << ',' << r.utilization << ','
-          << opt(ok, r.rel_error) << '\n';
+          << opt(ok, r.rel_error) << ',' << m.arrival_scv << ','
+          << opt(r.has_p99, r.predicted_p99_ms) << ',' << opt(r.has_p99, r.p99_rel_error) << '\n';
     }
   }
   return out.str();

@@ -8,6 +8,7 @@
 
 #include "profiler/tuple_profiler.h"
 #include "serf/cli/runtime_launch.h"
+#include "serf/core/arrivals.h"
 #include "serf/core/rate_spec.h"
 #include "serf/io/json_fields.h"
 #include "serf/io/profile_io.h"
@@ -28,6 +29,8 @@ struct ProfileFlags {
   std::string utilizations;
   std::string capacity_profile;
   int requests = 100;
+  std::string arrivals = "poisson";
+  double arrival_scv = 1;
 };
 
 Status run_profile(const ProfileFlags& f) {
@@ -57,6 +60,10 @@ Status run_profile(const ProfileFlags& f) {
         capacity_profile = std::make_unique<Profile>(std::move(p));
       }
       if (f.requests < 1) return InvalidArgument("--requests: give at least 1");
+      auto kind = parse_arrival_kind(f.arrivals);
+      if (!kind.ok()) return kind.status().with_context("--arrivals");
+      auto check = ArrivalProcess::Create(*kind, 1.0, f.arrival_scv);
+      if (!check.ok()) return check.status().with_context("--arrival-scv");
     }
     std::vector<int> inter;
     if (f.inter.empty()) {
@@ -97,7 +104,8 @@ Status run_profile(const ProfileFlags& f) {
         return Status::Ok();
       }
       profiler::ExhaustiveOptions o{hw, inter, rates, utilizations, capacity_profile.get(),
-                                    f.requests, f.runtime.seed, warmup};
+                                    f.requests, f.runtime.seed, warmup,
+                                    *parse_arrival_kind(f.arrivals), f.arrival_scv};
       profiler::ExhaustiveReport partial;
       auto report = profiler::run_exhaustive(controller, o,
                                              profiler::terminal_progress("exhaustive"), &partial);
@@ -155,6 +163,12 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
                   "serf-profile/1 file the --utilizations capacities come from (floor(N/K) c mu_c)");
   sub->add_option("--requests", f->requests,
                   "with --exhaustive: measured Poisson requests per (configuration, rate) point (count; the warm-up comes on top)");
+  sub->add_option("--arrivals", f->arrivals,
+                  "with --exhaustive: arrival process, poisson, gamma (bursty, see "
+                  "--arrival-scv) or deterministic");
+  sub->add_option("--arrival-scv", f->arrival_scv,
+                  "with --exhaustive: squared coefficient of variation of the gaps (1 for "
+                  "poisson; any > 0 for gamma)");
   registry.add(sub, [f] { return run_profile(*f); });
 }
 

@@ -111,6 +111,14 @@ Status run_validate(const ValidateFlags& f) {
                 s.unstable, pct(s.mean).c_str(), pct(s.median).c_str(), pct(s.p95).c_str(),
                 pct(s.max).c_str(), ci.c_str(), planner.c_str(), penalty.c_str());
   }
+  std::printf("relative error of the p99 (tail approximation; points of >= %d requests):\n",
+              profiler::kMinRequestsForP99);
+  std::printf("%-14s %6s %7s %7s %7s %7s\n", "queue", "points", "mean", "median", "p95", "max");
+  for (const profiler::ModelValidation& mv : report.models) {
+    const profiler::ErrorSummary& t = mv.p99_summary;
+    std::printf("%-14s %6d %7s %7s %7s %7s\n", to_string(mv.queue), t.count, pct(t.mean).c_str(),
+                pct(t.median).c_str(), pct(t.p95).c_str(), pct(t.max).c_str());
+  }
   const profiler::ErrorSummary& first = report.models.front().summary;
   if (first.with_ci95 > 0) {
     std::printf("measurement: mean 95%% CI half-width %s of the measured mean (batch means)\n",

@@ -31,6 +31,8 @@ case "$1" in
     expect_error 3 "K = 8 needs 8 nodes" profile --emulate "$profile" --inter 1,8 --out "$out/p.json"
     expect_error 3 "give --model FILE" profile --out "$out/p.json"
     expect_error 3 "--rates" profile --emulate "$profile" --exhaustive --rates 1,x --out "$out/x.json"
+    expect_error 3 "--arrival-scv" profile --emulate "$profile" --exhaustive --rates 5 --arrivals gamma --arrival-scv 0 --out "$out/x.json"
+    expect_error 3 "--arrivals" profile --emulate "$profile" --exhaustive --rates 5 --arrivals bursty --out "$out/x.json"
     # Without mpirun: a singleton, no node ranks.
     "$SERF" serve --emulate "$profile" --rate 5 2>"$out/e"; rc=$?
     [ $rc -eq 2 ] && grep -q "at least one node rank" "$out/e" || fail "singleton serve: exit $rc"
@@ -85,6 +87,7 @@ case "$1" in
       --warmup 10 --out "$out/x.json" >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "exhaustive"; }
     # 60 measured requests per point after the 10 left out.
     [ "$(awk -F, 'NR > 1 && $5 == 60' "$out/x.json.csv" | wc -l)" -eq 6 ] || { cat "$out/x.json.csv"; fail "want 6 points (3 configurations x 2 rates) of 60 requests"; }
+    grep -q '"arrival_scv": 1' "$out/x.json" || fail "exhaustive points lack arrival_scv"
     "$SERF" validate --profile "$out/p.json" --measured "$out/x.json" --queue all \
       --out "$out/r.json" --plot "$out/r.png" >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "validate"; }
     cat "$out/o"

@@ -159,3 +159,49 @@ TEST_CASE("batch means interval: zero for constant data, Student t for known bat
   std::vector<double> v = {1, 1, 3, 3};
   CHECK(serf::profiler::batch_means_ci95(v, 2) == Approx(12.7062).epsilon(1e-4));
 }
+
+TEST_CASE("bursty arrivals scale the predicted wait as the planner does", "[validation]") {
+  const Profile p = two_node_profile();
+  const Configuration c{1, 2, 2};  // one unit: the stream is not split
+  MeasuredPoint poisson = point(c, 100, 10);
+  MeasuredPoint bursty = point({1, 1, 2}, 100, 10);  // two units: SCV 4 splits to 2.5 each
+  bursty.arrival_scv = 4;
+  MeasuredPoint bursty_one = point(c, 120, 10);
+  bursty_one.arrival_scv = 4;
+  auto report = serf::profiler::validate_predictions(p, {poisson, bursty, bursty_one}, 2,
+                                                     {QueueKind::kMdInterf});
+  REQUIRE(report.ok());
+  const auto& pts = report->models[0].points;
+  auto model = serf::model_for(p, c, 2, QueueKind::kMdInterf);
+  REQUIRE(model.ok());
+  // Deterministic service (md-interf assumes SCV 0): the Allen-Cunneen factor is the unit's ca2.
+  CHECK(pts[2].prediction.wait_ms == Approx(4 * model->predict(1, 120).wait_ms));
+  CHECK(pts[2].prediction.service_ms == Approx(model->predict(1, 120).service_ms));
+  auto two_units = serf::model_for(p, {1, 1, 2}, 2, QueueKind::kMdInterf);
+  REQUIRE(two_units.ok());
+  CHECK(pts[1].prediction.wait_ms == Approx(2.5 * two_units->predict(1, 50).wait_ms));
+  CHECK(pts[0].prediction.wait_ms == Approx(model->predict(1, 100).wait_ms));
+  MeasuredPoint bad = poisson;
+  bad.arrival_scv = -1;
+  CHECK_FALSE(serf::profiler::validate_predictions(p, {bad}, 2, {QueueKind::kMdInterf}).ok());
+}
+
+TEST_CASE("the p99 is compared only where enough requests were measured", "[validation]") {
+  const Profile p = two_node_profile();
+  MeasuredPoint few = point({1, 2, 2}, 100, 10);
+  few.p99_latency_ms = 30;
+  few.requests = serf::profiler::kMinRequestsForP99 - 1;
+  MeasuredPoint many = point({1, 2, 2}, 150, 10);
+  many.p99_latency_ms = 30;
+  many.requests = serf::profiler::kMinRequestsForP99;
+  auto report = serf::profiler::validate_predictions(p, {few, many}, 2, {QueueKind::kMdInterf});
+  REQUIRE(report.ok());
+  const auto& mv = report->models[0];
+  CHECK_FALSE(mv.points[0].has_p99);
+  REQUIRE(mv.points[1].has_p99);
+  // M/D/1 at rho = 0.6: the p99 lies well above the mean and the service time.
+  CHECK(mv.points[1].predicted_p99_ms > 2 * mv.points[1].prediction.latency_ms);
+  CHECK(mv.points[1].p99_rel_error ==
+        Approx(std::fabs(mv.points[1].predicted_p99_ms - 30) / 30));
+  CHECK(mv.p99_summary.count == 1);
+}
