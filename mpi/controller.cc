@@ -25,9 +25,11 @@ StatusOr<double> ServiceSampler::sample_ms(const ParallelismTuple& tuple) {
   if (stats == nullptr) {
     return NotFound("emulation profile has no tuple " + to_string(tuple));
   }
-  if (!random_ || stats->scv <= 0) return stats->mean_ms;
+  // A measured profile's mean includes the messaging, which the emulated run adds again itself.
+  const double mean_ms = stats->node_ms > 0 ? stats->node_ms : stats->mean_ms;
+  if (!random_ || stats->scv <= 0) return mean_ms;
   // Gamma with mean m and SCV s: shape 1/s, scale m*s.
-  std::gamma_distribution<double> gamma(1.0 / stats->scv, stats->mean_ms * stats->scv);
+  std::gamma_distribution<double> gamma(1.0 / stats->scv, mean_ms * stats->scv);
   return std::max(gamma(rng_), 1e-3);
 }
 
@@ -299,7 +301,9 @@ Status Controller::run_open_loop(const std::vector<double>& arrival_s, const Sch
   return Status::Ok();
 }
 
-StatusOr<std::vector<double>> Controller::run_closed_loop(int warmup, int samples) {
+StatusOr<std::vector<double>> Controller::run_closed_loop(int warmup, int samples,
+                                                          std::vector<double>* occupancy_ms) {
+  if (occupancy_ms != nullptr) occupancy_ms->clear();
   if (!configured_) return Internal("run_closed_loop before configure");
   const int c = config_.service;
   std::vector<double> measured;
@@ -330,6 +334,7 @@ StatusOr<std::vector<double>> Controller::run_closed_loop(int warmup, int sample
       ++finished;
       if (finished > warmup && rec.running == c && static_cast<int>(measured.size()) < samples) {
         measured.push_back(rec.service_ms);
+        if (occupancy_ms != nullptr) occupancy_ms->push_back((rec.done_s - rec.dispatch_s) * 1e3);
       }
       if (static_cast<int>(measured.size()) < samples) SERF_RETURN_IF_ERROR(submit(slot));
     }

@@ -127,8 +127,12 @@ class Controller {
   // Returns when every request is answered; on a fault the records so far stay in records().
   Status run_open_loop(const std::vector<double>& arrival_s, const SchedulerHook& hook);
   // Closed loop on unit 0: keeps exactly c requests running until `warmup + samples` have finished
-  // after the loop filled; returns the service times (ms) of the `samples` measured ones.
-  StatusOr<std::vector<double>> run_closed_loop(int warmup, int samples);
+  // after the loop filled; returns the service times (ms) the nodes measured for the `samples`
+  // measured ones and, when `occupancy_ms` is given, how long each held its slot as the controller
+  // sees it (dispatch to answer: the nodes' time plus the messaging), which is the service time
+  // the queue model needs.
+  StatusOr<std::vector<double>> run_closed_loop(int warmup, int samples,
+                                                std::vector<double>* occupancy_ms = nullptr);
 
   Status shutdown() { return transport_.shutdown(); }
 

@@ -14,7 +14,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Idle waits: an idle slot polls every 2 ms at most, so dozens of emulated ranks share two cores.
+// Control-plane waits (configure, ping, results sent back): rare, so polling every 2 ms at most
+// costs nothing. A slot waiting for its next request polls at NodeOptions::slot_idle_poll_s.
 const WaitPolicy kIdle{0, nullptr, 2e-3};
 // Waits inside a request (input broadcast, all-gather): short sleeps keep the exchange fast.
 const WaitPolicy kBusy{0, nullptr, 100e-6};
@@ -37,6 +38,7 @@ class EmulatedWorker : public SlotWorker {
 
 struct NodeShared {
   int world_rank = 0;
+  WaitPolicy slot_idle{0, nullptr, 2e-3};
   FaultPlan fault;
   std::atomic<int> served{0};
   std::atomic<bool> hung{false};
@@ -61,7 +63,7 @@ void slot_loop(SlotState* st, const RuntimeComms* comms, NodeShared* shared) {
   for (;;) {
     RunAction action;
     if (leader) {
-      st->status = comms->work.recv(&action, 0, st->slot, kIdle);
+      st->status = comms->work.recv(&action, 0, st->slot, shared->slot_idle);
       if (!st->status.ok()) return;
       if (action.payload_floats > 0) {
         input.resize(static_cast<size_t>(action.payload_floats));
@@ -70,7 +72,7 @@ void slot_loop(SlotState* st, const RuntimeComms* comms, NodeShared* shared) {
         if (!st->status.ok()) return;
       }
     }
-    st->status = st->comm.bcast_bytes(&action, sizeof(action), 0, kIdle);
+    st->status = st->comm.bcast_bytes(&action, sizeof(action), 0, shared->slot_idle);
     if (!st->status.ok() || action.kind == static_cast<int32_t>(ActionKind::kStop)) return;
     input.resize(static_cast<size_t>(std::max(action.payload_floats, 0)));
     if (!input.empty()) {
@@ -149,6 +151,7 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
                 const SlotWorkerFactory& factory) {
   NodeShared shared;
   shared.world_rank = comms.control.rank();
+  shared.slot_idle.max_sleep_s = options.slot_idle_poll_s;
   const int node = shared.world_rank - 1;
   const int n_nodes = comms.nodes.size();
 

@@ -51,6 +51,10 @@ StatusOr<RuntimeComms> make_runtime_comms();
 struct NodeOptions {
   int cores_per_node = 1;  // F
   bool pin = true;         // pin nodes sharing a machine to disjoint cores when there are enough
+  // Longest sleep between polls of an idle slot: the delay a request may wait before its unit
+  // picks it up (half of it on average), which the queue model does not see. Small on dedicated
+  // cores; larger when dozens of emulated ranks share a few cores.
+  double slot_idle_poll_s = 200e-6;
 };
 
 // Ranks 1..N: applies configurations and serves requests until the controller shuts it down.

@@ -1,5 +1,7 @@
 #include "profiler/tuple_profiler.h"
 
+#include "profiler/validation.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -89,9 +91,13 @@ StatusOr<Profile> run_tuple_profile(mpi::Controller& controller, const TupleProf
     if (progress) progress(n, tuples.size(), to_string(t));
     const auto t0 = std::chrono::steady_clock::now();
     SERF_RETURN_IF_ERROR(controller.configure({t.service, t.inter, t.intra}));
-    SERF_ASSIGN_OR_RETURN(std::vector<double> samples,
-                          controller.run_closed_loop(options.warmup, options.samples));
-    TupleStats stats = tuple_stats(t, samples);
+    std::vector<double> occupancy;
+    SERF_ASSIGN_OR_RETURN(std::vector<double> node_samples,
+                          controller.run_closed_loop(options.warmup, options.samples, &occupancy));
+    // The slot is busy from dispatch until the controller has the answer: that is the server's
+    // service time in the queue model. The nodes' own time is kept to show the overhead.
+    TupleStats stats = tuple_stats(t, occupancy);
+    stats.node_ms = std::min(tuple_stats(t, node_samples).mean_ms, stats.mean_ms);
     stats.wall_s = seconds_since(t0);
     partial->tuples.push_back(stats);
   }
@@ -121,27 +127,55 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
       all_configurations(options.hardware.nodes, options.hardware.cores_per_node, options.inter);
   if (configs.empty())
     return InvalidArgument("--inter: no K in the list fits the nodes; give K <= nodes");
-  const size_t total = configs.size() * options.rates_per_s.size();
+  std::vector<std::vector<double>> rates;  // per configuration
+  for (const Configuration& c : configs) {
+    if (options.capacity_profile == nullptr) {
+      rates.push_back(options.rates_per_s);
+      continue;
+    }
+    auto r = rates_at_utilizations(*options.capacity_profile, c, options.hardware.nodes,
+                                   options.utilizations);
+    if (!r.ok()) return r.status().with_context("--capacity-profile");
+    rates.push_back(std::move(r).value());
+  }
+  size_t total = 0;
+  for (const auto& r : rates) total += r.size();
   const auto start = std::chrono::steady_clock::now();
   size_t done = 0;
   uint64_t seed = options.seed;
-  for (const Configuration& c : configs) {
-    for (double rate : options.rates_per_s) {
+  for (size_t ci = 0; ci < configs.size(); ++ci) {
+    const Configuration& c = configs[ci];
+    for (double rate : rates[ci]) {
       if (progress) progress(done, total, to_string(c) + " at " + std::to_string(rate) + "/s");
       const auto t0 = std::chrono::steady_clock::now();
       SERF_RETURN_IF_ERROR(controller.configure(c));
       const size_t first = controller.records().size();
-      SERF_RETURN_IF_ERROR(
-          controller.run_open_loop(mpi::poisson_arrivals(rate, options.requests, seed++), nullptr));
+      SERF_ASSIGN_OR_RETURN(
+          std::vector<double> arrivals,
+          mpi::stepped_arrivals({{0, rate}}, options.requests + std::max(options.warmup, 0),
+                                seed++, options.arrivals, options.arrival_scv));
+      SERF_RETURN_IF_ERROR(controller.run_open_loop(arrivals, nullptr));
       ExhaustiveRow row;
       row.config = c;
       row.rate_per_s = rate;
+      row.arrival_scv = options.arrivals == ArrivalKind::kPoisson         ? 1.0
+                        : options.arrivals == ArrivalKind::kDeterministic ? 0.0
+                                                                          : options.arrival_scv;
+      std::vector<const mpi::RequestRecord*> recs;
+      for (size_t r = first; r < controller.records().size(); ++r)
+        recs.push_back(&controller.records()[r]);
+      std::stable_sort(recs.begin(), recs.end(), [](const auto* a, const auto* b) {
+        return a->arrival_s < b->arrival_s;
+      });
+      const size_t skip = std::min(recs.size(), static_cast<size_t>(std::max(options.warmup, 0)));
+      recs.erase(recs.begin(), recs.begin() + static_cast<std::ptrdiff_t>(skip));
       std::vector<double> lat;
       double service = 0;
-      for (size_t r = first; r < controller.records().size(); ++r) {
-        lat.push_back(controller.records()[r].latency_ms());
-        service += controller.records()[r].service_ms;
+      for (const mpi::RequestRecord* r : recs) {
+        lat.push_back(r->latency_ms());
+        service += r->service_ms;
       }
+      row.mean_latency_ci95_ms = batch_means_ci95(lat);
       row.requests = static_cast<int>(lat.size());
       if (!lat.empty()) {
         double sum = 0;
@@ -164,17 +198,19 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
 
 std::string exhaustive_csv(const ExhaustiveReport& report) {
   std::ostringstream out;
-  out << "rate_per_s,service,inter,intra,requests,mean_latency_ms,p99_latency_ms,mean_service_ms,"
-         "wall_s\n";
+  out << "rate_per_s,service,inter,intra,requests,mean_latency_ms,p99_latency_ms,"
+         "mean_latency_ci95_ms,mean_service_ms,wall_s\n";
   for (const ExhaustiveRow& r : report.rows) {
     out << r.rate_per_s << ',' << r.config.service << ',' << r.config.inter << ',' << r.config.intra
-        << ',' << r.requests << ',' << r.mean_latency_ms << ',' << r.p99_latency_ms << ','
-        << r.mean_service_ms << ',' << r.wall_s << '\n';
+        << ',' << r.requests << ',' << r.mean_latency_ms << ',' << r.p99_latency_ms << ',';
+    if (r.mean_latency_ci95_ms >= 0) out << r.mean_latency_ci95_ms;
+    out << ',' << r.mean_service_ms << ',' << r.wall_s << '\n';
   }
   return out.str();
 }
 
-std::string exhaustive_json(const ExhaustiveReport& report, const std::string& model) {
+std::string exhaustive_json(const ExhaustiveReport& report, const std::string& model,
+                            const Hardware& hardware) {
   auto row_json = [](const ExhaustiveRow& r) {
     return nlohmann::json{{"rate", r.rate_per_s},
                           {"service", r.config.service},
@@ -183,11 +219,18 @@ std::string exhaustive_json(const ExhaustiveReport& report, const std::string& m
                           {"requests", r.requests},
                           {"mean_latency_ms", r.mean_latency_ms},
                           {"p99_latency_ms", r.p99_latency_ms},
+                          {"mean_latency_ci95_ms", r.mean_latency_ci95_ms >= 0
+                                                       ? nlohmann::json(r.mean_latency_ci95_ms)
+                                                       : nlohmann::json(nullptr)},
                           {"mean_service_ms", r.mean_service_ms},
+                          {"arrival_scv", r.arrival_scv},
                           {"wall_s", r.wall_s}};
   };
   nlohmann::json doc{
-      {"format", "serf-exhaustive/1"}, {"model", model}, {"total_wall_s", report.total_wall_s}};
+      {"format", "serf-exhaustive/1"},
+      {"model", model},
+      {"hardware", {{"nodes", hardware.nodes}, {"cores_per_node", hardware.cores_per_node}}},
+      {"total_wall_s", report.total_wall_s}};
   doc["points"] = nlohmann::json::array();
   for (const ExhaustiveRow& r : report.rows) doc["points"].push_back(row_json(r));
   doc["best"] = nlohmann::json::array();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mpi/controller.h"
+#include "serf/core/arrivals.h"
 #include "serf/core/profile.h"
 
 namespace serf::profiler {
@@ -42,17 +43,29 @@ struct ExhaustiveOptions {
   Hardware hardware;
   std::vector<int> inter;
   std::vector<double> rates_per_s;  // total arrival rate over the cluster
+  // Instead of rates_per_s: each configuration at these fractions of its capacity as
+  // `capacity_profile` predicts it (rates_at_utilizations), so every configuration is loaded alike.
+  std::vector<double> utilizations;
+  const Profile* capacity_profile = nullptr;
   int requests = 100;
   uint64_t seed = 1;
+  // The first `warmup` arrivals of each point are served but left out of its statistics: the
+  // point starts from an empty queue, which biases a short run's mean low near saturation.
+  int warmup = 0;
+  // The arrival process of every point (Poisson by default; gamma with arrival_scv for bursty).
+  ArrivalKind arrivals = ArrivalKind::kPoisson;
+  double arrival_scv = 1;
 };
 
 struct ExhaustiveRow {
   Configuration config;
   double rate_per_s = 0;
-  int requests = 0;
+  int requests = 0;             // measured (after the warm-up)
   double mean_latency_ms = 0;  // from scheduled arrival (no coordinated omission)
   double p99_latency_ms = 0;
+  double mean_latency_ci95_ms = -1;  // batch means (10 batches in arrival order); < 0: too few
   double mean_service_ms = 0;
+  double arrival_scv = 1;  // SCV of the gaps of the arrival stream (1: Poisson, 0: deterministic)
   double wall_s = 0;  // what measuring this point cost
 };
 
@@ -68,7 +81,8 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
                                           const ProgressFn& progress, ExhaustiveReport* partial);
 
 std::string exhaustive_csv(const ExhaustiveReport& report);
-std::string exhaustive_json(const ExhaustiveReport& report, const std::string& model);
+std::string exhaustive_json(const ExhaustiveReport& report, const std::string& model,
+                            const Hardware& hardware);
 
 // "\r[#####.....] 12/40 what" on stderr when it is a terminal; nothing otherwise.
 ProgressFn terminal_progress(const std::string& label);

@@ -34,5 +34,6 @@ void register_engine_commands(CLI::App& app, CommandRegistry& registry);  // inf
 void register_model_commands(CLI::App& app, CommandRegistry& registry);  // model info, model init
 void register_mpi_commands(CLI::App& app, CommandRegistry& registry);    // serve profile (mpirun)
 void register_sim_commands(CLI::App& app, CommandRegistry& registry);    // simulate
+void register_validate_commands(CLI::App& app, CommandRegistry& registry);  // validate
 
 }  // namespace serf::cli

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "serf/cli/command.h"
+#include "serf/cli/plot.h"
 #include "serf/cli/infer_print.h"
 #include "serf/cli/runtime_launch.h"
 #include "serf/core/arrivals.h"
@@ -35,6 +36,7 @@ struct ServeOptions {
   double rate_per_s = 0;
   int requests = 100;
   std::string out;
+  std::string plot;  // PNG of the run; empty: none
 };
 
 StatusOr<Configuration> parse_config(const std::string& text, const std::string& flag) {
@@ -119,6 +121,10 @@ Status run_serve(const ServeOptions& o) {
       return InvalidArgument("--rate: give the arrival rate in requests/s (> 0), or --load");
     }
     if (o.requests < 1) return InvalidArgument("--requests: give at least 1");
+    if (!o.plot.empty()) {
+      if (o.out.empty()) return InvalidArgument("--plot: needs --out FILE.json (the plot reads it)");
+      SERF_RETURN_IF_ERROR(check_plot_path("--plot", o.plot));
+    }
     auto kind_or = parse_arrival_kind(o.arrivals);
     if (!kind_or.ok()) return kind_or.status().with_context("--arrivals");
     const ArrivalKind kind = kind_or.value();
@@ -170,7 +176,10 @@ Status run_serve(const ServeOptions& o) {
       Status written = write_run_report(controller, o.out, session.model_name);
       print_run_summary(controller, std::cout);
       SERF_RETURN_IF_ERROR(run);
-      return written;
+      SERF_RETURN_IF_ERROR(written);
+      if (o.plot.empty()) return Status::Ok();
+      std::cout.flush();
+      return run_plot_script("plot_serve.py", {o.out, o.plot});
     });
   });
 }
@@ -264,6 +273,9 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--requests", serve->requests, "requests to send (count)");
   sub->add_option("--out", serve->out,
                   "measurements: JSON here and CSV beside it (FILE.csv); none when empty");
+  sub->add_option("--plot", serve->plot,
+                  "also draw latency over time, the arrival rate and every switch to this PNG "
+                  "(scripts/plot_serve.py; needs --out)");
   registry.add(sub, [serve] { return run_serve(*serve); });
 
   register_profile_command(app, registry);

@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 
 #include "profiler/tuple_profiler.h"
 #include "serf/cli/runtime_launch.h"
+#include "serf/core/arrivals.h"
 #include "serf/core/rate_spec.h"
 #include "serf/io/json_fields.h"
 #include "serf/io/profile_io.h"
@@ -20,11 +22,15 @@ struct ProfileFlags {
   std::string inter;
   std::string intra;
   int samples = 10;
-  int warmup = 2;
+  int warmup = -1;  // < 0: the mode's default
   std::string out;
   bool exhaustive = false;
   std::string rates;
+  std::string utilizations;
+  std::string capacity_profile;
   int requests = 100;
+  std::string arrivals = "poisson";
+  double arrival_scv = 1;
 };
 
 Status run_profile(const ProfileFlags& f) {
@@ -32,17 +38,32 @@ Status run_profile(const ProfileFlags& f) {
   return launch_runtime(f.runtime, [&](RuntimeSession& session) -> Status {
     if (f.samples < 1)
       return InvalidArgument("--samples: give at least 1 measured request per tuple");
-    if (f.warmup < 0) return InvalidArgument("--warmup: must be >= 0");
+    if (f.warmup < -1) return InvalidArgument("--warmup: must be >= 0");
+    // Tuples: 2 closed-loop requests; exhaustive: 10% of --requests more, left out of the stats.
+    const int warmup = f.warmup >= 0 ? f.warmup : f.exhaustive ? f.requests / 10 : 2;
     if (f.out.empty()) return InvalidArgument("--out: give the output file");
-    std::vector<double> rates;
+    std::vector<double> rates, utilizations;
+    std::unique_ptr<Profile> capacity_profile;
     if (f.exhaustive) {
-      if (f.rates.empty())
+      if (f.rates.empty() == f.utilizations.empty())
         return InvalidArgument(
-            "--exhaustive needs --rates SPEC (requests/s, e.g. 5,10,20 or 5:50:5)");
-      auto parsed = parse_rate_spec(f.rates);
-      if (!parsed.ok()) return parsed.status().with_context("--rates");
-      rates = std::move(parsed).value();
+            "--exhaustive needs either --rates SPEC (requests/s, e.g. 5,10,20 or 5:50:5) or "
+            "--utilizations LIST with --capacity-profile FILE");
+      auto parsed = parse_rate_spec(f.rates.empty() ? f.utilizations : f.rates);
+      const std::string flag = f.rates.empty() ? "--utilizations" : "--rates";
+      if (!parsed.ok()) return parsed.status().with_context(flag);
+      (f.rates.empty() ? utilizations : rates) = std::move(parsed).value();
+      if (!utilizations.empty()) {
+        if (f.capacity_profile.empty())
+          return InvalidArgument("--utilizations needs --capacity-profile FILE (a serf-profile/1)");
+        SERF_ASSIGN_OR_RETURN(Profile p, io::load_profile(f.capacity_profile));
+        capacity_profile = std::make_unique<Profile>(std::move(p));
+      }
       if (f.requests < 1) return InvalidArgument("--requests: give at least 1");
+      auto kind = parse_arrival_kind(f.arrivals);
+      if (!kind.ok()) return kind.status().with_context("--arrivals");
+      auto check = ArrivalProcess::Create(*kind, 1.0, f.arrival_scv);
+      if (!check.ok()) return check.status().with_context("--arrival-scv");
     }
     std::vector<int> inter;
     if (f.inter.empty()) {
@@ -54,7 +75,7 @@ Status run_profile(const ProfileFlags& f) {
     const Hardware hw{session.nodes, session.cores_per_node};
     return session.run_controller([&](mpi::Controller& controller) -> Status {
       if (!f.exhaustive) {
-        profiler::TupleProfileOptions o{session.model_name, hw, inter, f.samples, f.warmup};
+        profiler::TupleProfileOptions o{session.model_name, hw, inter, f.samples, warmup};
         Profile partial;
         auto profile = profiler::run_tuple_profile(
             controller, o, profiler::terminal_progress("profile"), &partial);
@@ -64,13 +85,15 @@ Status run_profile(const ProfileFlags& f) {
         std::snprintf(note, sizeof(note),
                       "measured by serf profile on %d node(s), %d warm-up + %d samples per tuple; "
                       "total wall time %.3f s",
-                      hw.nodes, f.warmup, f.samples, total);
+                      hw.nodes, warmup, f.samples, total);
         partial.note = profile.ok() ? note : "incomplete: " + profile.status().message();
         std::cout << std::fixed << std::setprecision(3);
-        std::cout << "tuple                 mean_ms      scv  samples   wall_s\n";
+        // mean_ms: the slot's service time (dispatch to answer); node_ms: the nodes' share.
+        std::cout << "tuple                 mean_ms  node_ms      scv  samples   wall_s\n";
         for (const TupleStats& t : partial.tuples) {
           std::cout << std::left << std::setw(20) << to_string(t.tuple) << std::right
-                    << std::setw(10) << t.mean_ms << std::setw(9) << t.scv << std::setw(9)
+                    << std::setw(10) << t.mean_ms << std::setw(9) << t.node_ms << std::setw(9)
+                    << t.scv << std::setw(9)
                     << t.samples << std::setw(9) << t.wall_s << "\n";
         }
         std::cout << "total wall time: " << total << " s for " << partial.tuples.size()
@@ -80,17 +103,20 @@ Status run_profile(const ProfileFlags& f) {
         std::cout << "wrote " << f.out << "\n";
         return Status::Ok();
       }
-      profiler::ExhaustiveOptions o{hw, inter, rates, f.requests, f.runtime.seed};
+      profiler::ExhaustiveOptions o{hw, inter, rates, utilizations, capacity_profile.get(),
+                                    f.requests, f.runtime.seed, warmup,
+                                    *parse_arrival_kind(f.arrivals), f.arrival_scv};
       profiler::ExhaustiveReport partial;
       auto report = profiler::run_exhaustive(controller, o,
                                              profiler::terminal_progress("exhaustive"), &partial);
       SERF_RETURN_IF_ERROR(
-          io::write_text_file(f.out, profiler::exhaustive_json(partial, session.model_name)));
+          io::write_text_file(f.out, profiler::exhaustive_json(partial, session.model_name, hw)));
       SERF_RETURN_IF_ERROR(io::write_text_file(f.out + ".csv", profiler::exhaustive_csv(partial)));
       if (!report.ok()) return report.status();
       std::cout << std::fixed << std::setprecision(3);
-      std::cout << "rate/s   best configuration      mean_latency_ms\n";
-      for (const auto& b : partial.best_per_rate()) {
+      if (utilizations.empty()) std::cout << "rate/s   best configuration      mean_latency_ms\n";
+      for (const auto& b : utilizations.empty() ? partial.best_per_rate()
+                                                : std::vector<profiler::ExhaustiveRow>{}) {
         std::cout << std::left << std::setw(9) << b.rate_per_s << std::setw(24)
                   << to_string(b.config) << std::right << b.mean_latency_ms << "\n";
       }
@@ -118,7 +144,10 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--inter", f->inter,
                   "K values to profile, e.g. 1,2,4 (nodes per request; default powers of 2 <= N)");
   sub->add_option("--samples", f->samples, "measured requests per tuple (count)");
-  sub->add_option("--warmup", f->warmup, "requests per tuple run before measuring (count)");
+  sub->add_option("--warmup", f->warmup,
+                  "requests run before measuring (count): per tuple (default 2); with "
+                  "--exhaustive, extra first arrivals of each point left out of its statistics "
+                  "(default 10% of --requests)");
   sub->add_option(
       "--out", f->out,
       "output file: serf-profile/1 JSON (with --exhaustive: JSON, and CSV at FILE.csv)");
@@ -126,8 +155,20 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
                 "exhaustive baseline: every configuration at every rate");
   sub->add_option("--rates", f->rates,
                   "with --exhaustive: total arrival rates, requests/s (\"5,10,20\" or \"5:50:5\")");
+  sub->add_option("--utilizations", f->utilizations,
+                  "with --exhaustive, instead of --rates: fractions of each configuration's "
+                  "capacity (unitless, e.g. 0.2,0.5,0.9), the capacity predicted from "
+                  "--capacity-profile");
+  sub->add_option("--capacity-profile", f->capacity_profile,
+                  "serf-profile/1 file the --utilizations capacities come from (floor(N/K) c mu_c)");
   sub->add_option("--requests", f->requests,
-                  "with --exhaustive: Poisson requests per (configuration, rate) point");
+                  "with --exhaustive: measured Poisson requests per (configuration, rate) point (count; the warm-up comes on top)");
+  sub->add_option("--arrivals", f->arrivals,
+                  "with --exhaustive: arrival process, poisson, gamma (bursty, see "
+                  "--arrival-scv) or deterministic");
+  sub->add_option("--arrival-scv", f->arrival_scv,
+                  "with --exhaustive: squared coefficient of variation of the gaps (1 for "
+                  "poisson; any > 0 for gamma)");
   registry.add(sub, [f] { return run_profile(*f); });
 }
 

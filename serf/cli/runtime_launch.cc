@@ -45,6 +45,11 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
                   "seconds a node may take to answer before it is reported as dead or hung");
   sub->add_option("--seed", f->seed, "seed of arrivals and emulated draws (integer)");
   sub->add_flag("--no-pin", f->no_pin, "do not pin nodes sharing a machine to disjoint cores");
+  sub->add_option("--idle-poll-us", f->idle_poll_us,
+                  "longest sleep of an idle slot between polls for work, microseconds: a "
+                  "request waits up to this long to be picked up (default 200; raise it when "
+                  "dozens of ranks share a few cores)")
+      ->check(CLI::Range(1.0, 1e6));
   // Hidden: fault-handling tests make one rank hang or exit.
   sub->add_option("--test-fault-rank", f->fault_rank)->group("");
   sub->add_option("--test-fault-mode", f->fault_mode)
@@ -131,7 +136,8 @@ class MpiSession : public RuntimeSession {
     SERF_ASSIGN_OR_RETURN(comms_, mpi::make_runtime_comms());
     started = true;
     if (rank != 0) {
-      mpi::NodeOptions options{cores_per_node, !flags_.no_pin && emulation == nullptr};
+      mpi::NodeOptions options{cores_per_node, !flags_.no_pin && emulation == nullptr,
+                               flags_.idle_poll_us * 1e-6};
       mpi::SlotWorkerFactory factory =
           emulation ? mpi::emulated_worker_factory() : engine_->factory();
       return mpi::run_node(comms_, options, factory);

@@ -28,6 +28,7 @@ struct RuntimeFlags {
   double node_timeout_s = 10;
   uint64_t seed = 1;
   bool no_pin = false;
+  double idle_poll_us = 200;  // longest sleep of an idle slot between polls
   // Hidden test hooks (fault handling tests).
   int fault_rank = -1;
   std::string fault_mode = "none";

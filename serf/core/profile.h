@@ -40,6 +40,9 @@ struct TupleStats {
   double scv = 0;         // squared coefficient of variation of the service time
   int samples = 0;        // requests measured
   double wall_s = 0;      // wall time the profiler spent on this tuple (0 when unknown)
+  // Mean time the nodes computed (the rest of mean_ms is dispatch and result messaging, which
+  // also holds the slot); 0 when unknown. Emulated nodes sleep this when it is known.
+  double node_ms = 0;
 };
 
 struct Hardware {

@@ -38,6 +38,11 @@ StatusOr<Profile> parse(const json& doc) {
     if (t.contains("wall_s")) {
       SERF_ASSIGN_OR_RETURN(s.wall_s, get_number(t, "wall_s", where));
     }
+    if (t.contains("node_ms")) {
+      SERF_ASSIGN_OR_RETURN(s.node_ms, get_number(t, "node_ms", where));
+      if (!(s.node_ms >= 0 && s.node_ms <= s.mean_ms))
+        return InvalidArgument(where + ".node_ms: must lie in [0, mean_ms]");
+    }
     p.tuples.push_back(s);
   }
   SERF_RETURN_IF_ERROR(p.validate());
@@ -59,6 +64,7 @@ json profile_to_json(const Profile& profile) {
     json t = {{"service", s.tuple.service}, {"inter", s.tuple.inter}, {"intra", s.tuple.intra},
               {"mean_ms", s.mean_ms},       {"scv", s.scv},           {"samples", s.samples}};
     if (s.wall_s > 0) t["wall_s"] = s.wall_s;
+    if (s.node_ms > 0) t["node_ms"] = s.node_ms;
     tuples.push_back(std::move(t));
   }
   json doc = {{"format", kProfileFormat},

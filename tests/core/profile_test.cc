@@ -37,6 +37,21 @@ TEST_CASE("a valid profile parses and round-trips", "[core][io]") {
   CHECK(again->tuples[1].scv == 0.02);
 }
 
+TEST_CASE("node_ms (the nodes' share of a measured service time) round-trips", "[core][io]") {
+  json doc = good_profile();
+  doc["tuples"][0]["node_ms"] = 9.5;
+  auto p = serf::io::profile_from_json(doc, "p.json");
+  REQUIRE(p.ok());
+  CHECK(p->tuples[0].node_ms == 9.5);
+  CHECK(p->tuples[1].node_ms == 0);
+  auto again = serf::io::profile_from_json(serf::io::profile_to_json(*p), "again");
+  REQUIRE(again.ok());
+  CHECK(again->tuples[0].node_ms == 9.5);
+  CHECK_FALSE(serf::io::profile_to_json(*p)["tuples"][1].contains("node_ms"));
+  doc["tuples"][0]["node_ms"] = 10.5;  // more than mean_ms
+  CHECK_THAT(error_of(doc), Catch::Contains("tuples[0].node_ms"));
+}
+
 TEST_CASE("tuples_for names the missing tuple", "[core]") {
   auto p = serf::io::profile_from_json(good_profile(), "p.json");
   REQUIRE(p.ok());

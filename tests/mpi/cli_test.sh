@@ -31,6 +31,8 @@ case "$1" in
     expect_error 3 "K = 8 needs 8 nodes" profile --emulate "$profile" --inter 1,8 --out "$out/p.json"
     expect_error 3 "give --model FILE" profile --out "$out/p.json"
     expect_error 3 "--rates" profile --emulate "$profile" --exhaustive --rates 1,x --out "$out/x.json"
+    expect_error 3 "--arrival-scv" profile --emulate "$profile" --exhaustive --rates 5 --arrivals gamma --arrival-scv 0 --out "$out/x.json"
+    expect_error 3 "--arrivals" profile --emulate "$profile" --exhaustive --rates 5 --arrivals bursty --out "$out/x.json"
     # Without mpirun: a singleton, no node ranks.
     "$SERF" serve --emulate "$profile" --rate 5 2>"$out/e"; rc=$?
     [ $rc -eq 2 ] && grep -q "at least one node rank" "$out/e" || fail "singleton serve: exit $rc"
@@ -67,13 +69,42 @@ case "$1" in
     np=${1#scale_}
     start=$SECONDS
     timeout 280 "$MPIEXEC" --oversubscribe -np "$np" "$SERF" serve --emulate "$profile" --config 2,1,1 --rate 150 \
-      --requests 450 --schedule "1:1,4,2;2:2,2,1" --out "$out/run.json" >"$out/o" 2>"$out/e"
+      --requests 450 --schedule "1:1,4,2;2:2,2,1" --idle-poll-us 2000 --out "$out/run.json" >"$out/o" 2>"$out/e"
     rc=$?
     cat "$out/o"
     [ $rc -eq 0 ] || { cat "$out/e"; fail "exit $rc"; }
     grep -q "requests: 450 answered of 450" "$out/o" || fail "not every request answered"
     [ "$(grep -c '^switch at' "$out/o")" -eq 2 ] || fail "want 2 switches"
     echo "ok: $np ranks in $((SECONDS - start)) s"
+    ;;
+  validate)
+    # The validation pipeline end to end on 2 emulated nodes: tuple profile, exhaustive
+    # measurement with a warm-up, serf validate with a plot; then its bad input.
+    run 3 "$SERF" profile --emulate "$profile" --inter 1,2 --samples 20 --warmup 2 \
+      --out "$out/p.json" >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "profile"; }
+    grep -q "node_ms" "$out/p.json" || fail "profile lacks node_ms"
+    run 3 "$SERF" profile --emulate "$profile" --inter 2 --exhaustive --rates 20,40 --requests 60 \
+      --warmup 10 --out "$out/x.json" >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "exhaustive"; }
+    # 60 measured requests per point after the 10 left out.
+    [ "$(awk -F, 'NR > 1 && $5 == 60' "$out/x.json.csv" | wc -l)" -eq 6 ] || { cat "$out/x.json.csv"; fail "want 6 points (3 configurations x 2 rates) of 60 requests"; }
+    grep -q '"arrival_scv": 1' "$out/x.json" || fail "exhaustive points lack arrival_scv"
+    "$SERF" validate --profile "$out/p.json" --measured "$out/x.json" --queue all \
+      --out "$out/r.json" --plot "$out/r.png" >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "validate"; }
+    cat "$out/o"
+    grep -q "^md-interf *6 *0 " "$out/o" || fail "want 6 stable md-interf points"
+    [ -s "$out/r.csv" ] && [ "$(wc -l <"$out/r.csv")" -eq 37 ] || fail "want a CSV header + 6 models x 6 points"
+    if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
+      [ -s "$out/r.png" ] || fail "no plot"
+    fi
+    for args in "--profile /nope.json --measured $out/x.json --out $out/r2.json" \
+                "--profile $out/p.json --measured $out/p.json --out $out/r2.json" \
+                "--profile $out/p.json --measured $out/x.json --queue mg1 --out $out/r2.json" \
+                "--profile $out/p.json --measured $out/x.json --out $out/r2.json --plot /nope/r.png"; do
+      # shellcheck disable=SC2086
+      "$SERF" validate $args >/dev/null 2>"$out/e"; rc=$?
+      [ $rc -eq 2 ] && [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "validate $args: exit $rc"; }
+      echo "ok: validate bad input -> $(cat "$out/e")"
+    done
     ;;
   infer_equal)
     # `serf infer --inter 2` on 2 MPI nodes prints what one process prints, outputs within 1e-5.

@@ -61,9 +61,13 @@ TEST_CASE("switching configuration under load answers every request once", "[mpi
   REQUIRE(controller.configure({1, 1, 1}).ok());
 
   // Closed loop first: the measured service time is the profiled one plus the messaging.
-  auto samples = controller.run_closed_loop(1, 8);
+  std::vector<double> occupancy;
+  auto samples = controller.run_closed_loop(1, 8, &occupancy);
   REQUIRE(samples.ok());
   REQUIRE(samples->size() == 8);
+  // The slot is held from dispatch to answer: at least what the node measured.
+  REQUIRE(occupancy.size() == 8);
+  for (size_t k = 0; k < occupancy.size(); ++k) CHECK(occupancy[k] >= (*samples)[k]);
   // (i=1, K=1, T=1) sleeps 6 ms. The machine is shared, so one sample gets no tight upper bound;
   // the median bound catches gross errors only.
   std::vector<double> sorted = *samples;

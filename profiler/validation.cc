@@ -1,0 +1,220 @@
+#include "profiler/validation.h"
+
+#include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "serf/core/tail_objective.h"
+
+namespace serf::profiler {
+
+namespace {
+
+std::string point_name(size_t k, const MeasuredPoint& p) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, " at %g requests/s", p.rate_per_s);
+  return "measured point " + std::to_string(k) + " " + to_string(p.config) + buf;
+}
+
+bool same_config(const Configuration& a, const Configuration& b) { return a == b; }
+
+}  // namespace
+
+double percentile_sorted(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+void summarize_errors(std::vector<double> errors, ErrorSummary* s) {
+  s->count = static_cast<int>(errors.size());
+  s->mean = s->median = s->p95 = s->max = 0;
+  if (errors.empty()) return;
+  std::sort(errors.begin(), errors.end());
+  double sum = 0;
+  for (double e : errors) sum += e;
+  s->mean = sum / static_cast<double>(errors.size());
+  s->median = percentile_sorted(errors, 0.5);
+  s->p95 = percentile_sorted(errors, 0.95);
+  s->max = errors.back();
+}
+
+StatusOr<ValidationReport> validate_predictions(const Profile& profile,
+                                                const std::vector<MeasuredPoint>& points,
+                                                int nodes, const std::vector<QueueKind>& queues) {
+  if (points.empty()) return InvalidArgument("no measured points to validate");
+  if (queues.empty()) return InvalidArgument("no queue model to validate");
+  if (nodes < 1) return InvalidArgument("nodes must be >= 1");
+  for (size_t k = 0; k < points.size(); ++k) {
+    const MeasuredPoint& p = points[k];
+    if (!(std::isfinite(p.arrival_scv) && p.arrival_scv >= 0)) {
+      return InvalidArgument(point_name(k, p) + ": arrival SCV must be finite and >= 0");
+    }
+    if (!(std::isfinite(p.rate_per_s) && p.rate_per_s > 0) ||
+        !(std::isfinite(p.mean_latency_ms) && p.mean_latency_ms > 0)) {
+      return InvalidArgument(point_name(k, p) +
+                             ": rate and mean latency must be finite and > 0");
+    }
+    for (size_t j = 0; j < k; ++j) {
+      if (same_config(points[j].config, p.config) && points[j].rate_per_s == p.rate_per_s) {
+        return InvalidArgument(point_name(k, p) + " repeats point " + std::to_string(j) +
+                               "; give each (configuration, rate) once");
+      }
+    }
+  }
+  ValidationReport report;
+  report.nodes = nodes;
+  report.cores_per_node = profile.hardware.cores_per_node;
+  for (QueueKind queue : queues) {
+    ModelValidation mv;
+    mv.queue = queue;
+    SERF_ASSIGN_OR_RETURN(std::vector<ConfigurationFamily> families,
+                          build_families(profile, nodes, queue));
+    std::vector<double> errors, p99_errors;
+    double ci_rel_sum = 0;
+    for (size_t k = 0; k < points.size(); ++k) {
+      const MeasuredPoint& p = points[k];
+      auto model = model_for(profile, p.config, nodes, queue);
+      if (!model.ok()) return model.status().with_context(point_name(k, p));
+      PointResult r;
+      r.measured = p;
+      r.units = units_for(nodes, p.config.inter);
+      r.unit_rate_per_s = p.rate_per_s / r.units;
+      r.utilization = r.unit_rate_per_s / model->max_rate_per_s(p.config.service);
+      r.prediction = model->predict(p.config.service, r.unit_rate_per_s);
+      const ConfigurationFamily* family = nullptr;
+      for (const ConfigurationFamily& f : families) {
+        if (f.inter == p.config.inter && f.intra == p.config.intra) family = &f;
+      }
+      if (r.prediction.stable && family != nullptr) {
+        // The planner's objectives: the mean with the bursty-arrival factor, and the p99.
+        LatencyObjectiveOptions o;
+        o.arrival_scv = p.arrival_scv;
+        o.nodes = nodes;
+        SERF_ASSIGN_OR_RETURN(std::unique_ptr<LatencyObjective> mean_objective,
+                              LatencyObjective::Create(profile, o));
+        r.prediction = mean_objective->corrected(*family, p.config.service, r.prediction);
+        o.percentile = 99;
+        SERF_ASSIGN_OR_RETURN(std::unique_ptr<LatencyObjective> p99_objective,
+                              LatencyObjective::Create(profile, o));
+        const double p99 = p99_objective->score_ms(*family, p.config.service, r.unit_rate_per_s,
+                                                   r.prediction);
+        if (std::isfinite(p99) && p.p99_latency_ms > 0 && p.requests >= kMinRequestsForP99) {
+          r.has_p99 = true;
+          r.predicted_p99_ms = p99;
+          r.p99_rel_error = std::fabs(p99 - p.p99_latency_ms) / p.p99_latency_ms;
+          p99_errors.push_back(r.p99_rel_error);
+        }
+      }
+      if (r.prediction.stable) {
+        r.rel_error = std::fabs(r.prediction.latency_ms - p.mean_latency_ms) / p.mean_latency_ms;
+        errors.push_back(r.rel_error);
+        if (p.ci95_ms >= 0) {
+          ++mv.summary.with_ci95;
+          ci_rel_sum += p.ci95_ms / p.mean_latency_ms;
+          if (std::fabs(r.prediction.latency_ms - p.mean_latency_ms) <= p.ci95_ms)
+            ++mv.summary.within_ci95;
+        }
+      } else {
+        ++mv.summary.unstable;
+      }
+      mv.points.push_back(r);
+    }
+    summarize_errors(errors, &mv.summary);
+    summarize_errors(p99_errors, &mv.p99_summary);
+    if (mv.summary.with_ci95 > 0) mv.summary.mean_ci95_rel = ci_rel_sum / mv.summary.with_ci95;
+
+    // Rates measured on two or more configurations: the planner's rule (lowest predicted mean,
+    // tie_break_less on ties) among the measured configurations against the measured best.
+    std::map<double, std::vector<const PointResult*>> by_rate;
+    for (const PointResult& r : mv.points) by_rate[r.measured.rate_per_s].push_back(&r);
+    double penalty_sum = 0;
+    int picked = 0;
+    for (const auto& [rate, rs] : by_rate) {
+      if (rs.size() < 2) continue;
+      RateComparison rc;
+      rc.rate_per_s = rate;
+      rc.configurations = static_cast<int>(rs.size());
+      const PointResult* best = nullptr;
+      Choice choice;
+      const PointResult* pick = nullptr;
+      for (const PointResult* r : rs) {
+        const MeasuredPoint& m = r->measured;
+        if (best == nullptr || m.mean_latency_ms < best->measured.mean_latency_ms ||
+            (m.mean_latency_ms == best->measured.mean_latency_ms &&
+             tie_break_less(m.config, best->measured.config))) {
+          best = r;
+        }
+        if (r->prediction.stable &&
+            choice.offer(r->prediction.latency_ms, m.config, r->units, r->unit_rate_per_s,
+                         r->prediction)) {
+          pick = r;
+        }
+      }
+      rc.measured_best = best->measured.config;
+      rc.measured_best_ms = best->measured.mean_latency_ms;
+      if (pick != nullptr) {
+        rc.planner_stable = true;
+        rc.planner_pick = pick->measured.config;
+        rc.planner_predicted_ms = pick->prediction.latency_ms;
+        rc.planner_measured_ms = pick->measured.mean_latency_ms;
+        rc.match = pick == best;
+        rc.penalty = rc.planner_measured_ms / rc.measured_best_ms - 1;
+        if (rc.match) ++mv.matches;
+        penalty_sum += rc.penalty;
+        mv.max_penalty = std::max(mv.max_penalty, rc.penalty);
+        ++picked;
+      }
+      mv.rates.push_back(rc);
+    }
+    if (picked > 0) mv.mean_penalty = penalty_sum / picked;
+    report.models.push_back(std::move(mv));
+  }
+  return report;
+}
+
+StatusOr<std::vector<double>> rates_at_utilizations(const Profile& profile,
+                                                    const Configuration& config, int nodes,
+                                                    const std::vector<double>& utilizations) {
+  SERF_ASSIGN_OR_RETURN(QueueModel model,
+                        model_for(profile, config, nodes, QueueKind::kMdInterf));
+  const double capacity = units_for(nodes, config.inter) * model.max_rate_per_s(config.service);
+  std::vector<double> rates;
+  for (double u : utilizations) {
+    if (!(std::isfinite(u) && u > 0)) {
+      return InvalidArgument("utilization " + std::to_string(u) + " must be finite and > 0");
+    }
+    rates.push_back(u * capacity);
+  }
+  std::sort(rates.begin(), rates.end());
+  return rates;
+}
+
+double batch_means_ci95(const std::vector<double>& values, int batches) {
+  if (batches < 2 || values.size() < 2 * static_cast<size_t>(batches)) return -1;
+  const size_t per = values.size() / static_cast<size_t>(batches);
+  std::vector<double> means;
+  for (int b = 0; b < batches; ++b) {
+    double sum = 0;
+    // The last batch takes the remainder, so every value counts.
+    const size_t from = static_cast<size_t>(b) * per;
+    const size_t to = b + 1 == batches ? values.size() : from + per;
+    for (size_t k = from; k < to; ++k) sum += values[k];
+    means.push_back(sum / static_cast<double>(to - from));
+  }
+  double mean = 0;
+  for (double m : means) mean += m;
+  mean /= batches;
+  double var = 0;
+  for (double m : means) var += (m - mean) * (m - mean);
+  var /= batches - 1;
+  const boost::math::students_t t(batches - 1);
+  return boost::math::quantile(boost::math::complement(t, 0.025)) * std::sqrt(var / batches);
+}
+
+}  // namespace serf::profiler

@@ -1,0 +1,113 @@
+#pragma once
+// Validation of the queueing model against measurement: for every measured (configuration, rate)
+// point of an exhaustive run, the latency a queue model predicts from the tuple profile, the
+// relative error, summary statistics, and whether the planner's pick at each rate is the measured
+// best. Pure computation over serf_core (no files, no MPI), so it is tested without a cluster.
+
+#include <string>
+#include <vector>
+
+#include "serf/core/planner.h"
+#include "serf/core/profile.h"
+#include "serf/core/queue_model.h"
+#include "serf/core/status.h"
+
+namespace serf::profiler {
+
+// One point of an exhaustive run (serf-exhaustive/1 "points").
+struct MeasuredPoint {
+  Configuration config;
+  double rate_per_s = 0;  // cluster-wide arrival rate
+  int requests = 0;
+  double mean_latency_ms = 0;
+  double p99_latency_ms = 0;
+  double mean_service_ms = 0;
+  double ci95_ms = -1;  // half-width of the 95% CI of the mean latency; < 0 when unknown
+  double arrival_scv = 1;  // SCV of the gaps of the cluster-wide arrivals (1: Poisson)
+};
+
+// The fewest measured requests whose p99 is compared with the tail approximation: below it the
+// measured p99 rests on too few samples above it to mean anything.
+inline constexpr int kMinRequestsForP99 = 200;
+
+struct PointResult {
+  MeasuredPoint measured;
+  int units = 0;
+  double unit_rate_per_s = 0;
+  double utilization = 0;  // unit rate / the model's capacity c mu_c (also when >= 1)
+  // prediction.stable false: rho >= 1, no numbers. With bursty arrivals (arrival_scv != 1) the
+  // wait carries the Allen-Cunneen factor of the unit's split stream, as the planner applies it.
+  Prediction prediction;
+  double rel_error = 0;   // |predicted - measured| / measured, only when stable
+  bool has_p99 = false;   // stable, a measured p99 and at least kMinRequestsForP99 requests
+  double predicted_p99_ms = 0;  // the tail approximation (tail_latency.h)
+  double p99_rel_error = 0;
+};
+
+// Relative errors of the stable points. Percentiles interpolate linearly between order statistics
+// at position q (n - 1) (numpy's default), so they can be checked by hand.
+struct ErrorSummary {
+  int count = 0;     // points with a prediction
+  int unstable = 0;  // points skipped: predicted rho >= 1
+  double mean = 0, median = 0, p95 = 0, max = 0;
+  int within_ci95 = 0;    // points whose prediction lies inside the measured 95% CI
+  int with_ci95 = 0;      // points that carry a CI
+  double mean_ci95_rel = 0;  // mean of ci95 / measured over those points
+};
+
+// At one rate measured on two or more configurations: the measured best and the planner's pick.
+struct RateComparison {
+  double rate_per_s = 0;
+  int configurations = 0;  // measured at this rate
+  Configuration measured_best;
+  double measured_best_ms = 0;
+  bool planner_stable = false;  // false: no measured configuration is predicted stable
+  Configuration planner_pick;
+  double planner_predicted_ms = 0;
+  double planner_measured_ms = 0;
+  bool match = false;
+  double penalty = 0;  // planner_measured_ms / measured_best_ms - 1
+};
+
+struct ModelValidation {
+  QueueKind queue = QueueKind::kMdInterf;
+  std::vector<PointResult> points;  // in the order of the measured points
+  ErrorSummary summary;
+  ErrorSummary p99_summary;  // of the p99 (points with has_p99; no CI counts)
+  std::vector<RateComparison> rates;  // ascending rate
+  int matches = 0;                    // rates where the pick is the measured best
+  double mean_penalty = 0, max_penalty = 0;  // over rates with a stable pick
+};
+
+struct ValidationReport {
+  int nodes = 0;
+  int cores_per_node = 0;
+  std::vector<ModelValidation> models;
+};
+
+// Predicts every point under each queue model. Every measured configuration must fit the cluster
+// (K <= nodes, c*T <= cores) and have its tuples (1..c, K, T) in the profile: otherwise NotFound
+// or InvalidArgument naming the point. `points` must not be empty.
+StatusOr<ValidationReport> validate_predictions(const Profile& profile,
+                                                const std::vector<MeasuredPoint>& points,
+                                                int nodes, const std::vector<QueueKind>& queues);
+
+// Relative-error statistics of `errors` (any order); zeros when empty.
+void summarize_errors(std::vector<double> errors, ErrorSummary* summary);
+// Linear-interpolation percentile (q in [0, 1]) of ascending `sorted`.
+double percentile_sorted(const std::vector<double>& sorted, double q);
+
+// Arrival rates putting configuration `config` at each utilization u of its capacity as the
+// profile predicts it (u x floor(N/K) x c mu_c, md-interf), ascending. For exhaustive runs that
+// load every configuration alike.
+StatusOr<std::vector<double>> rates_at_utilizations(const Profile& profile,
+                                                    const Configuration& config, int nodes,
+                                                    const std::vector<double>& utilizations);
+
+// Half-width of the 95% confidence interval of the mean of `values` (in arrival order) by batch
+// means: `batches` consecutive batches, Student t with batches - 1 degrees of freedom. Queueing
+// latencies are autocorrelated, so the naive i.i.d. interval is too narrow. -1 when there are
+// fewer than 2 values per batch.
+double batch_means_ci95(const std::vector<double>& values, int batches = 10);
+
+}  // namespace serf::profiler

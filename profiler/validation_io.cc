@@ -1,0 +1,206 @@
+#include "profiler/validation_io.h"
+
+#include <sstream>
+
+#include "serf/io/json_fields.h"
+
+namespace serf::profiler {
+
+using nlohmann::json;
+
+namespace {
+
+StatusOr<MeasuredSet> parse(const json& doc) {
+  MeasuredSet m;
+  SERF_ASSIGN_OR_RETURN(std::string format, io::get_string(doc, "format", ""));
+  if (format != kExhaustiveFormat) {
+    return InvalidArgument("format is '" + format + "', expected '" + kExhaustiveFormat +
+                           "' (write it with mpirun ... serf profile --exhaustive)");
+  }
+  SERF_ASSIGN_OR_RETURN(m.model, io::get_string(doc, "model", ""));
+  if (doc.contains("hardware")) {
+    SERF_ASSIGN_OR_RETURN(const json* hw, io::get_object(doc, "hardware", ""));
+    SERF_ASSIGN_OR_RETURN(m.hardware.nodes, io::get_int(*hw, "nodes", "hardware"));
+    SERF_ASSIGN_OR_RETURN(m.hardware.cores_per_node,
+                          io::get_int(*hw, "cores_per_node", "hardware"));
+    if (m.hardware.nodes < 1 || m.hardware.cores_per_node < 1) {
+      return InvalidArgument("hardware.nodes and hardware.cores_per_node must be >= 1");
+    }
+    m.has_hardware = true;
+  }
+  SERF_ASSIGN_OR_RETURN(const json* points, io::get_array(doc, "points", ""));
+  if (points->empty()) return InvalidArgument("points: empty; nothing was measured");
+  for (size_t k = 0; k < points->size(); ++k) {
+    const json& p = (*points)[k];
+    const std::string where = io::index_path("points", k);
+    MeasuredPoint mp;
+    SERF_ASSIGN_OR_RETURN(mp.config.service, io::get_int(p, "service", where));
+    SERF_ASSIGN_OR_RETURN(mp.config.inter, io::get_int(p, "inter", where));
+    SERF_ASSIGN_OR_RETURN(mp.config.intra, io::get_int(p, "intra", where));
+    SERF_ASSIGN_OR_RETURN(mp.rate_per_s, io::get_number(p, "rate", where));
+    SERF_ASSIGN_OR_RETURN(mp.requests, io::get_int(p, "requests", where));
+    SERF_ASSIGN_OR_RETURN(mp.mean_latency_ms, io::get_number(p, "mean_latency_ms", where));
+    if (p.contains("p99_latency_ms")) {
+      SERF_ASSIGN_OR_RETURN(mp.p99_latency_ms, io::get_number(p, "p99_latency_ms", where));
+    }
+    if (p.contains("mean_service_ms")) {
+      SERF_ASSIGN_OR_RETURN(mp.mean_service_ms, io::get_number(p, "mean_service_ms", where));
+    }
+    if (p.contains("mean_latency_ci95_ms") && !p["mean_latency_ci95_ms"].is_null()) {
+      SERF_ASSIGN_OR_RETURN(mp.ci95_ms, io::get_number(p, "mean_latency_ci95_ms", where));
+    }
+    if (p.contains("arrival_scv")) {
+      SERF_ASSIGN_OR_RETURN(mp.arrival_scv, io::get_number(p, "arrival_scv", where));
+      if (!(mp.arrival_scv >= 0)) return InvalidArgument(where + ".arrival_scv must be >= 0");
+    }
+    if (mp.config.service < 1 || mp.config.inter < 1 || mp.config.intra < 1) {
+      return InvalidArgument(where + ": service, inter and intra must be >= 1");
+    }
+    if (!(mp.rate_per_s > 0)) return InvalidArgument(where + ".rate must be > 0 requests/s");
+    if (mp.requests < 1) {
+      return InvalidArgument(where + ".requests must be >= 1 (nothing was measured there)");
+    }
+    if (!(mp.mean_latency_ms > 0)) return InvalidArgument(where + ".mean_latency_ms must be > 0");
+    m.points.push_back(mp);
+  }
+  return m;
+}
+
+json config_json(const Configuration& c) {
+  return {{"service", c.service}, {"inter", c.inter}, {"intra", c.intra}};
+}
+
+// Unstable predictions have no numbers: null, never NaN.
+json number_or_null(bool stable, double x) { return stable ? json(x) : json(nullptr); }
+
+}  // namespace
+
+StatusOr<MeasuredSet> measured_from_json(const json& doc, const std::string& source) {
+  StatusOr<MeasuredSet> m = parse(doc);
+  if (!m.ok()) return m.status().with_context(source);
+  return m;
+}
+
+StatusOr<MeasuredSet> load_measured(const std::string& path) {
+  SERF_ASSIGN_OR_RETURN(json doc, io::read_json_file(path));
+  return measured_from_json(doc, path);
+}
+
+json validation_json(const ValidationReport& report, const ValidationInputs& inputs) {
+  json doc = {{"format", kValidationFormat},
+              {"model", inputs.model},
+              {"profile", inputs.profile_path},
+              {"measured", inputs.measured_paths},
+              {"nodes", report.nodes},
+              {"cores_per_node", report.cores_per_node}};
+  json models = json::array();
+  for (const ModelValidation& mv : report.models) {
+    const ErrorSummary& s = mv.summary;
+    json unstable = json::array();
+    json points = json::array();
+    for (const PointResult& r : mv.points) {
+      const MeasuredPoint& m = r.measured;
+      const bool ok = r.prediction.stable;
+      json p = config_json(m.config);
+      p["rate"] = m.rate_per_s;
+      p["units"] = r.units;
+      p["unit_rate_per_s"] = r.unit_rate_per_s;
+      p["requests"] = m.requests;
+      p["measured_ms"] = m.mean_latency_ms;
+      p["measured_ci95_ms"] = number_or_null(m.ci95_ms >= 0, m.ci95_ms);
+      p["measured_p99_ms"] = m.p99_latency_ms;
+      p["measured_service_ms"] = m.mean_service_ms;
+      p["stable"] = ok;
+      p["predicted_ms"] = number_or_null(ok, r.prediction.latency_ms);
+      p["predicted_service_ms"] = number_or_null(ok, r.prediction.service_ms);
+      p["predicted_wait_ms"] = number_or_null(ok, r.prediction.wait_ms);
+      p["utilization"] = r.utilization;
+      p["rel_error"] = number_or_null(ok, r.rel_error);
+      p["arrival_scv"] = m.arrival_scv;
+      p["predicted_p99_ms"] = number_or_null(r.has_p99, r.predicted_p99_ms);
+      p["p99_rel_error"] = number_or_null(r.has_p99, r.p99_rel_error);
+      if (!ok) {
+        json u = config_json(m.config);
+        u["rate"] = m.rate_per_s;
+        unstable.push_back(u);
+      }
+      points.push_back(std::move(p));
+    }
+    json rates = json::array();
+    for (const RateComparison& rc : mv.rates) {
+      json x = {{"rate", rc.rate_per_s},
+                {"configurations", rc.configurations},
+                {"measured_best", config_json(rc.measured_best)},
+                {"measured_best_ms", rc.measured_best_ms},
+                {"planner_stable", rc.planner_stable}};
+      if (rc.planner_stable) {
+        x["planner_pick"] = config_json(rc.planner_pick);
+        x["planner_predicted_ms"] = rc.planner_predicted_ms;
+        x["planner_measured_ms"] = rc.planner_measured_ms;
+        x["match"] = rc.match;
+        x["penalty"] = rc.penalty;
+      }
+      rates.push_back(std::move(x));
+    }
+    json summary = {{"count", s.count},
+                    {"unstable", s.unstable},
+                    {"unstable_points", unstable},
+                    {"mean_rel_error", s.mean},
+                    {"median_rel_error", s.median},
+                    {"p95_rel_error", s.p95},
+                    {"max_rel_error", s.max},
+                    {"with_ci95", s.with_ci95},
+                    {"within_ci95", s.within_ci95},
+                    {"mean_ci95_rel", s.mean_ci95_rel}};
+    const ErrorSummary& t = mv.p99_summary;
+    summary["p99"] = {{"count", t.count},
+                      {"mean_rel_error", t.mean},
+                      {"median_rel_error", t.median},
+                      {"p95_rel_error", t.p95},
+                      {"max_rel_error", t.max},
+                      {"min_requests", kMinRequestsForP99}};
+    json planner = {{"rates_compared", mv.rates.size()},
+                    {"matches", mv.matches},
+                    {"mean_penalty", mv.mean_penalty},
+                    {"max_penalty", mv.max_penalty},
+                    {"rates", rates}};
+    models.push_back({{"queue", to_string(mv.queue)},
+                      {"summary", summary},
+                      {"planner", planner},
+                      {"points", points}});
+  }
+  doc["models"] = std::move(models);
+  return doc;
+}
+
+std::string validation_csv(const ValidationReport& report) {
+  std::ostringstream out;
+  out.precision(10);
+  out << "queue,service,inter,intra,rate_per_s,units,unit_rate_per_s,requests,measured_ms,"
+         "measured_ci95_ms,measured_p99_ms,measured_service_ms,stable,predicted_ms,"
+         "predicted_service_ms,predicted_wait_ms,utilization,rel_error,arrival_scv,"
+         "predicted_p99_ms,p99_rel_error\n";
+  for (const ModelValidation& mv : report.models) {
+    for (const PointResult& r : mv.points) {
+      const MeasuredPoint& m = r.measured;
+      const bool ok = r.prediction.stable;
+      auto opt = [&](bool have, double x) {
+        std::ostringstream s;
+        s.precision(10);
+        if (have) s << x;
+        return s.str();
+      };
+      out << to_string(mv.queue) << ',' << m.config.service << ',' << m.config.inter << ','
+          << m.config.intra << ',' << m.rate_per_s << ',' << r.units << ',' << r.unit_rate_per_s
+          << ',' << m.requests << ',' << m.mean_latency_ms << ',' << opt(m.ci95_ms >= 0, m.ci95_ms)
+          << ',' << m.p99_latency_ms << ',' << m.mean_service_ms << ',' << (ok ? "true" : "false")
+          << ',' << opt(ok, r.prediction.latency_ms) << ',' << opt(ok, r.prediction.service_ms)
+          << ',' << opt(ok, r.prediction.wait_ms) << ',' << r.utilization << ','
+          << opt(ok, r.rel_error) << ',' << m.arrival_scv << ','
+          << opt(r.has_p99, r.predicted_p99_ms) << ',' << opt(r.has_p99, r.p99_rel_error) << '\n';
+    }
+  }
+  return out.str();
+}
+
+}  // namespace serf::profiler

@@ -1,0 +1,37 @@
+#pragma once
+// Files of the validation: exhaustive measurements in (serf-exhaustive/1, from `serf profile
+// --exhaustive`), the report out (serf-validation/1 JSON and a CSV with one row per point and model).
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profiler/validation.h"
+
+namespace serf::profiler {
+
+inline constexpr const char* kExhaustiveFormat = "serf-exhaustive/1";
+inline constexpr const char* kValidationFormat = "serf-validation/1";
+
+struct MeasuredSet {
+  std::string model;
+  bool has_hardware = false;  // files written before the field existed lack it
+  Hardware hardware;
+  std::vector<MeasuredPoint> points;
+};
+
+// `source` names the document in errors (the file name).
+StatusOr<MeasuredSet> measured_from_json(const nlohmann::json& doc, const std::string& source);
+StatusOr<MeasuredSet> load_measured(const std::string& path);
+
+struct ValidationInputs {
+  std::string profile_path;
+  std::vector<std::string> measured_paths;
+  std::string model;
+};
+
+nlohmann::json validation_json(const ValidationReport& report, const ValidationInputs& inputs);
+std::string validation_csv(const ValidationReport& report);
+
+}  // namespace serf::profiler

@@ -1,0 +1,57 @@
+#include "serf/cli/plot.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+extern char** environ;
+
+namespace serf::cli {
+
+namespace {
+constexpr const char* kPython = "/usr/bin/python3";
+}
+
+Status check_plot_path(const std::string& flag, const std::string& png) {
+  const size_t slash = png.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : png.substr(0, slash);
+  if (access(dir.c_str(), W_OK) != 0) {
+    return InvalidArgument(flag + ": cannot write " + png + ": directory " + dir +
+                           " does not exist or is not writable");
+  }
+  return Status::Ok();
+}
+
+Status run_plot_script(const std::string& script, const std::vector<std::string>& args) {
+  const std::string path = std::string(SERF_SCRIPTS_DIR) + "/" + script;
+  if (access(kPython, X_OK) != 0) {
+    return Unavailable(std::string("--plot: ") + kPython +
+                       " is missing; install python3-matplotlib (scripts/setup)");
+  }
+  if (access(path.c_str(), R_OK) != 0) {
+    return Unavailable("--plot: " + path + " is missing (plots need the source tree's scripts/)");
+  }
+  std::vector<std::string> argv_s = {kPython, path};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, kPython, nullptr, nullptr, argv.data(), environ);
+  if (rc != 0) return Unavailable(std::string("--plot: cannot start ") + kPython + ": " + std::strerror(rc));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return Unavailable("--plot: waitpid failed: " + std::string(std::strerror(errno)));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return Unavailable("--plot: " + script + " failed (exit " +
+                       std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+                       "); the JSON output was written");
+  }
+  return Status::Ok();
+}
+
+}  // namespace serf::cli

@@ -1,0 +1,178 @@
+// validate: the queueing model's predictions against an exhaustive measurement.
+//   serf validate --profile P.json --measured EX.json [--queue NAME|all] [--nodes N] --out R.json
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "profiler/validation_io.h"
+#include "serf/cli/command.h"
+#include "serf/cli/plot.h"
+#include "serf/io/json_fields.h"
+#include "serf/io/profile_io.h"
+
+namespace serf::cli {
+namespace {
+
+struct ValidateFlags {
+  std::string profile;
+  std::vector<std::string> measured;
+  std::string queue = "md-interf";
+  int nodes = 0;  // 0: the measurement's (or the profile's) node count
+  std::string out;
+  std::string plot;  // PNG; empty: none
+};
+
+std::string hw_text(const Hardware& h) {
+  return std::to_string(h.nodes) + " nodes x " + std::to_string(h.cores_per_node) + " cores";
+}
+
+// REPORT.json -> REPORT.csv; any other name gets ".csv" appended.
+std::string csv_path(const std::string& out) {
+  const std::string ext = ".json";
+  if (out.size() > ext.size() && out.compare(out.size() - ext.size(), ext.size(), ext) == 0) {
+    return out.substr(0, out.size() - ext.size()) + ".csv";
+  }
+  return out + ".csv";
+}
+
+std::string pct(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * x);
+  return buf;
+}
+
+Status run_validate(const ValidateFlags& f) {
+  if (f.out.empty()) return InvalidArgument("--out: give the report file (REPORT.json)");
+  if (f.nodes < 0) return InvalidArgument("--nodes: must be >= 1");
+  if (!f.plot.empty()) SERF_RETURN_IF_ERROR(check_plot_path("--plot", f.plot));
+  std::vector<QueueKind> queues;
+  if (f.queue == "all") {
+    queues = {QueueKind::kMdInterf, QueueKind::kMmInterf,      QueueKind::kMdc,
+              QueueKind::kMmc,      QueueKind::kAllenCunneen, QueueKind::kMdcExact};
+  } else {
+    auto q = parse_queue_kind(f.queue);
+    if (!q.ok()) return q.status().with_context("--queue (or 'all')");
+    queues = {*q};
+  }
+  SERF_ASSIGN_OR_RETURN(Profile profile, io::load_profile(f.profile));
+
+  // Every measured file must be of the profile's model and hardware.
+  std::vector<profiler::MeasuredPoint> points;
+  int nodes = f.nodes;
+  for (const std::string& path : f.measured) {
+    SERF_ASSIGN_OR_RETURN(profiler::MeasuredSet m, profiler::load_measured(path));
+    if (m.model != profile.model) {
+      return InvalidArgument(path + ": measured model '" + m.model + "' but " + f.profile +
+                             " profiles '" + profile.model + "'; validate a model's own profile");
+    }
+    if (m.has_hardware) {
+      if (m.hardware.cores_per_node != profile.hardware.cores_per_node ||
+          (f.nodes == 0 && m.hardware.nodes != profile.hardware.nodes)) {
+        return InvalidArgument(path + ": measured on " + hw_text(m.hardware) + " but " +
+                               f.profile + " was profiled on " + hw_text(profile.hardware) +
+                               (m.hardware.cores_per_node == profile.hardware.cores_per_node
+                                    ? "; give --nodes to validate at another node count"
+                                    : "; profile the hardware you measure on"));
+      }
+      if (nodes != 0 && m.hardware.nodes != nodes) {
+        return InvalidArgument(path + ": measured on " + std::to_string(m.hardware.nodes) +
+                               " nodes, not " + std::to_string(nodes) +
+                               (f.nodes ? " (--nodes)" : " (the other --measured files)"));
+      }
+      nodes = m.hardware.nodes;
+    }
+    for (profiler::MeasuredPoint& p : m.points) points.push_back(p);
+  }
+  if (nodes == 0) nodes = profile.hardware.nodes;
+
+  SERF_ASSIGN_OR_RETURN(profiler::ValidationReport report,
+                        profiler::validate_predictions(profile, points, nodes, queues));
+  const profiler::ValidationInputs inputs{f.profile, f.measured, profile.model};
+  SERF_RETURN_IF_ERROR(
+      io::write_text_file(f.out, profiler::validation_json(report, inputs).dump(1) + "\n"));
+  SERF_RETURN_IF_ERROR(io::write_text_file(csv_path(f.out), profiler::validation_csv(report)));
+
+  std::printf("validated %zu measured points of %s on %d nodes x %d cores against %s\n",
+              points.size(), profile.model.c_str(), nodes, profile.hardware.cores_per_node,
+              f.profile.c_str());
+  std::printf("relative error |predicted - measured| / measured of the mean latency:\n");
+  std::printf("%-14s %6s %8s %7s %7s %7s %7s %10s %10s %16s\n", "queue", "points", "unstable",
+              "mean", "median", "p95", "max", "in 95% CI", "planner", "penalty mean/max");
+  for (const profiler::ModelValidation& mv : report.models) {
+    const profiler::ErrorSummary& s = mv.summary;
+    const std::string ci =
+        s.with_ci95 ? std::to_string(s.within_ci95) + "/" + std::to_string(s.with_ci95) : "-";
+    const std::string planner =
+        std::to_string(mv.matches) + "/" + std::to_string(mv.rates.size());
+    const std::string penalty = mv.rates.empty() ? "-" : pct(mv.mean_penalty) + "/" +
+                                                             pct(mv.max_penalty);
+    std::printf("%-14s %6d %8d %7s %7s %7s %7s %10s %10s %16s\n", to_string(mv.queue), s.count,
+                s.unstable, pct(s.mean).c_str(), pct(s.median).c_str(), pct(s.p95).c_str(),
+                pct(s.max).c_str(), ci.c_str(), planner.c_str(), penalty.c_str());
+  }
+  std::printf("relative error of the p99 (tail approximation; points of >= %d requests):\n",
+              profiler::kMinRequestsForP99);
+  std::printf("%-14s %6s %7s %7s %7s %7s\n", "queue", "points", "mean", "median", "p95", "max");
+  for (const profiler::ModelValidation& mv : report.models) {
+    const profiler::ErrorSummary& t = mv.p99_summary;
+    std::printf("%-14s %6d %7s %7s %7s %7s\n", to_string(mv.queue), t.count, pct(t.mean).c_str(),
+                pct(t.median).c_str(), pct(t.p95).c_str(), pct(t.max).c_str());
+  }
+  const profiler::ErrorSummary& first = report.models.front().summary;
+  if (first.with_ci95 > 0) {
+    std::printf("measurement: mean 95%% CI half-width %s of the measured mean (batch means)\n",
+                pct(first.mean_ci95_rel).c_str());
+  }
+  std::printf(
+      "planner: rates measured on 2+ configurations where the lowest predicted mean is the "
+      "measured best; penalty = measured latency of that pick / measured best - 1\n");
+  if (first.unstable > 0) {
+    std::printf("skipped as unstable under %s (predicted utilization >= 1):",
+                to_string(report.models.front().queue));
+    for (const auto& r : report.models.front().points) {
+      if (!r.prediction.stable) {
+        std::printf(" %s at %g/s;", to_string(r.measured.config).c_str(), r.measured.rate_per_s);
+      }
+    }
+    std::printf("\n");
+  }
+  if (profile.illustrative) std::printf("note: this profile is illustrative, not measured\n");
+  std::printf("wrote %s %s\n", f.out.c_str(), csv_path(f.out).c_str());
+  if (!f.plot.empty()) {
+    std::fflush(stdout);
+    SERF_RETURN_IF_ERROR(run_plot_script("plot_validation.py", {f.out, f.plot}));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void register_validate_commands(CLI::App& app, CommandRegistry& registry) {
+  auto f = std::make_shared<ValidateFlags>();
+  auto* sub = app.add_subcommand(
+      "validate",
+      "Compare the queueing model's predicted mean latency with an exhaustive measurement\n"
+      "(mpirun ... serf profile --exhaustive) at every measured (configuration, rate) point:\n"
+      "relative errors, their mean/median/p95/max, and whether the planner picks the measured best.\n"
+      "  serf validate --profile p.json --measured ex.json --queue all --out report.json");
+  sub->add_option("--profile", f->profile, "serf-profile/1 file the predictions come from")
+      ->required();
+  sub->add_option("--measured", f->measured,
+                  "serf-exhaustive/1 file(s) of measured mean latencies (repeat the flag for more)")
+      ->required();
+  sub->add_option("--queue", f->queue,
+                  "queue model: " + queue_kind_names() + ", or all (default md-interf)");
+  sub->add_option("--nodes", f->nodes,
+                  "cluster size N, nodes (default: the measurement's, else the profile's)");
+  sub->add_option("--out", f->out,
+                  "report: serf-validation/1 JSON at FILE, one CSV row per point at FILE "
+                  "with .csv for .json")
+      ->required();
+  sub->add_option("--plot", f->plot,
+                  "also draw predicted against measured latency and the error against "
+                  "utilization to this PNG (scripts/plot_validation.py)");
+  registry.add(sub, [f] { return run_validate(*f); });
+}
+
+}  // namespace serf::cli

@@ -1,0 +1,207 @@
+// serf validate's arithmetic: predictions per measured point, error statistics, the planner check
+// and the batch-means interval, on hand-made profiles and points.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "profiler/validation.h"
+#include "profiler/validation_io.h"
+#include "serf/core/planner.h"
+#include "serf/core/queue_model.h"
+
+using serf::Configuration;
+using serf::Profile;
+using serf::QueueKind;
+using serf::profiler::MeasuredPoint;
+
+namespace {
+
+// 2 nodes x 2 cores: tuples (i, K, T) with i*T <= 2, K in {1, 2}.
+Profile two_node_profile() {
+  Profile p;
+  p.model = "hand-made";
+  p.hardware = {2, 2};
+  p.tuples = {{{1, 1, 1}, 10.0, 0.0, 10}, {{2, 1, 1}, 14.0, 0.0, 10},
+              {{1, 1, 2}, 6.0, 0.0, 10},  {{1, 2, 1}, 7.0, 0.0, 10},
+              {{2, 2, 1}, 9.0, 0.0, 10},  {{1, 2, 2}, 4.0, 0.0, 10}};
+  p.reindex();
+  return p;
+}
+
+double predicted_ms(const Profile& p, const Configuration& c, int nodes, double rate) {
+  auto model = serf::model_for(p, c, nodes, QueueKind::kMdInterf);
+  REQUIRE(model.ok());
+  const int units = nodes / c.inter;
+  return model->predict(c.service, rate / units).latency_ms;
+}
+
+MeasuredPoint point(Configuration c, double rate, double mean_ms, double ci = -1) {
+  MeasuredPoint m;
+  m.config = c;
+  m.rate_per_s = rate;
+  m.requests = 100;
+  m.mean_latency_ms = mean_ms;
+  m.ci95_ms = ci;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("a measurement equal to the prediction has zero error", "[validation]") {
+  const Profile p = two_node_profile();
+  std::vector<MeasuredPoint> points;
+  for (Configuration c : {Configuration{1, 1, 1}, Configuration{2, 1, 1}, Configuration{1, 2, 2}})
+    points.push_back(point(c, 50, predicted_ms(p, c, 2, 50)));
+  auto report = serf::profiler::validate_predictions(p, points, 2, {QueueKind::kMdInterf});
+  REQUIRE(report.ok());
+  REQUIRE(report->models.size() == 1);
+  const auto& mv = report->models[0];
+  CHECK(mv.summary.count == 3);
+  CHECK(mv.summary.unstable == 0);
+  CHECK(mv.summary.max == Approx(0).margin(1e-12));
+  // (1,1,1) runs 2 units at 25/s each: rho = 25 * 10 ms = 0.25.
+  CHECK(mv.points[0].units == 2);
+  CHECK(mv.points[0].unit_rate_per_s == 25.0);
+  CHECK(mv.points[0].utilization == Approx(0.25));
+}
+
+TEST_CASE("errors are relative to the measurement and summarised by hand-checkable stats",
+          "[validation]") {
+  const Profile p = two_node_profile();
+  const Configuration c{1, 2, 2};  // one unit, 4 ms deterministic service
+  std::vector<MeasuredPoint> points;
+  std::vector<double> rates = {20, 40, 60, 80, 100};
+  std::vector<double> factors = {1.10, 0.90, 1.00, 1.25, 0.80};  // measured = predicted / factor
+  for (size_t k = 0; k < rates.size(); ++k)
+    points.push_back(point(c, rates[k], predicted_ms(p, c, 2, rates[k]) / factors[k]));
+  auto report = serf::profiler::validate_predictions(p, points, 2, {QueueKind::kMdInterf});
+  REQUIRE(report.ok());
+  const auto& s = report->models[0].summary;
+  // |pred - meas| / meas = |factor - 1|: 0.10, 0.10, 0, 0.25, 0.20.
+  CHECK(report->models[0].points[3].rel_error == Approx(0.25));
+  CHECK(s.mean == Approx(0.13));
+  CHECK(s.median == Approx(0.10));
+  CHECK(s.max == Approx(0.25));
+  // numpy-style: position 0.95 * 4 = 3.8 between 0.20 and 0.25.
+  CHECK(s.p95 == Approx(0.20 + 0.8 * 0.05));
+}
+
+TEST_CASE("points at or beyond the predicted capacity are counted unstable, not scored",
+          "[validation]") {
+  const Profile p = two_node_profile();
+  // (1,1,1): 2 units x 100/s = 200/s capacity; 250/s is beyond it.
+  std::vector<MeasuredPoint> points = {point({1, 1, 1}, 250, 500), point({1, 1, 1}, 20, 11)};
+  auto report = serf::profiler::validate_predictions(p, points, 2, {QueueKind::kMdInterf});
+  REQUIRE(report.ok());
+  const auto& mv = report->models[0];
+  CHECK(mv.summary.unstable == 1);
+  CHECK(mv.summary.count == 1);
+  CHECK_FALSE(mv.points[0].prediction.stable);
+  CHECK(mv.points[0].utilization == Approx(1.25));
+}
+
+TEST_CASE("the planner check names the measured best and the pick's penalty", "[validation]") {
+  const Profile p = two_node_profile();
+  const double rate = 30;
+  // Predicted: (1,2,2) is fastest. Measured: make (1,1,2) 10% faster than (1,2,2).
+  const double fast = predicted_ms(p, {1, 2, 2}, 2, rate);
+  std::vector<MeasuredPoint> points = {point({1, 2, 2}, rate, fast),
+                                       point({1, 1, 2}, rate, fast / 1.1),
+                                       point({1, 1, 1}, rate, 3 * fast)};
+  auto report = serf::profiler::validate_predictions(p, points, 2, {QueueKind::kMdInterf});
+  REQUIRE(report.ok());
+  const auto& mv = report->models[0];
+  REQUIRE(mv.rates.size() == 1);
+  const auto& rc = mv.rates[0];
+  CHECK(rc.configurations == 3);
+  CHECK(rc.measured_best == Configuration{1, 1, 2});
+  CHECK(rc.planner_pick == Configuration{1, 2, 2});
+  CHECK_FALSE(rc.match);
+  CHECK(rc.penalty == Approx(0.1));
+  CHECK(mv.matches == 0);
+  CHECK(mv.max_penalty == Approx(0.1));
+}
+
+TEST_CASE("bad measurements name the point", "[validation]") {
+  const Profile p = two_node_profile();
+  auto r = serf::profiler::validate_predictions(p, {point({4, 1, 1}, 10, 10)}, 2,
+                                                {QueueKind::kMdInterf});
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("measured point 0"));
+  r = serf::profiler::validate_predictions(p, {point({1, 1, 1}, 10, 10), point({1, 1, 1}, 10, 12)},
+                                           2, {QueueKind::kMdInterf});
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("repeats point 0"));
+  r = serf::profiler::validate_predictions(p, {point({1, 1, 1}, 10, std::nan(""))}, 2,
+                                           {QueueKind::kMdInterf});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().exit_code() == 2);
+  auto m = serf::profiler::measured_from_json(nlohmann::json::parse(R"({"format":"x"})"), "m.json");
+  REQUIRE_FALSE(m.ok());
+  CHECK_THAT(m.status().message(), Catch::Contains("m.json"));
+}
+
+TEST_CASE("rates at utilizations load each configuration alike", "[validation]") {
+  const Profile p = two_node_profile();
+  auto r = serf::profiler::rates_at_utilizations(p, {2, 1, 1}, 2, {0.9, 0.3});
+  REQUIRE(r.ok());
+  // 2 units x 2 slots / 14 ms = 285.7/s capacity.
+  REQUIRE(r->size() == 2);
+  CHECK((*r)[0] == Approx(0.3 * 4000.0 / 14.0));
+  CHECK((*r)[1] == Approx(0.9 * 4000.0 / 14.0));
+}
+
+TEST_CASE("batch means interval: zero for constant data, Student t for known batches",
+          "[validation]") {
+  CHECK(serf::profiler::batch_means_ci95(std::vector<double>(100, 5.0)) == 0.0);
+  CHECK(serf::profiler::batch_means_ci95({1, 2, 3}) < 0);  // too few for 10 batches
+  // Two batches of means 1 and 3: s = sqrt(2), t(0.975, 1) = 12.7062, half-width = t s / sqrt 2.
+  std::vector<double> v = {1, 1, 3, 3};
+  CHECK(serf::profiler::batch_means_ci95(v, 2) == Approx(12.7062).epsilon(1e-4));
+}
+
+TEST_CASE("bursty arrivals scale the predicted wait as the planner does", "[validation]") {
+  const Profile p = two_node_profile();
+  const Configuration c{1, 2, 2};  // one unit: the stream is not split
+  MeasuredPoint poisson = point(c, 100, 10);
+  MeasuredPoint bursty = point({1, 1, 2}, 100, 10);  // two units: SCV 4 splits to 2.5 each
+  bursty.arrival_scv = 4;
+  MeasuredPoint bursty_one = point(c, 120, 10);
+  bursty_one.arrival_scv = 4;
+  auto report = serf::profiler::validate_predictions(p, {poisson, bursty, bursty_one}, 2,
+                                                     {QueueKind::kMdInterf});
+  REQUIRE(report.ok());
+  const auto& pts = report->models[0].points;
+  auto model = serf::model_for(p, c, 2, QueueKind::kMdInterf);
+  REQUIRE(model.ok());
+  // Deterministic service (md-interf assumes SCV 0): the Allen-Cunneen factor is the unit's ca2.
+  CHECK(pts[2].prediction.wait_ms == Approx(4 * model->predict(1, 120).wait_ms));
+  CHECK(pts[2].prediction.service_ms == Approx(model->predict(1, 120).service_ms));
+  auto two_units = serf::model_for(p, {1, 1, 2}, 2, QueueKind::kMdInterf);
+  REQUIRE(two_units.ok());
+  CHECK(pts[1].prediction.wait_ms == Approx(2.5 * two_units->predict(1, 50).wait_ms));
+  CHECK(pts[0].prediction.wait_ms == Approx(model->predict(1, 100).wait_ms));
+  MeasuredPoint bad = poisson;
+  bad.arrival_scv = -1;
+  CHECK_FALSE(serf::profiler::validate_predictions(p, {bad}, 2, {QueueKind::kMdInterf}).ok());
+}
+
+TEST_CASE("the p99 is compared only where enough requests were measured", "[validation]") {
+  const Profile p = two_node_profile();
+  MeasuredPoint few = point({1, 2, 2}, 100, 10);
+  few.p99_latency_ms = 30;
+  few.requests = serf::profiler::kMinRequestsForP99 - 1;
+  MeasuredPoint many = point({1, 2, 2}, 150, 10);
+  many.p99_latency_ms = 30;
+  many.requests = serf::profiler::kMinRequestsForP99;
+  auto report = serf::profiler::validate_predictions(p, {few, many}, 2, {QueueKind::kMdInterf});
+  REQUIRE(report.ok());
+  const auto& mv = report->models[0];
+  CHECK_FALSE(mv.points[0].has_p99);
+  REQUIRE(mv.points[1].has_p99);
+  // M/D/1 at rho = 0.6: the p99 lies well above the mean and the service time.
+  CHECK(mv.points[1].predicted_p99_ms > 2 * mv.points[1].prediction.latency_ms);
+  CHECK(mv.points[1].p99_rel_error ==
+        Approx(std::fabs(mv.points[1].predicted_p99_ms - 30) / 30));
+  CHECK(mv.p99_summary.count == 1);
+}
