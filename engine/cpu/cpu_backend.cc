@@ -21,6 +21,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 
+#include "engine/cpu/aligned_floats.h"
+#include "engine/cpu/gemv.h"
 #include "engine/layer_steps.h"
 #include "engine/prepared_cache.h"
 
@@ -30,26 +32,6 @@ namespace {
 using model::LayerKind;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
-
-// 64-byte aligned float storage (a cache line, an AVX-512 vector).
-class AlignedFloats {
- public:
-  AlignedFloats() = default;
-  explicit AlignedFloats(int64_t n) : n_(n) {
-    const size_t bytes = ((static_cast<size_t>(n) * sizeof(float) + 63) / 64) * 64;
-    p_.reset(static_cast<float*>(std::aligned_alloc(64, bytes == 0 ? 64 : bytes)));
-    if (p_) std::memset(p_.get(), 0, bytes == 0 ? 64 : bytes);
-  }
-  float* data() const { return p_.get(); }
-  int64_t size() const { return n_; }
-
- private:
-  struct Free {
-    void operator()(float* p) const { std::free(p); }
-  };
-  std::unique_ptr<float, Free> p_;
-  int64_t n_ = 0;
-};
 
 // Sets the calling thread's OpenMP thread count (a per-thread ICV) for the scope.
 class ScopedOmpThreads {
@@ -92,6 +74,8 @@ struct Step : LayerStep {
   dnnl::memory::desc scratch_md;
   dnnl::primitive src_reorder, dst_reorder;  // empty when the layouts agree
   dnnl::memory weights, bias;                // shared, read-only
+  bool gemv = false;    // fully_connected run by gemv_f32 instead of `prim` (engine/cpu/gemv.h)
+  int64_t gemv_in = 0;  // its input length
 };
 
 class CpuPreparedModel;
@@ -111,6 +95,8 @@ class CpuExecutable final : public Executable {
   };
   struct BoundStep {
     Call src_reorder, main, dst_reorder;
+    const float *gemv_x = nullptr, *gemv_w = nullptr, *gemv_b = nullptr;  // when step.gemv
+    float* gemv_y = nullptr;
   };
   static Status execute(const Call& call, dnnl_stream_t stream);
 
@@ -135,6 +121,8 @@ class CpuPreparedModel final : public PreparedModel,
       return std::unique_ptr<Executable>(new CpuExecutable(shared_from_this()));
     } catch (const dnnl::error& e) {
       return Internal(std::string("oneDNN: ") + e.what());
+    } catch (const std::bad_alloc&) {
+      return Internal("out of memory allocating a slot's activations and scratchpad");
     }
   }
   const model::ModelPlan& plan() const override { return plan_; }
@@ -148,6 +136,7 @@ class CpuPreparedModel final : public PreparedModel,
   int64_t weight_bytes_ = 0;
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   std::vector<Step> steps_;
+  std::vector<AlignedFloats> weight_storage_;  // behind every Step's weights and bias
   std::vector<int64_t> buffer_sizes_;  // floats
   size_t scratch_bytes_ = 0;
   int output_buffer_ = -1;
@@ -208,7 +197,10 @@ dnnl::memory CpuPreparedModel::slice_into(const model::Tensor& t, int offset, in
   const int64_t row = t.elements() / t.shape[0];
   float* src = const_cast<float*>(t.data.data()) + int64_t{offset} * row;
   dnnl::memory user(plain, engine_, src);
-  dnnl::memory packed(md, engine_);
+  // Our storage rather than oneDNN's: big slices go on 2 MiB pages (aligned_floats.h).
+  weight_storage_.emplace_back(
+      static_cast<int64_t>((md.get_size() + sizeof(float) - 1) / sizeof(float)));
+  dnnl::memory packed(md, engine_, weight_storage_.back().data());
   dnnl::stream s(engine_);
   dnnl::reorder(user, packed).execute(s, user, packed);
   s.wait();
@@ -333,15 +325,17 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
           step.plain_dst = {{1, s.count}, dt::f32, tag::nc};
           const dnnl::memory::dims wdims = {s.count, in};
           const dnnl::memory::desc bias_md({s.count}, dt::f32, tag::x);
-          // Plain [out, in] weights ("oi"): at batch 1 oneDNN then runs its jit GEMV, which streams
-          // the weights at 83-97 % of triad bandwidth (T=1) against 37-60 % for the brgemm kernel
-          // it picks for `any`, and beats a hand-written OpenMP GEMV (bench/fc_bench).
+          // Plain [out, in] weights ("oi"): gemv_f32 reads them so, and where the CPU lacks AVX-512
+          // oneDNN's jit GEMV for "oi" is its fastest batch-1 kernel (the brgemm one it picks for
+          // `any` streams the weights at half the speed; bench/fc_bench).
           dnnl::inner_product_forward::desc d(fwd, step.plain_src, {wdims, dt::f32, tag::oi},
                                               bias_md, step.plain_dst);
           if (step.fused_relu) fuse_relu(attr);
           const dnnl::inner_product_forward::primitive_desc pd(d, attr, engine_);
           set_weighted_primitive<dnnl::inner_product_forward>(step, pd, *w, *b, s,
                                                               {wdims, dt::f32, tag::oi}, bias_md);
+          step.gemv = gemv_supported();
+          step.gemv_in = in;
           break;
         }
         case LayerKind::kRelu: {
@@ -408,6 +402,8 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
       }
     } catch (const dnnl::error& e) {
       return Internal("layer '" + spec.name + "': oneDNN: " + e.what());
+    } catch (const std::bad_alloc&) {
+      return Internal("layer '" + spec.name + "': out of memory for its weights");
     }
     // Blocked layouts may pad channels: size the buffer for the stored layout.
     buffer_sizes_[step.out_buffer] = std::max(
@@ -450,6 +446,12 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const CpuPreparedModel> model)
       if (step.dst_reorder) {
         dst = staged(step.dst_md);
         b.dst_reorder = {step.dst_reorder.get(), {{DNNL_ARG_FROM, dst}, {DNNL_ARG_TO, plain_dst}}};
+      }
+      if (step.gemv) {
+        b.gemv_x = buffer(step.in_buffer) + step.in_offset;
+        b.gemv_y = buffer(step.out_buffer) + step.out_offset;
+        b.gemv_w = static_cast<const float*>(step.weights.get_data_handle());
+        b.gemv_b = static_cast<const float*>(step.bias.get_data_handle());
       }
       b.main.prim = step.prim.get();
       b.main.args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
@@ -506,9 +508,16 @@ Status CpuExecutable::run(const float* input, float* output, ActivationExchange&
       continue;
     }
     const auto t0 = clock::now();
-    SERF_RETURN_IF_ERROR(execute(bound_[i].src_reorder, stream));
-    SERF_RETURN_IF_ERROR(execute(bound_[i].main, stream));
-    SERF_RETURN_IF_ERROR(execute(bound_[i].dst_reorder, stream));
+    const BoundStep& b = bound_[i];
+    if (step.gemv) {
+      // oneDNN's CPU stream runs in order and returns when done: the input is ready here.
+      gemv_f32(b.gemv_w, b.gemv_x, b.gemv_b, b.gemv_y, step.out_slice.count, step.gemv_in,
+               step.fused_relu, m.threads_);
+    } else {
+      SERF_RETURN_IF_ERROR(execute(b.src_reorder, stream));
+      SERF_RETURN_IF_ERROR(execute(b.main, stream));
+      SERF_RETURN_IF_ERROR(execute(b.dst_reorder, stream));
+    }
     if (timings != nullptr) {
       dnnl_stream_wait(stream);
       timings->compute_ms[i] = ms_since(t0);

@@ -1,0 +1,21 @@
+#pragma once
+// Batch-1 fully connected layer, y = W x + b (optionally relu), W plain [out, in] row-major: a
+// hand-written AVX-512 GEMV. Why not oneDNN's inner product: at batch 1 its jit GEMV streams the
+// weights at 72-85 % of a STREAM triad on this project's machine, this kernel at 89-105 %
+// (bench/fc_bench, docs/engine.md). It reads four rows per pass so that each load of x (from L2
+// when `in` exceeds L1) feeds four FMAs, and gives each row its own accumulator summed in the same
+// order whatever the row range, so a rank's slice of rows matches the unsliced layer bit for bit.
+
+#include <cstdint>
+
+namespace serf::engine {
+
+// True when the CPU runs the kernel (AVX-512F); otherwise use oneDNN.
+bool gemv_supported();
+
+// Rows [0, out) of y = W x + b, relu when asked. `threads` OpenMP threads split the rows in
+// contiguous blocks; threads == 1 opens no parallel region. Requires gemv_supported().
+void gemv_f32(const float* w, const float* x, const float* b, float* y, int64_t out, int64_t in,
+              bool relu, int threads);
+
+}  // namespace serf::engine
