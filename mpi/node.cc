@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <thread>
 
@@ -103,6 +104,45 @@ void slot_loop(SlotState* st, const RuntimeComms* comms, NodeShared* shared) {
   }
 }
 
+// Watches the SIGTERM flag on a node. mpirun sends SIGTERM to every rank once one died; a live
+// node answers with a farewell so the controller can name the silent (dead) one, then dies of the
+// signal. A thread of its own, because the main and slot threads may be inside a collective.
+class FarewellWatch {
+ public:
+  FarewellWatch(const std::atomic<bool>* terminated, const Communicator& control, int rank) {
+    if (terminated == nullptr) return;
+    thread_ = std::thread([this, terminated, &control, rank] {
+      while (!stop_) {
+        if (terminated->load()) farewell(control, rank);
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    });
+  }
+  ~FarewellWatch() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  FarewellWatch(const FarewellWatch&) = delete;
+  FarewellWatch& operator=(const FarewellWatch&) = delete;
+
+ private:
+  [[noreturn]] static void farewell(const Communicator& control, int rank) {
+    NodeReply r;
+    r.kind = static_cast<int32_t>(ReplyKind::kFarewell);
+    r.rank = rank;
+    (void)control.send(r, 0, kReplyTag, WaitPolicy{0.3});
+    // Give the message time to leave before the process (and its sockets) go away; mpirun's
+    // SIGKILL follows 1 s after its SIGTERM anyway.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::signal(SIGTERM, SIG_DFL);
+    std::raise(SIGTERM);
+    std::_Exit(128 + SIGTERM);
+  }
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 }  // namespace
 
 SlotWorkerFactory emulated_worker_factory() {
@@ -149,6 +189,7 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
                 const SlotWorkerFactory& factory) {
   NodeShared shared;
   shared.world_rank = comms.control.rank();
+  FarewellWatch watch(options.terminated, comms.control, shared.world_rank);
   const int node = shared.world_rank - 1;
   const int n_nodes = comms.nodes.size();
 

@@ -153,6 +153,10 @@ Status run_serve(const ServeOptions& o) {
     }
     return session.run_controller([&](mpi::Controller& controller) -> Status {
       controller.set_rate_window_s(o.rate_window_s);
+      SERF_ASSIGN_OR_RETURN(std::shared_ptr<RunJournal> journal, RunJournal::Open(o.out));
+      if (journal) {
+        controller.set_answer_hook([journal](const mpi::RequestRecord& r) { journal->add(r); });
+      }
       SERF_RETURN_IF_ERROR(controller.configure(first));
       if (!session.emulation) std::cout << session.placement();
       size_t next = 0;
@@ -167,10 +171,16 @@ Status run_serve(const ServeOptions& o) {
       SERF_ASSIGN_OR_RETURN(std::vector<double> arrivals,
                             mpi::stepped_arrivals(load, o.requests, o.runtime.seed, kind, o.scv));
       Status run = controller.run_open_loop(arrivals, hook);
+      // On a fault too: the measurements so far go to disk before mpirun's SIGKILL can come.
       Status written = write_run_report(controller, o.out, session.model_name);
       print_run_summary(controller, std::cout);
-      SERF_RETURN_IF_ERROR(run);
-      return written;
+      if (run.ok()) return written;
+      if (o.out.empty() || !written.ok()) return run;
+      size_t answered = 0;
+      for (const mpi::RequestRecord& r : controller.records()) answered += r.answered ? 1 : 0;
+      return Status(run.code(), run.message() + "; wrote partial measurements of " +
+                                    std::to_string(answered) + " answered requests to " + o.out +
+                                    " and " + o.out + ".csv");
     });
   });
 }
