@@ -229,11 +229,20 @@ std::string seconds_text(double s) {
 
 Status Controller::checked(Status st) {
   if (st.ok() || !interrupted()) return st;
+  return terminated();
+}
+
+Status Controller::terminated() {
+  if (terminated_hook_) {
+    auto hook = std::move(terminated_hook_);
+    terminated_hook_ = nullptr;
+    hook();
+  }
   return Unavailable(transport_.diagnose_terminated());
 }
 
 Status Controller::check_timeouts() {
-  if (interrupted()) return Unavailable(transport_.diagnose_terminated());
+  if (interrupted()) return terminated();
   double now = now_s();
   for (const auto& [id, r] : in_flight_) {
     const RequestRecord& rec = records_[r];

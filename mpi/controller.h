@@ -125,6 +125,9 @@ class Controller {
   void set_sampler(ServiceSampler* sampler) { sampler_ = sampler; }
   void set_rate_window_s(double window_s) { options_.rate_window_s = window_s; }
   void set_answer_hook(AnswerHook hook) { answer_hook_ = std::move(hook); }
+  // Called once when the job is being torn down (SIGTERM), before the transport spends part of
+  // mpirun's grace time naming the dead node: save what was measured now.
+  void set_terminated_hook(std::function<void()> hook) { terminated_hook_ = std::move(hook); }
 
   // Switches to `config` (drains first). The first call starts the nodes.
   Status configure(const Configuration& config);
@@ -159,6 +162,7 @@ class Controller {
   }
   // A transport error after SIGTERM is the job being torn down: say which node died instead.
   Status checked(Status st);
+  Status terminated();
   Status drain();
   void requeue_all();
 
@@ -166,6 +170,7 @@ class Controller {
   ControllerOptions options_;
   ServiceSampler* sampler_ = nullptr;
   AnswerHook answer_hook_;
+  std::function<void()> terminated_hook_;
   Configuration config_;
   bool configured_ = false;
   int generation_ = 0;

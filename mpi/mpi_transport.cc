@@ -156,10 +156,10 @@ std::string MpiTransport::diagnose(int unit) {
 
 std::string MpiTransport::diagnose_terminated() {
   if (!terminated_text_.empty()) return terminated_text_;
-  // Live nodes answer SIGTERM within milliseconds (their watcher polls every 10 ms). mpirun sends
-  // SIGKILL 1 s after SIGTERM (odls_base_sigkill_timeout), so the window leaves most of that
-  // second for writing the measurements.
-  constexpr double kFarewellWindowS = 0.3;
+  // Live nodes answer SIGTERM within milliseconds (their watcher polls every 10 ms); the window
+  // allows for nodes starved of CPU. mpirun sends SIGKILL 1 s after SIGTERM
+  // (odls_base_sigkill_timeout), and the measurements are saved before this is called.
+  constexpr double kFarewellWindowS = 0.5;
   const auto start = std::chrono::steady_clock::now();
   while (static_cast<int>(farewells_.size()) < nodes_) {
     double left = kFarewellWindowS -

@@ -131,9 +131,10 @@ class FarewellWatch {
     r.kind = static_cast<int32_t>(ReplyKind::kFarewell);
     r.rank = rank;
     (void)control.send(r, 0, kReplyTag, WaitPolicy{0.3});
-    // Give the message time to leave before the process (and its sockets) go away; mpirun's
-    // SIGKILL follows 1 s after its SIGTERM anyway.
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    // Stay until mpirun's SIGKILL (1 s after its SIGTERM): measured with Open MPI 4.1, a node
+    // that exits earlier makes mpirun kill rank 0 at once, before it wrote and reported. The
+    // bound only matters when this node alone got the SIGTERM.
+    std::this_thread::sleep_for(std::chrono::seconds(5));
     std::signal(SIGTERM, SIG_DFL);
     std::raise(SIGTERM);
     std::_Exit(128 + SIGTERM);

@@ -170,12 +170,17 @@ Status run_serve(const ServeOptions& o) {
       if (table) hook = mpi::table_hook(*table, o.min_dwell_s);
       SERF_ASSIGN_OR_RETURN(std::vector<double> arrivals,
                             mpi::stepped_arrivals(load, o.requests, o.runtime.seed, kind, o.scv));
+      // On a fault too, and first thing on SIGTERM: the measurements so far go to disk before
+      // mpirun's SIGKILL can come.
+      std::optional<Status> written;
+      controller.set_terminated_hook(
+          [&] { written = write_run_report(controller, o.out, session.model_name); });
       Status run = controller.run_open_loop(arrivals, hook);
-      // On a fault too: the measurements so far go to disk before mpirun's SIGKILL can come.
-      Status written = write_run_report(controller, o.out, session.model_name);
+      controller.set_terminated_hook(nullptr);
+      if (!written) written = write_run_report(controller, o.out, session.model_name);
       print_run_summary(controller, std::cout);
-      if (run.ok()) return written;
-      if (o.out.empty() || !written.ok()) return run;
+      if (run.ok()) return *written;
+      if (o.out.empty() || !written->ok()) return run;
       size_t answered = 0;
       for (const mpi::RequestRecord& r : controller.records()) answered += r.answered ? 1 : 0;
       return Status(run.code(), run.message() + "; wrote partial measurements of " +
