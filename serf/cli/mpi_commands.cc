@@ -278,7 +278,8 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
                   "seconds of arrivals the rate monitor averages over");
   sub->add_option("--requests", serve->requests, "requests to send (count)");
   sub->add_option("--out", serve->out,
-                  "measurements: JSON here and CSV beside it (FILE.csv); none when empty");
+                  "measurements: JSON here and CSV beside it (FILE.csv, also written row by row "
+                  "as results arrive, so a fault leaves it); none when empty");
   registry.add(sub, [serve] { return run_serve(*serve); });
 
   register_profile_command(app, registry);

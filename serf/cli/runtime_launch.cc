@@ -23,7 +23,8 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
   if (infer_flags) {
     sub->add_option(
         "--node-timeout", f->node_timeout_s,
-        "with --inter: seconds a node may take to answer before it is reported as dead or hung");
+        "with --inter: seconds a node may take to answer before it is reported as hung (a dead "
+        "node is reported when mpirun stops the job)");
     return;
   }
   auto* model = sub->add_option("--model", f->model, "model spec file (JSON): nodes compute it");
@@ -42,7 +43,8 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
   sub->add_option("--cores-per-node", f->cores_per_node,
                   "cores of one node, F (count); default with --emulate: the profile's");
   sub->add_option("--node-timeout", f->node_timeout_s,
-                  "seconds a node may take to answer before it is reported as dead or hung");
+                  "seconds a node may take to answer before it is reported as hung (a dead node "
+                  "is reported when mpirun stops the job, within about 2 s)");
   sub->add_option("--seed", f->seed, "seed of arrivals and emulated draws (integer)");
   sub->add_flag("--no-pin", f->no_pin, "do not pin nodes sharing a machine to disjoint cores");
   // Hidden: fault-handling tests make one rank hang or exit.
