@@ -14,7 +14,7 @@ namespace serf::mpi {
 
 struct WaitPolicy {
   double timeout_s = 0;                       // <= 0: no deadline
-  const std::atomic<bool>* cancel = nullptr;  // set: give up (receives only)
+  const std::atomic<bool>* cancel = nullptr;  // set: give up (not collectives)
   double max_sleep_s = 1e-3;                  // longest sleep between polls
 };
 

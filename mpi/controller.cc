@@ -125,7 +125,7 @@ Status Controller::configure(const Configuration& config) {
   double t0 = now_s();
   if (configured_) SERF_RETURN_IF_ERROR(drain());
   double t1 = now_s();
-  SERF_RETURN_IF_ERROR(transport_.configure(config));
+  SERF_RETURN_IF_ERROR(checked(transport_.configure(config)));
   double t2 = now_s();
   sw.drain_ms = (t1 - t0) * 1e3;
   sw.configure_ms = (t2 - t1) * 1e3;
@@ -177,7 +177,7 @@ Status Controller::dispatch(int unit, int slot, size_t record) {
   }
   rec.dispatch_s = now_s();
   in_flight_[rec.id] = record;
-  return transport_.send_run(unit, action, options_.input);
+  return checked(transport_.send_run(unit, action, options_.input));
 }
 
 Status Controller::dispatch_ready() {
@@ -196,7 +196,9 @@ Status Controller::dispatch_ready() {
 
 Status Controller::poll_results(bool* progress) {
   for (;;) {
-    SERF_ASSIGN_OR_RETURN(std::optional<RunResult> result, transport_.poll_result());
+    auto polled = transport_.poll_result();
+    if (!polled.ok()) return checked(polled.status());
+    std::optional<RunResult> result = std::move(polled).value();
     if (!result) return Status::Ok();
     *progress = true;
     auto it = in_flight_.find(result->request_id);
@@ -214,6 +216,7 @@ Status Controller::poll_results(bool* progress) {
     rec.service_ms = result->service_ms;
     rec.answered = true;
     ++answered_;
+    if (answer_hook_) answer_hook_(rec);
     auto u = static_cast<size_t>(rec.unit);
     --running_[u];
     slot_request_[u][static_cast<size_t>(rec.slot)] = -1;
@@ -226,11 +229,22 @@ std::string seconds_text(double s) {
   return buf;
 }
 
-Status Controller::check_timeouts() {
-  if (options_.interrupted != nullptr && options_.interrupted->load()) {
-    return Unavailable("terminated (SIGTERM) while " + std::to_string(in_flight_.size()) +
-                       " request(s) were in flight: a node rank died or the job was cancelled");
+Status Controller::checked(Status st) {
+  if (st.ok() || !interrupted()) return st;
+  return terminated();
+}
+
+Status Controller::terminated() {
+  if (terminated_hook_) {
+    auto hook = std::move(terminated_hook_);
+    terminated_hook_ = nullptr;
+    hook();
   }
+  return Unavailable(transport_.diagnose_terminated());
+}
+
+Status Controller::check_timeouts() {
+  if (interrupted()) return terminated();
   double now = now_s();
   for (const auto& [id, r] : in_flight_) {
     const RequestRecord& rec = records_[r];

@@ -39,6 +39,11 @@ class Transport {
   virtual std::string diagnose(int unit) = 0;
   // Stops every node (after the last request).
   virtual Status shutdown() = 0;
+  // Called once the job was terminated (SIGTERM): a line naming the node ranks that died, when
+  // the transport can tell.
+  virtual std::string diagnose_terminated() {
+    return "terminated (SIGTERM): a node rank died or the job was cancelled";
+  }
 };
 
 // Emulated nodes: the service time of a request is drawn from the profile's tuple (i, K, T).
@@ -110,12 +115,19 @@ struct ControllerOptions {
   const std::atomic<bool>* interrupted = nullptr;
 };
 
+// Called on rank 0 for each request as its result arrives (the run journal).
+using AnswerHook = std::function<void(const RequestRecord&)>;
+
 class Controller {
  public:
   Controller(Transport& transport, ControllerOptions options);
   // Emulated nodes: each action carries a service time drawn here. Without it nodes compute.
   void set_sampler(ServiceSampler* sampler) { sampler_ = sampler; }
   void set_rate_window_s(double window_s) { options_.rate_window_s = window_s; }
+  void set_answer_hook(AnswerHook hook) { answer_hook_ = std::move(hook); }
+  // Called once when the job is being torn down (SIGTERM), before the transport spends part of
+  // mpirun's grace time naming the dead node: save what was measured now.
+  void set_terminated_hook(std::function<void()> hook) { terminated_hook_ = std::move(hook); }
 
   // Switches to `config` (drains first). The first call starts the nodes.
   Status configure(const Configuration& config);
@@ -134,7 +146,7 @@ class Controller {
   StatusOr<std::vector<double>> run_closed_loop(int warmup, int samples,
                                                 std::vector<double>* occupancy_ms = nullptr);
 
-  Status shutdown() { return transport_.shutdown(); }
+  Status shutdown() { return checked(transport_.shutdown()); }
 
   const std::vector<RequestRecord>& records() const { return records_; }
   const std::vector<SwitchRecord>& switches() const { return switches_; }
@@ -149,12 +161,20 @@ class Controller {
   // Handles every result that is ready; `progress` is set when one was.
   Status poll_results(bool* progress);
   Status check_timeouts();
+  bool interrupted() const {
+    return options_.interrupted != nullptr && options_.interrupted->load();
+  }
+  // A transport error after SIGTERM is the job being torn down: say which node died instead.
+  Status checked(Status st);
+  Status terminated();
   Status drain();
   void requeue_all();
 
   Transport& transport_;
   ControllerOptions options_;
   ServiceSampler* sampler_ = nullptr;
+  AnswerHook answer_hook_;
+  std::function<void()> terminated_hook_;
   Configuration config_;
   bool configured_ = false;
   int generation_ = 0;

@@ -26,8 +26,9 @@ struct ControlMessage {
   int32_t fault_after = 0;  // requests the faulty rank serves before it misbehaves
 };
 
-// Node -> controller, on the control communicator.
-enum class ReplyKind : int32_t { kReady = 1, kPong = 2, kError = 3, kBye = 4 };
+// Node -> controller, on the control communicator. kFarewell: the node got SIGTERM (mpirun tears
+// the job down after a rank died); the node ranks that send none are the dead ones.
+enum class ReplyKind : int32_t { kReady = 1, kPong = 2, kError = 3, kBye = 4, kFarewell = 5 };
 
 struct NodeReply {
   int32_t kind = 0;  // ReplyKind

@@ -4,8 +4,10 @@
 // of K consecutive ranks; each unit has c slots, each slot a thread with its own duplicated
 // communicator, so concurrent requests never mix messages. mpi.h stays inside mpi/*.cc.
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,9 @@ struct NodeOptions {
   // picks it up (half of it on average), which the queue model does not see. Small on dedicated
   // cores; larger when dozens of emulated ranks share a few cores.
   double slot_idle_poll_s = 200e-6;
+  // Set by a SIGTERM handler: the node tells the controller it is alive (kFarewell), then dies of
+  // the signal. mpirun sends SIGTERM to every rank after one died, so the silent one is the dead.
+  const std::atomic<bool>* terminated = nullptr;
 };
 
 // Ranks 1..N: applies configurations and serves requests until the controller shuts it down.
@@ -74,7 +79,9 @@ struct FaultPlan {
 
 class MpiTransport : public Transport {
  public:
-  MpiTransport(const RuntimeComms& comms, double timeout_s, FaultPlan fault = {});
+  // `terminated` (set by a SIGTERM handler) cancels every wait.
+  MpiTransport(const RuntimeComms& comms, double timeout_s, FaultPlan fault = {},
+               const std::atomic<bool>* terminated = nullptr);
   ~MpiTransport() override;
   int nodes() const override { return nodes_; }
   Status configure(const Configuration& config) override;
@@ -82,6 +89,8 @@ class MpiTransport : public Transport {
   StatusOr<std::optional<RunResult>> poll_result() override;
   std::string diagnose(int unit) override;
   Status shutdown() override;
+  // Collects the nodes' farewells for a moment: the node ranks that send none died.
+  std::string diagnose_terminated() override;
   // One line per configure: where the nodes were pinned.
   const std::string& placement() const { return placement_; }
   // Output values of the last result (payload), when the workers send any.
@@ -89,6 +98,7 @@ class MpiTransport : public Transport {
 
  private:
   int leader_rank(int unit) const { return 1 + unit * config_.inter; }
+  WaitPolicy wait(double timeout_s) const { return WaitPolicy{timeout_s, terminated_}; }
   Status stop_slots();
   // Stops the slots, sends `msg` to every node and collects one `reply` from each.
   Status command_all(ControlMessage msg, ReplyKind reply, double timeout_s,
@@ -101,6 +111,9 @@ class MpiTransport : public Transport {
   int nodes_;
   double timeout_s_;
   FaultPlan fault_;
+  const std::atomic<bool>* terminated_;
+  std::set<int> farewells_;       // node ranks that said farewell (got SIGTERM, alive)
+  std::string terminated_text_;  // diagnose_terminated()'s line, once made
   bool configured_ = false;
   bool shut_down_ = false;
   Configuration config_;

@@ -159,6 +159,10 @@ Status run_serve(const ServeOptions& o) {
     }
     return session.run_controller([&](mpi::Controller& controller) -> Status {
       controller.set_rate_window_s(o.rate_window_s);
+      SERF_ASSIGN_OR_RETURN(std::shared_ptr<RunJournal> journal, RunJournal::Open(o.out));
+      if (journal) {
+        controller.set_answer_hook([journal](const mpi::RequestRecord& r) { journal->add(r); });
+      }
       SERF_RETURN_IF_ERROR(controller.configure(first));
       if (!session.emulation) std::cout << session.placement();
       size_t next = 0;
@@ -172,11 +176,24 @@ Status run_serve(const ServeOptions& o) {
       if (table) hook = mpi::table_hook(*table, o.min_dwell_s);
       SERF_ASSIGN_OR_RETURN(std::vector<double> arrivals,
                             mpi::stepped_arrivals(load, o.requests, o.runtime.seed, kind, o.scv));
+      // On a fault too, and first thing on SIGTERM: the measurements so far go to disk before
+      // mpirun's SIGKILL can come.
+      std::optional<Status> written;
+      controller.set_terminated_hook(
+          [&] { written = write_run_report(controller, o.out, session.model_name); });
       Status run = controller.run_open_loop(arrivals, hook);
-      Status written = write_run_report(controller, o.out, session.model_name);
+      controller.set_terminated_hook(nullptr);
+      if (!written) written = write_run_report(controller, o.out, session.model_name);
       print_run_summary(controller, std::cout);
-      SERF_RETURN_IF_ERROR(run);
-      SERF_RETURN_IF_ERROR(written);
+      if (!run.ok()) {
+        if (o.out.empty() || !written->ok()) return run;
+        size_t answered = 0;
+        for (const mpi::RequestRecord& r : controller.records()) answered += r.answered ? 1 : 0;
+        return Status(run.code(), run.message() + "; wrote partial measurements of " +
+                                      std::to_string(answered) + " answered requests to " + o.out +
+                                      " and " + o.out + ".csv");
+      }
+      SERF_RETURN_IF_ERROR(*written);
       if (o.plot.empty()) return Status::Ok();
       std::cout.flush();
       return run_plot_script("plot_serve.py", {o.out, o.plot});
@@ -272,7 +289,8 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
                   "seconds of arrivals the rate monitor averages over");
   sub->add_option("--requests", serve->requests, "requests to send (count)");
   sub->add_option("--out", serve->out,
-                  "measurements: JSON here and CSV beside it (FILE.csv); none when empty");
+                  "measurements: JSON here and CSV beside it (FILE.csv, also written row by row "
+                  "as results arrive, so a fault leaves it); none when empty");
   sub->add_option("--plot", serve->plot,
                   "also draw latency over time, the arrival rate and every switch to this PNG "
                   "(scripts/plot_serve.py; needs --out)");

@@ -23,7 +23,8 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
   if (infer_flags) {
     sub->add_option(
         "--node-timeout", f->node_timeout_s,
-        "with --inter: seconds a node may take to answer before it is reported as dead or hung");
+        "with --inter: seconds a node may take to answer before it is reported as hung (a dead "
+        "node is reported when mpirun stops the job)");
     return;
   }
   auto* model = sub->add_option("--model", f->model, "model spec file (JSON): nodes compute it");
@@ -42,7 +43,8 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
   sub->add_option("--cores-per-node", f->cores_per_node,
                   "cores of one node, F (count); default with --emulate: the profile's");
   sub->add_option("--node-timeout", f->node_timeout_s,
-                  "seconds a node may take to answer before it is reported as dead or hung");
+                  "seconds a node may take to answer before it is reported as hung (a dead node "
+                  "is reported when mpirun stops the job, within about 2 s)");
   sub->add_option("--seed", f->seed, "seed of arrivals and emulated draws (integer)");
   sub->add_flag("--no-pin", f->no_pin, "do not pin nodes sharing a machine to disjoint cores");
   sub->add_option("--idle-poll-us", f->idle_poll_us,
@@ -135,9 +137,12 @@ class MpiSession : public RuntimeSession {
     if (agreed[0] != 0) return Status(StatusCode::kInvalidArgument, "");
     SERF_ASSIGN_OR_RETURN(comms_, mpi::make_runtime_comms());
     started = true;
+    // mpirun sends SIGTERM to every rank after one died, and SIGKILL 1 s later: rank 0 stops and
+    // writes what it measured, nodes say farewell so rank 0 can name the dead one.
+    std::signal(SIGTERM, on_sigterm);
     if (rank != 0) {
       mpi::NodeOptions options{cores_per_node, !flags_.no_pin && emulation == nullptr,
-                               flags_.idle_poll_us * 1e-6};
+                               flags_.idle_poll_us * 1e-6, &g_terminated};
       mpi::SlotWorkerFactory factory =
           emulation ? mpi::emulated_worker_factory() : engine_->factory();
       return mpi::run_node(comms_, options, factory);
@@ -148,12 +153,11 @@ class MpiSession : public RuntimeSession {
                  : flags_.fault_mode == "exit" ? mpi::FaultMode::kExit
                                                : mpi::FaultMode::kNone;
     fault.after = flags_.fault_after;
-    mpi::MpiTransport transport(comms_, flags_.node_timeout_s, fault);
+    mpi::MpiTransport transport(comms_, flags_.node_timeout_s, fault, &g_terminated);
     mpi::ControllerOptions options;
     options.node_timeout_s = flags_.node_timeout_s;
     options.seed = flags_.seed;
     options.interrupted = &g_terminated;
-    std::signal(SIGTERM, on_sigterm);
     options.input = input_;
     mpi::Controller controller(transport, options);
     std::unique_ptr<mpi::ServiceSampler> sampler;
@@ -239,7 +243,37 @@ double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
 }
+
+constexpr const char* kRunCsvHeader =
+    "id,arrival_s,dispatch_s,done_s,latency_ms,service_ms,unit,slot,running,service,inter,intra,"
+    "answered\n";
+
+void write_csv_row(std::ostream& csv, const mpi::RequestRecord& r) {
+  csv << r.id << ',' << r.arrival_s << ',' << r.dispatch_s << ',' << r.done_s << ','
+      << (r.answered ? r.latency_ms() : 0) << ',' << r.service_ms << ',' << r.unit << ',' << r.slot
+      << ',' << r.running << ',' << r.config.service << ',' << r.config.inter << ','
+      << r.config.intra << ',' << (r.answered ? 1 : 0) << '\n';
+}
 }  // namespace
+
+StatusOr<std::unique_ptr<RunJournal>> RunJournal::Open(const std::string& path) {
+  if (path.empty()) return std::unique_ptr<RunJournal>();
+  const std::string csv = path + ".csv";
+  std::FILE* f = std::fopen(csv.c_str(), "w");
+  if (f == nullptr) return InvalidArgument(csv + ": cannot write file (does its folder exist?)");
+  std::unique_ptr<RunJournal> journal(new RunJournal(f));
+  std::fputs(kRunCsvHeader, f);
+  std::fflush(f);
+  return journal;
+}
+
+void RunJournal::add(const mpi::RequestRecord& record) {
+  std::ostringstream row;
+  write_csv_row(row, record);
+  const std::string text = row.str();
+  std::fwrite(text.data(), 1, text.size(), file_.get());
+  std::fflush(file_.get());  // in the kernel now: survives the process being killed
+}
 
 Status write_run_report(const mpi::Controller& controller, const std::string& path,
                         const std::string& model) {
@@ -247,8 +281,7 @@ Status write_run_report(const mpi::Controller& controller, const std::string& pa
   nlohmann::json doc{{"format", "serf-run/1"}, {"model", model}};
   doc["requests"] = nlohmann::json::array();
   std::ostringstream csv;
-  csv << "id,arrival_s,dispatch_s,done_s,latency_ms,service_ms,unit,slot,running,service,inter,"
-         "intra,answered\n";
+  csv << kRunCsvHeader;
   for (const mpi::RequestRecord& r : controller.records()) {
     nlohmann::json j{{"id", r.id},
                      {"arrival_s", r.arrival_s},
@@ -264,10 +297,7 @@ Status write_run_report(const mpi::Controller& controller, const std::string& pa
       j["service_ms"] = r.service_ms;
     }
     doc["requests"].push_back(j);
-    csv << r.id << ',' << r.arrival_s << ',' << r.dispatch_s << ',' << r.done_s << ','
-        << (r.answered ? r.latency_ms() : 0) << ',' << r.service_ms << ',' << r.unit << ','
-        << r.slot << ',' << r.running << ',' << r.config.service << ',' << r.config.inter << ','
-        << r.config.intra << ',' << (r.answered ? 1 : 0) << '\n';
+    write_csv_row(csv, r);
   }
   doc["switches"] = nlohmann::json::array();
   for (const mpi::SwitchRecord& s : controller.switches()) {

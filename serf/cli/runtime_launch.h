@@ -4,6 +4,7 @@
 // runtime command says so and exits 2.
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -74,6 +75,19 @@ Status launch_runtime(const RuntimeFlags& flags,
 // Measurements of an open-loop run: JSON at `path` and CSV at `path` + ".csv" (nothing when empty).
 Status write_run_report(const mpi::Controller& controller, const std::string& path,
                         const std::string& model);
+
+// The run's CSV written as results arrive: one flushed row per answered request at `path` + ".csv",
+// so a controller killed outright (SIGKILL) still leaves what it measured. write_run_report
+// replaces the file at the end with every request in id order. Nothing when `path` is empty.
+class RunJournal {
+ public:
+  static StatusOr<std::unique_ptr<RunJournal>> Open(const std::string& path);
+  void add(const mpi::RequestRecord& record);
+
+ private:
+  explicit RunJournal(std::FILE* file) : file_(file, &std::fclose) {}
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_;
+};
 void print_run_summary(const mpi::Controller& controller, std::ostream& out);
 
 void register_profile_command(CLI::App& app, CommandRegistry& registry);

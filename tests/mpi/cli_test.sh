@@ -55,15 +55,45 @@ case "$1" in
     echo "ok: hung rank 3 reported in $took s, exit $rc"
     ;;
   fault_exit)
+    # Rank 2 exits after serving 5 requests. mpirun (Open MPI 4.1) sends SIGTERM to every rank 1 s
+    # later and SIGKILL 1 s after that: rank 0 names rank 2 (the one node that sends no farewell),
+    # writes what it measured and exits non-zero, all before the SIGKILL. The node timeout is long
+    # so that the hung-node path (fault_hang) cannot report the dead rank first on a loaded machine.
     start=$SECONDS
     timeout 60 "$MPIEXEC" --oversubscribe -np 5 "$SERF" serve --emulate "$profile" --config 1,1,1 --rate 50 \
-      --requests 300 --node-timeout 2 --test-fault-rank 2 --test-fault-mode exit --test-fault-after 5 \
-      >"$out/o" 2>"$out/e"
+      --requests 300 --node-timeout 10 --test-fault-rank 2 --test-fault-mode exit --test-fault-after 5 \
+      --out "$out/run.json" >"$out/o" 2>"$out/e"
     rc=$?; took=$((SECONDS - start))
-    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "exit $rc (want non-zero, not the timeout)"
+    cat "$out/o"; grep '^serf: error:' "$out/e"
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$out/e"; fail "exit $rc (want non-zero, not the timeout)"; }
     [ $took -lt 20 ] || fail "took $took s"
-    grep -q "],2\]" "$out/e" || { cat "$out/e"; fail "mpirun does not name rank 2"; }
-    echo "ok: dead rank 2 ended the job in $took s, exit $rc"
+    [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "want exactly one error line"; }
+    line=$(grep '^serf: error:' "$out/e")
+    echo "$line" | grep -q "node rank 2 died" || { cat "$out/e"; fail "rank 0's error does not name rank 2"; }
+    n=$(echo "$line" | sed -n 's/.*wrote partial measurements of \([0-9]*\) answered requests to.*/\1/p')
+    [ -n "$n" ] || fail "rank 0's error does not say what it wrote"
+    [ -s "$out/run.json" ] && [ -s "$out/run.json.csv" ] || fail "no partial measurements written"
+    json_n=$(grep -c '"answered": true' "$out/run.json")
+    csv_n=$(grep -c ',1$' "$out/run.json.csv")
+    [ "$json_n" -eq "$n" ] && [ "$csv_n" -eq "$n" ] || fail "answered: error says $n, JSON $json_n, CSV $csv_n"
+    # Rank 2 alone served 5; the run stopped well before its 300 requests.
+    [ "$n" -ge 5 ] && [ "$n" -lt 300 ] || fail "$n answered requests, want partial (5..299)"
+    grep -q "requests: $n answered of" "$out/o" || fail "no summary of $n answered requests printed"
+    echo "ok: dead rank 2 named by rank 0 in $took s, exit $rc, $n answered requests written"
+    ;;
+  fault_kill)
+    # With no grace before SIGKILL (odls_base_sigkill_timeout 0) rank 0 gets no chance to write
+    # at the end: the CSV journal, written as results arrive, still holds what it measured.
+    timeout 60 "$MPIEXEC" --mca odls_base_sigkill_timeout 0 --oversubscribe -np 5 "$SERF" serve \
+      --emulate "$profile" --config 1,1,1 --rate 50 --requests 300 --node-timeout 2 \
+      --test-fault-rank 2 --test-fault-mode exit --test-fault-after 5 --out "$out/run.json" >"$out/o" 2>"$out/e"
+    rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$out/e"; fail "exit $rc (want non-zero, not the timeout)"; }
+    [ -s "$out/run.json.csv" ] || fail "no journal $out/run.json.csv"
+    head -1 "$out/run.json.csv" | grep -q '^id,arrival_s,' || fail "journal has no CSV header"
+    csv_n=$(grep -c ',1$' "$out/run.json.csv")
+    [ "$csv_n" -ge 5 ] && [ "$csv_n" -lt 300 ] || fail "journal holds $csv_n answered requests, want 5..299"
+    echo "ok: rank 0 killed outright, exit $rc; the journal holds $csv_n answered requests"
     ;;
   scale_17|scale_65)
     np=${1#scale_}

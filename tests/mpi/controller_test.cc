@@ -3,6 +3,7 @@
 #include "mpi/controller.h"
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
@@ -55,6 +56,7 @@ class FakeTransport : public Transport {
     return std::optional<RunResult>();
   }
   std::string diagnose(int unit) override { return "unit " + std::to_string(unit) + " is fake"; }
+  std::string diagnose_terminated() override { return "node rank 9 died (fake)"; }
   Status shutdown() override { return Status::Ok(); }
 
   std::vector<Configuration> configs;
@@ -140,6 +142,40 @@ TEST_CASE("a request that is not answered is a fault naming the unit", "[mpi][co
   size_t answered = 0;
   for (const auto& r : c.records()) answered += r.answered ? 1 : 0;
   REQUIRE(answered == 3);  // what was measured before the fault stays
+}
+
+TEST_CASE("SIGTERM stops the run: measurements saved first, then the dead rank named",
+          "[mpi][controller]") {
+  FakeTransport t(2);
+  std::atomic<bool> terminated{false};
+  ControllerOptions o;
+  o.interrupted = &terminated;
+  Controller c(t, o);
+  std::vector<int64_t> journal;
+  c.set_answer_hook([&](const RequestRecord& r) {
+    REQUIRE(r.answered);
+    journal.push_back(r.id);
+    if (journal.size() == 4) terminated = true;  // as the SIGTERM handler does
+  });
+  int saved = 0;
+  size_t answered_when_saved = 0;
+  c.set_terminated_hook([&] {
+    ++saved;
+    for (const auto& r : c.records()) answered_when_saved += r.answered ? 1 : 0;
+  });
+  REQUIRE(c.configure({1, 1, 1}).ok());
+  auto t0 = std::chrono::steady_clock::now();
+  Status s = c.run_open_loop(poisson_arrivals(200, 100, 1), nullptr);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(s.code() == StatusCode::kUnavailable);
+  REQUIRE(s.message() == "node rank 9 died (fake)");
+  REQUIRE(took < 1.0);  // not the 10 s node timeout
+  REQUIRE(saved == 1);
+  REQUIRE(journal.size() == 4);
+  REQUIRE(answered_when_saved == 4);
+  // Later calls report the same, without saving again.
+  REQUIRE(c.shutdown().ok());  // the fake's shutdown succeeds: nothing to convert
+  REQUIRE(saved == 1);
 }
 
 TEST_CASE("configure rejects K larger than the cluster", "[mpi][controller]") {
