@@ -64,7 +64,7 @@ struct ExhaustiveRow {
   double mean_latency_ms = 0;  // from scheduled arrival (no coordinated omission)
   double p99_latency_ms = 0;
   double mean_latency_ci95_ms = -1;  // batch means (10 batches in arrival order); < 0: too few
-  double mean_service_ms = 0;
+  double mean_service_ms = 0;  // slots' occupancy, dispatch to answer (the profile's mean_ms)
   double arrival_scv = 1;  // SCV of the gaps of the arrival stream (1: Poisson, 0: deterministic)
   double wall_s = 0;  // what measuring this point cost
 };

@@ -75,7 +75,7 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
     mv.queue = queue;
     SERF_ASSIGN_OR_RETURN(std::vector<ConfigurationFamily> families,
                           build_families(profile, nodes, queue));
-    std::vector<double> errors, p99_errors;
+    std::vector<double> errors, p99_errors, steady_errors;
     double ci_rel_sum = 0;
     for (size_t k = 0; k < points.size(); ++k) {
       const MeasuredPoint& p = points[k];
@@ -114,6 +114,9 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
       if (r.prediction.stable) {
         r.rel_error = std::fabs(r.prediction.latency_ms - p.mean_latency_ms) / p.mean_latency_ms;
         errors.push_back(r.rel_error);
+        if (p.mean_service_ms > 0 && r.prediction.service_ms > 0)
+          r.service_drift = p.mean_service_ms / r.prediction.service_ms - 1;
+        if (std::fabs(r.service_drift) <= kMaxServiceDrift) steady_errors.push_back(r.rel_error);
         if (p.ci95_ms >= 0) {
           ++mv.summary.with_ci95;
           ci_rel_sum += p.ci95_ms / p.mean_latency_ms;
@@ -127,6 +130,7 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
     }
     summarize_errors(errors, &mv.summary);
     summarize_errors(p99_errors, &mv.p99_summary);
+    summarize_errors(steady_errors, &mv.steady_summary);
     if (mv.summary.with_ci95 > 0) mv.summary.mean_ci95_rel = ci_rel_sum / mv.summary.with_ci95;
 
     // Rates measured on two or more configurations: the planner's rule (lowest predicted mean,

@@ -29,6 +29,10 @@ struct MeasuredPoint {
 // The fewest measured requests whose p99 is compared with the tail approximation: below it the
 // measured p99 rests on too few samples above it to mean anything.
 inline constexpr int kMinRequestsForP99 = 200;
+// A point whose measured mean service time is off the profile's by more than this fraction ran on
+// a machine that changed since it was profiled (other load, clock, thermal): its error is the
+// input's, not the queue model's. Reported apart, never dropped.
+inline constexpr double kMaxServiceDrift = 0.10;
 
 struct PointResult {
   MeasuredPoint measured;
@@ -39,6 +43,8 @@ struct PointResult {
   // wait carries the Allen-Cunneen factor of the unit's split stream, as the planner applies it.
   Prediction prediction;
   double rel_error = 0;   // |predicted - measured| / measured, only when stable
+  // measured mean service / the predicted mean service - 1 (0 when the measurement has none).
+  double service_drift = 0;
   bool has_p99 = false;   // stable, a measured p99 and at least kMinRequestsForP99 requests
   double predicted_p99_ms = 0;  // the tail approximation (tail_latency.h)
   double p99_rel_error = 0;
@@ -74,6 +80,8 @@ struct ModelValidation {
   std::vector<PointResult> points;  // in the order of the measured points
   ErrorSummary summary;
   ErrorSummary p99_summary;  // of the p99 (points with has_p99; no CI counts)
+  // The mean-latency errors of the points whose |service_drift| <= kMaxServiceDrift.
+  ErrorSummary steady_summary;
   std::vector<RateComparison> rates;  // ascending rate
   int matches = 0;                    // rates where the pick is the measured best
   double mean_penalty = 0, max_penalty = 0;  // over rates with a stable pick

@@ -117,6 +117,7 @@ json validation_json(const ValidationReport& report, const ValidationInputs& inp
       p["utilization"] = r.utilization;
       p["rel_error"] = number_or_null(ok, r.rel_error);
       p["arrival_scv"] = m.arrival_scv;
+      p["service_drift"] = number_or_null(ok, r.service_drift);
       p["predicted_p99_ms"] = number_or_null(r.has_p99, r.predicted_p99_ms);
       p["p99_rel_error"] = number_or_null(r.has_p99, r.p99_rel_error);
       if (!ok) {
@@ -159,6 +160,13 @@ json validation_json(const ValidationReport& report, const ValidationInputs& inp
                       {"p95_rel_error", t.p95},
                       {"max_rel_error", t.max},
                       {"min_requests", kMinRequestsForP99}};
+    const ErrorSummary& d = mv.steady_summary;
+    summary["steady"] = {{"count", d.count},
+                         {"max_service_drift", kMaxServiceDrift},
+                         {"mean_rel_error", d.mean},
+                         {"median_rel_error", d.median},
+                         {"p95_rel_error", d.p95},
+                         {"max_rel_error", d.max}};
     json planner = {{"rates_compared", mv.rates.size()},
                     {"matches", mv.matches},
                     {"mean_penalty", mv.mean_penalty},
@@ -179,7 +187,7 @@ std::string validation_csv(const ValidationReport& report) {
   out << "queue,service,inter,intra,rate_per_s,units,unit_rate_per_s,requests,measured_ms,"
          "measured_ci95_ms,measured_p99_ms,measured_service_ms,stable,predicted_ms,"
          "predicted_service_ms,predicted_wait_ms,utilization,rel_error,arrival_scv,"
-         "predicted_p99_ms,p99_rel_error\n";
+         "predicted_p99_ms,p99_rel_error,service_drift\n";
   for (const ModelValidation& mv : report.models) {
     for (const PointResult& r : mv.points) {
       const MeasuredPoint& m = r.measured;
@@ -197,7 +205,8 @@ std::string validation_csv(const ValidationReport& report) {
           << ',' << opt(ok, r.prediction.latency_ms) << ',' << opt(ok, r.prediction.service_ms)
           << ',' << opt(ok, r.prediction.wait_ms) << ',' << r.utilization << ','
           << opt(ok, r.rel_error) << ',' << m.arrival_scv << ','
-          << opt(r.has_p99, r.predicted_p99_ms) << ',' << opt(r.has_p99, r.p99_rel_error) << '\n';
+          << opt(r.has_p99, r.predicted_p99_ms) << ',' << opt(r.has_p99, r.p99_rel_error) << ','
+          << opt(ok, r.service_drift) << '\n';
     }
   }
   return out.str();

@@ -111,6 +111,16 @@ Status run_validate(const ValidateFlags& f) {
                 s.unstable, pct(s.mean).c_str(), pct(s.median).c_str(), pct(s.p95).c_str(),
                 pct(s.max).c_str(), ci.c_str(), planner.c_str(), penalty.c_str());
   }
+  std::printf(
+      "the same over the points whose measured service time is within %.0f%% of the profile's "
+      "(the machine as profiled):\n",
+      100 * profiler::kMaxServiceDrift);
+  std::printf("%-14s %6s %7s %7s %7s %7s\n", "queue", "points", "mean", "median", "p95", "max");
+  for (const profiler::ModelValidation& mv : report.models) {
+    const profiler::ErrorSummary& t = mv.steady_summary;
+    std::printf("%-14s %6d %7s %7s %7s %7s\n", to_string(mv.queue), t.count, pct(t.mean).c_str(),
+                pct(t.median).c_str(), pct(t.p95).c_str(), pct(t.max).c_str());
+  }
   std::printf("relative error of the p99 (tail approximation; points of >= %d requests):\n",
               profiler::kMinRequestsForP99);
   std::printf("%-14s %6s %7s %7s %7s %7s\n", "queue", "points", "mean", "median", "p95", "max");

@@ -205,3 +205,22 @@ TEST_CASE("the p99 is compared only where enough requests were measured", "[vali
         Approx(std::fabs(mv.points[1].predicted_p99_ms - 30) / 30));
   CHECK(mv.p99_summary.count == 1);
 }
+
+TEST_CASE("points whose service time drifted from the profile are summarised apart",
+          "[validation]") {
+  const Profile p = two_node_profile();
+  const Configuration c{1, 2, 2};  // 4 ms
+  MeasuredPoint steady = point(c, 50, predicted_ms(p, c, 2, 50) * 1.05);
+  steady.mean_service_ms = 4.2;  // +5%
+  MeasuredPoint drifted = point(c, 100, predicted_ms(p, c, 2, 100) * 2);
+  drifted.mean_service_ms = 5.0;  // +25%: the machine changed
+  auto report = serf::profiler::validate_predictions(p, {steady, drifted}, 2,
+                                                     {QueueKind::kMdInterf});
+  REQUIRE(report.ok());
+  const auto& mv = report->models[0];
+  CHECK(mv.points[0].service_drift == Approx(0.05));
+  CHECK(mv.points[1].service_drift == Approx(0.25));
+  CHECK(mv.summary.count == 2);
+  REQUIRE(mv.steady_summary.count == 1);
+  CHECK(mv.steady_summary.max == Approx(std::fabs(1 / 1.05 - 1)));
+}
