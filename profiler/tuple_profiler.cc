@@ -138,6 +138,10 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
     if (!r.ok()) return r.status().with_context("--capacity-profile");
     rates.push_back(std::move(r).value());
   }
+  // The gap SCV the process really has (1 for Poisson, 0 for deterministic), checked once.
+  SERF_ASSIGN_OR_RETURN(ArrivalProcess process,
+                        ArrivalProcess::Create(options.arrivals, 1.0, options.arrival_scv));
+  const double arrival_scv = process.scv();
   size_t total = 0;
   for (const auto& r : rates) total += r.size();
   const auto start = std::chrono::steady_clock::now();
@@ -158,9 +162,7 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
       ExhaustiveRow row;
       row.config = c;
       row.rate_per_s = rate;
-      row.arrival_scv = options.arrivals == ArrivalKind::kPoisson         ? 1.0
-                        : options.arrivals == ArrivalKind::kDeterministic ? 0.0
-                                                                          : options.arrival_scv;
+      row.arrival_scv = arrival_scv;
       std::vector<const mpi::RequestRecord*> recs;
       for (size_t r = first; r < controller.records().size(); ++r)
         recs.push_back(&controller.records()[r]);
