@@ -95,28 +95,45 @@ bool answer_ok(const std::vector<float>& in, const std::vector<float>& out) {
   return true;
 }
 
-TEST_CASE("c slots: more callers than slots, run() from many threads", "[engine][tsan]") {
-  const int slots = 3, callers = 6, per_caller = 20;
-  auto model = std::make_shared<TestModel>(Partition{0, 1});
-  auto executor = Executor::create(model, slots);
-  REQUIRE(executor.ok());
+struct CallerCounts {
+  int failed = 0;  // calls that returned an error
+  int wrong = 0;   // answers that are not the request's
+};
+
+// `callers` threads at once; caller t sends `per_caller` requests input_for(input_key(t), q)
+// through call(t, in, out) and checks each answer.
+template <typename Key, typename Call>
+CallerCounts run_callers(int callers, int per_caller, Key input_key, Call call) {
   std::atomic<int> wrong{0}, failed{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < callers; ++t) {
     threads.emplace_back([&, t] {
-      LocalExchange local;
-      LayerTimings timings;
       std::vector<float> out(kElements);
-      for (int r = 0; r < per_caller; ++r) {
-        const std::vector<float> in = input_for(t, r);
-        if (!(*executor)->run(in.data(), out.data(), local, &timings).ok()) ++failed;
+      for (int q = 0; q < per_caller; ++q) {
+        const std::vector<float> in = input_for(input_key(t), q);
+        if (!call(t, in, out).ok()) ++failed;
         if (!answer_ok(in, out)) ++wrong;
       }
     });
   }
   for (auto& t : threads) t.join();
-  CHECK(failed == 0);
-  CHECK(wrong == 0);
+  return {failed.load(), wrong.load()};
+}
+
+TEST_CASE("c slots: more callers than slots, run() from many threads", "[engine][tsan]") {
+  const int slots = 3, callers = 6, per_caller = 20;
+  auto model = std::make_shared<TestModel>(Partition{0, 1});
+  auto executor = Executor::create(model, slots);
+  REQUIRE(executor.ok());
+  const CallerCounts n = run_callers(
+      callers, per_caller, [](int t) { return t; },
+      [&](int, const std::vector<float>& in, std::vector<float>& out) {
+        LocalExchange local;
+        LayerTimings timings;
+        return (*executor)->run(in.data(), out.data(), local, &timings);
+      });
+  CHECK(n.failed == 0);
+  CHECK(n.wrong == 0);
   CHECK(model->occupancy.most == slots);  // all c slots ran at once, never more
   CHECK(model->occupancy.now == 0);
 }
@@ -126,23 +143,14 @@ TEST_CASE("c slots: run_on_slot from several threads per slot", "[engine][tsan]"
   auto model = std::make_shared<TestModel>(Partition{0, 1});
   auto executor = Executor::create(model, slots);
   REQUIRE(executor.ok());
-  std::atomic<int> wrong{0}, failed{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < callers; ++t) {
-    threads.emplace_back([&, t] {
-      LocalExchange local;
-      std::vector<float> out(kElements);
-      for (int r = 0; r < per_caller; ++r) {
-        const std::vector<float> in = input_for(t, r);
-        if (!(*executor)->run_on_slot(t % slots, in.data(), out.data(), local, nullptr).ok())
-          ++failed;
-        if (!answer_ok(in, out)) ++wrong;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  CHECK(failed == 0);
-  CHECK(wrong == 0);
+  const CallerCounts n = run_callers(
+      callers, per_caller, [](int t) { return t; },
+      [&](int t, const std::vector<float>& in, std::vector<float>& out) {
+        LocalExchange local;
+        return (*executor)->run_on_slot(t % slots, in.data(), out.data(), local, nullptr);
+      });
+  CHECK(n.failed == 0);
+  CHECK(n.wrong == 0);
   CHECK(model->occupancy.most == slots);
 }
 
@@ -160,25 +168,15 @@ TEST_CASE("c slots x K ranks: in-process all-gathers per slot", "[engine][tsan]"
   }
   std::vector<std::unique_ptr<InProcessExchange>> groups;
   for (int s = 0; s < slots; ++s) groups.push_back(std::make_unique<InProcessExchange>(ranks));
-  std::atomic<int> wrong{0}, failed{0};
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r) {
-    for (int s = 0; s < slots; ++s) {
-      threads.emplace_back([&, r, s] {
-        std::vector<float> out(kElements);
-        for (int q = 0; q < per_caller; ++q) {
-          const std::vector<float> in = input_for(s, q);  // both ranks of slot s: same request
-          if (!executors[r]->run_on_slot(s, in.data(), out.data(), groups[s]->member(r), nullptr)
-                   .ok())
-            ++failed;
-          if (!answer_ok(in, out)) ++wrong;
-        }
+  // Caller t is (rank t / slots, slot t % slots); both ranks of slot s send the same request.
+  const CallerCounts n = run_callers(
+      ranks * slots, per_caller, [&](int t) { return t % slots; },
+      [&](int t, const std::vector<float>& in, std::vector<float>& out) {
+        const int r = t / slots, s = t % slots;
+        return executors[r]->run_on_slot(s, in.data(), out.data(), groups[s]->member(r), nullptr);
       });
-    }
-  }
-  for (auto& t : threads) t.join();
-  CHECK(failed == 0);
-  CHECK(wrong == 0);
+  CHECK(n.failed == 0);
+  CHECK(n.wrong == 0);
   for (const auto& m : models) CHECK(m->occupancy.most == slots);
 }
 
