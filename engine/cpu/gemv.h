@@ -2,9 +2,10 @@
 // Batch-1 fully connected layer, y = W x + b (optionally relu), W plain [out, in] row-major: a
 // hand-written AVX-512 GEMV. Why not oneDNN's inner product: at batch 1 its jit GEMV streams the
 // weights at 72-85 % of a STREAM triad on this project's machine, this kernel at 89-105 %
-// (bench/fc_bench, docs/engine.md). It reads four rows per pass so that each load of x (from L2
-// when `in` exceeds L1) feeds four FMAs, and gives each row its own accumulator summed in the same
-// order whatever the row range, so a rank's slice of rows matches the unsliced layer bit for bit.
+// (bench/fc_bench, docs/engine.md). It reads eight rows per pass, eight weight streams in
+// flight at once and each load of x feeding eight FMAs, and gives each row its own accumulator
+// summed in the same order whatever the row range, so a rank's slice of rows matches the unsliced
+// layer bit for bit.
 
 #include <cstdint>
 
