@@ -12,9 +12,10 @@
 #include <optional>
 #include <sstream>
 
+#include "serf/cli/arrival_flags.h"
 #include "serf/cli/command.h"
-#include "serf/cli/plot.h"
 #include "serf/cli/infer_print.h"
+#include "serf/cli/plot.h"
 #include "serf/cli/runtime_launch.h"
 #include "serf/core/arrivals.h"
 #include "serf/io/table_io.h"
@@ -31,8 +32,7 @@ struct ServeOptions {
   double min_dwell_s = 1;
   double rate_window_s = 2;
   std::string load;
-  std::string arrivals = "poisson";
-  double scv = 1.0;
+  ArrivalFlags arrivals;  // --arrivals, --arrival-scv
   double rate_per_s = 0;
   int requests = 100;
   std::string out;
@@ -122,17 +122,11 @@ Status run_serve(const ServeOptions& o) {
     }
     if (o.requests < 1) return InvalidArgument("--requests: give at least 1");
     if (!o.plot.empty()) {
-      if (o.out.empty()) return InvalidArgument("--plot: needs --out FILE.json (the plot reads it)");
+      if (o.out.empty())
+        return InvalidArgument("--plot: needs --out FILE.json (the plot reads it)");
       SERF_RETURN_IF_ERROR(check_plot_path("--plot", o.plot));
     }
-    auto kind_or = parse_arrival_kind(o.arrivals);
-    if (!kind_or.ok()) return kind_or.status().with_context("--arrivals");
-    const ArrivalKind kind = kind_or.value();
-    {
-      // Checks --arrival-scv against the kind (Poisson needs 1) before the nodes start.
-      auto check = ArrivalProcess::Create(kind, 1.0, o.scv);
-      if (!check.ok()) return check.status().with_context("--arrival-scv");
-    }
+    SERF_ASSIGN_OR_RETURN(const ArrivalKind kind, o.arrivals.check());
     if (!(o.min_dwell_s >= 0)) return InvalidArgument("--min-dwell: must be >= 0 seconds");
     if (!(o.rate_window_s > 0)) return InvalidArgument("--rate-window: must be > 0 seconds");
     const int f = session.cores_per_node;
@@ -174,8 +168,9 @@ Status run_serve(const ServeOptions& o) {
         return want;
       };
       if (table) hook = mpi::table_hook(*table, o.min_dwell_s);
-      SERF_ASSIGN_OR_RETURN(std::vector<double> arrivals,
-                            mpi::stepped_arrivals(load, o.requests, o.runtime.seed, kind, o.scv));
+      SERF_ASSIGN_OR_RETURN(
+          std::vector<double> arrivals,
+          mpi::stepped_arrivals(load, o.requests, o.runtime.seed, kind, o.arrivals.scv));
       // On a fault too, and first thing on SIGTERM: the measurements so far go to disk before
       // mpirun's SIGKILL can come.
       std::optional<Status> written;
@@ -278,11 +273,7 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
                       "configuration table (serf-table/1, from `serf plan`): switch online "
                       "to the table's configuration for the measured arrival rate");
   table->excludes("--schedule");
-  sub->add_option("--arrivals", serve->arrivals,
-                  "arrival process: poisson, gamma (bursty, see --arrival-scv) or deterministic");
-  sub->add_option(
-      "--arrival-scv", serve->scv,
-      "squared coefficient of variation of the gaps (1 for poisson; any > 0 for gamma)");
+  serve->arrivals.add(sub, "");
   sub->add_option("--min-dwell", serve->min_dwell_s,
                   "with --table: seconds at least between two switches (hysteresis)");
   sub->add_option("--rate-window", serve->rate_window_s,

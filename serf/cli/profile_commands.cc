@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "profiler/tuple_profiler.h"
+#include "serf/cli/arrival_flags.h"
 #include "serf/cli/runtime_launch.h"
 #include "serf/core/arrivals.h"
 #include "serf/core/rate_spec.h"
@@ -29,8 +30,7 @@ struct ProfileFlags {
   std::string utilizations;
   std::string capacity_profile;
   int requests = 100;
-  std::string arrivals = "poisson";
-  double arrival_scv = 1;
+  ArrivalFlags arrivals;  // --arrivals, --arrival-scv (with --exhaustive)
 };
 
 Status run_profile(const ProfileFlags& f) {
@@ -60,10 +60,7 @@ Status run_profile(const ProfileFlags& f) {
         capacity_profile = std::make_unique<Profile>(std::move(p));
       }
       if (f.requests < 1) return InvalidArgument("--requests: give at least 1");
-      auto kind = parse_arrival_kind(f.arrivals);
-      if (!kind.ok()) return kind.status().with_context("--arrivals");
-      auto check = ArrivalProcess::Create(*kind, 1.0, f.arrival_scv);
-      if (!check.ok()) return check.status().with_context("--arrival-scv");
+      SERF_RETURN_IF_ERROR(f.arrivals.check().status());
     }
     std::vector<int> inter;
     if (f.inter.empty()) {
@@ -77,8 +74,18 @@ Status run_profile(const ProfileFlags& f) {
       if (!f.exhaustive) {
         profiler::TupleProfileOptions o{session.model_name, hw, inter, f.samples, warmup};
         Profile partial;
+        // First thing on SIGTERM (a node died, the job is cancelled): the finished tuples go to
+        // disk before mpirun's SIGKILL can come. Overwritten below when there is time.
+        controller.set_terminated_hook([&] {
+          if (partial.tuples.empty()) return;
+          Profile done = partial;
+          done.note = "incomplete: the job was terminated";
+          done.reindex();
+          (void)io::save_profile(done, f.out);
+        });
         auto profile = profiler::run_tuple_profile(
             controller, o, profiler::terminal_progress("profile"), &partial);
+        controller.set_terminated_hook(nullptr);
         double total = 0;
         for (const TupleStats& t : partial.tuples) total += t.wall_s;
         char note[160];
@@ -93,26 +100,42 @@ Status run_profile(const ProfileFlags& f) {
         for (const TupleStats& t : partial.tuples) {
           std::cout << std::left << std::setw(20) << to_string(t.tuple) << std::right
                     << std::setw(10) << t.mean_ms << std::setw(9) << t.node_ms << std::setw(9)
-                    << t.scv << std::setw(9)
-                    << t.samples << std::setw(9) << t.wall_s << "\n";
+                    << t.scv << std::setw(9) << t.samples << std::setw(9) << t.wall_s << "\n";
         }
         std::cout << "total wall time: " << total << " s for " << partial.tuples.size()
                   << " tuples\n";
         if (!partial.tuples.empty()) SERF_RETURN_IF_ERROR(io::save_profile(partial, f.out));
-        if (!profile.ok()) return profile.status();
+        if (!profile.ok()) {
+          if (partial.tuples.empty()) return profile.status();
+          return Status(profile.status().code(),
+                        profile.status().message() + "; wrote the " +
+                            std::to_string(partial.tuples.size()) + " finished tuple(s) to " +
+                            f.out);
+        }
         std::cout << "wrote " << f.out << "\n";
         return Status::Ok();
       }
-      profiler::ExhaustiveOptions o{hw, inter, rates, utilizations, capacity_profile.get(),
-                                    f.requests, f.runtime.seed, warmup,
-                                    *parse_arrival_kind(f.arrivals), f.arrival_scv};
+      profiler::ExhaustiveOptions o{
+          hw,         inter,          rates,  utilizations,        capacity_profile.get(),
+          f.requests, f.runtime.seed, warmup, *f.arrivals.check(), f.arrivals.scv};
       profiler::ExhaustiveReport partial;
+      auto write = [&] {
+        SERF_RETURN_IF_ERROR(io::write_text_file(
+            f.out, profiler::exhaustive_json(partial, session.model_name, hw)));
+        return io::write_text_file(f.out + ".csv", profiler::exhaustive_csv(partial));
+      };
+      // As for the tuples: the finished points reach the disk first thing on SIGTERM.
+      controller.set_terminated_hook([&] { (void)write(); });
       auto report = profiler::run_exhaustive(controller, o,
                                              profiler::terminal_progress("exhaustive"), &partial);
-      SERF_RETURN_IF_ERROR(
-          io::write_text_file(f.out, profiler::exhaustive_json(partial, session.model_name, hw)));
-      SERF_RETURN_IF_ERROR(io::write_text_file(f.out + ".csv", profiler::exhaustive_csv(partial)));
-      if (!report.ok()) return report.status();
+      controller.set_terminated_hook(nullptr);
+      SERF_RETURN_IF_ERROR(write());
+      if (!report.ok()) {
+        return Status(report.status().code(),
+                      report.status().message() + "; wrote the " +
+                          std::to_string(partial.rows.size()) + " finished point(s) to " + f.out +
+                          " and " + f.out + ".csv");
+      }
       std::cout << std::fixed << std::setprecision(3);
       if (utilizations.empty()) std::cout << "rate/s   best configuration      mean_latency_ms\n";
       for (const auto& b : utilizations.empty() ? partial.best_per_rate()
@@ -159,16 +182,13 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
                   "with --exhaustive, instead of --rates: fractions of each configuration's "
                   "capacity (unitless, e.g. 0.2,0.5,0.9), the capacity predicted from "
                   "--capacity-profile");
-  sub->add_option("--capacity-profile", f->capacity_profile,
-                  "serf-profile/1 file the --utilizations capacities come from (floor(N/K) c mu_c)");
+  sub->add_option(
+      "--capacity-profile", f->capacity_profile,
+      "serf-profile/1 file the --utilizations capacities come from (floor(N/K) c mu_c)");
   sub->add_option("--requests", f->requests,
-                  "with --exhaustive: measured Poisson requests per (configuration, rate) point (count; the warm-up comes on top)");
-  sub->add_option("--arrivals", f->arrivals,
-                  "with --exhaustive: arrival process, poisson, gamma (bursty, see "
-                  "--arrival-scv) or deterministic");
-  sub->add_option("--arrival-scv", f->arrival_scv,
-                  "with --exhaustive: squared coefficient of variation of the gaps (1 for "
-                  "poisson; any > 0 for gamma)");
+                  "with --exhaustive: measured Poisson requests per (configuration, rate) point "
+                  "(count; the warm-up comes on top)");
+  f->arrivals.add(sub, "with --exhaustive: ");
   registry.add(sub, [f] { return run_profile(*f); });
 }
 

@@ -95,6 +95,35 @@ case "$1" in
     [ "$csv_n" -ge 5 ] && [ "$csv_n" -lt 300 ] || fail "journal holds $csv_n answered requests, want 5..299"
     echo "ok: rank 0 killed outright, exit $rc; the journal holds $csv_n answered requests"
     ;;
+  fault_profile)
+    # A node dies in the middle of `serf profile`: rank 0 names it and keeps what was finished,
+    # the tuples measured before (rank 1 serves every K = 1 tuple, 2 warm-up + 10 requests each:
+    # (1,1,1), (2,1,1), then it dies inside (1,1,2)) and, with --exhaustive, the finished points.
+    timeout 60 "$MPIEXEC" --oversubscribe -np 3 "$SERF" profile --emulate "$profile" --inter 1 \
+      --samples 10 --warmup 2 --node-timeout 10 --test-fault-rank 1 --test-fault-mode exit \
+      --test-fault-after 30 --out "$out/p.json" >"$out/o" 2>"$out/e"
+    rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$out/e"; fail "profile: exit $rc (want non-zero, not the timeout)"; }
+    [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "profile: want exactly one error line"; }
+    line=$(grep '^serf: error:' "$out/e")
+    echo "$line" | grep -q "node rank 1 died" || fail "profile: the error does not name rank 1: $line"
+    echo "$line" | grep -q "wrote the 2 finished tuple(s) to $out/p.json" || fail "profile: the error does not say what it wrote: $line"
+    [ "$(grep -c '"service"' "$out/p.json")" -eq 2 ] || { cat "$out/p.json"; fail "profile: want 2 tuples in the partial profile"; }
+    grep -q '"note": "incomplete' "$out/p.json" || fail "profile: the partial profile is not marked incomplete"
+    echo "ok: $line"
+    timeout 60 "$MPIEXEC" --oversubscribe -np 3 "$SERF" profile --emulate "$profile" --inter 1 \
+      --exhaustive --rates 40 --requests 20 --warmup 0 --node-timeout 10 --test-fault-rank 1 \
+      --test-fault-mode exit --test-fault-after 25 --out "$out/x.json" >"$out/o" 2>"$out/e"
+    rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$out/e"; fail "exhaustive: exit $rc (want non-zero, not the timeout)"; }
+    [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "exhaustive: want exactly one error line"; }
+    line=$(grep '^serf: error:' "$out/e")
+    echo "$line" | grep -q "node rank 1 died" || fail "exhaustive: the error does not name rank 1: $line"
+    n=$(echo "$line" | sed -n 's/.*wrote the \([0-9]*\) finished point(s) to.*/\1/p')
+    [ -n "$n" ] && [ "$n" -lt 3 ] || fail "exhaustive: want 0-2 finished points named in: $line"
+    [ "$(($(wc -l <"$out/x.json.csv") - 1))" -eq "$n" ] || { cat "$out/x.json.csv"; fail "exhaustive: the CSV does not hold the $n points"; }
+    echo "ok: $line"
+    ;;
   scale_17|scale_65)
     np=${1#scale_}
     start=$SECONDS
