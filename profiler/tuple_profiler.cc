@@ -1,7 +1,5 @@
 #include "profiler/tuple_profiler.h"
 
-#include "profiler/validation.h"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +8,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "profiler/validation.h"
 
 namespace serf::profiler {
 
@@ -75,6 +75,43 @@ StatusOr<std::vector<int>> parse_int_list(const std::string& spec, const std::st
   return out;
 }
 
+TupleStats pool_passes(const ParallelismTuple& tuple, const std::vector<PassSamples>& passes) {
+  std::vector<double> means;
+  for (const PassSamples& p : passes) {
+    if (!p.occupancy_ms.empty()) means.push_back(tuple_stats(tuple, p.occupancy_ms).mean_ms);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  double centre = 0, band = 0;
+  if (!means.empty()) {
+    centre = median(means);
+    std::vector<double> dev;
+    for (double m : means) dev.push_back(std::abs(m - centre));
+    band = std::max(0.05 * centre, 3 * 1.4826 * median(dev));  // 1.4826 MAD ~ one sigma
+  }
+  std::vector<double> occupancy, node;
+  int kept = 0;
+  for (const PassSamples& p : passes) {
+    if (p.occupancy_ms.empty()) continue;
+    if (std::abs(tuple_stats(tuple, p.occupancy_ms).mean_ms - centre) > band) continue;
+    ++kept;
+    occupancy.insert(occupancy.end(), p.occupancy_ms.begin(), p.occupancy_ms.end());
+    node.insert(node.end(), p.node_ms.begin(), p.node_ms.end());
+  }
+  TupleStats stats = tuple_stats(tuple, occupancy);
+  // The slot is busy from dispatch until the controller has the answer: that is the server's
+  // service time in the queue model. The nodes' own time is kept to show the overhead.
+  stats.node_ms = std::min(tuple_stats(tuple, node).mean_ms, stats.mean_ms);
+  if (passes.size() > 1) {
+    stats.passes = static_cast<int>(passes.size());
+    stats.passes_kept = kept;
+  }
+  return stats;
+}
+
 StatusOr<Profile> run_tuple_profile(mpi::Controller& controller, const TupleProfileOptions& options,
                                     const ProgressFn& progress, Profile* partial) {
   const auto tuples =
@@ -83,25 +120,44 @@ StatusOr<Profile> run_tuple_profile(mpi::Controller& controller, const TupleProf
     return InvalidArgument("--inter: no K in the list fits the " +
                            std::to_string(options.hardware.nodes) + " node(s); give K <= nodes");
   }
+  if (options.passes < 1 || options.passes > options.samples) {
+    return InvalidArgument("--passes: give 1.." + std::to_string(options.samples) +
+                           " (each pass measures at least one of the --samples)");
+  }
   partial->model = options.model;
   partial->hardware = options.hardware;
   partial->tuples.clear();
-  for (size_t n = 0; n < tuples.size(); ++n) {
-    const ParallelismTuple& t = tuples[n];
-    if (progress) progress(n, tuples.size(), to_string(t));
-    const auto t0 = std::chrono::steady_clock::now();
-    SERF_RETURN_IF_ERROR(controller.configure({t.service, t.inter, t.intra}));
-    std::vector<double> occupancy;
-    SERF_ASSIGN_OR_RETURN(std::vector<double> node_samples,
-                          controller.run_closed_loop(options.warmup, options.samples, &occupancy));
-    // The slot is busy from dispatch until the controller has the answer: that is the server's
-    // service time in the queue model. The nodes' own time is kept to show the overhead.
-    TupleStats stats = tuple_stats(t, occupancy);
-    stats.node_ms = std::min(tuple_stats(t, node_samples).mean_ms, stats.mean_ms);
-    stats.wall_s = seconds_since(t0);
-    partial->tuples.push_back(stats);
+  std::vector<std::vector<PassSamples>> measured(tuples.size());
+  std::vector<double> wall_s(tuples.size(), 0.0);
+  const size_t steps = tuples.size() * static_cast<size_t>(options.passes);
+  for (int pass = 0; pass < options.passes; ++pass) {
+    // --samples split as evenly as the passes allow.
+    const int samples =
+        options.samples / options.passes + (pass < options.samples % options.passes ? 1 : 0);
+    for (size_t n = 0; n < tuples.size(); ++n) {
+      const ParallelismTuple& t = tuples[n];
+      if (progress) {
+        progress(
+            static_cast<size_t>(pass) * tuples.size() + n, steps,
+            options.passes > 1 ? to_string(t) + " pass " + std::to_string(pass + 1) : to_string(t));
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      SERF_RETURN_IF_ERROR(controller.configure({t.service, t.inter, t.intra}));
+      PassSamples p;
+      SERF_ASSIGN_OR_RETURN(p.node_ms,
+                            controller.run_closed_loop(options.warmup, samples, &p.occupancy_ms));
+      measured[n].push_back(std::move(p));
+      wall_s[n] += seconds_since(t0);
+      // What a fault would leave: every tuple measured so far, pooled over its passes so far.
+      partial->tuples.clear();
+      for (size_t m = 0; m < tuples.size() && !measured[m].empty(); ++m) {
+        TupleStats stats = pool_passes(tuples[m], measured[m]);
+        stats.wall_s = wall_s[m];
+        partial->tuples.push_back(stats);
+      }
+    }
   }
-  if (progress) progress(tuples.size(), tuples.size(), "done");
+  if (progress) progress(steps, steps, "done");
   partial->reindex();
   return *partial;
 }
@@ -156,8 +212,8 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
       const size_t first = controller.records().size();
       SERF_ASSIGN_OR_RETURN(
           std::vector<double> arrivals,
-          mpi::stepped_arrivals({{0, rate}}, options.requests + std::max(options.warmup, 0),
-                                seed++, options.arrivals, options.arrival_scv));
+          mpi::stepped_arrivals({{0, rate}}, options.requests + std::max(options.warmup, 0), seed++,
+                                options.arrivals, options.arrival_scv));
       SERF_RETURN_IF_ERROR(controller.run_open_loop(arrivals, nullptr));
       ExhaustiveRow row;
       row.config = c;
@@ -166,9 +222,8 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
       std::vector<const mpi::RequestRecord*> recs;
       for (size_t r = first; r < controller.records().size(); ++r)
         recs.push_back(&controller.records()[r]);
-      std::stable_sort(recs.begin(), recs.end(), [](const auto* a, const auto* b) {
-        return a->arrival_s < b->arrival_s;
-      });
+      std::stable_sort(recs.begin(), recs.end(),
+                       [](const auto* a, const auto* b) { return a->arrival_s < b->arrival_s; });
       const size_t skip = std::min(recs.size(), static_cast<size_t>(std::max(options.warmup, 0)));
       recs.erase(recs.begin(), recs.begin() + static_cast<std::ptrdiff_t>(skip));
       std::vector<double> lat;

@@ -27,15 +27,30 @@ StatusOr<std::vector<int>> parse_int_list(const std::string& spec, const std::st
 
 using ProgressFn = std::function<void(size_t done, size_t total, const std::string& what)>;
 
+// One tuple's measurements in several passes, and what the profile keeps of them. A pass whose
+// mean occupancy lies further than max(5 %, 3 scaled MADs) from the median pass mean was disturbed
+// (another job on the node, a descheduled rank) and is left out; mean, SCV and node_ms pool the
+// samples of the passes kept. With one pass this is tuple_stats over its samples.
+struct PassSamples {
+  std::vector<double> occupancy_ms;  // dispatch to answer: the service time
+  std::vector<double> node_ms;       // the nodes' share
+};
+TupleStats pool_passes(const ParallelismTuple& tuple, const std::vector<PassSamples>& passes);
+
 struct TupleProfileOptions {
   std::string model;
   Hardware hardware;
   std::vector<int> inter;
-  int samples = 10;
-  int warmup = 2;
+  int samples = 10;  // per tuple, split over the passes
+  int warmup = 2;    // per tuple and pass
+  // Passes over all tuples: a disturbance of a few seconds then spoils one pass of a tuple, not
+  // the tuple's whole profile. 1: each tuple once (the paper's procedure).
+  int passes = 1;
 };
 
-// Closed loop per tuple: exactly i requests running on one unit; records each service time.
+// Closed loop per tuple: exactly i requests running on one unit; records each service time. With
+// passes > 1 the tuples are measured round robin, `passes` times each, and pooled (pool_passes).
+// `partial` always holds every tuple measured so far, pooled over its passes so far.
 StatusOr<Profile> run_tuple_profile(mpi::Controller& controller, const TupleProfileOptions& options,
                                     const ProgressFn& progress, Profile* partial);
 
@@ -60,13 +75,13 @@ struct ExhaustiveOptions {
 struct ExhaustiveRow {
   Configuration config;
   double rate_per_s = 0;
-  int requests = 0;             // measured (after the warm-up)
+  int requests = 0;            // measured (after the warm-up)
   double mean_latency_ms = 0;  // from scheduled arrival (no coordinated omission)
   double p99_latency_ms = 0;
   double mean_latency_ci95_ms = -1;  // batch means (10 batches in arrival order); < 0: too few
-  double mean_service_ms = 0;  // slots' occupancy, dispatch to answer (the profile's mean_ms)
+  double mean_service_ms = 0;        // slots' occupancy, dispatch to answer (the profile's mean_ms)
   double arrival_scv = 1;  // SCV of the gaps of the arrival stream (1: Poisson, 0: deterministic)
-  double wall_s = 0;  // what measuring this point cost
+  double wall_s = 0;       // what measuring this point cost
 };
 
 struct ExhaustiveReport {

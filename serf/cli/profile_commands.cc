@@ -23,6 +23,7 @@ struct ProfileFlags {
   std::string inter;
   std::string intra;
   int samples = 10;
+  int passes = 1;
   int warmup = -1;  // < 0: the mode's default
   std::string out;
   bool exhaustive = false;
@@ -38,6 +39,9 @@ Status run_profile(const ProfileFlags& f) {
   return launch_runtime(f.runtime, [&](RuntimeSession& session) -> Status {
     if (f.samples < 1)
       return InvalidArgument("--samples: give at least 1 measured request per tuple");
+    if (f.passes < 1 || f.passes > f.samples)
+      return InvalidArgument("--passes: give 1.." + std::to_string(f.samples) +
+                             " (each pass measures at least one of the --samples)");
     if (f.warmup < -1) return InvalidArgument("--warmup: must be >= 0");
     // Tuples: 2 closed-loop requests; exhaustive: 10% of --requests more, left out of the stats.
     const int warmup = f.warmup >= 0 ? f.warmup : f.exhaustive ? f.requests / 10 : 2;
@@ -72,7 +76,7 @@ Status run_profile(const ProfileFlags& f) {
     const Hardware hw{session.nodes, session.cores_per_node};
     return session.run_controller([&](mpi::Controller& controller) -> Status {
       if (!f.exhaustive) {
-        profiler::TupleProfileOptions o{session.model_name, hw, inter, f.samples, warmup};
+        profiler::TupleProfileOptions o{session.model_name, hw, inter, f.samples, warmup, f.passes};
         Profile partial;
         // First thing on SIGTERM (a node died, the job is cancelled): the finished tuples go to
         // disk before mpirun's SIGKILL can come. Overwritten below when there is time.
@@ -88,29 +92,38 @@ Status run_profile(const ProfileFlags& f) {
         controller.set_terminated_hook(nullptr);
         double total = 0;
         for (const TupleStats& t : partial.tuples) total += t.wall_s;
-        char note[160];
-        std::snprintf(note, sizeof(note),
-                      "measured by serf profile on %d node(s), %d warm-up + %d samples per tuple; "
-                      "total wall time %.3f s",
-                      hw.nodes, warmup, f.samples, total);
+        std::string note = "measured by serf profile on " + std::to_string(hw.nodes) + " node(s), ";
+        if (f.passes > 1) {
+          note += std::to_string(f.samples) + " samples per tuple in " + std::to_string(f.passes) +
+                  " passes, each after " + std::to_string(warmup) +
+                  " warm-up (disturbed passes left out)";
+        } else {
+          note += std::to_string(warmup) + " warm-up + " + std::to_string(f.samples) +
+                  " samples per tuple";
+        }
+        char wall[64];
+        std::snprintf(wall, sizeof(wall), "; total wall time %.3f s", total);
+        note += wall;
         partial.note = profile.ok() ? note : "incomplete: " + profile.status().message();
         std::cout << std::fixed << std::setprecision(3);
         // mean_ms: the slot's service time (dispatch to answer); node_ms: the nodes' share.
-        std::cout << "tuple                 mean_ms  node_ms      scv  samples   wall_s\n";
+        std::cout << "tuple                 mean_ms  node_ms      scv  samples   wall_s"
+                  << (f.passes > 1 ? "  passes kept" : "") << "\n";
         for (const TupleStats& t : partial.tuples) {
           std::cout << std::left << std::setw(20) << to_string(t.tuple) << std::right
                     << std::setw(10) << t.mean_ms << std::setw(9) << t.node_ms << std::setw(9)
-                    << t.scv << std::setw(9) << t.samples << std::setw(9) << t.wall_s << "\n";
+                    << t.scv << std::setw(9) << t.samples << std::setw(9) << t.wall_s;
+          if (t.passes > 1) std::cout << std::setw(8) << t.passes_kept << "/" << t.passes;
+          std::cout << "\n";
         }
         std::cout << "total wall time: " << total << " s for " << partial.tuples.size()
                   << " tuples\n";
         if (!partial.tuples.empty()) SERF_RETURN_IF_ERROR(io::save_profile(partial, f.out));
         if (!profile.ok()) {
           if (partial.tuples.empty()) return profile.status();
-          return Status(profile.status().code(),
-                        profile.status().message() + "; wrote the " +
-                            std::to_string(partial.tuples.size()) + " finished tuple(s) to " +
-                            f.out);
+          return Status(profile.status().code(), profile.status().message() + "; wrote the " +
+                                                     std::to_string(partial.tuples.size()) +
+                                                     " finished tuple(s) to " + f.out);
         }
         std::cout << "wrote " << f.out << "\n";
         return Status::Ok();
@@ -120,8 +133,8 @@ Status run_profile(const ProfileFlags& f) {
           f.requests, f.runtime.seed, warmup, *f.arrivals.check(), f.arrivals.scv};
       profiler::ExhaustiveReport partial;
       auto write = [&] {
-        SERF_RETURN_IF_ERROR(io::write_text_file(
-            f.out, profiler::exhaustive_json(partial, session.model_name, hw)));
+        SERF_RETURN_IF_ERROR(
+            io::write_text_file(f.out, profiler::exhaustive_json(partial, session.model_name, hw)));
         return io::write_text_file(f.out + ".csv", profiler::exhaustive_csv(partial));
       };
       // As for the tuples: the finished points reach the disk first thing on SIGTERM.
@@ -131,10 +144,10 @@ Status run_profile(const ProfileFlags& f) {
       controller.set_terminated_hook(nullptr);
       SERF_RETURN_IF_ERROR(write());
       if (!report.ok()) {
-        return Status(report.status().code(),
-                      report.status().message() + "; wrote the " +
-                          std::to_string(partial.rows.size()) + " finished point(s) to " + f.out +
-                          " and " + f.out + ".csv");
+        return Status(report.status().code(), report.status().message() + "; wrote the " +
+                                                  std::to_string(partial.rows.size()) +
+                                                  " finished point(s) to " + f.out + " and " +
+                                                  f.out + ".csv");
       }
       std::cout << std::fixed << std::setprecision(3);
       if (utilizations.empty()) std::cout << "rate/s   best configuration      mean_latency_ms\n";
@@ -167,8 +180,12 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--inter", f->inter,
                   "K values to profile, e.g. 1,2,4 (nodes per request; default powers of 2 <= N)");
   sub->add_option("--samples", f->samples, "measured requests per tuple (count)");
+  sub->add_option("--passes", f->passes,
+                  "measure every tuple in this many passes over all tuples, --samples split "
+                  "between them; passes disturbed by other load (mean beyond 5 % and 3 MADs of "
+                  "the median pass) are left out (count; 1: each tuple once)");
   sub->add_option("--warmup", f->warmup,
-                  "requests run before measuring (count): per tuple (default 2); with "
+                  "requests run before measuring (count): per tuple and pass (default 2); with "
                   "--exhaustive, extra first arrivals of each point left out of its statistics "
                   "(default 10% of --requests)");
   sub->add_option(

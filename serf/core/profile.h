@@ -36,13 +36,17 @@ std::string to_string(const Configuration& c);     // "(c=2, K=1, T=4)"
 
 struct TupleStats {
   ParallelismTuple tuple;
-  double mean_ms = 0;     // mean service time of one request while exactly i run
-  double scv = 0;         // squared coefficient of variation of the service time
-  int samples = 0;        // requests measured
-  double wall_s = 0;      // wall time the profiler spent on this tuple (0 when unknown)
+  double mean_ms = 0;  // mean service time of one request while exactly i run
+  double scv = 0;      // squared coefficient of variation of the service time
+  int samples = 0;     // requests measured
+  double wall_s = 0;   // wall time the profiler spent on this tuple (0 when unknown)
   // Mean time the nodes computed (the rest of mean_ms is dispatch and result messaging, which
   // also holds the slot); 0 when unknown. Emulated nodes sleep this when it is known.
   double node_ms = 0;
+  // Profiled in `passes` passes over all tuples (spread in time); the statistics pool the
+  // `passes_kept` passes that were not disturbed (profiler/tuple_profiler.h). 0: one pass.
+  int passes = 0;
+  int passes_kept = 0;
 };
 
 struct Hardware {
@@ -64,7 +68,8 @@ struct Profile {
   // The tuples (1..c, K, T) that configuration (c, K, T) needs, in order of i; NotFound names the
   // first missing one.
   StatusOr<std::vector<const TupleStats*>> tuples_for(const Configuration& c) const;
-  // Checks ranges (nodes, cores >= 1; mean_ms finite > 0; scv finite >= 0; i,K,T >= 1; no duplicates).
+  // Checks ranges (nodes, cores >= 1; mean_ms finite > 0; scv finite >= 0; i,K,T >= 1; no
+  // duplicates).
   Status validate() const;
 
  private:

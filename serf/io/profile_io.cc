@@ -21,7 +21,8 @@ StatusOr<Profile> parse(const json& doc) {
   if (auto it = doc.find("illustrative"); it != doc.end() && it->is_boolean()) {
     p.illustrative = it->get<bool>();
   }
-  if (auto it = doc.find("note"); it != doc.end() && it->is_string()) p.note = it->get<std::string>();
+  if (auto it = doc.find("note"); it != doc.end() && it->is_string())
+    p.note = it->get<std::string>();
 
   SERF_ASSIGN_OR_RETURN(const json* tuples, get_array(doc, "tuples", ""));
   p.tuples.reserve(tuples->size());
@@ -42,6 +43,12 @@ StatusOr<Profile> parse(const json& doc) {
       SERF_ASSIGN_OR_RETURN(s.node_ms, get_number(t, "node_ms", where));
       if (!(s.node_ms >= 0 && s.node_ms <= s.mean_ms))
         return InvalidArgument(where + ".node_ms: must lie in [0, mean_ms]");
+    }
+    if (t.contains("passes")) {
+      SERF_ASSIGN_OR_RETURN(s.passes, get_int(t, "passes", where));
+      SERF_ASSIGN_OR_RETURN(s.passes_kept, get_int(t, "passes_kept", where));
+      if (!(s.passes >= 1 && s.passes_kept >= 1 && s.passes_kept <= s.passes))
+        return InvalidArgument(where + ".passes_kept: must lie in [1, passes]");
     }
     p.tuples.push_back(s);
   }
@@ -65,13 +72,17 @@ json profile_to_json(const Profile& profile) {
               {"mean_ms", s.mean_ms},       {"scv", s.scv},           {"samples", s.samples}};
     if (s.wall_s > 0) t["wall_s"] = s.wall_s;
     if (s.node_ms > 0) t["node_ms"] = s.node_ms;
+    if (s.passes > 1) {
+      t["passes"] = s.passes;
+      t["passes_kept"] = s.passes_kept;
+    }
     tuples.push_back(std::move(t));
   }
-  json doc = {{"format", kProfileFormat},
-              {"model", profile.model},
-              {"hardware",
-               {{"nodes", profile.hardware.nodes},
-                {"cores_per_node", profile.hardware.cores_per_node}}}};
+  json doc = {
+      {"format", kProfileFormat},
+      {"model", profile.model},
+      {"hardware",
+       {{"nodes", profile.hardware.nodes}, {"cores_per_node", profile.hardware.cores_per_node}}}};
   if (profile.illustrative) doc["illustrative"] = true;
   if (!profile.note.empty()) doc["note"] = profile.note;
   doc["tuples"] = std::move(tuples);

@@ -1,6 +1,7 @@
+#include "serf/core/profile.h"
+
 #include <catch2/catch.hpp>
 
-#include "serf/core/profile.h"
 #include "serf/io/json_fields.h"
 #include "serf/io/profile_io.h"
 
@@ -9,7 +10,8 @@ using nlohmann::json;
 namespace {
 
 json good_profile() {
-  return json::parse(R"({"format":"serf-profile/1","model":"m","hardware":{"nodes":4,"cores_per_node":8},
+  return json::parse(
+      R"({"format":"serf-profile/1","model":"m","hardware":{"nodes":4,"cores_per_node":8},
     "tuples":[{"service":1,"inter":1,"intra":1,"mean_ms":10.0,"scv":0.01,"samples":5},
               {"service":2,"inter":1,"intra":1,"mean_ms":12.5,"scv":0.02,"samples":5}]})");
 }
@@ -50,6 +52,24 @@ TEST_CASE("node_ms (the nodes' share of a measured service time) round-trips", "
   CHECK_FALSE(serf::io::profile_to_json(*p)["tuples"][1].contains("node_ms"));
   doc["tuples"][0]["node_ms"] = 10.5;  // more than mean_ms
   CHECK_THAT(error_of(doc), Catch::Contains("tuples[0].node_ms"));
+}
+
+TEST_CASE("passes and passes_kept round-trip and are checked", "[core][io]") {
+  json doc = good_profile();
+  doc["tuples"][0]["passes"] = 5;
+  doc["tuples"][0]["passes_kept"] = 4;
+  auto p = serf::io::profile_from_json(doc, "p.json");
+  REQUIRE(p.ok());
+  CHECK(p->tuples[0].passes == 5);
+  CHECK(p->tuples[0].passes_kept == 4);
+  CHECK(p->tuples[1].passes == 0);
+  const json out = serf::io::profile_to_json(*p);
+  CHECK(out["tuples"][0]["passes_kept"] == 4);
+  CHECK_FALSE(out["tuples"][1].contains("passes"));
+  doc["tuples"][0]["passes_kept"] = 6;  // more than passes
+  CHECK_THAT(error_of(doc), Catch::Contains("tuples[0].passes_kept"));
+  doc["tuples"][0].erase("passes_kept");
+  CHECK_THAT(error_of(doc), Catch::Contains("passes_kept"));
 }
 
 TEST_CASE("tuples_for names the missing tuple", "[core]") {

@@ -30,6 +30,7 @@ case "$1" in
     expect_error 3 "nope.json" serve --emulate /nope.json --rate 5
     expect_error 3 "K = 8 needs 8 nodes" profile --emulate "$profile" --inter 1,8 --out "$out/p.json"
     expect_error 3 "give --model FILE" profile --out "$out/p.json"
+    expect_error 3 "--passes: give 1..5" profile --emulate "$profile" --samples 5 --passes 6 --out "$out/p.json"
     expect_error 3 "--rates" profile --emulate "$profile" --exhaustive --rates 1,x --out "$out/x.json"
     expect_error 3 "--arrival-scv" profile --emulate "$profile" --exhaustive --rates 5 --arrivals gamma --arrival-scv 0 --out "$out/x.json"
     expect_error 3 "--arrivals" profile --emulate "$profile" --exhaustive --rates 5 --arrivals bursty --out "$out/x.json"
@@ -139,9 +140,13 @@ case "$1" in
   validate)
     # The validation pipeline end to end on 2 emulated nodes: tuple profile, exhaustive
     # measurement with a warm-up, serf validate with a plot; then its bad input.
-    run 3 "$SERF" profile --emulate "$profile" --inter 1,2 --samples 20 --warmup 2 \
+    run 3 "$SERF" profile --emulate "$profile" --inter 1,2 --samples 20 --passes 2 --warmup 2 \
       --out "$out/p.json" >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "profile"; }
     grep -q "node_ms" "$out/p.json" || fail "profile lacks node_ms"
+    # Two passes of 10 samples per tuple, pooled: 20 samples, and how many passes were kept.
+    [ "$(grep -c '"passes": 2' "$out/p.json")" -eq 6 ] || { cat "$out/p.json"; fail "want 6 tuples profiled in 2 passes"; }
+    [ "$(grep -c '"samples": 20' "$out/p.json")" -eq 6 ] || { cat "$out/p.json"; fail "want 20 pooled samples per tuple"; }
+    grep -q '"passes_kept": [12]' "$out/p.json" || fail "profile lacks passes_kept"
     run 3 "$SERF" profile --emulate "$profile" --inter 2 --exhaustive --rates 20,40 --requests 60 \
       --warmup 10 --out "$out/x.json" >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "exhaustive"; }
     # 60 measured requests per point after the 10 left out.

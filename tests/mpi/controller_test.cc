@@ -223,6 +223,50 @@ TEST_CASE("profiler tuples and lists", "[mpi][profiler]") {
   REQUIRE(s.scv == Approx(0.25));
 }
 
+TEST_CASE("pool_passes leaves out a disturbed pass and pools the rest", "[mpi][profiler]") {
+  const ParallelismTuple t{1, 2, 1};
+  auto pass = [](double mean, double spread) {
+    profiler::PassSamples p;
+    for (int k = 0; k < 20; ++k) {
+      const double x = mean + spread * ((k % 5) - 2);  // mean `mean`, symmetric spread
+      p.occupancy_ms.push_back(x);
+      p.node_ms.push_back(x - 0.5);
+    }
+    return p;
+  };
+  SECTION("one pass is tuple_stats of its samples, passes not recorded") {
+    const auto one = pass(10.0, 0.2);
+    TupleStats s = profiler::pool_passes(t, {one});
+    CHECK(s.mean_ms == Approx(profiler::tuple_stats(t, one.occupancy_ms).mean_ms));
+    CHECK(s.scv == Approx(profiler::tuple_stats(t, one.occupancy_ms).scv));
+    CHECK(s.node_ms == Approx(9.5));
+    CHECK(s.samples == 20);
+    CHECK(s.passes == 0);
+  }
+  SECTION("a pass 18 % slow (another job on the node) is left out") {
+    TupleStats s = profiler::pool_passes(
+        t, {pass(10.0, 0.2), pass(10.1, 0.2), pass(11.8, 0.2), pass(9.95, 0.2), pass(10.05, 0.2)});
+    CHECK(s.passes == 5);
+    CHECK(s.passes_kept == 4);
+    CHECK(s.samples == 80);
+    CHECK(s.mean_ms == Approx((10.0 + 10.1 + 9.95 + 10.05) / 4));
+    CHECK(s.node_ms == Approx(s.mean_ms - 0.5));
+  }
+  SECTION("passes within a few percent are all kept") {
+    TupleStats s = profiler::pool_passes(
+        t, {pass(10.0, 0.2), pass(10.3, 0.2), pass(9.8, 0.2), pass(10.2, 0.2), pass(9.9, 0.2)});
+    CHECK(s.passes_kept == 5);
+    CHECK(s.mean_ms == Approx(10.04));
+  }
+  SECTION("a service whose pass means vary widely keeps them: the band is 3 MADs") {
+    // Pass means 8..12 (a genuinely variable service): the MAD is 1, the band 4.4.
+    TupleStats s = profiler::pool_passes(
+        t, {pass(8.0, 1.0), pass(9.0, 1.0), pass(10.0, 1.0), pass(11.0, 1.0), pass(12.0, 1.0)});
+    CHECK(s.passes_kept == 5);
+    CHECK(s.mean_ms == Approx(10.0));
+  }
+}
+
 TEST_CASE("stepped Poisson arrivals follow each step's rate", "[mpi][controller]") {
   auto at = stepped_arrivals({{0, 100}, {10, 1000}}, 20000, 9).value();
   REQUIRE(at.size() == 20000);
