@@ -45,8 +45,8 @@ void summarize_errors(std::vector<double> errors, ErrorSummary* s) {
 }
 
 StatusOr<ValidationReport> validate_predictions(const Profile& profile,
-                                                const std::vector<MeasuredPoint>& points,
-                                                int nodes, const std::vector<QueueKind>& queues) {
+                                                const std::vector<MeasuredPoint>& points, int nodes,
+                                                const std::vector<QueueKind>& queues) {
   if (points.empty()) return InvalidArgument("no measured points to validate");
   if (queues.empty()) return InvalidArgument("no queue model to validate");
   if (nodes < 1) return InvalidArgument("nodes must be >= 1");
@@ -57,8 +57,7 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
     }
     if (!(std::isfinite(p.rate_per_s) && p.rate_per_s > 0) ||
         !(std::isfinite(p.mean_latency_ms) && p.mean_latency_ms > 0)) {
-      return InvalidArgument(point_name(k, p) +
-                             ": rate and mean latency must be finite and > 0");
+      return InvalidArgument(point_name(k, p) + ": rate and mean latency must be finite and > 0");
     }
     for (size_t j = 0; j < k; ++j) {
       if (same_config(points[j].config, p.config) && points[j].rate_per_s == p.rate_per_s) {
@@ -75,7 +74,7 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
     mv.queue = queue;
     SERF_ASSIGN_OR_RETURN(std::vector<ConfigurationFamily> families,
                           build_families(profile, nodes, queue));
-    std::vector<double> errors, p99_errors, steady_errors;
+    std::vector<double> errors, p99_errors, steady_errors, rescaled_errors;
     double ci_rel_sum = 0;
     for (size_t k = 0; k < points.size(); ++k) {
       const MeasuredPoint& p = points[k];
@@ -99,11 +98,35 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
         SERF_ASSIGN_OR_RETURN(std::unique_ptr<LatencyObjective> mean_objective,
                               LatencyObjective::Create(profile, o));
         r.prediction = mean_objective->corrected(*family, p.config.service, r.prediction);
+        if (p.mean_service_ms > 0 && r.prediction.service_ms > 0) {
+          // Fixed point of s = measured service / predicted service of the s-scaled model (the
+          // state mix moves with the load, so one step is not exact for c > 1).
+          double scale = 1;
+          Prediction scaled;
+          for (int step = 0; step < 20; ++step) {
+            scaled = model->predict(p.config.service, r.unit_rate_per_s * scale);
+            if (!scaled.stable || !(scaled.service_ms > 0)) break;
+            const double next = p.mean_service_ms / scaled.service_ms;
+            const bool done = std::fabs(next - scale) <= 1e-6 * scale;
+            scale = next;
+            if (done) break;
+          }
+          scaled = model->predict(p.config.service, r.unit_rate_per_s * scale);
+          if (scaled.stable) {
+            scaled = mean_objective->corrected(*family, p.config.service, scaled);
+            r.has_rescaled = true;
+            r.rescale = scale;
+            r.rescaled_latency_ms = scale * scaled.latency_ms;
+            r.rescaled_rel_error =
+                std::fabs(r.rescaled_latency_ms - p.mean_latency_ms) / p.mean_latency_ms;
+            rescaled_errors.push_back(r.rescaled_rel_error);
+          }
+        }
         o.percentile = 99;
         SERF_ASSIGN_OR_RETURN(std::unique_ptr<LatencyObjective> p99_objective,
                               LatencyObjective::Create(profile, o));
-        const double p99 = p99_objective->score_ms(*family, p.config.service, r.unit_rate_per_s,
-                                                   r.prediction);
+        const double p99 =
+            p99_objective->score_ms(*family, p.config.service, r.unit_rate_per_s, r.prediction);
         if (std::isfinite(p99) && p.p99_latency_ms > 0 && p.requests >= kMinRequestsForP99) {
           r.has_p99 = true;
           r.predicted_p99_ms = p99;
@@ -131,6 +154,7 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
     summarize_errors(errors, &mv.summary);
     summarize_errors(p99_errors, &mv.p99_summary);
     summarize_errors(steady_errors, &mv.steady_summary);
+    summarize_errors(rescaled_errors, &mv.rescaled_summary);
     if (mv.summary.with_ci95 > 0) mv.summary.mean_ci95_rel = ci_rel_sum / mv.summary.with_ci95;
 
     // Rates measured on two or more configurations: the planner's rule (lowest predicted mean,
@@ -154,9 +178,8 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
              tie_break_less(m.config, best->measured.config))) {
           best = r;
         }
-        if (r->prediction.stable &&
-            choice.offer(r->prediction.latency_ms, m.config, r->units, r->unit_rate_per_s,
-                         r->prediction)) {
+        if (r->prediction.stable && choice.offer(r->prediction.latency_ms, m.config, r->units,
+                                                 r->unit_rate_per_s, r->prediction)) {
           pick = r;
         }
       }
@@ -185,8 +208,7 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
 StatusOr<std::vector<double>> rates_at_utilizations(const Profile& profile,
                                                     const Configuration& config, int nodes,
                                                     const std::vector<double>& utilizations) {
-  SERF_ASSIGN_OR_RETURN(QueueModel model,
-                        model_for(profile, config, nodes, QueueKind::kMdInterf));
+  SERF_ASSIGN_OR_RETURN(QueueModel model, model_for(profile, config, nodes, QueueKind::kMdInterf));
   const double capacity = units_for(nodes, config.inter) * model.max_rate_per_s(config.service);
   std::vector<double> rates;
   for (double u : utilizations) {

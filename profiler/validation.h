@@ -22,7 +22,7 @@ struct MeasuredPoint {
   double mean_latency_ms = 0;
   double p99_latency_ms = 0;
   double mean_service_ms = 0;
-  double ci95_ms = -1;  // half-width of the 95% CI of the mean latency; < 0 when unknown
+  double ci95_ms = -1;     // half-width of the 95% CI of the mean latency; < 0 when unknown
   double arrival_scv = 1;  // SCV of the gaps of the cluster-wide arrivals (1: Poisson)
 };
 
@@ -42,10 +42,19 @@ struct PointResult {
   // prediction.stable false: rho >= 1, no numbers. With bursty arrivals (arrival_scv != 1) the
   // wait carries the Allen-Cunneen factor of the unit's split stream, as the planner applies it.
   Prediction prediction;
-  double rel_error = 0;   // |predicted - measured| / measured, only when stable
+  double rel_error = 0;  // |predicted - measured| / measured, only when stable
   // measured mean service / the predicted mean service - 1 (0 when the measurement has none).
   double service_drift = 0;
-  bool has_p99 = false;   // stable, a measured p99 and at least kMinRequestsForP99 requests
+  // The queue model alone: the prediction re-made with the configuration's service times scaled
+  // by s so that the predicted mean service equals the measured one (by scaling, latency(s x
+  // profile, lambda) = s x latency(profile, s lambda)). Its error is the queue approximation's,
+  // free of the profile's: has_rescaled false when the point has no measured service time or the
+  // rescaled model is saturated.
+  bool has_rescaled = false;
+  double rescale = 1;  // s
+  double rescaled_latency_ms = 0;
+  double rescaled_rel_error = 0;
+  bool has_p99 = false;         // stable, a measured p99 and at least kMinRequestsForP99 requests
   double predicted_p99_ms = 0;  // the tail approximation (tail_latency.h)
   double p99_rel_error = 0;
 };
@@ -56,8 +65,8 @@ struct ErrorSummary {
   int count = 0;     // points with a prediction
   int unstable = 0;  // points skipped: predicted rho >= 1
   double mean = 0, median = 0, p95 = 0, max = 0;
-  int within_ci95 = 0;    // points whose prediction lies inside the measured 95% CI
-  int with_ci95 = 0;      // points that carry a CI
+  int within_ci95 = 0;       // points whose prediction lies inside the measured 95% CI
+  int with_ci95 = 0;         // points that carry a CI
   double mean_ci95_rel = 0;  // mean of ci95 / measured over those points
 };
 
@@ -82,8 +91,10 @@ struct ModelValidation {
   ErrorSummary p99_summary;  // of the p99 (points with has_p99; no CI counts)
   // The mean-latency errors of the points whose |service_drift| <= kMaxServiceDrift.
   ErrorSummary steady_summary;
-  std::vector<RateComparison> rates;  // ascending rate
-  int matches = 0;                    // rates where the pick is the measured best
+  // The mean-latency errors of the rescaled predictions (PointResult::has_rescaled).
+  ErrorSummary rescaled_summary;
+  std::vector<RateComparison> rates;         // ascending rate
+  int matches = 0;                           // rates where the pick is the measured best
   double mean_penalty = 0, max_penalty = 0;  // over rates with a stable pick
 };
 
@@ -97,8 +108,8 @@ struct ValidationReport {
 // (K <= nodes, c*T <= cores) and have its tuples (1..c, K, T) in the profile: otherwise NotFound
 // or InvalidArgument naming the point. `points` must not be empty.
 StatusOr<ValidationReport> validate_predictions(const Profile& profile,
-                                                const std::vector<MeasuredPoint>& points,
-                                                int nodes, const std::vector<QueueKind>& queues);
+                                                const std::vector<MeasuredPoint>& points, int nodes,
+                                                const std::vector<QueueKind>& queues);
 
 // Relative-error statistics of `errors` (any order); zeros when empty.
 void summarize_errors(std::vector<double> errors, ErrorSummary* summary);

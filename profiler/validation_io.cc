@@ -87,12 +87,9 @@ StatusOr<MeasuredSet> load_measured(const std::string& path) {
 }
 
 json validation_json(const ValidationReport& report, const ValidationInputs& inputs) {
-  json doc = {{"format", kValidationFormat},
-              {"model", inputs.model},
-              {"profile", inputs.profile_path},
-              {"measured", inputs.measured_paths},
-              {"nodes", report.nodes},
-              {"cores_per_node", report.cores_per_node}};
+  json doc = {{"format", kValidationFormat},    {"model", inputs.model},
+              {"profile", inputs.profile_path}, {"measured", inputs.measured_paths},
+              {"nodes", report.nodes},          {"cores_per_node", report.cores_per_node}};
   json models = json::array();
   for (const ModelValidation& mv : report.models) {
     const ErrorSummary& s = mv.summary;
@@ -118,6 +115,9 @@ json validation_json(const ValidationReport& report, const ValidationInputs& inp
       p["rel_error"] = number_or_null(ok, r.rel_error);
       p["arrival_scv"] = m.arrival_scv;
       p["service_drift"] = number_or_null(ok, r.service_drift);
+      p["rescale"] = number_or_null(r.has_rescaled, r.rescale);
+      p["rescaled_predicted_ms"] = number_or_null(r.has_rescaled, r.rescaled_latency_ms);
+      p["rescaled_rel_error"] = number_or_null(r.has_rescaled, r.rescaled_rel_error);
       p["predicted_p99_ms"] = number_or_null(r.has_p99, r.predicted_p99_ms);
       p["p99_rel_error"] = number_or_null(r.has_p99, r.p99_rel_error);
       if (!ok) {
@@ -154,19 +154,19 @@ json validation_json(const ValidationReport& report, const ValidationInputs& inp
                     {"within_ci95", s.within_ci95},
                     {"mean_ci95_rel", s.mean_ci95_rel}};
     const ErrorSummary& t = mv.p99_summary;
-    summary["p99"] = {{"count", t.count},
-                      {"mean_rel_error", t.mean},
-                      {"median_rel_error", t.median},
-                      {"p95_rel_error", t.p95},
-                      {"max_rel_error", t.max},
-                      {"min_requests", kMinRequestsForP99}};
+    summary["p99"] = {
+        {"count", t.count},       {"mean_rel_error", t.mean}, {"median_rel_error", t.median},
+        {"p95_rel_error", t.p95}, {"max_rel_error", t.max},   {"min_requests", kMinRequestsForP99}};
     const ErrorSummary& d = mv.steady_summary;
-    summary["steady"] = {{"count", d.count},
-                         {"max_service_drift", kMaxServiceDrift},
-                         {"mean_rel_error", d.mean},
-                         {"median_rel_error", d.median},
-                         {"p95_rel_error", d.p95},
-                         {"max_rel_error", d.max}};
+    summary["steady"] = {{"count", d.count},         {"max_service_drift", kMaxServiceDrift},
+                         {"mean_rel_error", d.mean}, {"median_rel_error", d.median},
+                         {"p95_rel_error", d.p95},   {"max_rel_error", d.max}};
+    const ErrorSummary& q = mv.rescaled_summary;
+    summary["rescaled"] = {{"count", q.count},
+                           {"mean_rel_error", q.mean},
+                           {"median_rel_error", q.median},
+                           {"p95_rel_error", q.p95},
+                           {"max_rel_error", q.max}};
     json planner = {{"rates_compared", mv.rates.size()},
                     {"matches", mv.matches},
                     {"mean_penalty", mv.mean_penalty},
@@ -187,7 +187,8 @@ std::string validation_csv(const ValidationReport& report) {
   out << "queue,service,inter,intra,rate_per_s,units,unit_rate_per_s,requests,measured_ms,"
          "measured_ci95_ms,measured_p99_ms,measured_service_ms,stable,predicted_ms,"
          "predicted_service_ms,predicted_wait_ms,utilization,rel_error,arrival_scv,"
-         "predicted_p99_ms,p99_rel_error,service_drift\n";
+         "predicted_p99_ms,p99_rel_error,service_drift,rescale,rescaled_predicted_ms,"
+         "rescaled_rel_error\n";
   for (const ModelValidation& mv : report.models) {
     for (const PointResult& r : mv.points) {
       const MeasuredPoint& m = r.measured;
@@ -206,7 +207,9 @@ std::string validation_csv(const ValidationReport& report) {
           << ',' << opt(ok, r.prediction.wait_ms) << ',' << r.utilization << ','
           << opt(ok, r.rel_error) << ',' << m.arrival_scv << ','
           << opt(r.has_p99, r.predicted_p99_ms) << ',' << opt(r.has_p99, r.p99_rel_error) << ','
-          << opt(ok, r.service_drift) << '\n';
+          << opt(ok, r.service_drift) << ',' << opt(r.has_rescaled, r.rescale) << ','
+          << opt(r.has_rescaled, r.rescaled_latency_ms) << ','
+          << opt(r.has_rescaled, r.rescaled_rel_error) << '\n';
     }
   }
   return out.str();

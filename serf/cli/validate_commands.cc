@@ -48,7 +48,7 @@ Status run_validate(const ValidateFlags& f) {
   if (!f.plot.empty()) SERF_RETURN_IF_ERROR(check_plot_path("--plot", f.plot));
   std::vector<QueueKind> queues;
   if (f.queue == "all") {
-    queues = {QueueKind::kMdInterf, QueueKind::kMmInterf,      QueueKind::kMdc,
+    queues = {QueueKind::kMdInterf, QueueKind::kMmInterf,     QueueKind::kMdc,
               QueueKind::kMmc,      QueueKind::kAllenCunneen, QueueKind::kMdcExact};
   } else {
     auto q = parse_queue_kind(f.queue);
@@ -69,8 +69,8 @@ Status run_validate(const ValidateFlags& f) {
     if (m.has_hardware) {
       if (m.hardware.cores_per_node != profile.hardware.cores_per_node ||
           (f.nodes == 0 && m.hardware.nodes != profile.hardware.nodes)) {
-        return InvalidArgument(path + ": measured on " + hw_text(m.hardware) + " but " +
-                               f.profile + " was profiled on " + hw_text(profile.hardware) +
+        return InvalidArgument(path + ": measured on " + hw_text(m.hardware) + " but " + f.profile +
+                               " was profiled on " + hw_text(profile.hardware) +
                                (m.hardware.cores_per_node == profile.hardware.cores_per_node
                                     ? "; give --nodes to validate at another node count"
                                     : "; profile the hardware you measure on"));
@@ -103,10 +103,9 @@ Status run_validate(const ValidateFlags& f) {
     const profiler::ErrorSummary& s = mv.summary;
     const std::string ci =
         s.with_ci95 ? std::to_string(s.within_ci95) + "/" + std::to_string(s.with_ci95) : "-";
-    const std::string planner =
-        std::to_string(mv.matches) + "/" + std::to_string(mv.rates.size());
-    const std::string penalty = mv.rates.empty() ? "-" : pct(mv.mean_penalty) + "/" +
-                                                             pct(mv.max_penalty);
+    const std::string planner = std::to_string(mv.matches) + "/" + std::to_string(mv.rates.size());
+    const std::string penalty =
+        mv.rates.empty() ? "-" : pct(mv.mean_penalty) + "/" + pct(mv.max_penalty);
     std::printf("%-14s %6d %8d %7s %7s %7s %7s %10s %10s %16s\n", to_string(mv.queue), s.count,
                 s.unstable, pct(s.mean).c_str(), pct(s.median).c_str(), pct(s.p95).c_str(),
                 pct(s.max).c_str(), ci.c_str(), planner.c_str(), penalty.c_str());
@@ -118,6 +117,15 @@ Status run_validate(const ValidateFlags& f) {
   std::printf("%-14s %6s %7s %7s %7s %7s\n", "queue", "points", "mean", "median", "p95", "max");
   for (const profiler::ModelValidation& mv : report.models) {
     const profiler::ErrorSummary& t = mv.steady_summary;
+    std::printf("%-14s %6d %7s %7s %7s %7s\n", to_string(mv.queue), t.count, pct(t.mean).c_str(),
+                pct(t.median).c_str(), pct(t.p95).c_str(), pct(t.max).c_str());
+  }
+  std::printf(
+      "the queue model alone: each prediction re-made with the configuration's service times "
+      "scaled to the point's measured service time (the profile's error taken out):\n");
+  std::printf("%-14s %6s %7s %7s %7s %7s\n", "queue", "points", "mean", "median", "p95", "max");
+  for (const profiler::ModelValidation& mv : report.models) {
+    const profiler::ErrorSummary& t = mv.rescaled_summary;
     std::printf("%-14s %6d %7s %7s %7s %7s\n", to_string(mv.queue), t.count, pct(t.mean).c_str(),
                 pct(t.median).c_str(), pct(t.p95).c_str(), pct(t.max).c_str());
   }
@@ -164,7 +172,8 @@ void register_validate_commands(CLI::App& app, CommandRegistry& registry) {
       "validate",
       "Compare the queueing model's predicted mean latency with an exhaustive measurement\n"
       "(mpirun ... serf profile --exhaustive) at every measured (configuration, rate) point:\n"
-      "relative errors, their mean/median/p95/max, and whether the planner picks the measured best.\n"
+      "relative errors, their mean/median/p95/max, and whether the planner picks the measured "
+      "best.\n"
       "  serf validate --profile p.json --measured ex.json --queue all --out report.json");
   sub->add_option("--profile", f->profile, "serf-profile/1 file the predictions come from")
       ->required();

@@ -1,10 +1,10 @@
 // serf validate's arithmetic: predictions per measured point, error statistics, the planner check
 // and the batch-means interval, on hand-made profiles and points.
-#include <catch2/catch.hpp>
+#include "profiler/validation.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
-#include "profiler/validation.h"
 #include "profiler/validation_io.h"
 #include "serf/core/planner.h"
 #include "serf/core/queue_model.h"
@@ -21,9 +21,8 @@ Profile two_node_profile() {
   Profile p;
   p.model = "hand-made";
   p.hardware = {2, 2};
-  p.tuples = {{{1, 1, 1}, 10.0, 0.0, 10}, {{2, 1, 1}, 14.0, 0.0, 10},
-              {{1, 1, 2}, 6.0, 0.0, 10},  {{1, 2, 1}, 7.0, 0.0, 10},
-              {{2, 2, 1}, 9.0, 0.0, 10},  {{1, 2, 2}, 4.0, 0.0, 10}};
+  p.tuples = {{{1, 1, 1}, 10.0, 0.0, 10}, {{2, 1, 1}, 14.0, 0.0, 10}, {{1, 1, 2}, 6.0, 0.0, 10},
+              {{1, 2, 1}, 7.0, 0.0, 10},  {{2, 2, 1}, 9.0, 0.0, 10},  {{1, 2, 2}, 4.0, 0.0, 10}};
   p.reindex();
   return p;
 }
@@ -201,8 +200,7 @@ TEST_CASE("the p99 is compared only where enough requests were measured", "[vali
   REQUIRE(mv.points[1].has_p99);
   // M/D/1 at rho = 0.6: the p99 lies well above the mean and the service time.
   CHECK(mv.points[1].predicted_p99_ms > 2 * mv.points[1].prediction.latency_ms);
-  CHECK(mv.points[1].p99_rel_error ==
-        Approx(std::fabs(mv.points[1].predicted_p99_ms - 30) / 30));
+  CHECK(mv.points[1].p99_rel_error == Approx(std::fabs(mv.points[1].predicted_p99_ms - 30) / 30));
   CHECK(mv.p99_summary.count == 1);
 }
 
@@ -214,8 +212,8 @@ TEST_CASE("points whose service time drifted from the profile are summarised apa
   steady.mean_service_ms = 4.2;  // +5%
   MeasuredPoint drifted = point(c, 100, predicted_ms(p, c, 2, 100) * 2);
   drifted.mean_service_ms = 5.0;  // +25%: the machine changed
-  auto report = serf::profiler::validate_predictions(p, {steady, drifted}, 2,
-                                                     {QueueKind::kMdInterf});
+  auto report =
+      serf::profiler::validate_predictions(p, {steady, drifted}, 2, {QueueKind::kMdInterf});
   REQUIRE(report.ok());
   const auto& mv = report->models[0];
   CHECK(mv.points[0].service_drift == Approx(0.05));
@@ -223,4 +221,38 @@ TEST_CASE("points whose service time drifted from the profile are summarised apa
   CHECK(mv.summary.count == 2);
   REQUIRE(mv.steady_summary.count == 1);
   CHECK(mv.steady_summary.max == Approx(std::fabs(1 / 1.05 - 1)));
+}
+
+TEST_CASE("the rescaled prediction takes the profile's error out", "[validation]") {
+  // The machine runs every service 20 % slower than profiled. A measurement that is exactly what
+  // the 20 %-slower profile predicts has a large plain error and no rescaled error.
+  const Profile p = two_node_profile();
+  Profile slower = p;
+  for (auto& t : slower.tuples) t.mean_ms *= 1.2;
+  slower.reindex();
+  for (const Configuration c : {Configuration{1, 1, 1}, Configuration{2, 1, 1}}) {
+    const double rate = 120;  // (1,1,1): 60/s per unit, rho 0.72 slower; (2,1,1): moderate
+    auto model = serf::model_for(slower, c, 2, QueueKind::kMdInterf);
+    REQUIRE(model.ok());
+    const auto truth = model->predict(c.service, rate / 2);
+    REQUIRE(truth.stable);
+    MeasuredPoint m = point(c, rate, truth.latency_ms);
+    m.mean_service_ms = truth.service_ms;
+    auto report = serf::profiler::validate_predictions(p, {m}, 2, {QueueKind::kMdInterf});
+    REQUIRE(report.ok());
+    const auto& r = report->models[0].points[0];
+    CHECK(r.rel_error > 0.2);  // the profile's 20 % near saturation
+    REQUIRE(r.has_rescaled);
+    CHECK(r.rescale == Approx(1.2).epsilon(1e-4));
+    CHECK(r.rescaled_latency_ms == Approx(truth.latency_ms).epsilon(1e-6));
+    CHECK(r.rescaled_rel_error == Approx(0).margin(1e-6));
+    CHECK(report->models[0].rescaled_summary.count == 1);
+  }
+  // Without a measured service time there is nothing to rescale to.
+  const Configuration c{1, 1, 1};
+  auto report = serf::profiler::validate_predictions(p, {point(c, 50, predicted_ms(p, c, 2, 50))},
+                                                     2, {QueueKind::kMdInterf});
+  REQUIRE(report.ok());
+  CHECK_FALSE(report->models[0].points[0].has_rescaled);
+  CHECK(report->models[0].rescaled_summary.count == 0);
 }
