@@ -59,7 +59,11 @@ class Recorder {
         batch_sum_(static_cast<size_t>(batches), 0.0),
         batch_n_(static_cast<size_t>(batches), 0) {}
 
+  // Also keep every request's latency, by id (replays).
+  void keep_latencies(std::vector<double>* latencies) { latencies_ = latencies; }
+
   void record(int64_t id, double arrival_ms, double start_ms, double end_ms) {
+    if (latencies_ != nullptr) (*latencies_)[static_cast<size_t>(id)] = end_ms - arrival_ms;
     if (id < warmup_) return;
     const double latency = end_ms - arrival_ms, wait = start_ms - arrival_ms;
     latency_hist_.add(latency);
@@ -108,6 +112,7 @@ class Recorder {
   std::vector<double> batch_sum_;
   std::vector<int64_t> batch_n_;
   LatencyHistogram latency_hist_, wait_hist_;
+  std::vector<double>* latencies_ = nullptr;
   double sum_latency_ = 0, sum_wait_ = 0;
   int64_t n_ = 0, waited_ = 0;
 };
@@ -260,18 +265,69 @@ SimulationResult run(const SimulationOptions& o, ArrivalProcess arrivals, std::v
   return r;
 }
 
-}  // namespace
+template <typename Unit>
+std::vector<double> replay_path(std::vector<Unit> units, const std::vector<double>& arrival_ms,
+                                const std::vector<int>& unit_of, uint64_t seed) {
+  Rng rng(seed);
+  const int64_t n = static_cast<int64_t>(arrival_ms.size());
+  std::vector<double> latencies(arrival_ms.size(), 0.0);
+  Recorder rec(0, n, 1);
+  rec.keep_latencies(&latencies);
+  for (int64_t id = 0; id < n; ++id) {
+    const size_t k = static_cast<size_t>(id);
+    units[static_cast<size_t>(unit_of[k])].arrive(arrival_ms[k], id, rng, rec);
+  }
+  for (Unit& u : units) u.drain(rng, rec);
+  return latencies;
+}
 
-StatusOr<SimulationResult> simulate(const SimulationOptions& o) {
-  if (o.levels.empty())
+Status check_levels(const std::vector<ServiceLevel>& levels) {
+  if (levels.empty())
     return InvalidArgument("simulation needs at least one service level (c >= 1)");
-  for (size_t i = 0; i < o.levels.size(); ++i) {
-    const ServiceLevel& l = o.levels[i];
+  for (size_t i = 0; i < levels.size(); ++i) {
+    const ServiceLevel& l = levels[i];
     if (!std::isfinite(l.mean_ms) || l.mean_ms <= 0 || !std::isfinite(l.scv) || l.scv < 0) {
       return InvalidArgument("service level " + std::to_string(i + 1) +
                              ": mean_ms must be finite and > 0, scv finite and >= 0");
     }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::vector<double>> replay_latencies(const std::vector<ServiceLevel>& levels,
+                                               ServiceSemantics semantics, int units,
+                                               const std::vector<double>& arrival_ms,
+                                               const std::vector<int>& unit_of, uint64_t seed) {
+  SERF_RETURN_IF_ERROR(check_levels(levels));
+  if (units < 1) return InvalidArgument("the cluster needs at least one serving unit");
+  if (arrival_ms.size() != unit_of.size()) {
+    return InvalidArgument("replay: " + std::to_string(arrival_ms.size()) + " arrivals but " +
+                           std::to_string(unit_of.size()) + " unit indices");
+  }
+  for (size_t k = 0; k < arrival_ms.size(); ++k) {
+    if (!std::isfinite(arrival_ms[k]) || (k > 0 && arrival_ms[k] < arrival_ms[k - 1])) {
+      return InvalidArgument("replay: arrival " + std::to_string(k) +
+                             " is not finite or comes before the one before it");
+    }
+    if (unit_of[k] < 0 || unit_of[k] >= units) {
+      return InvalidArgument("replay: arrival " + std::to_string(k) + " goes to unit " +
+                             std::to_string(unit_of[k]) + " of " + std::to_string(units));
+    }
+  }
+  const size_t n = static_cast<size_t>(units);
+  if (semantics == ServiceSemantics::kStart) {
+    std::vector<TimeSampler> samplers(levels.begin(), levels.end());
+    return replay_path(std::vector<StartUnit>(n, StartUnit(samplers)), arrival_ms, unit_of, seed);
+  }
+  const TimeSampler work(ServiceLevel{1.0, levels.front().scv});
+  return replay_path(std::vector<SharedUnit>(n, SharedUnit(levels, work)), arrival_ms, unit_of,
+                     seed);
+}
+
+StatusOr<SimulationResult> simulate(const SimulationOptions& o) {
+  SERF_RETURN_IF_ERROR(check_levels(o.levels));
   if (o.units < 1) return InvalidArgument("the cluster needs at least one serving unit");
   if (o.batches < 2) return InvalidArgument("batch means need at least 2 batches");
   if (!(o.percentile >= 0 && o.percentile < 100)) {

@@ -69,4 +69,14 @@ double offered_utilization(const SimulationOptions& options);
 // without bound and no steady-state number exists.
 StatusOr<SimulationResult> simulate(const SimulationOptions& options);
 
+// Replays one given sample path: request k arrives at arrival_ms[k] (non-decreasing) at unit
+// unit_of[k] (0 <= unit_of[k] < units), and is served as `simulate` would serve it (service times
+// drawn from `levels` with `seed`; deterministic where a level's scv is 0). Returns every request's
+// latency in ms, in the order given. Used as a control variate: the queue a model describes, fed
+// the very arrivals a measurement saw (profiler/validation.h).
+StatusOr<std::vector<double>> replay_latencies(const std::vector<ServiceLevel>& levels,
+                                               ServiceSemantics semantics, int units,
+                                               const std::vector<double>& arrival_ms,
+                                               const std::vector<int>& unit_of, uint64_t seed = 1);
+
 }  // namespace serf::sim

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <random>
 #include <vector>
 
 namespace {
@@ -181,4 +182,60 @@ TEST_CASE("the simulator refuses unstable loads and bad options", "[sim]") {
   CHECK_FALSE(serf::sim::simulate(options({}, 10.0)).ok());
   CHECK_FALSE(serf::sim::simulate(options(flat(1, -1.0, 1.0), 10.0)).ok());
   CHECK_FALSE(serf::sim::simulate(options(flat(1, 1.0, 1.0), 10.0, 100)).ok());
+}
+
+TEST_CASE("replay: a given sample path is served by hand-checkable rules", "[sim][replay]") {
+  using serf::sim::replay_latencies;
+  // c = 1, 10 ms: the second request waits 5 ms behind the first; the third finds the unit idle.
+  auto one =
+      replay_latencies(flat(1, 10.0, 0.0), ServiceSemantics::kStart, 1, {0, 5, 30}, {0, 0, 0});
+  REQUIRE(one.ok());
+  CHECK(*one == std::vector<double>{10, 15, 10});
+  // Two units: the same arrivals on separate units never wait.
+  auto two = replay_latencies(flat(1, 10.0, 0.0), ServiceSemantics::kStart, 2, {0, 5}, {0, 1});
+  REQUIRE(two.ok());
+  CHECK(*two == std::vector<double>{10, 10});
+  // c = 2, 10 ms alone, 16 ms together. Shared: the first runs 5 ms alone (half its work), then
+  // both advance at 1/16 per ms: the first leaves at 5 + 8 = 13; the second, half done, alone
+  // again, leaves at 13 + 5 = 18.
+  const std::vector<ServiceLevel> levels{{10.0, 0.0}, {16.0, 0.0}};
+  auto shared = replay_latencies(levels, ServiceSemantics::kShared, 1, {0, 5}, {0, 0});
+  REQUIRE(shared.ok());
+  CHECK(shared->at(0) == Approx(13));
+  CHECK(shared->at(1) == Approx(13));
+  // Start: the time is fixed when a request starts, by the number running then.
+  auto start = replay_latencies(levels, ServiceSemantics::kStart, 1, {0, 5}, {0, 0});
+  REQUIRE(start.ok());
+  CHECK(*start == std::vector<double>{10, 16});
+}
+
+TEST_CASE("replay of a long Poisson path has the simulator's long-run mean", "[sim][replay]") {
+  // M/D/1 at rho = 0.6 on 2 units: P-K gives 10 + 0.6 * 10 / (2 * 0.4) = 17.5 ms.
+  std::mt19937_64 rng(7);
+  std::exponential_distribution<double> gap(0.12);  // per ms: 60/s per unit
+  std::uniform_int_distribution<int> unit(0, 1);
+  std::vector<double> arrivals;
+  std::vector<int> units;
+  double t = 0;
+  for (int k = 0; k < 400000; ++k) {
+    t += gap(rng);
+    arrivals.push_back(t);
+    units.push_back(unit(rng));
+  }
+  auto lat = serf::sim::replay_latencies(flat(1, 10.0, 0.0), ServiceSemantics::kShared, 2, arrivals,
+                                         units);
+  REQUIRE(lat.ok());
+  double sum = 0;
+  for (double x : *lat) sum += x;
+  CHECK(sum / static_cast<double>(lat->size()) == Approx(17.5).epsilon(0.02));
+}
+
+TEST_CASE("replay refuses a path it cannot serve", "[sim][replay]") {
+  using serf::sim::replay_latencies;
+  const auto levels = flat(1, 10.0, 0.0);
+  CHECK_FALSE(replay_latencies(levels, ServiceSemantics::kShared, 1, {0, 1}, {0}).ok());
+  CHECK_FALSE(replay_latencies(levels, ServiceSemantics::kShared, 1, {5, 1}, {0, 0}).ok());
+  CHECK_FALSE(replay_latencies(levels, ServiceSemantics::kShared, 2, {0, 1}, {0, 2}).ok());
+  CHECK_FALSE(replay_latencies(levels, ServiceSemantics::kShared, 1, {0, NAN}, {0, 0}).ok());
+  CHECK_FALSE(replay_latencies({}, ServiceSemantics::kShared, 1, {0}, {0}).ok());
 }
