@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "profiler/validation.h"
+#include "profiler/validation_io.h"
 
 namespace serf::profiler {
 
@@ -225,6 +226,12 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
       std::stable_sort(recs.begin(), recs.end(),
                        [](const auto* a, const auto* b) { return a->arrival_s < b->arrival_s; });
       const size_t skip = std::min(recs.size(), static_cast<size_t>(std::max(options.warmup, 0)));
+      row.trace.warmup = static_cast<int>(skip);
+      for (const mpi::RequestRecord* r : recs) {
+        row.trace.arrival_ms.push_back((r->arrival_s - recs.front()->arrival_s) * 1e3);
+        row.trace.unit.push_back(r->unit);
+        row.trace.latency_ms.push_back(r->latency_ms());
+      }
       recs.erase(recs.begin(), recs.begin() + static_cast<std::ptrdiff_t>(skip));
       std::vector<double> lat;
       double service = 0;
@@ -268,31 +275,41 @@ std::string exhaustive_csv(const ExhaustiveReport& report) {
 
 std::string exhaustive_json(const ExhaustiveReport& report, const std::string& model,
                             const Hardware& hardware) {
-  auto row_json = [](const ExhaustiveRow& r) {
-    return nlohmann::json{{"rate", r.rate_per_s},
-                          {"service", r.config.service},
-                          {"inter", r.config.inter},
-                          {"intra", r.config.intra},
-                          {"requests", r.requests},
-                          {"mean_latency_ms", r.mean_latency_ms},
-                          {"p99_latency_ms", r.p99_latency_ms},
-                          {"mean_latency_ci95_ms", r.mean_latency_ci95_ms >= 0
-                                                       ? nlohmann::json(r.mean_latency_ci95_ms)
-                                                       : nlohmann::json(nullptr)},
-                          {"mean_service_ms", r.mean_service_ms},
-                          {"arrival_scv", r.arrival_scv},
-                          {"wall_s", r.wall_s}};
+  auto row_json = [](const ExhaustiveRow& r, bool with_trace) {
+    nlohmann::json j{{"rate", r.rate_per_s},
+                     {"service", r.config.service},
+                     {"inter", r.config.inter},
+                     {"intra", r.config.intra},
+                     {"requests", r.requests},
+                     {"mean_latency_ms", r.mean_latency_ms},
+                     {"p99_latency_ms", r.p99_latency_ms},
+                     {"mean_latency_ci95_ms", r.mean_latency_ci95_ms >= 0
+                                                  ? nlohmann::json(r.mean_latency_ci95_ms)
+                                                  : nlohmann::json(nullptr)},
+                     {"mean_service_ms", r.mean_service_ms},
+                     {"arrival_scv", r.arrival_scv},
+                     {"wall_s", r.wall_s}};
+    if (with_trace) j["trace"] = trace_json(r.trace);
+    return j;
   };
   nlohmann::json doc{
       {"format", "serf-exhaustive/1"},
       {"model", model},
       {"hardware", {{"nodes", hardware.nodes}, {"cores_per_node", hardware.cores_per_node}}},
       {"total_wall_s", report.total_wall_s}};
-  doc["points"] = nlohmann::json::array();
-  for (const ExhaustiveRow& r : report.rows) doc["points"].push_back(row_json(r));
-  doc["best"] = nlohmann::json::array();
-  for (const ExhaustiveRow& r : report.best_per_rate()) doc["best"].push_back(row_json(r));
-  return doc.dump(2) + "\n";
+  // One point per line: a point's trace holds thousands of numbers.
+  auto list = [&](const std::vector<ExhaustiveRow>& rows, bool with_trace) {
+    std::string s = "[";
+    for (size_t k = 0; k < rows.size(); ++k)
+      s += (k ? ",\n    " : "\n    ") + row_json(rows[k], with_trace).dump();
+    return s + (rows.empty() ? "]" : "\n  ]");
+  };
+  std::string text = doc.dump(2);
+  text.erase(text.rfind('}'));
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  text += ",\n  \"points\": " + list(report.rows, true) +
+          ",\n  \"best\": " + list(report.best_per_rate(), false) + "\n}\n";
+  return text;
 }
 
 ProgressFn terminal_progress(const std::string& label) {

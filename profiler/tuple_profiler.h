@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mpi/controller.h"
+#include "profiler/validation.h"
 #include "serf/core/arrivals.h"
 #include "serf/core/profile.h"
 
@@ -82,6 +83,7 @@ struct ExhaustiveRow {
   double mean_service_ms = 0;        // slots' occupancy, dispatch to answer (the profile's mean_ms)
   double arrival_scv = 1;  // SCV of the gaps of the arrival stream (1: Poisson, 0: deterministic)
   double wall_s = 0;       // what measuring this point cost
+  RequestTrace trace;      // every request of the point, for serf validate's sample-path replay
 };
 
 struct ExhaustiveReport {

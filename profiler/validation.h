@@ -14,6 +14,15 @@
 
 namespace serf::profiler {
 
+// A point's requests in arrival order, warm-up included: the sample path the measurement saw.
+struct RequestTrace {
+  int warmup = 0;                  // the first `warmup` requests are served but not measured
+  std::vector<double> arrival_ms;  // scheduled arrival, from the first request's
+  std::vector<int> unit;           // the serving unit the request was routed to
+  std::vector<double> latency_ms;  // measured, from the scheduled arrival
+  bool empty() const { return arrival_ms.empty(); }
+};
+
 // One point of an exhaustive run (serf-exhaustive/1 "points").
 struct MeasuredPoint {
   Configuration config;
@@ -24,6 +33,7 @@ struct MeasuredPoint {
   double mean_service_ms = 0;
   double ci95_ms = -1;     // half-width of the 95% CI of the mean latency; < 0 when unknown
   double arrival_scv = 1;  // SCV of the gaps of the cluster-wide arrivals (1: Poisson)
+  RequestTrace trace;      // empty in files written before traces existed
 };
 
 // The fewest measured requests whose p99 is compared with the tail approximation: below it the
@@ -54,8 +64,21 @@ struct PointResult {
   double rescale = 1;  // s
   double rescaled_latency_ms = 0;
   double rescaled_rel_error = 0;
-  bool has_p99 = false;         // stable, a measured p99 and at least kMinRequestsForP99 requests
-  double predicted_p99_ms = 0;  // the tail approximation (tail_latency.h)
+  // The sample-path (control-variate) estimate of the point's long-run mean latency, from its
+  // trace: the replay queue (serf/sim, shared interference, deterministic work, the profile's
+  // service times) is fed the very arrivals and routing the measurement saw; adjusted = measured -
+  // (replay mean - the replay queue's long-run mean). Arrival luck and the empty start move the
+  // measurement and the replay alike and cancel; what the real system does differently stays.
+  // has_adjusted false without a trace, or when the replay queue is saturated at this rate.
+  bool has_adjusted = false;
+  double replay_ms = 0;           // the replay queue's mean over the measured requests
+  double replay_expected_ms = 0;  // its long-run mean (simulated, Poisson/Gamma arrivals)
+  double adjusted_ms = 0;
+  double adjusted_ci95_ms =
+      0;  // batch means of measured - replay per request, and the simulation's
+  double adjusted_rel_error = 0;  // |predicted - adjusted| / adjusted
+  bool has_p99 = false;           // stable, a measured p99 and at least kMinRequestsForP99 requests
+  double predicted_p99_ms = 0;    // the tail approximation (tail_latency.h)
   double p99_rel_error = 0;
 };
 
@@ -93,6 +116,9 @@ struct ModelValidation {
   ErrorSummary steady_summary;
   // The mean-latency errors of the rescaled predictions (PointResult::has_rescaled).
   ErrorSummary rescaled_summary;
+  // The errors against the sample-path estimates (PointResult::has_adjusted); within_ci95 counts
+  // the adjusted CI.
+  ErrorSummary adjusted_summary;
   std::vector<RateComparison> rates;         // ascending rate
   int matches = 0;                           // rates where the pick is the measured best
   double mean_penalty = 0, max_penalty = 0;  // over rates with a stable pick

@@ -1,6 +1,8 @@
 #include "profiler/validation_io.h"
 
+#include <cmath>
 #include <sstream>
+#include <type_traits>
 
 #include "serf/io/json_fields.h"
 
@@ -9,6 +11,37 @@ namespace serf::profiler {
 using nlohmann::json;
 
 namespace {
+
+// Only the shape: validate_predictions checks the values (order, units) against the point.
+StatusOr<RequestTrace> parse_trace(const json& t, const std::string& where) {
+  if (!t.is_object()) return InvalidArgument(where + ": expected an object");
+  RequestTrace trace;
+  SERF_ASSIGN_OR_RETURN(trace.warmup, io::get_int(t, "warmup", where));
+  auto numbers = [&](const char* key, auto* out) -> Status {
+    SERF_ASSIGN_OR_RETURN(const json* a, io::get_array(t, key, where));
+    for (size_t k = 0; k < a->size(); ++k) {
+      const json& x = (*a)[k];
+      if (!x.is_number()) {
+        return InvalidArgument(io::index_path(where + "." + key, k) + ": expected a number");
+      }
+      out->push_back(x.get<typename std::decay_t<decltype(*out)>::value_type>());
+    }
+    return Status::Ok();
+  };
+  SERF_RETURN_IF_ERROR(numbers("arrival_ms", &trace.arrival_ms));
+  SERF_RETURN_IF_ERROR(numbers("unit", &trace.unit));
+  SERF_RETURN_IF_ERROR(numbers("latency_ms", &trace.latency_ms));
+  if (trace.unit.size() != trace.arrival_ms.size() ||
+      trace.latency_ms.size() != trace.arrival_ms.size()) {
+    return InvalidArgument(where +
+                           ": arrival_ms, unit and latency_ms must have one entry per "
+                           "request");
+  }
+  if (trace.warmup < 0 || static_cast<size_t>(trace.warmup) > trace.arrival_ms.size()) {
+    return InvalidArgument(where + ".warmup must be in [0, the number of requests]");
+  }
+  return trace;
+}
 
 StatusOr<MeasuredSet> parse(const json& doc) {
   MeasuredSet m;
@@ -53,6 +86,9 @@ StatusOr<MeasuredSet> parse(const json& doc) {
       SERF_ASSIGN_OR_RETURN(mp.arrival_scv, io::get_number(p, "arrival_scv", where));
       if (!(mp.arrival_scv >= 0)) return InvalidArgument(where + ".arrival_scv must be >= 0");
     }
+    if (p.contains("trace")) {
+      SERF_ASSIGN_OR_RETURN(mp.trace, parse_trace(p["trace"], where + ".trace"));
+    }
     if (mp.config.service < 1 || mp.config.inter < 1 || mp.config.intra < 1) {
       return InvalidArgument(where + ": service, inter and intra must be >= 1");
     }
@@ -84,6 +120,17 @@ StatusOr<MeasuredSet> measured_from_json(const json& doc, const std::string& sou
 StatusOr<MeasuredSet> load_measured(const std::string& path) {
   SERF_ASSIGN_OR_RETURN(json doc, io::read_json_file(path));
   return measured_from_json(doc, path);
+}
+
+json trace_json(const RequestTrace& trace) {
+  auto us = [](double ms) { return std::round(ms * 1e3) / 1e3; };
+  json arrivals = json::array(), latencies = json::array();
+  for (double a : trace.arrival_ms) arrivals.push_back(us(a));
+  for (double l : trace.latency_ms) latencies.push_back(us(l));
+  return {{"warmup", trace.warmup},
+          {"arrival_ms", std::move(arrivals)},
+          {"unit", trace.unit},
+          {"latency_ms", std::move(latencies)}};
 }
 
 json validation_json(const ValidationReport& report, const ValidationInputs& inputs) {
@@ -118,6 +165,12 @@ json validation_json(const ValidationReport& report, const ValidationInputs& inp
       p["rescale"] = number_or_null(r.has_rescaled, r.rescale);
       p["rescaled_predicted_ms"] = number_or_null(r.has_rescaled, r.rescaled_latency_ms);
       p["rescaled_rel_error"] = number_or_null(r.has_rescaled, r.rescaled_rel_error);
+      const bool adj = r.has_adjusted && ok;
+      p["replay_ms"] = number_or_null(r.has_adjusted, r.replay_ms);
+      p["replay_expected_ms"] = number_or_null(r.has_adjusted, r.replay_expected_ms);
+      p["adjusted_ms"] = number_or_null(r.has_adjusted, r.adjusted_ms);
+      p["adjusted_ci95_ms"] = number_or_null(r.has_adjusted, r.adjusted_ci95_ms);
+      p["adjusted_rel_error"] = number_or_null(adj, r.adjusted_rel_error);
       p["predicted_p99_ms"] = number_or_null(r.has_p99, r.predicted_p99_ms);
       p["p99_rel_error"] = number_or_null(r.has_p99, r.p99_rel_error);
       if (!ok) {
@@ -167,6 +220,10 @@ json validation_json(const ValidationReport& report, const ValidationInputs& inp
                            {"median_rel_error", q.median},
                            {"p95_rel_error", q.p95},
                            {"max_rel_error", q.max}};
+    const ErrorSummary& a = mv.adjusted_summary;
+    summary["adjusted"] = {
+        {"count", a.count},       {"mean_rel_error", a.mean}, {"median_rel_error", a.median},
+        {"p95_rel_error", a.p95}, {"max_rel_error", a.max},   {"within_ci95", a.within_ci95}};
     json planner = {{"rates_compared", mv.rates.size()},
                     {"matches", mv.matches},
                     {"mean_penalty", mv.mean_penalty},
@@ -188,7 +245,8 @@ std::string validation_csv(const ValidationReport& report) {
          "measured_ci95_ms,measured_p99_ms,measured_service_ms,stable,predicted_ms,"
          "predicted_service_ms,predicted_wait_ms,utilization,rel_error,arrival_scv,"
          "predicted_p99_ms,p99_rel_error,service_drift,rescale,rescaled_predicted_ms,"
-         "rescaled_rel_error\n";
+         "rescaled_rel_error,replay_ms,replay_expected_ms,adjusted_ms,adjusted_ci95_ms,"
+         "adjusted_rel_error\n";
   for (const ModelValidation& mv : report.models) {
     for (const PointResult& r : mv.points) {
       const MeasuredPoint& m = r.measured;
@@ -209,7 +267,10 @@ std::string validation_csv(const ValidationReport& report) {
           << opt(r.has_p99, r.predicted_p99_ms) << ',' << opt(r.has_p99, r.p99_rel_error) << ','
           << opt(ok, r.service_drift) << ',' << opt(r.has_rescaled, r.rescale) << ','
           << opt(r.has_rescaled, r.rescaled_latency_ms) << ','
-          << opt(r.has_rescaled, r.rescaled_rel_error) << '\n';
+          << opt(r.has_rescaled, r.rescaled_rel_error) << ',' << opt(r.has_adjusted, r.replay_ms)
+          << ',' << opt(r.has_adjusted, r.replay_expected_ms) << ','
+          << opt(r.has_adjusted, r.adjusted_ms) << ',' << opt(r.has_adjusted, r.adjusted_ci95_ms)
+          << ',' << opt(r.has_adjusted && ok, r.adjusted_rel_error) << '\n';
     }
   }
   return out.str();

@@ -1,11 +1,11 @@
 #pragma once
 // Files of the validation: exhaustive measurements in (serf-exhaustive/1, from `serf profile
-// --exhaustive`), the report out (serf-validation/1 JSON and a CSV with one row per point and model).
-
-#include <string>
-#include <vector>
+// --exhaustive`), the report out (serf-validation/1 JSON and a CSV with one row per point and
+// model).
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "profiler/validation.h"
 
@@ -30,6 +30,9 @@ struct ValidationInputs {
   std::vector<std::string> measured_paths;
   std::string model;
 };
+
+// A point's request trace ({"warmup", "arrival_ms", "unit", "latency_ms"}; times to 1 us).
+nlohmann::json trace_json(const RequestTrace& trace);
 
 nlohmann::json validation_json(const ValidationReport& report, const ValidationInputs& inputs);
 std::string validation_csv(const ValidationReport& report);

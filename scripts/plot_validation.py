@@ -5,7 +5,10 @@ usage: /usr/bin/python3 scripts/plot_validation.py REPORT.json OUT.png [--title 
 
 Left: predicted vs measured mean latency of every point (log-log), with the measurement's 95% CI
 as horizontal bars, the line y = x and a +-12% band (the paper's 95th-percentile error).
-Right: relative error against the utilization the model predicts, one series per queue model.
+Middle: relative error against the utilization the model predicts, one series per queue model.
+Right: the first model's error three ways: against the raw measurement, against the sample-path
+estimate (the measurement with its arrival luck replayed out) and the queue model alone (the
+prediction re-made at the measured service time), where the report has them.
 Points a model calls unstable (utilization >= 1) have no prediction and are not drawn.
 """
 import json
@@ -42,7 +45,7 @@ def main(argv):
         sys.stderr.write("plot_validation: error: %s: %s\n" % (path, e))
         return 2
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5.2))
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(17, 5.2))
     lo, hi = float("inf"), 0.0
     for m in models:
         q = m["queue"]
@@ -68,6 +71,30 @@ def main(argv):
                  [max(0.05, 100 * pts[k]["rel_error"]) for k in order], marker, color=color,
                  ms=5 if primary else 4, alpha=1 if primary else 0.6, label=q,
                  markerfacecolor=None if primary or marker == "x" else "none")
+    first = models[0]
+    pts = sorted((p for p in first["points"] if p["stable"]), key=lambda p: p["utilization"])
+    summary = first["summary"]
+    for key, summary_key, color, marker, what in (
+            ("rel_error", None, "tab:red", "o", "vs measured"),
+            ("adjusted_rel_error", "adjusted", "tab:green", "D", "vs sample-path estimate"),
+            ("rescaled_rel_error", "rescaled", "tab:blue", "s", "queue model alone")):
+        xs = [p["utilization"] for p in pts if p.get(key) is not None]
+        ys = [max(0.05, 100 * p[key]) for p in pts if p.get(key) is not None]
+        if not xs:
+            continue
+        s = summary if summary_key is None else summary.get(summary_key, {})
+        label = "%s: mean %.1f%%, p95 %.1f%%" % (what, 100 * s.get("mean_rel_error", 0),
+                                                100 * s.get("p95_rel_error", 0))
+        ax3.plot(xs, ys, marker, color=color, ms=5, alpha=0.8, label=label,
+                 markerfacecolor=color if key == "rel_error" else "none")
+    ax3.axhline(12, color="grey", ls="--", lw=1)
+    ax3.axhspan(2, 4, color="grey", alpha=0.15)
+    ax3.set_xlabel("predicted utilization of the configuration")
+    ax3.set_ylabel("relative error of the mean (%)")
+    ax3.set_yscale("log")
+    ax3.grid(True, which="both", alpha=0.3)
+    ax3.legend(fontsize=7)
+    ax3.set_title("%s: where the error comes from" % first["queue"], fontsize=9)
     if hi > 0:
         xs = [lo * 0.8, hi * 1.25]
         ax1.plot(xs, xs, "k-", lw=1, label="y = x")

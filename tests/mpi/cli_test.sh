@@ -151,11 +151,30 @@ case "$1" in
       --warmup 10 --out "$out/x.json" >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "exhaustive"; }
     # 60 measured requests per point after the 10 left out.
     [ "$(awk -F, 'NR > 1 && $5 == 60' "$out/x.json.csv" | wc -l)" -eq 6 ] || { cat "$out/x.json.csv"; fail "want 6 points (3 configurations x 2 rates) of 60 requests"; }
-    grep -q '"arrival_scv": 1' "$out/x.json" || fail "exhaustive points lack arrival_scv"
+    # Every point carries its arrival SCV and its trace: 70 requests (10 warm-up), arrival order.
+    python3 - "$out/x.json" <<'PY' || fail "exhaustive points lack arrival_scv or a whole trace"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for p in doc["points"]:
+    assert p["arrival_scv"] == 1, p
+    t = p["trace"]
+    assert t["warmup"] == 10 and len(t["arrival_ms"]) == 70, t
+    assert len(t["unit"]) == 70 and len(t["latency_ms"]) == 70, t
+    assert t["arrival_ms"] == sorted(t["arrival_ms"]) and t["arrival_ms"][0] == 0, t
+    units = doc["hardware"]["nodes"] // p["inter"]
+    assert all(0 <= u < units for u in t["unit"]), t
+    lat = t["latency_ms"][10:]
+    assert abs(sum(lat) / len(lat) - p["mean_latency_ms"]) <= 1e-3, p
+assert all("trace" not in b for b in doc["best"])
+PY
     "$SERF" validate --profile "$out/p.json" --measured "$out/x.json" --queue all \
       --out "$out/r.json" --plot "$out/r.png" >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "validate"; }
     cat "$out/o"
     grep -q "^md-interf *6 *0 " "$out/o" || fail "want 6 stable md-interf points"
+    # The sample-path estimate: every point has a trace (the rates are far from saturation).
+    grep -q "^against the sample-path estimate" "$out/o" || fail "no sample-path block"
+    grep -A2 "^against the sample-path estimate" "$out/o" | grep -q "^md-interf *6 " \
+      || fail "want 6 md-interf points against the sample-path estimate"
     [ -s "$out/r.csv" ] && [ "$(wc -l <"$out/r.csv")" -eq 37 ] || fail "want a CSV header + 6 models x 6 points"
     if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
       [ -s "$out/r.png" ] || fail "no plot"

@@ -2,12 +2,16 @@
 // and the batch-means interval, on hand-made profiles and points.
 #include "profiler/validation.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <random>
 
 #include "profiler/validation_io.h"
 #include "serf/core/planner.h"
 #include "serf/core/queue_model.h"
+#include "serf/core/service_level.h"
+#include "serf/sim/simulator.h"
 
 using serf::Configuration;
 using serf::Profile;
@@ -255,4 +259,108 @@ TEST_CASE("the rescaled prediction takes the profile's error out", "[validation]
   REQUIRE(report.ok());
   CHECK_FALSE(report->models[0].points[0].has_rescaled);
   CHECK(report->models[0].rescaled_summary.count == 0);
+}
+
+namespace {
+
+// A short Poisson path at `rate_per_s` over `units` units, as an exhaustive run records it, with
+// the "measured" latencies of a system that is exactly the replay queue, plus `extra_ms` each.
+MeasuredPoint traced_point(const Profile& p, Configuration c, int units, double rate_per_s,
+                           int requests, int warmup, uint64_t seed, double extra_ms) {
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> gap(rate_per_s / 1000.0);
+  std::uniform_int_distribution<int> unit(0, units - 1);
+  serf::profiler::RequestTrace t;
+  t.warmup = warmup;
+  double at = 0;
+  for (int k = 0; k < requests + warmup; ++k) {
+    t.arrival_ms.push_back(at);
+    t.unit.push_back(unit(rng));
+    at += gap(rng);
+  }
+  auto levels = serf::service_levels(p, c);
+  REQUIRE(levels.ok());
+  for (auto& l : *levels) l.scv = 0;
+  auto lat = serf::sim::replay_latencies(*levels, serf::sim::ServiceSemantics::kShared, units,
+                                         t.arrival_ms, t.unit);
+  REQUIRE(lat.ok());
+  double sum = 0;
+  for (size_t k = 0; k < lat->size(); ++k) {
+    t.latency_ms.push_back((*lat)[k] + extra_ms);
+    if (k >= static_cast<size_t>(warmup)) sum += t.latency_ms.back();
+  }
+  MeasuredPoint m = point(c, rate_per_s, sum / requests);
+  m.requests = requests;
+  m.trace = t;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("the sample-path estimate cancels arrival luck", "[validation]") {
+  // (1,1,1) on 2 nodes: 2 units of M/D/1, 10 ms, rho 0.8, where Pollaczek-Khinchine is exact:
+  // 10 + 0.8 x 10 / (2 x 0.2) = 30 ms. A 400-request path's own mean strays far from 30 ms.
+  const Profile p = two_node_profile();
+  const Configuration c{1, 1, 1};
+  double worst_raw = 0;
+  for (uint64_t seed : {1, 2, 3, 4, 5}) {
+    const MeasuredPoint m = traced_point(p, c, 2, 160, 400, 40, seed, 0);
+    auto report = serf::profiler::validate_predictions(p, {m}, 2, {QueueKind::kMdInterf});
+    REQUIRE(report.ok());
+    const auto& r = report->models[0].points[0];
+    REQUIRE(r.prediction.stable);
+    CHECK(r.prediction.latency_ms == Approx(30).epsilon(1e-6));
+    worst_raw = std::max(worst_raw, r.rel_error);
+    REQUIRE(r.has_adjusted);
+    // The measurement is the replay itself: nothing is left but the replay's long-run mean.
+    CHECK(r.replay_ms == Approx(m.mean_latency_ms).epsilon(1e-9));
+    CHECK(r.adjusted_ms == Approx(r.replay_expected_ms).epsilon(1e-9));
+    CHECK(r.adjusted_rel_error < 0.03);
+    CHECK(r.adjusted_ci95_ms < 0.03 * 30);
+    CHECK(report->models[0].adjusted_summary.count == 1);
+  }
+  CHECK(worst_raw > 0.1);  // what the raw measurement alone would have blamed on the model
+  // What the real system does beyond the queue stays in: 3 ms more per request.
+  const MeasuredPoint slow = traced_point(p, c, 2, 160, 400, 40, 1, 3.0);
+  auto report = serf::profiler::validate_predictions(p, {slow}, 2, {QueueKind::kMdInterf});
+  REQUIRE(report.ok());
+  const auto& r = report->models[0].points[0];
+  REQUIRE(r.has_adjusted);
+  CHECK(r.adjusted_ms == Approx(r.replay_expected_ms + 3).epsilon(1e-9));
+  CHECK(r.adjusted_ci95_ms < 0.03 * 30);
+}
+
+TEST_CASE("a point's trace is read back and checked", "[validation]") {
+  const Profile p = two_node_profile();
+  const MeasuredPoint m = traced_point(p, Configuration{2, 1, 1}, 2, 100, 50, 5, 9, 0);
+  nlohmann::json point = {{"service", 2},
+                          {"inter", 1},
+                          {"intra", 1},
+                          {"rate", 100},
+                          {"requests", 50},
+                          {"mean_latency_ms", m.mean_latency_ms},
+                          {"trace", serf::profiler::trace_json(m.trace)}};
+  nlohmann::json doc = {
+      {"format", "serf-exhaustive/1"}, {"model", "hand-made"}, {"points", {point}}};
+  auto set = serf::profiler::measured_from_json(doc, "ex.json");
+  REQUIRE(set.ok());
+  const auto& t = set->points[0].trace;
+  CHECK(t.warmup == 5);
+  REQUIRE(t.arrival_ms.size() == 55);
+  CHECK(t.unit == m.trace.unit);
+  CHECK(t.arrival_ms[10] == Approx(m.trace.arrival_ms[10]).margin(1e-3));  // to 1 us
+  CHECK(t.latency_ms[10] == Approx(m.trace.latency_ms[10]).margin(1e-3));
+  // One list short of the others: one line naming the trace.
+  doc["points"][0]["trace"]["unit"].erase(0);
+  auto bad = serf::profiler::measured_from_json(doc, "ex.json");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("points[0].trace"));
+  // A unit beyond the cluster's is caught when the path is replayed.
+  doc["points"][0]["trace"] = serf::profiler::trace_json(m.trace);
+  doc["points"][0]["trace"]["unit"][3] = 7;
+  set = serf::profiler::measured_from_json(doc, "ex.json");
+  REQUIRE(set.ok());
+  auto report = serf::profiler::validate_predictions(p, set->points, 2, {QueueKind::kMdInterf});
+  REQUIRE_FALSE(report.ok());
+  CHECK_THAT(report.status().message(), Catch::Contains("unit 7"));
 }
