@@ -266,6 +266,23 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
         rc.match = pick == best;
         rc.penalty = rc.planner_measured_ms / rc.measured_best_ms - 1;
         if (rc.match) ++mv.matches;
+        rc.has_adjusted =
+            std::all_of(rs.begin(), rs.end(), [](const PointResult* r) { return r->has_adjusted; });
+        if (rc.has_adjusted) {
+          const PointResult* best_adjusted = nullptr;
+          for (const PointResult* r : rs) {
+            if (best_adjusted == nullptr || r->adjusted_ms < best_adjusted->adjusted_ms ||
+                (r->adjusted_ms == best_adjusted->adjusted_ms &&
+                 tie_break_less(r->measured.config, best_adjusted->measured.config))) {
+              best_adjusted = r;
+            }
+          }
+          rc.adjusted_best = best_adjusted->measured.config;
+          rc.adjusted_match = pick == best_adjusted;
+          rc.adjusted_penalty = pick->adjusted_ms / best_adjusted->adjusted_ms - 1;
+          ++mv.adjusted_rates;
+          if (rc.adjusted_match) ++mv.adjusted_matches;
+        }
         penalty_sum += rc.penalty;
         mv.max_penalty = std::max(mv.max_penalty, rc.penalty);
         ++picked;

@@ -105,6 +105,12 @@ struct RateComparison {
   double planner_measured_ms = 0;
   bool match = false;
   double penalty = 0;  // planner_measured_ms / measured_best_ms - 1
+  // The same against the sample-path estimates, when every configuration at this rate has one
+  // (the raw measured best is itself subject to arrival luck).
+  bool has_adjusted = false;
+  Configuration adjusted_best;
+  bool adjusted_match = false;
+  double adjusted_penalty = 0;  // the pick's estimate / the best estimate - 1
 };
 
 struct ModelValidation {
@@ -122,6 +128,8 @@ struct ModelValidation {
   std::vector<RateComparison> rates;         // ascending rate
   int matches = 0;                           // rates where the pick is the measured best
   double mean_penalty = 0, max_penalty = 0;  // over rates with a stable pick
+  int adjusted_rates = 0;    // rates with a stable pick and estimates for all configurations
+  int adjusted_matches = 0;  // of those, where the pick is the best by the estimates
 };
 
 struct ValidationReport {

@@ -193,6 +193,11 @@ json validation_json(const ValidationReport& report, const ValidationInputs& inp
         x["planner_measured_ms"] = rc.planner_measured_ms;
         x["match"] = rc.match;
         x["penalty"] = rc.penalty;
+        if (rc.has_adjusted) {
+          x["adjusted_best"] = config_json(rc.adjusted_best);
+          x["adjusted_match"] = rc.adjusted_match;
+          x["adjusted_penalty"] = rc.adjusted_penalty;
+        }
       }
       rates.push_back(std::move(x));
     }
@@ -228,6 +233,8 @@ json validation_json(const ValidationReport& report, const ValidationInputs& inp
                     {"matches", mv.matches},
                     {"mean_penalty", mv.mean_penalty},
                     {"max_penalty", mv.max_penalty},
+                    {"adjusted_rates", mv.adjusted_rates},
+                    {"adjusted_matches", mv.adjusted_matches},
                     {"rates", rates}};
     models.push_back({{"queue", to_string(mv.queue)},
                       {"summary", summary},

@@ -160,6 +160,14 @@ Status run_validate(const ValidateFlags& f) {
   std::printf(
       "planner: rates measured on 2+ configurations where the lowest predicted mean is the "
       "measured best; penalty = measured latency of that pick / measured best - 1\n");
+  if (report.models.front().adjusted_rates > 0) {
+    std::printf(
+        "planner against the sample-path estimates (the best by estimate, not by raw mean):");
+    for (const profiler::ModelValidation& mv : report.models) {
+      std::printf(" %s %d/%d;", to_string(mv.queue), mv.adjusted_matches, mv.adjusted_rates);
+    }
+    std::printf("\n");
+  }
   if (first.unstable > 0) {
     std::printf("skipped as unstable under %s (predicted utilization >= 1):",
                 to_string(report.models.front().queue));

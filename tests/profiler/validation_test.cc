@@ -364,3 +364,32 @@ TEST_CASE("a point's trace is read back and checked", "[validation]") {
   REQUIRE_FALSE(report.ok());
   CHECK_THAT(report.status().message(), Catch::Contains("unit 7"));
 }
+
+TEST_CASE("the planner check also names the best by sample-path estimate", "[validation]") {
+  const Profile p = two_node_profile();
+  // (1,1,2) is the better configuration and its trace says so; its raw mean is made unlucky.
+  MeasuredPoint fast = traced_point(p, Configuration{1, 1, 2}, 2, 50, 200, 20, 3, 0);
+  const MeasuredPoint slow = traced_point(p, Configuration{1, 1, 1}, 2, 50, 200, 20, 4, 0);
+  fast.mean_latency_ms = 2 * slow.mean_latency_ms;
+  auto report = serf::profiler::validate_predictions(p, {fast, slow}, 2, {QueueKind::kMdInterf});
+  REQUIRE(report.ok());
+  const auto& mv = report->models[0];
+  REQUIRE(mv.rates.size() == 1);
+  const auto& rc = mv.rates[0];
+  CHECK(rc.planner_pick == Configuration{1, 1, 2});
+  CHECK(rc.measured_best == Configuration{1, 1, 1});
+  CHECK_FALSE(rc.match);
+  REQUIRE(rc.has_adjusted);
+  CHECK(rc.adjusted_best == Configuration{1, 1, 2});
+  CHECK(rc.adjusted_match);
+  CHECK(rc.adjusted_penalty == 0);
+  CHECK(mv.adjusted_rates == 1);
+  CHECK(mv.adjusted_matches == 1);
+  // Without a trace on one of them there is no estimate to compare.
+  MeasuredPoint bare = slow;
+  bare.trace = {};
+  report = serf::profiler::validate_predictions(p, {fast, bare}, 2, {QueueKind::kMdInterf});
+  REQUIRE(report.ok());
+  CHECK_FALSE(report->models[0].rates[0].has_adjusted);
+  CHECK(report->models[0].adjusted_rates == 0);
+}
