@@ -6,6 +6,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "serf/io/json_fields.h"
+
 namespace serf::model {
 
 using nlohmann::json;
@@ -100,6 +102,8 @@ StatusOr<std::map<std::string, Tensor>> read_safetensors(
   } catch (const json::parse_error& e) {
     return InvalidArgument(path + ": malformed safetensors header JSON at byte " +
                            std::to_string(e.byte));
+  } catch (const json::exception& e) {  // e.g. a number beyond double's range (1e999)
+    return InvalidArgument(path + ": unreadable safetensors header JSON: " + e.what());
   }
   if (!doc.is_object()) return InvalidArgument(path + ": safetensors header is not an object");
   const uint64_t data_start = 8 + header_bytes;
@@ -153,10 +157,7 @@ Status write_safetensors(const std::string& path, const std::map<std::string, Te
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return InvalidArgument(path + ": cannot write file (does its folder exist?)");
+  return io::write_file_atomically(path, [&](std::ostream& out) {
     uint8_t len_bytes[8];
     uint64_t n = text.size();
     for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<uint8_t>(n >> (8 * i));
@@ -166,17 +167,8 @@ Status write_safetensors(const std::string& path, const std::map<std::string, Te
       out.write(reinterpret_cast<const char*>(t.data.data()),
                 static_cast<std::streamsize>(t.data.size() * sizeof(float)));
     }
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      return InvalidArgument(path + ": write error (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return InvalidArgument(path + ": cannot replace file");
-  }
-  return Status::Ok();
+    return static_cast<bool>(out);
+  });
 }
 
 }  // namespace serf::model

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -23,6 +24,8 @@ StatusOr<json> parse_json(const std::string& text, const std::string& source) {
     return json::parse(text);
   } catch (const json::parse_error& e) {
     return InvalidArgument(source + ": malformed JSON at byte " + std::to_string(e.byte));
+  } catch (const json::exception& e) {  // e.g. a number beyond double's range (1e999)
+    return InvalidArgument(source + ": unreadable JSON: " + e.what());
   }
 }
 
@@ -40,19 +43,46 @@ StatusOr<json> read_json_file(const std::string& path) {
   return parse_json(text, path);
 }
 
-Status write_text_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
+Status write_file_atomically(const std::string& path,
+                             const std::function<bool(std::ostream&)>& body) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string target = path;
+  const fs::file_status link = fs::symlink_status(path, ec);
+  if (fs::is_symlink(link)) {
+    target = fs::canonical(path, ec).string();
+    if (ec) return InvalidArgument(path + ": a symlink to nowhere");
+  }
+  const fs::file_status st = fs::status(target, ec);
+  if (fs::is_directory(st)) return InvalidArgument(path + ": is a directory, not a file");
+  if (fs::exists(st) && !fs::is_regular_file(st)) {  // a device or a pipe: no rename
+    std::ofstream out(target, std::ios::binary);
+    if (!out) return InvalidArgument(path + ": cannot write");
+    if (!body(out) || !out) return InvalidArgument(path + ": write error");
+    return Status::Ok();
+  }
+  const std::string tmp = target + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return InvalidArgument(path + ": cannot write file (does its folder exist?)");
-    out << text;
-    if (!out) return InvalidArgument(path + ": write error");
+    if (!body(out) || !out) {
+      out.close();
+      std::remove(tmp.c_str());
+      return InvalidArgument(path + ": write error (disk full?)");
+    }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     std::remove(tmp.c_str());
     return InvalidArgument(path + ": cannot replace file");
   }
   return Status::Ok();
+}
+
+Status write_text_file(const std::string& path, const std::string& text) {
+  return write_file_atomically(path, [&](std::ostream& out) {
+    out << text;
+    return static_cast<bool>(out);
+  });
 }
 
 StatusOr<const json*> get_field(const json& obj, const std::string& key, const std::string& where) {
@@ -96,8 +126,7 @@ StatusOr<std::string> get_string(const json& obj, const std::string& key,
   return v->get<std::string>();
 }
 
-StatusOr<const json*> get_array(const json& obj, const std::string& key,
-                                const std::string& where) {
+StatusOr<const json*> get_array(const json& obj, const std::string& key, const std::string& where) {
   SERF_ASSIGN_OR_RETURN(const json* v, get_field(obj, key, where));
   if (!v->is_array()) return InvalidArgument(field_path(where, key) + ": expected an array");
   return v;

@@ -1,10 +1,11 @@
 #pragma once
-// Typed access to JSON fields with errors that name the field: "tuples[2].mean_ms: expected a number".
-// Every reader of a user's JSON file goes through these, so bad input is one clear line.
+// Typed access to JSON fields with errors that name the field: "tuples[2].mean_ms: expected a
+// number". Every reader of a user's JSON file goes through these, so bad input is one clear line.
 
-#include <string>
-
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
 
 #include "serf/core/status.h"
 
@@ -18,6 +19,12 @@ StatusOr<nlohmann::json> read_json_file(const std::string& path);
 StatusOr<std::string> read_text_file(const std::string& path);
 // Writes `text` to `path` (atomically: a temporary beside it, then rename).
 Status write_text_file(const std::string& path, const std::string& text);
+// Writes `path` through `body`, so that readers never see half a file: into PATH.tmp beside the
+// target, then renamed over it. A symlink is followed (the link stays, its target is replaced);
+// a device or pipe (/dev/null) is written in place; a directory is an error. `body` returns
+// false on a write error.
+Status write_file_atomically(const std::string& path,
+                             const std::function<bool(std::ostream&)>& body);
 
 // `where` is the path of `obj` in the document, e.g. "tuples[2]"; "" for the root.
 StatusOr<const nlohmann::json*> get_field(const nlohmann::json& obj, const std::string& key,
