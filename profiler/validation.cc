@@ -76,6 +76,10 @@ Status adjust_by_replay(const Profile& profile, int units, size_t k, PointResult
   r->adjusted_ms = diff_sum / n + expected->latency_ms;
   r->adjusted_ci95_ms = std::sqrt(std::max(path_ci, 0.0) * std::max(path_ci, 0.0) +
                                   expected->latency_ci95_ms * expected->latency_ci95_ms);
+  if (!std::isfinite(r->adjusted_ms) || !std::isfinite(r->adjusted_ci95_ms)) {
+    return InvalidArgument(point_name(k, p) +
+                           ": trace latencies out of range (their sum is not finite)");
+  }
   if (!(r->adjusted_ms > 0)) r->has_adjusted = false;  // the replay outran the measurement
   return Status::Ok();
 }

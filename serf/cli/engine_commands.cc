@@ -40,6 +40,16 @@ double median(std::vector<double> v) {
 }
 
 Status run_infer(const InferOptions& o) {
+  // More threads than any node has cores, or runs than anyone waits for, is a typo.
+  constexpr int kMaxThreads = 1024, kMaxRepeat = 1000000;
+  if (o.threads < 1 || o.threads > kMaxThreads) {
+    return InvalidArgument("--threads " + std::to_string(o.threads) + ": must be in [1, " +
+                           std::to_string(kMaxThreads) + "]");
+  }
+  if (o.repeat < 1 || o.repeat > kMaxRepeat) {
+    return InvalidArgument("--repeat " + std::to_string(o.repeat) + ": must be in [1, " +
+                           std::to_string(kMaxRepeat) + "]");
+  }
   if (o.inter > 0) {
     RuntimeFlags f = o.runtime;
     f.model = o.model;
@@ -50,13 +60,9 @@ Status run_infer(const InferOptions& o) {
     f.cores_per_node = o.threads;
     return run_infer_inter(f, o.inter, o.threads, o.repeat, o.json);
   }
-  if (o.threads < 1)
-    return InvalidArgument("--threads " + std::to_string(o.threads) + ": must be at least 1");
   if (o.inter_sim < 1) {
     return InvalidArgument("--inter-sim " + std::to_string(o.inter_sim) + ": must be at least 1");
   }
-  if (o.repeat < 1)
-    return InvalidArgument("--repeat " + std::to_string(o.repeat) + ": must be at least 1");
   SERF_ASSIGN_OR_RETURN(auto backend, engine::make_backend(o.backend));
   SERF_ASSIGN_OR_RETURN(model::ModelPlan plan, model::load_model(o.model));
   if (o.inter_sim > engine::max_ranks(plan)) {
@@ -120,7 +126,8 @@ Status print_infer(const InferPrint& p, bool json) {
   const size_t layers = p.layer_names.size();
   for (float v : output) {
     if (!std::isfinite(v))
-      return Internal("the output holds a non-finite value (weights or input out of range?)");
+      return InvalidArgument(
+          "the output holds a non-finite value: the weights or the input are out of range");
   }
   std::vector<int> order(output.size());
   std::iota(order.begin(), order.end(), 0);

@@ -16,8 +16,13 @@ constexpr const char* kPython = "/usr/bin/python3";
 }
 
 Status check_plot_path(const std::string& flag, const std::string& png) {
+  if (png.size() < 5 || png.compare(png.size() - 4, 4, ".png") != 0) {
+    return InvalidArgument(flag + ": " + png + " must name a .png file");
+  }
   const size_t slash = png.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : png.substr(0, slash);
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : png.substr(0, slash);
   if (access(dir.c_str(), W_OK) != 0) {
     return InvalidArgument(flag + ": cannot write " + png + ": directory " + dir +
                            " does not exist or is not writable");
@@ -41,10 +46,12 @@ Status run_plot_script(const std::string& script, const std::vector<std::string>
   argv.push_back(nullptr);
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, kPython, nullptr, nullptr, argv.data(), environ);
-  if (rc != 0) return Unavailable(std::string("--plot: cannot start ") + kPython + ": " + std::strerror(rc));
+  if (rc != 0)
+    return Unavailable(std::string("--plot: cannot start ") + kPython + ": " + std::strerror(rc));
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return Unavailable("--plot: waitpid failed: " + std::string(std::strerror(errno)));
+    if (errno != EINTR)
+      return Unavailable("--plot: waitpid failed: " + std::string(std::strerror(errno)));
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return Unavailable("--plot: " + script + " failed (exit " +

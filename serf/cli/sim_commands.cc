@@ -26,6 +26,16 @@ struct SimulateFlags {
 
 Status run_simulate(const SimulateFlags& f) {
   SERF_ASSIGN_OR_RETURN(Profile profile, io::load_profile(f.profile));
+  constexpr int kMaxNodes = 1000000;
+  constexpr int64_t kMaxRequests = 1000000000;  // about 2 minutes of simulation
+  if (f.nodes < 0 || f.nodes > kMaxNodes) {
+    return InvalidArgument("--nodes " + std::to_string(f.nodes) + ": must be in [1, " +
+                           std::to_string(kMaxNodes) + "] (or left out: the profile's)");
+  }
+  if (f.requests > kMaxRequests) {
+    return InvalidArgument("--requests " + std::to_string(f.requests) + ": at most " +
+                           std::to_string(kMaxRequests));
+  }
   const int nodes = f.nodes > 0 ? f.nodes : profile.hardware.nodes;
   if (f.config.inter < 1 || f.config.intra < 1 || f.config.service < 1) {
     return InvalidArgument("--service, --inter and --intra must be >= 1");

@@ -65,11 +65,13 @@ Status Profile::validate() const {
     if (s.tuple.service < 1 || s.tuple.inter < 1 || s.tuple.intra < 1) {
       return InvalidArgument(where + ": service, inter and intra must be >= 1");
     }
-    if (!std::isfinite(s.mean_ms) || s.mean_ms <= 0) {
-      return InvalidArgument(where + ".mean_ms must be finite and > 0");
+    // 1 ns to 11 days, and an SCV far beyond any measured one: outside, the numbers downstream
+    // (percentile roots, emulated sleeps, simulations) lose their meaning.
+    if (!(s.mean_ms >= kMinServiceMs && s.mean_ms <= kMaxServiceMs)) {
+      return InvalidArgument(where + ".mean_ms must lie in [1e-6, 1e9] ms");
     }
-    if (!std::isfinite(s.scv) || s.scv < 0) {
-      return InvalidArgument(where + ".scv must be finite and >= 0");
+    if (!(s.scv >= 0 && s.scv <= kMaxServiceScv)) {
+      return InvalidArgument(where + ".scv must lie in [0, 1e4]");
     }
     if (s.samples < 0) return InvalidArgument(where + ".samples must be >= 0");
   }

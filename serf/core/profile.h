@@ -54,6 +54,9 @@ struct Hardware {
   int cores_per_node = 1;  // F
 };
 
+// The range a tuple's statistics must lie in (Profile::validate).
+inline constexpr double kMinServiceMs = 1e-6, kMaxServiceMs = 1e9, kMaxServiceScv = 1e4;
+
 struct Profile {
   std::string model;
   Hardware hardware;

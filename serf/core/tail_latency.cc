@@ -99,6 +99,8 @@ double LatencyTail::latency_quantile_ms(double q) const {
   for (int it = 0; it < 200 && latency_cdf(hi) < q; ++it) hi *= 2;
   // The smallest x with F(x) >= q; F may jump (deterministic service), so bisect.
   auto g = [&](double x) { return latency_cdf(x) - q; };
+  if (g(0.0) >= 0) return 0;
+  if (g(hi) < 0) return hi;  // beyond 2^200 means: the bracket's end (cannot happen in range)
   const auto r =
       boost::math::tools::bisect(g, 0.0, hi, boost::math::tools::eps_tolerance<double>(20));
   return r.second;

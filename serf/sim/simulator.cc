@@ -349,13 +349,23 @@ StatusOr<SimulationResult> simulate(const SimulationOptions& o) {
         "lower the rate or add nodes");
   }
   const size_t units = static_cast<size_t>(o.units);
+  SimulationResult r;
   if (o.semantics == ServiceSemantics::kStart) {
     std::vector<TimeSampler> samplers(o.levels.begin(), o.levels.end());
-    return run(o, std::move(arrivals), std::vector<StartUnit>(units, StartUnit(samplers)), warmup);
+    r = run(o, std::move(arrivals), std::vector<StartUnit>(units, StartUnit(samplers)), warmup);
+  } else {
+    const TimeSampler work(ServiceLevel{1.0, o.levels.front().scv});
+    r = run(o, std::move(arrivals), std::vector<SharedUnit>(units, SharedUnit(o.levels, work)),
+            warmup);
   }
-  const TimeSampler work(ServiceLevel{1.0, o.levels.front().scv});
-  return run(o, std::move(arrivals), std::vector<SharedUnit>(units, SharedUnit(o.levels, work)),
-             warmup);
+  if (!std::isfinite(r.latency_ms) || !std::isfinite(r.latency_ci95_ms) ||
+      !std::isfinite(r.simulated_s)) {
+    return InvalidArgument(
+        "the simulation has no finite result: the rate or the service times are out of range "
+        "(simulated time " +
+        std::to_string(r.simulated_s) + " s)");
+  }
+  return r;
 }
 
 }  // namespace serf::sim

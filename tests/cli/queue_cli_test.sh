@@ -49,7 +49,7 @@ expect 2 "malformed JSON" -- predict --profile "$tmp/broken.json" "${cfg[@]}" --
 sed 's/serf-profile\/1/serf-profile\/9/' "$profile" >"$tmp/format.json"
 expect 2 "format is 'serf-profile/9'" -- predict --profile "$tmp/format.json" "${cfg[@]}" --rate 1
 sed '0,/"mean_ms": [0-9.]*/s//"mean_ms": -4/' "$profile" >"$tmp/neg.json"
-expect 2 "tuples[0].mean_ms must be finite and > 0" -- predict --profile "$tmp/neg.json" "${cfg[@]}" --rate 1
+expect 2 "tuples[0].mean_ms must lie in [1e-6, 1e9] ms" -- predict --profile "$tmp/neg.json" "${cfg[@]}" --rate 1
 sed '0,/"scv": [0-9.]*/s//"scv": -1/' "$profile" >"$tmp/scv.json"
 expect 2 "tuples[0].scv" -- plan --profile "$tmp/scv.json" --rates 1 --out "$tmp/t.json"
 sed 's/"nodes": 20/"nodes": 0/' "$profile" >"$tmp/nodes.json"
@@ -115,6 +115,42 @@ PY
 for q in md-interf mm-interf mdc mmc allen-cunneen mdc-exact; do
   "$serf" predict "${P[@]}" "${cfg[@]}" --rate 10 --queue "$q" --json >"$tmp/q.json" || fail "predict --queue $q"
 done
+
+# --- inputs found by fuzzing (each once crashed, hung, printed NaN or clobbered a file) ---------
+tiny="$(dirname "$profile")/../models/tiny.json"
+printf '{"format": "serf-profile/1", "x": 1e999}' >"$tmp/overflow.json"
+expect 2 "unreadable JSON" -- predict --profile "$tmp/overflow.json" --service 1 --inter 1 --intra 1 --rate 1
+/usr/bin/python3 - "$profile" "$tmp" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+for name, field, value in (("scv", "scv", 1e300), ("tiny_mean", "mean_ms", 1e-300), ("huge_mean", "mean_ms", 1e300)):
+    q = json.loads(json.dumps(p))
+    for t in q["tuples"]:
+        t[field] = value
+        t.pop("node_ms", None)
+    json.dump(q, open("%s/%s.json" % (sys.argv[2], name), "w"))
+PY
+expect 2 ".scv must lie in" -- predict --profile "$tmp/scv.json" "${cfg[@]}" --rate 1 --percentile 99
+expect 2 ".mean_ms must lie in" -- capacity --profile "$tmp/tiny_mean.json" --slo-ms 500 --percentile 99
+expect 2 ".mean_ms must lie in" -- simulate --profile "$tmp/huge_mean.json" --service 1 --inter 1 --intra 1 --rate 1
+expect 2 "--nodes 2147483647" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --nodes 2147483647
+expect 2 "--nodes -1" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --nodes -1
+expect 2 "--requests" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 1 --requests 99999999999
+expect 2 "no finite result" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 4.9e-324 --requests 2000
+expect 2 "--threads 100000" -- infer --model "$tiny" --threads 100000
+expect 2 "--repeat 2147483647" -- infer --model "$tiny" --repeat 2147483647
+expect 2 "must name a .png file" -- validate "${P[@]}" --measured "$tmp/none.json" --out "$tmp/v.json" --plot "$tmp/p.txt"
+expect 2 "is a directory" -- plan "${P[@]}" --rates 1,5 --out "$tmp"
+# Output onto a device writes through it; onto a symlink replaces the link's target, not the link.
+mkfifo "$tmp/fifo" && { cat "$tmp/fifo" >"$tmp/fifo.out" & }
+"$serf" plan "${P[@]}" --rates 1,5 --out "$tmp/fifo" >/dev/null 2>"$tmp/err" || fail "plan --out FIFO: $(cat "$tmp/err")"
+wait
+[[ -p "$tmp/fifo" ]] || fail "plan --out FIFO replaced the FIFO with a file"
+grep -q '"format"' "$tmp/fifo.out" || fail "plan --out FIFO: nothing came through the FIFO"
+: >"$tmp/real.json" && ln -s "$tmp/real.json" "$tmp/link.json"
+"$serf" plan "${P[@]}" --rates 1,5 --out "$tmp/link.json" >/dev/null 2>"$tmp/err" || fail "plan --out symlink: $(cat "$tmp/err")"
+[[ -L "$tmp/link.json" ]] || fail "plan --out symlink replaced the link"
+grep -q '"format"' "$tmp/real.json" || fail "plan --out symlink did not write the link's target"
 
 if [[ $failures -ne 0 ]]; then echo "$failures failure(s)"; exit 1; fi
 echo "all CLI checks passed"
