@@ -36,7 +36,8 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
   emulate->excludes(model);
   sub->add_option("--weights", f->weights,
                   "with --model: weights (safetensors, F32); default: seeded from --seed");
-  sub->add_option("--backend", f->backend, "with --model: backend of the nodes, cpu or cuda (default cpu)");
+  sub->add_option("--backend", f->backend,
+                  "with --model: backend of the nodes, cpu or cuda (default cpu)");
   sub->add_flag(
       "--emulate-random", f->emulate_random,
       "emulated service times are Gamma draws with the tuple's mean and SCV (default: the mean)");
@@ -105,6 +106,11 @@ class MpiSession : public RuntimeSession {
     if (flags_.emulate.empty() && flags_.model.empty()) {
       return InvalidArgument("give --model FILE (compute) or --emulate PROFILE (emulated nodes)");
     }
+    // 0 means "the emulation profile's"; anything else must be a plausible node.
+    if (flags_.cores_per_node < 0 || flags_.cores_per_node > 1024) {
+      return InvalidArgument("--cores-per-node " + std::to_string(flags_.cores_per_node) +
+                             ": must be in [1, 1024]");
+    }
     if (!flags_.emulate.empty()) {
       SERF_ASSIGN_OR_RETURN(Profile p, io::load_profile(flags_.emulate));
       emulation = std::make_unique<Profile>(std::move(p));
@@ -126,7 +132,9 @@ class MpiSession : public RuntimeSession {
         return InvalidArgument("--cores-per-node: give the cores of one node (>= 1)");
     }
     if (cores_per_node < 1) return InvalidArgument("--cores-per-node: must be >= 1");
-    if (!(flags_.node_timeout_s > 0)) return InvalidArgument("--node-timeout: must be > 0 seconds");
+    if (!(flags_.node_timeout_s >= 0.01 && flags_.node_timeout_s <= 86400)) {
+      return InvalidArgument("--node-timeout: must be in [0.01, 86400] seconds");
+    }
     return Status::Ok();
   }
 

@@ -32,10 +32,16 @@ StatusOr<json> parse_json(const std::string& text, const std::string& source) {
 StatusOr<std::string> read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path + ": cannot open file (does it exist?)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  // Whatever the file is (a device, a pipe), more than this is not a profile, spec or report.
+  constexpr size_t kMaxTextBytes = size_t{1} << 30;
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxTextBytes) return InvalidArgument(path + ": larger than 1 GiB");
+  }
   if (in.bad()) return InvalidArgument(path + ": read error");
-  return ss.str();
+  return text;
 }
 
 StatusOr<json> read_json_file(const std::string& path) {

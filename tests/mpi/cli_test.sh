@@ -34,6 +34,9 @@ case "$1" in
     expect_error 3 "--rates" profile --emulate "$profile" --exhaustive --rates 1,x --out "$out/x.json"
     expect_error 3 "--arrival-scv" profile --emulate "$profile" --exhaustive --rates 5 --arrivals gamma --arrival-scv 0 --out "$out/x.json"
     expect_error 3 "--arrivals" profile --emulate "$profile" --exhaustive --rates 5 --arrivals bursty --out "$out/x.json"
+    expect_error 3 "--cores-per-node 2147483647" profile --emulate "$profile" --samples 2 --cores-per-node 2147483647 --out "$out/p.json"
+    expect_error 3 "--cores-per-node -1" serve --emulate "$profile" --rate 5 --cores-per-node -1
+    expect_error 3 "--node-timeout" serve --emulate "$profile" --rate 5 --node-timeout 1e-300
     # Without mpirun: a singleton, no node ranks.
     "$SERF" serve --emulate "$profile" --rate 5 2>"$out/e"; rc=$?
     [ $rc -eq 2 ] && grep -q "at least one node rank" "$out/e" || fail "singleton serve: exit $rc"
