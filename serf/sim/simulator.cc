@@ -265,6 +265,18 @@ SimulationResult run(const SimulationOptions& o, ArrivalProcess arrivals, std::v
   return r;
 }
 
+// Calls fn(units): `n` units of the semantics' kind, serving `levels`.
+template <typename Fn>
+auto with_units(ServiceSemantics semantics, const std::vector<ServiceLevel>& levels, size_t n,
+                Fn&& fn) {
+  if (semantics == ServiceSemantics::kStart) {
+    std::vector<TimeSampler> samplers(levels.begin(), levels.end());
+    return fn(std::vector<StartUnit>(n, StartUnit(samplers)));
+  }
+  const TimeSampler work(ServiceLevel{1.0, levels.front().scv});
+  return fn(std::vector<SharedUnit>(n, SharedUnit(levels, work)));
+}
+
 template <typename Unit>
 std::vector<double> replay_path(std::vector<Unit> units, const std::vector<double>& arrival_ms,
                                 const std::vector<int>& unit_of, uint64_t seed) {
@@ -316,14 +328,9 @@ StatusOr<std::vector<double>> replay_latencies(const std::vector<ServiceLevel>& 
                              std::to_string(unit_of[k]) + " of " + std::to_string(units));
     }
   }
-  const size_t n = static_cast<size_t>(units);
-  if (semantics == ServiceSemantics::kStart) {
-    std::vector<TimeSampler> samplers(levels.begin(), levels.end());
-    return replay_path(std::vector<StartUnit>(n, StartUnit(samplers)), arrival_ms, unit_of, seed);
-  }
-  const TimeSampler work(ServiceLevel{1.0, levels.front().scv});
-  return replay_path(std::vector<SharedUnit>(n, SharedUnit(levels, work)), arrival_ms, unit_of,
-                     seed);
+  return with_units(semantics, levels, static_cast<size_t>(units), [&](auto servers) {
+    return replay_path(std::move(servers), arrival_ms, unit_of, seed);
+  });
 }
 
 StatusOr<SimulationResult> simulate(const SimulationOptions& o) {
@@ -348,16 +355,9 @@ StatusOr<SimulationResult> simulate(const SimulationOptions& o) {
         " >= 1, the queue grows without bound and there is no steady state; "
         "lower the rate or add nodes");
   }
-  const size_t units = static_cast<size_t>(o.units);
-  SimulationResult r;
-  if (o.semantics == ServiceSemantics::kStart) {
-    std::vector<TimeSampler> samplers(o.levels.begin(), o.levels.end());
-    r = run(o, std::move(arrivals), std::vector<StartUnit>(units, StartUnit(samplers)), warmup);
-  } else {
-    const TimeSampler work(ServiceLevel{1.0, o.levels.front().scv});
-    r = run(o, std::move(arrivals), std::vector<SharedUnit>(units, SharedUnit(o.levels, work)),
-            warmup);
-  }
+  const SimulationResult r = with_units(
+      o.semantics, o.levels, static_cast<size_t>(o.units),
+      [&](auto servers) { return run(o, std::move(arrivals), std::move(servers), warmup); });
   if (!std::isfinite(r.latency_ms) || !std::isfinite(r.latency_ci95_ms) ||
       !std::isfinite(r.simulated_s)) {
     return InvalidArgument(
