@@ -106,8 +106,8 @@ class MpiSession : public RuntimeSession {
     if (flags_.emulate.empty() && flags_.model.empty()) {
       return InvalidArgument("give --model FILE (compute) or --emulate PROFILE (emulated nodes)");
     }
-    // 0 means "the emulation profile's"; anything else must be a plausible node.
-    if (flags_.cores_per_node < 0 || flags_.cores_per_node > 1024) {
+    // 0 means "the emulation profile's"; a negative count is a typo, not a request for that.
+    if (flags_.cores_per_node < 0) {
       return InvalidArgument("--cores-per-node " + std::to_string(flags_.cores_per_node) +
                              ": must be in [1, 1024]");
     }
@@ -131,7 +131,11 @@ class MpiSession : public RuntimeSession {
       if (cores_per_node < 1)
         return InvalidArgument("--cores-per-node: give the cores of one node (>= 1)");
     }
-    if (cores_per_node < 1) return InvalidArgument("--cores-per-node: must be >= 1");
+    // From the flag or the emulation profile alike: a huge F hangs the tuple enumeration.
+    if (cores_per_node < 1 || cores_per_node > 1024) {
+      return InvalidArgument("--cores-per-node " + std::to_string(cores_per_node) +
+                             ": must be in [1, 1024]");
+    }
     if (!(flags_.node_timeout_s >= 0.01 && flags_.node_timeout_s <= 86400)) {
       return InvalidArgument("--node-timeout: must be in [0.01, 86400] seconds");
     }
