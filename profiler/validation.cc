@@ -28,8 +28,8 @@ constexpr int64_t kReplayExpectationRequests = 200000;
 
 // PointResult's sample-path estimate (has_adjusted and what goes with it); the point keeps
 // has_adjusted false when it has no trace or the replay queue is saturated.
-Status adjust_by_replay(const Profile& profile, int units, size_t k, PointResult* r) {
-  const MeasuredPoint& p = r->measured;
+Status adjust_by_replay(const Profile& profile, const MeasuredPoint& p, int units, size_t k,
+                        PointResult* r) {
   const RequestTrace& t = p.trace;
   if (t.empty()) return Status::Ok();
   const size_t warmup = static_cast<size_t>(t.warmup);
@@ -133,11 +133,13 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
   report.nodes = nodes;
   report.cores_per_node = profile.hardware.cores_per_node;
   // The sample-path estimates belong to the points, not to a queue model: made once.
+  // The report keeps each point's numbers, not its trace (copied once per queue model below).
   std::vector<PointResult> adjusted(points.size());
   for (size_t k = 0; k < points.size(); ++k) {
     adjusted[k].measured = points[k];
-    SERF_RETURN_IF_ERROR(
-        adjust_by_replay(profile, units_for(nodes, points[k].config.inter), k, &adjusted[k]));
+    adjusted[k].measured.trace = RequestTrace{};
+    SERF_RETURN_IF_ERROR(adjust_by_replay(
+        profile, points[k], units_for(nodes, points[k].config.inter), k, &adjusted[k]));
   }
   for (QueueKind queue : queues) {
     ModelValidation mv;

@@ -45,7 +45,7 @@ inline constexpr int kMinRequestsForP99 = 200;
 inline constexpr double kMaxServiceDrift = 0.10;
 
 struct PointResult {
-  MeasuredPoint measured;
+  MeasuredPoint measured;  // its trace left out (the report keeps the numbers)
   int units = 0;
   double unit_rate_per_s = 0;
   double utilization = 0;  // unit rate / the model's capacity c mu_c (also when >= 1)
