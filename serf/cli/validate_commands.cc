@@ -42,6 +42,20 @@ std::string pct(double x) {
   return buf;
 }
 
+// One row per queue model of the summary `which`; with_ci adds the "in 95% CI" column.
+void print_error_table(const profiler::ValidationReport& report,
+                       profiler::ErrorSummary profiler::ModelValidation::*which, bool with_ci) {
+  std::printf("%-14s %6s %7s %7s %7s %7s", "queue", "points", "mean", "median", "p95", "max");
+  std::printf(with_ci ? " %10s\n" : "\n", "in 95% CI");
+  for (const profiler::ModelValidation& mv : report.models) {
+    const profiler::ErrorSummary& t = mv.*which;
+    std::printf("%-14s %6d %7s %7s %7s %7s", to_string(mv.queue), t.count, pct(t.mean).c_str(),
+                pct(t.median).c_str(), pct(t.p95).c_str(), pct(t.max).c_str());
+    const std::string ci = std::to_string(t.within_ci95) + "/" + std::to_string(t.count);
+    std::printf(with_ci ? " %10s\n" : "\n", ci.c_str());
+  }
+}
+
 Status run_validate(const ValidateFlags& f) {
   if (f.out.empty()) return InvalidArgument("--out: give the report file (REPORT.json)");
   if (f.nodes < 0) return InvalidArgument("--nodes: must be >= 1");
@@ -114,44 +128,21 @@ Status run_validate(const ValidateFlags& f) {
       "the same over the points whose measured service time is within %.0f%% of the profile's "
       "(the machine as profiled):\n",
       100 * profiler::kMaxServiceDrift);
-  std::printf("%-14s %6s %7s %7s %7s %7s\n", "queue", "points", "mean", "median", "p95", "max");
-  for (const profiler::ModelValidation& mv : report.models) {
-    const profiler::ErrorSummary& t = mv.steady_summary;
-    std::printf("%-14s %6d %7s %7s %7s %7s\n", to_string(mv.queue), t.count, pct(t.mean).c_str(),
-                pct(t.median).c_str(), pct(t.p95).c_str(), pct(t.max).c_str());
-  }
+  print_error_table(report, &profiler::ModelValidation::steady_summary, false);
   std::printf(
       "the queue model alone: each prediction re-made with the configuration's service times "
       "scaled to the point's measured service time (the profile's error taken out):\n");
-  std::printf("%-14s %6s %7s %7s %7s %7s\n", "queue", "points", "mean", "median", "p95", "max");
-  for (const profiler::ModelValidation& mv : report.models) {
-    const profiler::ErrorSummary& t = mv.rescaled_summary;
-    std::printf("%-14s %6d %7s %7s %7s %7s\n", to_string(mv.queue), t.count, pct(t.mean).c_str(),
-                pct(t.median).c_str(), pct(t.p95).c_str(), pct(t.max).c_str());
-  }
+  print_error_table(report, &profiler::ModelValidation::rescaled_summary, false);
   if (report.models.front().adjusted_summary.count > 0) {
     std::printf(
         "against the sample-path estimate: each measured mean corrected by replaying its own "
         "arrivals through the model's queue (measured - replay + the replay's long-run mean; "
         "arrival luck cancels):\n");
-    std::printf("%-14s %6s %7s %7s %7s %7s %10s\n", "queue", "points", "mean", "median", "p95",
-                "max", "in 95% CI");
-    for (const profiler::ModelValidation& mv : report.models) {
-      const profiler::ErrorSummary& t = mv.adjusted_summary;
-      const std::string ci = std::to_string(t.within_ci95) + "/" + std::to_string(t.count);
-      std::printf("%-14s %6d %7s %7s %7s %7s %10s\n", to_string(mv.queue), t.count,
-                  pct(t.mean).c_str(), pct(t.median).c_str(), pct(t.p95).c_str(),
-                  pct(t.max).c_str(), ci.c_str());
-    }
+    print_error_table(report, &profiler::ModelValidation::adjusted_summary, true);
   }
   std::printf("relative error of the p99 (tail approximation; points of >= %d requests):\n",
               profiler::kMinRequestsForP99);
-  std::printf("%-14s %6s %7s %7s %7s %7s\n", "queue", "points", "mean", "median", "p95", "max");
-  for (const profiler::ModelValidation& mv : report.models) {
-    const profiler::ErrorSummary& t = mv.p99_summary;
-    std::printf("%-14s %6d %7s %7s %7s %7s\n", to_string(mv.queue), t.count, pct(t.mean).c_str(),
-                pct(t.median).c_str(), pct(t.p95).c_str(), pct(t.max).c_str());
-  }
+  print_error_table(report, &profiler::ModelValidation::p99_summary, false);
   const profiler::ErrorSummary& first = report.models.front().summary;
   if (first.with_ci95 > 0) {
     std::printf("measurement: mean 95%% CI half-width %s of the measured mean (batch means)\n",
