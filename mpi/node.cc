@@ -1,11 +1,17 @@
 // Ranks 1..N: the node side of the runtime (slot threads, reconfiguration, fault hooks).
+#include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "mpi/runtime.h"
 
@@ -39,6 +45,7 @@ class EmulatedWorker : public SlotWorker {
 
 struct NodeShared {
   int world_rank = 0;
+  std::vector<int> cores;  // the node's cores when it is pinned (see pin_slot)
   WaitPolicy slot_idle{0, nullptr, 2e-3};
   FaultPlan fault;
   std::atomic<int> served{0};
@@ -51,6 +58,7 @@ struct SlotState {
   std::thread thread;
   Status status;
   int slot = 0;
+  int intra = 1;
 };
 
 [[noreturn]] void hang_forever(NodeShared* shared) {
@@ -58,7 +66,23 @@ struct SlotState {
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
+// Pins the calling slot thread (and the OpenMP threads it starts later, which inherit its mask) to
+// the slot's T cores of a pinned node, counted from the node's last core: a request computing
+// alone (slot 0) then runs where it runs in a one-slot configuration, an idle slot's polling stays
+// on its own cores, and the first core, where the launcher puts rank 0 (the controller), is the
+// last one a slot gets.
+void pin_slot(const SlotState& st, const std::vector<int>& cores) {
+  const size_t end = static_cast<size_t>(st.slot + 1) * static_cast<size_t>(st.intra);
+  if (cores.empty() || end > cores.size()) return;
+  const size_t first = cores.size() - end, last = first + static_cast<size_t>(st.intra);
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  for (size_t c = first; c < last; ++c) CPU_SET(cores[c], &mine);
+  pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine);  // best effort: placement only
+}
+
 void slot_loop(SlotState* st, const RuntimeComms* comms, NodeShared* shared) {
+  pin_slot(*st, shared->cores);
   const bool leader = st->comm.rank() == 0;
   std::vector<float> input, output;
   for (;;) {
@@ -163,29 +187,111 @@ StatusOr<RuntimeComms> make_runtime_comms() {
   return comms;
 }
 
-std::string pin_node_to_cores(int index, int count, int cores_per_node) {
+std::vector<int> parse_cpu_list(const std::string& text) {
+  std::vector<int> cpus;
+  size_t pos = 0;
+  auto number = [&](int* value) {  // digits at pos
+    if (pos >= text.size() || !std::isdigit(static_cast<unsigned char>(text[pos]))) return false;
+    long v = 0;
+    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])) &&
+           v < CPU_SETSIZE)
+      v = v * 10 + (text[pos++] - '0');
+    *value = static_cast<int>(v);
+    return v < CPU_SETSIZE;
+  };
+  for (;;) {
+    int first = 0, last = 0;
+    if (!number(&first)) return {};
+    last = first;
+    if (pos < text.size() && text[pos] == '-') {
+      ++pos;
+      if (!number(&last) || last < first) return {};
+    }
+    for (int c = first; c <= last; ++c) cpus.push_back(c);
+    if (pos < text.size() && text[pos] == ',') {
+      ++pos;
+      continue;
+    }
+    break;
+  }
+  while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos]))) ++pos;
+  return pos == text.size() ? cpus : std::vector<int>{};
+}
+
+namespace {
+
+std::vector<int> cpus_of(const cpu_set_t& set) {
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+// The CPUs this job may use on the machine, whatever the launcher bound this rank to: the
+// cgroup's cpuset where there is one, else the online CPUs.
+std::vector<int> machine_cpus() {
+  for (const char* path :
+       {"/sys/fs/cgroup/cpuset.cpus.effective", "/sys/devices/system/cpu/online"}) {
+    std::ifstream in(path);
+    std::string line;
+    if (in && std::getline(in, line)) {
+      std::vector<int> cpus = parse_cpu_list(line);
+      if (!cpus.empty()) return cpus;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+NodePlacement pin_node_to_cores(int index, int count, int cores_per_node) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
-    return "not pinned: sched_getaffinity failed";
-  std::vector<int> cores;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &allowed)) cores.push_back(c);
-  }
+    return NodePlacement{{}, "not pinned: sched_getaffinity failed"};
+  std::vector<int> cores = cpus_of(allowed);
   const long need = static_cast<long>(count) * cores_per_node;
+  std::string widened;
   if (need > static_cast<long>(cores.size())) {
-    return "not pinned: " + std::to_string(count) + " nodes x " + std::to_string(cores_per_node) +
-           " cores > " + std::to_string(cores.size()) +
-           " cores on this machine (nodes share cores)";
+    // mpirun binds each rank to one core when it starts 2 or fewer: a node of F cores would run
+    // its F threads (or c slots) on one. SERF owns the placement of its nodes, so it takes them
+    // from the machine instead of the launcher's share.
+    std::vector<int> machine = machine_cpus();
+    if (need > static_cast<long>(machine.size())) {
+      return NodePlacement{{},
+                           "not pinned: " + std::to_string(count) + " nodes x " +
+                               std::to_string(cores_per_node) + " cores > " +
+                               std::to_string(std::max(cores.size(), machine.size())) +
+                               " cores on this machine (nodes share cores)"};
+    }
+    widened = " (the launcher had bound this rank to " + std::to_string(cores.size()) + " core" +
+              (cores.size() == 1 ? "" : "s") + "; mpirun --bind-to none leaves placement to SERF)";
+    cores = std::move(machine);
   }
   cpu_set_t mine;
   CPU_ZERO(&mine);
   const size_t first = static_cast<size_t>(index) * static_cast<size_t>(cores_per_node);
   for (size_t c = first; c < first + static_cast<size_t>(cores_per_node); ++c)
     CPU_SET(cores[c], &mine);
-  if (sched_setaffinity(0, sizeof(mine), &mine) != 0) return "not pinned: sched_setaffinity failed";
-  return "pinned to cores " + std::to_string(cores[first]) + "-" +
-         std::to_string(cores[first + static_cast<size_t>(cores_per_node) - 1]);
+  if (sched_setaffinity(0, sizeof(mine), &mine) != 0)
+    return NodePlacement{{}, "not pinned: sched_setaffinity failed"};
+  cpu_set_t got;
+  CPU_ZERO(&got);
+  if (sched_getaffinity(0, sizeof(got), &got) != 0 || CPU_COUNT(&got) != cores_per_node) {
+    sched_setaffinity(0, sizeof(allowed), &allowed);
+    return NodePlacement{
+        {},
+        "not pinned: the machine refused cores " + std::to_string(cores[first]) + "-" +
+            std::to_string(cores[first + static_cast<size_t>(cores_per_node) - 1])};
+  }
+  NodePlacement placed;
+  placed.cores.assign(
+      cores.begin() + static_cast<long>(first),
+      cores.begin() + static_cast<long>(first + static_cast<size_t>(cores_per_node)));
+  placed.line = "pinned to cores " + std::to_string(placed.cores.front()) + "-" +
+                std::to_string(placed.cores.back()) + widened;
+  return placed;
 }
 
 Status run_node(const RuntimeComms& comms, const NodeOptions& options,
@@ -200,7 +306,9 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
   std::string placement = "not pinned (--no-pin)";
   if (options.pin) {
     SERF_ASSIGN_OR_RETURN(Communicator local, comms.nodes.split_shared());
-    placement = pin_node_to_cores(local.rank(), local.size(), options.cores_per_node);
+    NodePlacement placed = pin_node_to_cores(local.rank(), local.size(), options.cores_per_node);
+    placement = placed.line;
+    shared.cores = std::move(placed.cores);
   }
 
   std::vector<std::unique_ptr<SlotState>> slots;
@@ -241,6 +349,7 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
       for (int s = 0; s < config.service; ++s) {
         auto st = std::make_unique<SlotState>();
         st->slot = s;
+        st->intra = config.intra;
         SERF_ASSIGN_OR_RETURN(st->comm, unit.dup());
         SlotContext ctx{&st->comm, config, s, my_unit};
         auto worker = factory(ctx);

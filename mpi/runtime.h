@@ -66,9 +66,20 @@ struct NodeOptions {
 Status run_node(const RuntimeComms& comms, const NodeOptions& options,
                 const SlotWorkerFactory& factory);
 
+// Where a node runs: its cores (empty when it is not pinned) and a line saying what was done.
+struct NodePlacement {
+  std::vector<int> cores;
+  std::string line;
+};
+
 // Pins this process to cores [index*F, (index+1)*F) of its allowed set when `count` nodes of F
-// cores fit; returns a line saying what it did (or why not).
-std::string pin_node_to_cores(int index, int count, int cores_per_node);
+// cores fit, else of the machine's CPUs (cgroup cpuset or online list) when they fit there: the
+// launcher may have bound the rank to fewer cores than F. Slot s of a configuration (c, K, T)
+// then pins its thread to T of these cores, slot 0 to the last T.
+NodePlacement pin_node_to_cores(int index, int count, int cores_per_node);
+
+// CPUs of a Linux cpulist such as "0-3,8,10-11"; empty when it is malformed.
+std::vector<int> parse_cpu_list(const std::string& text);
 
 // Hidden test hook: make one rank hang or exit after serving `after` requests.
 struct FaultPlan {
@@ -112,7 +123,7 @@ class MpiTransport : public Transport {
   double timeout_s_;
   FaultPlan fault_;
   const std::atomic<bool>* terminated_;
-  std::set<int> farewells_;       // node ranks that said farewell (got SIGTERM, alive)
+  std::set<int> farewells_;      // node ranks that said farewell (got SIGTERM, alive)
   std::string terminated_text_;  // diagnose_terminated()'s line, once made
   bool configured_ = false;
   bool shut_down_ = false;

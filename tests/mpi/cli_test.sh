@@ -234,5 +234,16 @@ PY
     grep -q -- "-> (c=1, K=1, T=2)" "$out/o" || fail "no switch to the high-load configuration"
     expect_error 3 "planned for 4 nodes" serve --emulate "$profile" --table "$out/table.json" --rate 5
     ;;
+  placement)
+    # mpirun binds each of 2 ranks to one core; a node of F = 2 cores must still get 2 (SERF takes
+    # them from the machine), or its c = 2 slots and T = 2 threads would share one core.
+    cpus=$(nproc --all)
+    if [ "$cpus" -lt 2 ]; then echo "skipped: $cpus CPU on this machine, a 2-core node cannot be placed"; exit 0; fi
+    timeout 60 "$MPIEXEC" -np 2 --bind-to core "$SERF" serve --model "$ROOT/configs/models/cifar10.json" --cores-per-node 2 \
+      --config 2,1,1 --rate 20 --requests 20 >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "serve -np 2"; }
+    cat "$out/o" "$out/e"
+    grep -q "rank 1: pinned to cores [0-9]*-[0-9]*" "$out/o" "$out/e" || fail "the node is not on 2 cores"
+    grep -q "requests: 20 answered of 20" "$out/o" || fail "not every request answered"
+    ;;
   *) fail "unknown case $1" ;;
 esac

@@ -107,3 +107,13 @@ TEST_CASE("switching configuration under load answers every request once", "[mpi
   REQUIRE(controller.shutdown().ok());
   guard.done = true;
 }
+
+TEST_CASE("parse_cpu_list reads Linux cpulists and refuses malformed ones", "[mpi]") {
+  CHECK(parse_cpu_list("0") == std::vector<int>{0});
+  CHECK(parse_cpu_list("0-3,8,10-11\n") == std::vector<int>{0, 1, 2, 3, 8, 10, 11});
+  CHECK(parse_cpu_list("2-2") == std::vector<int>{2});
+  for (const char* bad : {"", "\n", "-1", "3-", "3-1", "1,,2", "x", "0-3x", "1 2", "99999999999"}) {
+    INFO(bad);
+    CHECK(parse_cpu_list(bad).empty());
+  }
+}
