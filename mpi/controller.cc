@@ -1,17 +1,37 @@
 #include "mpi/controller.h"
 
+#include <sys/prctl.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <thread>
 
 namespace serf::mpi {
 
 namespace {
-// Sleep between polls when nothing happened: short enough to keep the controller's own overhead
-// well under a millisecond, long enough not to steal a core from the nodes sharing the machine.
-constexpr double kIdleSleepS = 100e-6;
+constexpr double kNever = std::numeric_limits<double>::infinity();
 }  // namespace
+
+void PollPlanner::answered(double occupancy_s) {
+  if (!(occupancy_s > 0)) return;
+  recent_.push_back(occupancy_s);
+  if (recent_.size() > kRecent) recent_.pop_front();
+}
+
+double PollPlanner::sleep_s(double now_s, double oldest_dispatch_s, double next_event_s) const {
+  double wait = std::min(kCoarseS, next_event_s - now_s);  // an arrival is sent on time
+  if (std::isfinite(oldest_dispatch_s)) {
+    double answer = kFineS;  // too few answers to know the configuration's pace yet
+    if (recent_.size() >= 4) {
+      const double shortest = *std::min_element(recent_.begin(), recent_.end());
+      answer = std::max(kFineS, oldest_dispatch_s + 0.8 * shortest - now_s);
+    }
+    wait = std::min(wait, answer);
+  }
+  return std::max(wait, 0.0);
+}
 
 ServiceSampler::ServiceSampler(Profile profile, bool random, uint64_t seed)
     : profile_(std::move(profile)), random_(random) {
@@ -101,6 +121,8 @@ Controller::Controller(Transport& transport, ControllerOptions options)
   // Not the arrival generator's stream: with one seed, short gaps would all pick unit 0.
   std::seed_seq seq{options_.seed, uint64_t{0x756e6974}};
   rng_.seed(seq);
+  // Wake-ups on time: the default 50 us timer slack would delay each arrival's dispatch.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 }
 
 double Controller::now_s() const {
@@ -132,6 +154,7 @@ Status Controller::configure(const Configuration& config) {
   if (configured_) switches_.push_back(sw);
   configured_ = true;
   config_ = config;
+  planner_.reset();
   ++generation_;
   units_ = transport_.nodes() / config.inter;
   requeue_all();
@@ -213,6 +236,7 @@ Status Controller::poll_results(bool* progress) {
                       std::to_string(rec.id) + ": " + result->message);
     }
     rec.done_s = now_s();
+    planner_.answered(rec.done_s - rec.dispatch_s);
     rec.service_ms = result->service_ms;
     rec.answered = true;
     ++answered_;
@@ -262,9 +286,16 @@ Status Controller::drain() {
     bool progress = false;
     SERF_RETURN_IF_ERROR(poll_results(&progress));
     SERF_RETURN_IF_ERROR(check_timeouts());
-    if (!progress) std::this_thread::sleep_for(std::chrono::duration<double>(kIdleSleepS));
+    if (!progress) idle_wait(kNever);
   }
   return Status::Ok();
+}
+
+void Controller::idle_wait(double next_event_s) {
+  double oldest = kNever;
+  for (const auto& [id, r] : in_flight_) oldest = std::min(oldest, records_[r].dispatch_s);
+  const double wait = planner_.sleep_s(now_s(), oldest, next_event_s);
+  std::this_thread::sleep_for(std::chrono::duration<double>(wait));
 }
 
 Status Controller::run_open_loop(const std::vector<double>& arrival_s, const SchedulerHook& hook) {
@@ -305,11 +336,10 @@ Status Controller::run_open_loop(const std::vector<double>& arrival_s, const Sch
     SERF_RETURN_IF_ERROR(check_timeouts());
     answered = answered_ - answered_before;
     if (!progress) {
-      double wait = kIdleSleepS;
-      if (next < arrival_s.size() && in_flight_.empty()) {
-        wait = std::clamp(arrival_s[next] - (now_s() - start), 0.0, 1e-3);
-      }
-      std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+      double next_event = kNever;
+      if (next < arrival_s.size()) next_event = start + arrival_s[next];
+      if (hook) next_event = std::min(next_event, start + next_tick);
+      idle_wait(next_event);
     }
   }
   return Status::Ok();
@@ -336,7 +366,7 @@ StatusOr<std::vector<double>> Controller::run_closed_loop(int warmup, int sample
     SERF_RETURN_IF_ERROR(poll_results(&progress));
     SERF_RETURN_IF_ERROR(check_timeouts());
     if (!progress) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(kIdleSleepS));
+      idle_wait(kNever);
       continue;
     }
     for (size_t r = first; r < records_.size(); ++r) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <thread>
 
@@ -202,6 +203,32 @@ TEST_CASE("emulated service times come from the profile", "[mpi][controller]") {
   TupleStats s = profiler::tuple_stats({2, 1, 1}, draws);
   REQUIRE(s.mean_ms == Approx(14.0).epsilon(0.02));
   REQUIRE(s.scv == Approx(0.25).epsilon(0.05));
+}
+
+TEST_CASE("poll planner sleeps until an answer can come, then polls finely", "[mpi][controller]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  PollPlanner p;
+  // Nothing in flight: sleep until the next arrival, at most kCoarseS, never past it.
+  CHECK(p.sleep_s(10.0, inf, inf) == PollPlanner::kCoarseS);
+  CHECK(p.sleep_s(10.0, inf, 10.002) == Approx(0.002));
+  CHECK(p.sleep_s(10.0, inf, 9.0) == 0.0);
+  // In flight but the pace is unknown (fewer than 4 answers): fine polling.
+  for (int i = 0; i < 3; ++i) p.answered(0.020);
+  CHECK(p.sleep_s(10.0, 9.999, inf) == PollPlanner::kFineS);
+  p.answered(0.030);
+  p.answered(-1.0);  // ignored
+  // Answers take >= 20 ms: dispatched at 10.000, none can come before 10.016.
+  CHECK(p.sleep_s(10.001, 10.0, inf) == PollPlanner::kCoarseS);
+  CHECK(p.sleep_s(10.013, 10.0, inf) == Approx(0.003));
+  CHECK(p.sleep_s(10.0159, 10.0, inf) == PollPlanner::kFineS);
+  CHECK(p.sleep_s(10.030, 10.0, inf) == PollPlanner::kFineS);  // late: keep polling finely
+  // An arrival due sooner wins over the answer bound.
+  CHECK(p.sleep_s(10.001, 10.0, 10.0015) == Approx(0.0005));
+  // A faster answer lowers the bound; reset forgets the pace.
+  p.answered(0.005);
+  CHECK(p.sleep_s(10.001, 10.0, inf) == Approx(0.003));
+  p.reset();
+  CHECK(p.sleep_s(10.001, 10.0, inf) == PollPlanner::kFineS);
 }
 
 TEST_CASE("rate monitor counts arrivals in its window", "[mpi][controller]") {
