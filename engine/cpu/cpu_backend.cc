@@ -13,6 +13,8 @@
 #include "engine/cpu/cpu_backend.h"
 
 #include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +22,8 @@
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "engine/cpu/aligned_floats.h"
 #include "engine/cpu/gemv.h"
@@ -44,6 +48,31 @@ class ScopedOmpThreads {
  private:
   int saved_;
 };
+
+// When the calling thread was given exactly T cores (a runtime slot is, see mpi/node.cc), pins its
+// OpenMP thread i to the i-th of them. Left to Linux, the team of a request that arrives after an
+// idle gap is often woken onto one core (wake-affine placement): measured on a 2-core node, T = 2
+// then served a lone request in 17-22 ms against 12 ms back to back. A thread with more cores
+// than T (an in-process Executor's slots, `serf infer`) is left floating.
+void pin_team(int threads) {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof(mask), &mask) != 0 || CPU_COUNT(&mask) != threads) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mask)) cpus.push_back(c);
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int i = omp_get_thread_num();
+    if (i < static_cast<int>(cpus.size())) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpus[static_cast<size_t>(i)], &one);
+      pthread_setaffinity_np(pthread_self(), sizeof(one), &one);  // best effort: placement only
+    }
+  }
+}
 
 dnnl::memory::dims nchw_dims(int c, int h, int w) { return {1, c, h, w}; }
 
@@ -108,6 +137,7 @@ class CpuExecutable final : public Executable {
   std::vector<AlignedFloats> staging_;  // reordered src/dst per step (empty when not needed)
   std::vector<dnnl::memory> memories_;  // keeps every bound memory alive
   std::vector<BoundStep> bound_;
+  std::thread::id team_pinned_for_;  // the calling thread whose OpenMP team pin_team placed
 };
 
 class CpuPreparedModel final : public PreparedModel,
@@ -137,7 +167,7 @@ class CpuPreparedModel final : public PreparedModel,
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   std::vector<Step> steps_;
   std::vector<AlignedFloats> weight_storage_;  // behind every Step's weights and bias
-  std::vector<int64_t> buffer_sizes_;  // floats
+  std::vector<int64_t> buffer_sizes_;          // floats
   size_t scratch_bytes_ = 0;
   int output_buffer_ = -1;
   bool gather_output_ = false;
@@ -340,8 +370,7 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
         }
         case LayerKind::kRelu: {
           // Element-wise: on this rank's part only, viewed as a flat vector.
-          step.plain_src =
-              flow ? cur_md : dnnl::memory::desc({1, step.elements}, dt::f32, tag::nc);
+          step.plain_src = flow ? cur_md : dnnl::memory::desc({1, step.elements}, dt::f32, tag::nc);
           step.plain_dst = step.plain_src;
           dnnl::eltwise_forward::desc d(fwd, dnnl::algorithm::eltwise_relu, step.plain_src, 0.0f,
                                         0.0f);
@@ -487,6 +516,10 @@ Status CpuExecutable::run(const float* input, float* output, ActivationExchange&
   }
   // Per-thread ICV: this request's OpenMP regions (oneDNN's included) use T threads.
   omp_set_num_threads(m.threads_);
+  if (team_pinned_for_ != std::this_thread::get_id()) {
+    pin_team(m.threads_);
+    team_pinned_for_ = std::this_thread::get_id();
+  }
   using clock = std::chrono::steady_clock;
   auto ms_since = [](clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
