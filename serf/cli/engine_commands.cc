@@ -191,7 +191,8 @@ void register_engine_commands(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--input", o->input,
                   "Input image (safetensors with tensor 'input' [1,C,H,W]); default: "
                   "seeded from --seed");
-  sub->add_option("--seed", o->seed, "Seed of the seeded weights and input (integer, default 1)");
+  sub->add_option("--seed", o->seed, "Seed of the seeded weights and input (integer, default 1)")
+      ->check(unsigned_integer());
   sub->add_option("--threads", o->threads,
                   "Intra-node parallelism T per rank (count, default 1): OpenMP threads on cpu, "
                   "SM units of the GPU on cuda (docs/gpu.md)");
@@ -200,7 +201,8 @@ void register_engine_commands(CLI::App& app, CommandRegistry& registry) {
                   "(ranks, default 1)");
   sub->add_option("--inter", o->inter,
                   "Inter-node parallelism K over MPI: run under mpirun -np K+1 (rank 0 "
-                  "controls, ranks 1..K compute; count)");
+                  "controls, ranks 1..K compute; count)")
+      ->check(finite_range(1, 1e6));
   add_runtime_flags(sub, &o->runtime, /*infer_flags=*/true);
   sub->add_option("--repeat", o->repeat,
                   "Timed runs after one warm-up; times are medians (count, default 1)");

@@ -2,7 +2,9 @@
 // stderr and exit with 2 (3 where the question has no answer, e.g. an SLO no cluster meets).
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "serf/cli/command.h"
 
@@ -22,6 +24,20 @@ const std::function<Status()>* CommandRegistry::selected() const {
   }
   return best ? &best->run : nullptr;
 }
+
+namespace {
+
+// Under mpirun every rank parses the same flags: the launcher's rank variable lets one of them
+// (rank 0) print a parse error, so the user reads it once. MPI is not started yet at parse time.
+bool quiet_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return std::string(v) != "0";
+  }
+  return false;
+}
+
+}  // namespace
 
 }  // namespace serf::cli
 
@@ -51,7 +67,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "serf: error: " << e.what() << " (see serf --help)\n";
+    if (!serf::cli::quiet_rank())
+      std::cerr << "serf: error: " << e.what() << " (see serf --help)\n";
     return 2;
   }
 

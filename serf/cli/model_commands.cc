@@ -136,12 +136,7 @@ void register_model_commands(CLI::App& app, CommandRegistry& registry) {
       "`serf infer --seed S` uses the same values");
   init->add_option("FILE", init_opts->spec_path, "model spec JSON")->required();
   init->add_option("--seed", init_opts->seed, "seed of the weights and the input (an integer)")
-      ->check(CLI::Validator(  // CLI11 would silently wrap -1 to 2^64 - 1
-          [](std::string& v) {
-            return !v.empty() && v[0] == '-' ? std::string("must be a non-negative integer")
-                                             : std::string();
-          },
-          "UINT"))
+      ->check(unsigned_integer())
       ->capture_default_str();
   init->add_option("--out", init_opts->out_path, "weights file to write (.safetensors, float32)")
       ->required();

@@ -121,6 +121,7 @@ Status run_serve(const ServeOptions& o) {
       return InvalidArgument("--rate: give the arrival rate in requests/s (> 0), or --load");
     }
     if (o.requests < 1) return InvalidArgument("--requests: give at least 1");
+    if (!o.out.empty()) SERF_RETURN_IF_ERROR(check_output_path("--out", o.out));
     if (!o.plot.empty()) {
       if (o.out.empty())
         return InvalidArgument("--plot: needs --out FILE.json (the plot reads it)");

@@ -1,6 +1,7 @@
 #include "serf/cli/plot.h"
 
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,13 +20,22 @@ Status check_plot_path(const std::string& flag, const std::string& png) {
   if (png.size() < 5 || png.compare(png.size() - 4, 4, ".png") != 0) {
     return InvalidArgument(flag + ": " + png + " must name a .png file");
   }
-  const size_t slash = png.rfind('/');
+  return check_output_path(flag, png);
+}
+
+Status check_output_path(const std::string& flag, const std::string& out) {
+  const size_t slash = out.rfind('/');
   const std::string dir = slash == std::string::npos ? "."
                           : slash == 0               ? "/"
-                                                     : png.substr(0, slash);
+                                                     : out.substr(0, slash);
   if (access(dir.c_str(), W_OK) != 0) {
-    return InvalidArgument(flag + ": cannot write " + png + ": directory " + dir +
+    return InvalidArgument(flag + ": cannot write " + out + ": directory " + dir +
                            " does not exist or is not writable");
+  }
+  struct stat st;
+  if (stat(out.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return InvalidArgument(flag + ": " + out + " is not a regular file (a CSV goes beside it as " +
+                           out + ".csv; leave the flag out to write nothing)");
   }
   return Status::Ok();
 }

@@ -15,6 +15,11 @@ namespace serf::cli {
 // command does its work, so a typo does not cost the run.
 Status check_plot_path(const std::string& flag, const std::string& png);
 
+// InvalidArgument naming `flag` unless `out` can be written before the run: its directory exists
+// and is writable, and `out` is not an existing non-regular file (`/dev/null` would put the CSV
+// written beside it, FILE.csv, into /dev).
+Status check_output_path(const std::string& flag, const std::string& out);
+
 Status run_plot_script(const std::string& script, const std::vector<std::string>& args);
 
 }  // namespace serf::cli

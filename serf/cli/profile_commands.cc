@@ -8,6 +8,7 @@
 
 #include "profiler/tuple_profiler.h"
 #include "serf/cli/arrival_flags.h"
+#include "serf/cli/plot.h"
 #include "serf/cli/runtime_launch.h"
 #include "serf/core/arrivals.h"
 #include "serf/core/rate_spec.h"
@@ -46,6 +47,7 @@ Status run_profile(const ProfileFlags& f) {
     // Tuples: 2 closed-loop requests; exhaustive: 10% of --requests more, left out of the stats.
     const int warmup = f.warmup >= 0 ? f.warmup : f.exhaustive ? f.requests / 10 : 2;
     if (f.out.empty()) return InvalidArgument("--out: give the output file");
+    SERF_RETURN_IF_ERROR(check_output_path("--out", f.out));
     std::vector<double> rates, utilizations;
     std::unique_ptr<Profile> capacity_profile;
     if (f.exhaustive) {
@@ -187,7 +189,8 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--warmup", f->warmup,
                   "requests run before measuring (count): per tuple and pass (default 2); with "
                   "--exhaustive, extra first arrivals of each point left out of its statistics "
-                  "(default 10% of --requests)");
+                  "(default 10% of --requests)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option(
       "--out", f->out,
       "output file: serf-profile/1 JSON (with --exhaustive: JSON, and CSV at FILE.csv)");

@@ -46,13 +46,14 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
   sub->add_option("--node-timeout", f->node_timeout_s,
                   "seconds a node may take to answer before it is reported as hung (a dead node "
                   "is reported when mpirun stops the job, within about 2 s)");
-  sub->add_option("--seed", f->seed, "seed of arrivals and emulated draws (integer)");
+  sub->add_option("--seed", f->seed, "seed of arrivals and emulated draws (integer)")
+      ->check(unsigned_integer());
   sub->add_flag("--no-pin", f->no_pin, "do not pin nodes sharing a machine to disjoint cores");
   sub->add_option("--idle-poll-us", f->idle_poll_us,
                   "longest sleep of an idle slot between polls for work, microseconds: a "
                   "request waits up to this long to be picked up (default 200; raise it when "
                   "dozens of ranks share a few cores)")
-      ->check(CLI::Range(1.0, 1e6));
+      ->check(finite_range(1.0, 1e6));
   // Hidden: fault-handling tests make one rank hang or exit.
   sub->add_option("--test-fault-rank", f->fault_rank)->group("");
   sub->add_option("--test-fault-mode", f->fault_mode)

@@ -24,9 +24,10 @@ struct SimulateFlags {
   bool json = false;
 };
 
+constexpr int kMaxNodes = 1000000;
+
 Status run_simulate(const SimulateFlags& f) {
   SERF_ASSIGN_OR_RETURN(Profile profile, io::load_profile(f.profile));
-  constexpr int kMaxNodes = 1000000;
   constexpr int64_t kMaxRequests = 1000000000;  // about 2 minutes of simulation
   if (f.nodes < 0 || f.nodes > kMaxNodes) {
     return InvalidArgument("--nodes " + std::to_string(f.nodes) + ": must be in [1, " +
@@ -141,7 +142,8 @@ void register_sim_commands(CLI::App& app, CommandRegistry& registry) {
                   "requests to simulate (count; the first 10% are warm-up)")
       ->capture_default_str();
   sub->add_option("--nodes", f->nodes,
-                  "cluster size N (nodes; default: the profile's hardware.nodes)");
+                  "cluster size N (nodes; default: the profile's hardware.nodes)")
+      ->check(finite_range(1, kMaxNodes));
   sub->add_option("--semantics", f->semantics,
                   "start: service time fixed at start by the number running; shared: each running "
                   "request advances at rate 1/mean_ms(n)")
@@ -149,8 +151,10 @@ void register_sim_commands(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--arrivals", f->arrivals, "arrival process: poisson, gamma or deterministic")
       ->capture_default_str();
   sub->add_option("--arrival-scv", f->arrival_scv,
-                  "squared coefficient of variation of inter-arrival gaps (dimensionless; gamma)");
+                  "squared coefficient of variation of inter-arrival gaps (dimensionless; gamma)")
+      ->check(finite_range(0.0, 1e4));
   sub->add_option("--seed", f->seed, "random seed (integer; same seed, same result)")
+      ->check(unsigned_integer())
       ->capture_default_str();
   sub->add_flag("--json", f->json, "print one JSON object");
   registry.add(sub, [f] { return run_simulate(*f); });

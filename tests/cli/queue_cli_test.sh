@@ -133,12 +133,20 @@ PY
 expect 2 ".scv must lie in" -- predict --profile "$tmp/scv.json" "${cfg[@]}" --rate 1 --percentile 99
 expect 2 ".mean_ms must lie in" -- capacity --profile "$tmp/tiny_mean.json" --slo-ms 500 --percentile 99
 expect 2 ".mean_ms must lie in" -- simulate --profile "$tmp/huge_mean.json" --service 1 --inter 1 --intra 1 --rate 1
-expect 2 "--nodes 2147483647" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --nodes 2147483647
-expect 2 "--nodes -1" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --nodes -1
+expect 2 "--nodes: 2147483647" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --nodes 2147483647
+expect 2 "--nodes: -1" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --nodes -1
 expect 2 "--requests" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 1 --requests 99999999999
 expect 2 "no finite result" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 4.9e-324 --requests 2000
 expect 2 "--threads 100000" -- infer --model "$tiny" --threads 100000
 expect 2 "--repeat 2147483647" -- infer --model "$tiny" --repeat 2147483647
+# Flags that used to be taken silently: a negative seed wrapped to 2^64 - 1, a sentinel value given
+# on purpose (--nodes 0, --arrival-scv -1, --inter -1) or NaN passing CLI11's range checks.
+expect 2 "--seed" -- infer --model "$tiny" --seed -1
+expect 2 "--inter" -- infer --model "$tiny" --inter -1
+expect 2 "--seed" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --seed -1
+expect 2 "--nodes" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --nodes 0
+expect 2 "--arrival-scv" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --arrivals gamma --arrival-scv -1
+expect 2 "--arrival-scv" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --arrivals gamma --arrival-scv nan
 expect 2 "must name a .png file" -- validate "${P[@]}" --measured "$tmp/none.json" --out "$tmp/v.json" --plot "$tmp/p.txt"
 expect 2 "is a directory" -- plan "${P[@]}" --rates 1,5 --out "$tmp"
 # Output onto a device writes through it; onto a symlink replaces the link's target, not the link.

@@ -37,6 +37,12 @@ case "$1" in
     expect_error 3 "--cores-per-node 2147483647" profile --emulate "$profile" --samples 2 --cores-per-node 2147483647 --out "$out/p.json"
     expect_error 3 "--cores-per-node -1" serve --emulate "$profile" --rate 5 --cores-per-node -1
     expect_error 3 "--node-timeout" serve --emulate "$profile" --rate 5 --node-timeout 1e-300
+    expect_error 3 "--idle-poll-us" serve --emulate "$profile" --rate 5 --idle-poll-us nan
+    expect_error 3 "--seed" serve --emulate "$profile" --rate 5 --seed -1
+    expect_error 3 "--warmup" profile --emulate "$profile" --warmup -1 --out "$out/p.json"
+    expect_error 3 "not a regular file" serve --emulate "$profile" --rate 5 --out /dev/null
+    expect_error 3 "does not exist" serve --emulate "$profile" --rate 5 --out /nonexistent/run.json
+    expect_error 3 "does not exist" profile --emulate "$profile" --out /nonexistent/p.json
     # Without mpirun: a singleton, no node ranks.
     "$SERF" serve --emulate "$profile" --rate 5 2>"$out/e"; rc=$?
     [ $rc -eq 2 ] && grep -q "at least one node rank" "$out/e" || fail "singleton serve: exit $rc"
