@@ -26,9 +26,10 @@ Status positive(const std::string& layer, const char* field, int value) {
   return Status::Ok();
 }
 
-// Output size of a sliding window, PyTorch's floor rule.
-int window_out(int in, int kernel, int stride, int pad) {
-  return (in + 2 * pad - kernel) / stride + 1;
+// Output size of a sliding window, PyTorch's floor rule (in 64 bits: a pad near 2^31 must not wrap;
+// check_window bounds the result).
+int64_t window_out(int in, int kernel, int stride, int pad) {
+  return (int64_t{in} + 2 * int64_t{pad} - kernel) / stride + 1;
 }
 
 Status check_window(const std::string& layer, const LayerSpec& l, const Shape& in) {
@@ -37,12 +38,21 @@ Status check_window(const std::string& layer, const LayerSpec& l, const Shape& i
   if (l.pad < 0) {
     return InvalidArgument(layer + ": pad must be >= 0 (got " + std::to_string(l.pad) + ")");
   }
-  if (int64_t{in.height} + 2 * l.pad < l.kernel || int64_t{in.width} + 2 * l.pad < l.kernel) {
+  if (int64_t{in.height} + 2 * int64_t{l.pad} < l.kernel ||
+      int64_t{in.width} + 2 * int64_t{l.pad} < l.kernel) {
     return InvalidArgument(layer + ": kernel " + std::to_string(l.kernel) +
                            " larger than its input " + std::to_string(in.height) + "x" +
                            std::to_string(in.width) +
                            (l.pad > 0 ? " padded by " + std::to_string(l.pad) : std::string()) +
                            " (use a smaller kernel or fewer pooling layers before it)");
+  }
+  constexpr int64_t kMaxSide = 1 << 20;
+  const int64_t h = window_out(in.height, l.kernel, l.stride, l.pad),
+                w = window_out(in.width, l.kernel, l.stride, l.pad);
+  if (h > kMaxSide || w > kMaxSide) {
+    return InvalidArgument(layer + ": output " + std::to_string(h) + "x" + std::to_string(w) +
+                           " exceeds " + std::to_string(kMaxSide) + " per side (pad " +
+                           std::to_string(l.pad) + ")");
   }
   return Status::Ok();
 }
@@ -79,8 +89,8 @@ StatusOr<ModelPlan> infer_shapes(const ModelSpec& spec) {
       case LayerKind::kConv2d: {
         SERF_RETURN_IF_ERROR(positive(layer, "out_channels", l.out_channels));
         SERF_RETURN_IF_ERROR(check_window(layer, l, cur));
-        out = {l.out_channels, window_out(cur.height, l.kernel, l.stride, l.pad),
-               window_out(cur.width, l.kernel, l.stride, l.pad)};
+        out = {l.out_channels, static_cast<int>(window_out(cur.height, l.kernel, l.stride, l.pad)),
+               static_cast<int>(window_out(cur.width, l.kernel, l.stride, l.pad))};
         const int64_t per_out = int64_t{cur.channels} * l.kernel * l.kernel;
         info.parameters = int64_t{l.out_channels} * per_out + l.out_channels;
         info.connections = out.elements() * per_out;
@@ -93,8 +103,8 @@ StatusOr<ModelPlan> infer_shapes(const ModelSpec& spec) {
           return InvalidArgument(layer + ": pad " + std::to_string(l.pad) +
                                  " must be at most half the kernel " + std::to_string(l.kernel));
         }
-        out = {cur.channels, window_out(cur.height, l.kernel, l.stride, l.pad),
-               window_out(cur.width, l.kernel, l.stride, l.pad)};
+        out = {cur.channels, static_cast<int>(window_out(cur.height, l.kernel, l.stride, l.pad)),
+               static_cast<int>(window_out(cur.width, l.kernel, l.stride, l.pad))};
         break;
       case LayerKind::kRelu:
         break;

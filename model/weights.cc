@@ -2,8 +2,10 @@
 #include "model/weights.h"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "model/safetensors.h"
 
@@ -216,6 +218,21 @@ StatusOr<std::vector<float>> load_input_safetensors(const std::string& path, con
   };
   SERF_ASSIGN_OR_RETURN(auto tensors, read_safetensors(path, check));
   return std::move(tensors.at(kInputTensorName).data);
+}
+
+Status check_weights_fit_memory(const ModelPlan& plan, int copies) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return Status::Ok();  // unknown: let the allocation decide
+  const double memory = static_cast<double>(pages) * static_cast<double>(page);
+  const double need = static_cast<double>(plan.parameters) * sizeof(float) * copies;
+  if (need <= memory) return Status::Ok();
+  char text[256];
+  std::snprintf(text, sizeof(text),
+                "model %s: %lld parameters (%.1f GiB of float32) need %.1f GiB in memory (%d "
+                "copies), more than this machine's %.1f GiB",
+                plan.spec.name.c_str(), static_cast<long long>(plan.parameters),
+                plan.parameters * 4.0 / (1 << 30), need / (1 << 30), copies, memory / (1 << 30));
+  return InvalidArgument(text);
 }
 
 }  // namespace serf::model

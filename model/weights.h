@@ -24,6 +24,11 @@ struct Tensor {
   int64_t elements() const;
 };
 
+// InvalidArgument unless `copies` copies of the plan's weights fit in this machine's physical
+// memory (the engine holds two: the weights and its own copy in the kernels' layout). Without it a
+// typo in a layer size makes the process swap or hang allocating.
+Status check_weights_fit_memory(const ModelPlan& plan, int copies);
+
 class Weights {
  public:
   // Deterministic in (plan, seed), independent of the thread count; He-style scaling so that

@@ -127,6 +127,7 @@ StatusOr<std::unique_ptr<EngineSlots>> EngineSlots::Create(const std::string& mo
                                                            uint64_t seed) {
   SERF_ASSIGN_OR_RETURN(auto b, engine::make_backend(backend));
   SERF_ASSIGN_OR_RETURN(model::ModelPlan plan, model::load_model(model_path));
+  SERF_RETURN_IF_ERROR(model::check_weights_fit_memory(plan, 2));
   model::Weights weights;
   if (weights_path.empty()) {
     weights = model::Weights::seeded(plan, seed);

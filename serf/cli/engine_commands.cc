@@ -69,6 +69,7 @@ Status run_infer(const InferOptions& o) {
     return InvalidArgument("--inter-sim " + std::to_string(o.inter_sim) + ": " +
                            engine::validate_partition(plan, {0, o.inter_sim}).message());
   }
+  SERF_RETURN_IF_ERROR(model::check_weights_fit_memory(plan, 2));
   model::Weights weights;
   if (o.weights.empty()) {
     weights = model::Weights::seeded(plan, o.seed);

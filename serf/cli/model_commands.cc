@@ -144,6 +144,11 @@ void register_model_commands(CLI::App& app, CommandRegistry& registry) {
                    "also write the seeded input image (tensor \"input\", shape [1, C, H, W]) here");
   registry.add(init, [init_opts]() -> Status {
     SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::load_model(init_opts->spec_path));
+    if (init_opts->input_out_path == init_opts->out_path) {
+      return InvalidArgument("--input-out " + init_opts->input_out_path +
+                             ": the same file as --out (the input would overwrite the weights)");
+    }
+    SERF_RETURN_IF_ERROR(model::check_weights_fit_memory(plan, 1));
     const auto start = std::chrono::steady_clock::now();
     const model::Weights weights = model::Weights::seeded(plan, init_opts->seed);
     const double init_s = seconds_since(start);

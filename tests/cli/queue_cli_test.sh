@@ -142,6 +142,24 @@ expect 2 "--repeat 2147483647" -- infer --model "$tiny" --repeat 2147483647
 # Flags that used to be taken silently: a negative seed wrapped to 2^64 - 1, a sentinel value given
 # on purpose (--nodes 0, --arrival-scv -1, --inter -1) or NaN passing CLI11's range checks.
 expect 2 "--seed" -- infer --model "$tiny" --seed -1
+# A pad near 2^31 wrapped the output size (UB: the compiler dropped the check); a 1e10-parameter
+# layer hung allocating; init writing the input over the weights.
+cat >"$tmp/pad.json" <<'JSON'
+{"name": "pad", "input": {"channels": 1, "height": 8, "width": 8},
+ "layers": [{"name": "conv", "type": "conv2d", "out_channels": 1, "kernel": 3, "stride": 1, "pad": 2147483647}]}
+JSON
+cat >"$tmp/big.json" <<'JSON'
+{"name": "big", "input": {"channels": 1, "height": 1, "width": 100000},
+ "layers": [{"name": "flatten", "type": "flatten"}, {"name": "fc", "type": "fully_connected", "out": 100000}]}
+JSON
+expect 2 "exceeds 1048576 per side" -- model info "$tmp/pad.json"
+if [ "$(awk '/MemTotal/ {print $2}' /proc/meminfo)" -lt $((36 * 1024 * 1024)) ]; then  # < 36 GiB
+  expect 2 "more than this machine's" -- infer --model "$tmp/big.json"
+  expect 2 "more than this machine's" -- model init "$tmp/big.json" --out "$tmp/big.safetensors"
+else
+  echo "skipped: the 37 GiB model fits in this machine's memory"
+fi
+expect 2 "the same file as --out" -- model init "$tiny" --out "$tmp/w.safetensors" --input-out "$tmp/w.safetensors"
 expect 2 "--inter" -- infer --model "$tiny" --inter -1
 expect 2 "--seed" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --seed -1
 expect 2 "--nodes" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --nodes 0
