@@ -32,7 +32,9 @@ int64_t window_out(int in, int kernel, int stride, int pad) {
   return (int64_t{in} + 2 * int64_t{pad} - kernel) / stride + 1;
 }
 
-Status check_window(const std::string& layer, const LayerSpec& l, const Shape& in) {
+// Checks a sliding window (kernel, stride, pad) over `in` and sets its output height and width.
+Status check_window(const std::string& layer, const LayerSpec& l, const Shape& in, int* out_h,
+                    int* out_w) {
   SERF_RETURN_IF_ERROR(positive(layer, "kernel", l.kernel));
   SERF_RETURN_IF_ERROR(positive(layer, "stride", l.stride));
   if (l.pad < 0) {
@@ -54,6 +56,8 @@ Status check_window(const std::string& layer, const LayerSpec& l, const Shape& i
                            " exceeds " + std::to_string(kMaxSide) + " per side (pad " +
                            std::to_string(l.pad) + ")");
   }
+  *out_h = static_cast<int>(h);
+  *out_w = static_cast<int>(w);
   return Status::Ok();
 }
 
@@ -88,9 +92,8 @@ StatusOr<ModelPlan> infer_shapes(const ModelSpec& spec) {
     switch (l.kind) {
       case LayerKind::kConv2d: {
         SERF_RETURN_IF_ERROR(positive(layer, "out_channels", l.out_channels));
-        SERF_RETURN_IF_ERROR(check_window(layer, l, cur));
-        out = {l.out_channels, static_cast<int>(window_out(cur.height, l.kernel, l.stride, l.pad)),
-               static_cast<int>(window_out(cur.width, l.kernel, l.stride, l.pad))};
+        out.channels = l.out_channels;
+        SERF_RETURN_IF_ERROR(check_window(layer, l, cur, &out.height, &out.width));
         const int64_t per_out = int64_t{cur.channels} * l.kernel * l.kernel;
         info.parameters = int64_t{l.out_channels} * per_out + l.out_channels;
         info.connections = out.elements() * per_out;
@@ -98,13 +101,11 @@ StatusOr<ModelPlan> infer_shapes(const ModelSpec& spec) {
       }
       case LayerKind::kMaxPool:
       case LayerKind::kAvgPool:
-        SERF_RETURN_IF_ERROR(check_window(layer, l, cur));
-        if (2 * l.pad > l.kernel) {
+        SERF_RETURN_IF_ERROR(check_window(layer, l, cur, &out.height, &out.width));
+        if (2 * int64_t{l.pad} > l.kernel) {
           return InvalidArgument(layer + ": pad " + std::to_string(l.pad) +
                                  " must be at most half the kernel " + std::to_string(l.kernel));
         }
-        out = {cur.channels, static_cast<int>(window_out(cur.height, l.kernel, l.stride, l.pad)),
-               static_cast<int>(window_out(cur.width, l.kernel, l.stride, l.pad))};
         break;
       case LayerKind::kRelu:
         break;
