@@ -43,7 +43,6 @@ Status run_profile(const ProfileFlags& f) {
     if (f.passes < 1 || f.passes > f.samples)
       return InvalidArgument("--passes: give 1.." + std::to_string(f.samples) +
                              " (each pass measures at least one of the --samples)");
-    if (f.warmup < -1) return InvalidArgument("--warmup: must be >= 0");
     // Tuples: 2 closed-loop requests; exhaustive: 10% of --requests more, left out of the stats.
     const int warmup = f.warmup >= 0 ? f.warmup : f.exhaustive ? f.requests / 10 : 2;
     if (f.out.empty()) return InvalidArgument("--out: give the output file");

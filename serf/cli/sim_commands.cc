@@ -29,10 +29,6 @@ constexpr int kMaxNodes = 1000000;
 Status run_simulate(const SimulateFlags& f) {
   SERF_ASSIGN_OR_RETURN(Profile profile, io::load_profile(f.profile));
   constexpr int64_t kMaxRequests = 1000000000;  // about 2 minutes of simulation
-  if (f.nodes < 0 || f.nodes > kMaxNodes) {
-    return InvalidArgument("--nodes " + std::to_string(f.nodes) + ": must be in [1, " +
-                           std::to_string(kMaxNodes) + "] (or left out: the profile's)");
-  }
   if (f.requests > kMaxRequests) {
     return InvalidArgument("--requests " + std::to_string(f.requests) + ": at most " +
                            std::to_string(kMaxRequests));
