@@ -74,8 +74,8 @@ struct PointResult {
   double replay_ms = 0;           // the replay queue's mean over the measured requests
   double replay_expected_ms = 0;  // its long-run mean (simulated, Poisson/Gamma arrivals)
   double adjusted_ms = 0;
-  double adjusted_ci95_ms =
-      0;  // batch means of measured - replay per request, and the simulation's
+  // The CI half-width: batch means of measured - replay per request, and the simulation's.
+  double adjusted_ci95_ms = 0;
   double adjusted_rel_error = 0;  // |predicted - adjusted| / adjusted
   bool has_p99 = false;           // stable, a measured p99 and at least kMinRequestsForP99 requests
   double predicted_p99_ms = 0;    // the tail approximation (tail_latency.h)
