@@ -7,7 +7,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "bench/bench_util.h"
+#include "bench_util.h"
 #include "engine/backend.h"
 #include "model/weights.h"
 

@@ -9,7 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <sstream>
 
-#include "bench/bench_util.h"
+#include "bench_util.h"
 #include "engine/cpu/gemv.h"
 
 using namespace serf;

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <thread>
 
-#include "bench/bench_util.h"
+#include "bench_util.h"
 #include "engine/executor.h"
 #include "model/weights.h"
 

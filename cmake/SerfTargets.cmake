@@ -1,8 +1,9 @@
 # Warnings on for every SERF target; call serf_target_defaults(tgt) once per target.
+# No target sees the source root: a room's headers reach only the targets that link its library
+# (serf_room_headers below), so an include across the layering fails to build.
 function(serf_target_defaults tgt)
   target_compile_options(${tgt} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-unused-parameter>)
-  target_include_directories(${tgt} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
   if(SERF_SANITIZE_THREAD)
     target_compile_options(${tgt} PRIVATE -fsanitize=thread -g)
     target_link_options(${tgt} PUBLIC -fsanitize=thread)
@@ -30,4 +31,25 @@ function(serf_add_test)
     set(T_TIMEOUT 600)
   endif()
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+endfunction()
+
+# The public headers of a room's library: `tgt` exports them, and only them, under their path
+# from the source root (`#include "serf/core/status.h"`). They are linked into
+# build/include/<tgt>/, so a target that does not link `tgt` cannot include them.
+#   serf_room_headers(tgt [HEADERS h ...])   default: every *.h beside the CMakeLists.txt
+function(serf_room_headers tgt)
+  cmake_parse_arguments(R "" "" "HEADERS" ${ARGN})
+  if(NOT R_HEADERS)
+    file(GLOB R_HEADERS CONFIGURE_DEPENDS RELATIVE ${CMAKE_CURRENT_SOURCE_DIR}
+         ${CMAKE_CURRENT_SOURCE_DIR}/*.h)
+  endif()
+  set(root ${CMAKE_BINARY_DIR}/include/${tgt})
+  file(RELATIVE_PATH room ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+  file(REMOVE_RECURSE ${root})
+  foreach(h ${R_HEADERS})
+    get_filename_component(dir ${root}/${room}/${h} DIRECTORY)
+    file(MAKE_DIRECTORY ${dir})
+    file(CREATE_LINK ${CMAKE_CURRENT_SOURCE_DIR}/${h} ${root}/${room}/${h} SYMBOLIC)
+  endforeach()
+  target_include_directories(${tgt} PUBLIC $<BUILD_INTERFACE:${root}>)
 endfunction()

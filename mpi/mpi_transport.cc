@@ -52,7 +52,7 @@ Status MpiTransport::collect_replies(const std::vector<int>& ranks, ReplyKind ki
                          : Unavailable("timed out");
     if (!st.ok()) {
       return Unavailable("rank(s) " + rank_list({missing.begin(), missing.end()}) +
-                         " did not answer within " + seconds_text(timeout_s) +
+                         " did not answer within " + serve::seconds_text(timeout_s) +
                          " s (dead or hung node)");
     }
     if (reply.kind == static_cast<int32_t>(ReplyKind::kFarewell)) {

@@ -12,12 +12,28 @@
 #include <vector>
 
 #include "mpi/communicator.h"
-#include "mpi/controller.h"
+#include "serve/controller.h"
 #include "mpi/environment.h"
-#include "mpi/messages.h"
+#include "serve/messages.h"
 #include "serf/core/profile.h"
 
 namespace serf::mpi {
+
+// The node side speaks serve's contract (serve/messages.h) and implements its Transport.
+using serve::ActionKind;
+using serve::ControlKind;
+using serve::ControlMessage;
+using serve::FaultMode;
+using serve::NodeReply;
+using serve::ReplyKind;
+using serve::RunAction;
+using serve::RunResult;
+using serve::Transport;
+using serve::kControlTag;
+using serve::kMaxSlots;
+using serve::kReplyTag;
+using serve::kResultPayloadTag;
+using serve::kResultTag;
 
 // What a slot of one node computes. serve() runs on every node of the unit at once, with the
 // same action and input; the leader's `output` is returned to the controller.

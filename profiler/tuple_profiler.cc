@@ -113,7 +113,7 @@ TupleStats pool_passes(const ParallelismTuple& tuple, const std::vector<PassSamp
   return stats;
 }
 
-StatusOr<Profile> run_tuple_profile(mpi::Controller& controller, const TupleProfileOptions& options,
+StatusOr<Profile> run_tuple_profile(serve::Controller& controller, const TupleProfileOptions& options,
                                     const ProgressFn& progress, Profile* partial) {
   const auto tuples =
       profile_tuples(options.hardware.nodes, options.hardware.cores_per_node, options.inter);
@@ -177,7 +177,7 @@ std::vector<ExhaustiveRow> ExhaustiveReport::best_per_rate() const {
   return best;
 }
 
-StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
+StatusOr<ExhaustiveReport> run_exhaustive(serve::Controller& controller,
                                           const ExhaustiveOptions& options,
                                           const ProgressFn& progress, ExhaustiveReport* partial) {
   const auto configs =
@@ -213,21 +213,21 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
       const size_t first = controller.records().size();
       SERF_ASSIGN_OR_RETURN(
           std::vector<double> arrivals,
-          mpi::stepped_arrivals({{0, rate}}, options.requests + std::max(options.warmup, 0), seed++,
+          serve::stepped_arrivals({{0, rate}}, options.requests + std::max(options.warmup, 0), seed++,
                                 options.arrivals, options.arrival_scv));
       SERF_RETURN_IF_ERROR(controller.run_open_loop(arrivals, nullptr));
       ExhaustiveRow row;
       row.config = c;
       row.rate_per_s = rate;
       row.arrival_scv = arrival_scv;
-      std::vector<const mpi::RequestRecord*> recs;
+      std::vector<const serve::RequestRecord*> recs;
       for (size_t r = first; r < controller.records().size(); ++r)
         recs.push_back(&controller.records()[r]);
       std::stable_sort(recs.begin(), recs.end(),
                        [](const auto* a, const auto* b) { return a->arrival_s < b->arrival_s; });
       const size_t skip = std::min(recs.size(), static_cast<size_t>(std::max(options.warmup, 0)));
       row.trace.warmup = static_cast<int>(skip);
-      for (const mpi::RequestRecord* r : recs) {
+      for (const serve::RequestRecord* r : recs) {
         row.trace.arrival_ms.push_back((r->arrival_s - recs.front()->arrival_s) * 1e3);
         row.trace.unit.push_back(r->unit);
         row.trace.latency_ms.push_back(r->latency_ms());
@@ -235,7 +235,7 @@ StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
       recs.erase(recs.begin(), recs.begin() + static_cast<std::ptrdiff_t>(skip));
       std::vector<double> lat;
       double service = 0;
-      for (const mpi::RequestRecord* r : recs) {
+      for (const serve::RequestRecord* r : recs) {
         lat.push_back(r->latency_ms());
         service += (r->done_s - r->dispatch_s) * 1e3;  // the slot's occupancy, as profiled
       }

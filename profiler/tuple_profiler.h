@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "mpi/controller.h"
+#include "serve/controller.h"
 #include "profiler/validation.h"
 #include "serf/core/arrivals.h"
 #include "serf/core/profile.h"
@@ -52,7 +52,7 @@ struct TupleProfileOptions {
 // Closed loop per tuple: exactly i requests running on one unit; records each service time. With
 // passes > 1 the tuples are measured round robin, `passes` times each, and pooled (pool_passes).
 // `partial` always holds every tuple measured so far, pooled over its passes so far.
-StatusOr<Profile> run_tuple_profile(mpi::Controller& controller, const TupleProfileOptions& options,
+StatusOr<Profile> run_tuple_profile(serve::Controller& controller, const TupleProfileOptions& options,
                                     const ProgressFn& progress, Profile* partial);
 
 struct ExhaustiveOptions {
@@ -93,7 +93,7 @@ struct ExhaustiveReport {
   std::vector<ExhaustiveRow> best_per_rate() const;
 };
 
-StatusOr<ExhaustiveReport> run_exhaustive(mpi::Controller& controller,
+StatusOr<ExhaustiveReport> run_exhaustive(serve::Controller& controller,
                                           const ExhaustiveOptions& options,
                                           const ProgressFn& progress, ExhaustiveReport* partial);
 

@@ -7,8 +7,8 @@
 #include "engine/executor.h"
 #include "engine/simulated_unit.h"
 #include "model/weights.h"
-#include "tests/engine/engine_test_util.h"
-#include "tests/engine/reference_forward.h"
+#include "engine_test_util.h"
+#include "reference_forward.h"
 
 using namespace serf;
 using namespace serf::engine;

@@ -20,7 +20,7 @@
 #include "engine/layer_steps.h"
 #include "engine/simulated_unit.h"
 #include "model/weights.h"
-#include "tests/engine/engine_test_util.h"
+#include "engine_test_util.h"
 #ifdef SERF_TEST_CUDA_BUILT
 #include "engine/cuda/cuda_backend.h"  // names no CUDA type
 #endif

@@ -12,7 +12,7 @@
 
 #include "engine/backend.h"
 #include "model/weights.h"
-#include "tests/engine/engine_test_util.h"
+#include "engine_test_util.h"
 
 namespace {
 thread_local unsigned max_team_requested = 0;

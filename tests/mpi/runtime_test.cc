@@ -9,6 +9,7 @@
 
 using namespace serf;
 using namespace serf::mpi;
+using namespace serf::serve;
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "serf/cli/plot.h"
+#include "cli/plot.h"
 
 #include <spawn.h>
 #include <sys/stat.h>

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "serf/cli/command.h"
-#include "serf/cli/tail_flags.h"
+#include "cli/command.h"
+#include "cli/tail_flags.h"
 #include "serf/core/planner.h"
 #include "serf/core/rate_spec.h"
 #include "serf/core/sizing.h"

@@ -1,6 +1,6 @@
 // The controller's dispatch, reconfiguration and closed-loop logic against a fake transport (no
 // MPI).
-#include "mpi/controller.h"
+#include "serve/controller.h"
 
 #include <algorithm>
 #include <atomic>
@@ -13,7 +13,7 @@
 #include "profiler/tuple_profiler.h"
 
 using namespace serf;
-using namespace serf::mpi;
+using namespace serf::serve;
 
 namespace {
 

@@ -12,11 +12,11 @@
 #include <optional>
 #include <sstream>
 
-#include "serf/cli/arrival_flags.h"
-#include "serf/cli/command.h"
-#include "serf/cli/infer_print.h"
-#include "serf/cli/plot.h"
-#include "serf/cli/runtime_launch.h"
+#include "cli/arrival_flags.h"
+#include "cli/command.h"
+#include "cli/infer_print.h"
+#include "cli/plot.h"
+#include "cli/runtime_launch.h"
 #include "serf/core/arrivals.h"
 #include "serf/io/table_io.h"
 
@@ -77,15 +77,15 @@ StatusOr<std::vector<ScheduledSwitch>> parse_schedule(const std::string& text) {
 }
 
 // "0:20;5:80": 20 requests/s from 0 s, 80 from 5 s.
-StatusOr<std::vector<mpi::RateStep>> parse_load(const std::string& text) {
-  std::vector<mpi::RateStep> out;
+StatusOr<std::vector<serve::RateStep>> parse_load(const std::string& text) {
+  std::vector<serve::RateStep> out;
   std::stringstream ss(text);
   std::string item;
   const std::string fix =
       "--load: expected \"SECONDS:RATE;...\" from 0 s, ascending, rates >= 0 (requests/s), got \"" +
       text + "\"";
   while (std::getline(ss, item, ';')) {
-    mpi::RateStep step;
+    serve::RateStep step;
     char extra = 0;
     if (std::sscanf(item.c_str(), "%lf:%lf%c", &step.from_s, &step.rate_per_s, &extra) != 2 ||
         !(step.rate_per_s >= 0) || !std::isfinite(step.rate_per_s) || !(step.from_s >= 0) ||
@@ -112,7 +112,7 @@ Status run_serve(const ServeOptions& o) {
   return launch_runtime(o.runtime, [&](RuntimeSession& session) -> Status {
     SERF_ASSIGN_OR_RETURN(Configuration first, parse_config(o.config, "--config"));
     SERF_ASSIGN_OR_RETURN(std::vector<ScheduledSwitch> schedule, parse_schedule(o.schedule));
-    std::vector<mpi::RateStep> load;
+    std::vector<serve::RateStep> load;
     if (!o.load.empty()) {
       SERF_ASSIGN_OR_RETURN(load, parse_load(o.load));
     } else if (o.rate_per_s > 0) {
@@ -152,26 +152,26 @@ Status run_serve(const ServeOptions& o) {
         SERF_RETURN_IF_ERROR(session.check_inter(e.config.inter, o.table));
       }
     }
-    return session.run_controller([&](mpi::Controller& controller) -> Status {
+    return session.run_controller([&](serve::Controller& controller) -> Status {
       controller.set_rate_window_s(o.rate_window_s);
       SERF_ASSIGN_OR_RETURN(std::shared_ptr<RunJournal> journal, RunJournal::Open(o.out));
       if (journal) {
-        controller.set_answer_hook([journal](const mpi::RequestRecord& r) { journal->add(r); });
+        controller.set_answer_hook([journal](const serve::RequestRecord& r) { journal->add(r); });
       }
       SERF_RETURN_IF_ERROR(controller.configure(first));
       if (!session.emulation) std::cout << session.placement();
       size_t next = 0;
-      mpi::SchedulerHook hook = [&](double now_s, double) -> std::optional<Configuration> {
+      serve::SchedulerHook hook = [&](double now_s, double) -> std::optional<Configuration> {
         std::optional<Configuration> want;
         while (next < schedule.size() && schedule[next].at_s <= now_s) {
           want = schedule[next++].config;
         }
         return want;
       };
-      if (table) hook = mpi::table_hook(*table, o.min_dwell_s);
+      if (table) hook = serve::table_hook(*table, o.min_dwell_s);
       SERF_ASSIGN_OR_RETURN(
           std::vector<double> arrivals,
-          mpi::stepped_arrivals(load, o.requests, o.runtime.seed, kind, o.arrivals.scv));
+          serve::stepped_arrivals(load, o.requests, o.runtime.seed, kind, o.arrivals.scv));
       // On a fault too, and first thing on SIGTERM: the measurements so far go to disk before
       // mpirun's SIGKILL can come.
       std::optional<Status> written;
@@ -184,7 +184,7 @@ Status run_serve(const ServeOptions& o) {
       if (!run.ok()) {
         if (o.out.empty() || !written->ok()) return run;
         size_t answered = 0;
-        for (const mpi::RequestRecord& r : controller.records()) answered += r.answered ? 1 : 0;
+        for (const serve::RequestRecord& r : controller.records()) answered += r.answered ? 1 : 0;
         return Status(run.code(), run.message() + "; wrote partial measurements of " +
                                       std::to_string(answered) + " answered requests to " + o.out +
                                       " and " + o.out + ".csv");
@@ -212,7 +212,7 @@ Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int re
                              " (one controller and K nodes); this job has " +
                              std::to_string(session.nodes) + " node rank(s)");
     }
-    return session.run_controller([&](mpi::Controller& controller) -> Status {
+    return session.run_controller([&](serve::Controller& controller) -> Status {
       SERF_RETURN_IF_ERROR(controller.configure({1, inter, threads}));
       InferPrint p;
       p.model = session.model_name;

@@ -7,9 +7,9 @@
 #include <memory>
 
 #include "profiler/tuple_profiler.h"
-#include "serf/cli/arrival_flags.h"
-#include "serf/cli/plot.h"
-#include "serf/cli/runtime_launch.h"
+#include "cli/arrival_flags.h"
+#include "cli/plot.h"
+#include "cli/runtime_launch.h"
 #include "serf/core/arrivals.h"
 #include "serf/core/rate_spec.h"
 #include "serf/io/json_fields.h"
@@ -75,7 +75,7 @@ Status run_profile(const ProfileFlags& f) {
       for (int k : inter) SERF_RETURN_IF_ERROR(session.check_inter(k, "--inter"));
     }
     const Hardware hw{session.nodes, session.cores_per_node};
-    return session.run_controller([&](mpi::Controller& controller) -> Status {
+    return session.run_controller([&](serve::Controller& controller) -> Status {
       if (!f.exhaustive) {
         profiler::TupleProfileOptions o{session.model_name, hw, inter, f.samples, warmup, f.passes};
         Profile partial;

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <string>
 
-#include "serf/cli/command.h"
+#include "cli/command.h"
 
 namespace serf::cli {
 

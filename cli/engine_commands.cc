@@ -12,9 +12,9 @@
 #include "engine/backend.h"
 #include "engine/simulated_unit.h"
 #include "model/weights.h"
-#include "serf/cli/command.h"
-#include "serf/cli/infer_print.h"
-#include "serf/cli/runtime_launch.h"
+#include "cli/command.h"
+#include "cli/infer_print.h"
+#include "cli/runtime_launch.h"
 
 namespace serf::cli {
 namespace {

@@ -24,7 +24,7 @@ struct InferPrint {
 
 Status print_infer(const InferPrint& p, bool json);
 
-// `serf infer --inter K` under mpirun (serf/cli/mpi_commands.cc).
+// `serf infer --inter K` under mpirun (cli/mpi_commands.cc).
 struct RuntimeFlags;
 Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int repeat, bool json);
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "profiler/validation_io.h"
-#include "serf/cli/command.h"
-#include "serf/cli/plot.h"
+#include "cli/command.h"
+#include "cli/plot.h"
 #include "serf/io/json_fields.h"
 #include "serf/io/profile_io.h"
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "serf/cli/command.h"
+#include "cli/command.h"
 #include "serf/io/profile_io.h"
 #include "serf/sim/simulator.h"
 

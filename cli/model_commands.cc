@@ -9,7 +9,7 @@
 
 #include "model/model_spec.h"
 #include "model/weights.h"
-#include "serf/cli/command.h"
+#include "cli/command.h"
 
 namespace serf::cli {
 

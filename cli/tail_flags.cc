@@ -1,4 +1,4 @@
-#include "serf/cli/tail_flags.h"
+#include "cli/tail_flags.h"
 
 #include <cmath>
 #include <cstdio>

@@ -8,7 +8,7 @@
 #include <string>
 #include <type_traits>
 
-namespace serf::mpi {
+namespace serf::serve {
 
 // Controller -> every node, on the control communicator.
 enum class ControlKind : int32_t { kConfigure = 1, kPing = 2, kShutdown = 3 };
@@ -76,4 +76,4 @@ inline constexpr int kResultPayloadTag = 20000;
 inline constexpr int kControlTag = 1;
 inline constexpr int kReplyTag = 2;
 
-}  // namespace serf::mpi
+}  // namespace serf::serve

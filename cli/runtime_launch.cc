@@ -1,4 +1,4 @@
-#include "serf/cli/runtime_launch.h"
+#include "cli/runtime_launch.h"
 
 #include <algorithm>
 #include <atomic>
@@ -162,21 +162,21 @@ class MpiSession : public RuntimeSession {
     }
     mpi::FaultPlan fault;
     fault.rank = flags_.fault_rank;
-    fault.mode = flags_.fault_mode == "hang"   ? mpi::FaultMode::kHang
-                 : flags_.fault_mode == "exit" ? mpi::FaultMode::kExit
-                                               : mpi::FaultMode::kNone;
+    fault.mode = flags_.fault_mode == "hang"   ? serve::FaultMode::kHang
+                 : flags_.fault_mode == "exit" ? serve::FaultMode::kExit
+                                               : serve::FaultMode::kNone;
     fault.after = flags_.fault_after;
     mpi::MpiTransport transport(comms_, flags_.node_timeout_s, fault, &g_terminated);
-    mpi::ControllerOptions options;
+    serve::ControllerOptions options;
     options.node_timeout_s = flags_.node_timeout_s;
     options.seed = flags_.seed;
     options.interrupted = &g_terminated;
     options.input = input_;
-    mpi::Controller controller(transport, options);
-    std::unique_ptr<mpi::ServiceSampler> sampler;
+    serve::Controller controller(transport, options);
+    std::unique_ptr<serve::ServiceSampler> sampler;
     if (emulation) {
       sampler =
-          std::make_unique<mpi::ServiceSampler>(*emulation, flags_.emulate_random, flags_.seed + 7);
+          std::make_unique<serve::ServiceSampler>(*emulation, flags_.emulate_random, flags_.seed + 7);
       controller.set_sampler(sampler.get());
     }
     transport_ = &transport;
@@ -261,7 +261,7 @@ constexpr const char* kRunCsvHeader =
     "id,arrival_s,dispatch_s,done_s,latency_ms,service_ms,unit,slot,running,service,inter,intra,"
     "answered\n";
 
-void write_csv_row(std::ostream& csv, const mpi::RequestRecord& r) {
+void write_csv_row(std::ostream& csv, const serve::RequestRecord& r) {
   csv << r.id << ',' << r.arrival_s << ',' << r.dispatch_s << ',' << r.done_s << ','
       << (r.answered ? r.latency_ms() : 0) << ',' << r.service_ms << ',' << r.unit << ',' << r.slot
       << ',' << r.running << ',' << r.config.service << ',' << r.config.inter << ','
@@ -280,7 +280,7 @@ StatusOr<std::unique_ptr<RunJournal>> RunJournal::Open(const std::string& path) 
   return journal;
 }
 
-void RunJournal::add(const mpi::RequestRecord& record) {
+void RunJournal::add(const serve::RequestRecord& record) {
   std::ostringstream row;
   write_csv_row(row, record);
   const std::string text = row.str();
@@ -288,14 +288,14 @@ void RunJournal::add(const mpi::RequestRecord& record) {
   std::fflush(file_.get());  // in the kernel now: survives the process being killed
 }
 
-Status write_run_report(const mpi::Controller& controller, const std::string& path,
+Status write_run_report(const serve::Controller& controller, const std::string& path,
                         const std::string& model) {
   if (path.empty()) return Status::Ok();
   nlohmann::json doc{{"format", "serf-run/1"}, {"model", model}};
   doc["requests"] = nlohmann::json::array();
   std::ostringstream csv;
   csv << kRunCsvHeader;
-  for (const mpi::RequestRecord& r : controller.records()) {
+  for (const serve::RequestRecord& r : controller.records()) {
     nlohmann::json j{{"id", r.id},
                      {"arrival_s", r.arrival_s},
                      {"unit", r.unit},
@@ -313,7 +313,7 @@ Status write_run_report(const mpi::Controller& controller, const std::string& pa
     write_csv_row(csv, r);
   }
   doc["switches"] = nlohmann::json::array();
-  for (const mpi::SwitchRecord& s : controller.switches()) {
+  for (const serve::SwitchRecord& s : controller.switches()) {
     doc["switches"].push_back({{"at_s", s.at_s},
                                {"from", {s.from.service, s.from.inter, s.from.intra}},
                                {"to", {s.to.service, s.to.inter, s.to.intra}},
@@ -324,7 +324,7 @@ Status write_run_report(const mpi::Controller& controller, const std::string& pa
   return io::write_text_file(path + ".csv", csv.str());
 }
 
-void print_run_summary(const mpi::Controller& controller, std::ostream& out) {
+void print_run_summary(const serve::Controller& controller, std::ostream& out) {
   std::vector<double> lat;
   size_t sent = controller.records().size();
   for (const auto& r : controller.records()) {

@@ -1,7 +1,7 @@
 #pragma once
 // The controller (rank 0): load generator driver, rate monitor, dispatcher with one FIFO queue per
 // serving unit, and the scheduler hook that switches configuration online. Pure logic over a
-// Transport, so it is tested without MPI against a fake transport (tests/mpi/controller_test.cc).
+// Transport, so it is tested without MPI against a fake transport (tests/serve/controller_test.cc).
 
 #include <atomic>
 #include <chrono>
@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "mpi/messages.h"
+#include "serve/messages.h"
 #include "serf/core/arrivals.h"
 #include "serf/core/planner.h"
 #include "serf/core/profile.h"
 #include "serf/core/status.h"
 
-namespace serf::mpi {
+namespace serf::serve {
 
 // How the controller reaches the nodes. The MPI implementation is MpiTransport (mpi_transport.h).
 class Transport {
@@ -232,4 +232,4 @@ StatusOr<std::vector<double>> stepped_arrivals(const std::vector<RateStep>& step
                                                ArrivalKind kind = ArrivalKind::kPoisson,
                                                double scv = 1.0);
 
-}  // namespace serf::mpi
+}  // namespace serf::serve

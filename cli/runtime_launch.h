@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "mpi/controller.h"
-#include "serf/cli/command.h"
+#include "serve/controller.h"
+#include "cli/command.h"
 #include "serf/core/profile.h"
 #include "serf/core/status.h"
 
@@ -41,7 +41,7 @@ struct RuntimeFlags {
 void add_runtime_flags(CLI::App* sub, RuntimeFlags* flags, bool infer_flags = false);
 
 class RuntimeSession;
-using ControllerMain = std::function<Status(mpi::Controller&)>;
+using ControllerMain = std::function<Status(serve::Controller&)>;
 
 // Per-command state on every rank. `run_controller` starts the runtime: rank 0 runs `main`, the
 // other ranks serve until rank 0 shuts them down.
@@ -73,7 +73,7 @@ Status launch_runtime(const RuntimeFlags& flags,
                       const std::function<Status(RuntimeSession&)>& body);
 
 // Measurements of an open-loop run: JSON at `path` and CSV at `path` + ".csv" (nothing when empty).
-Status write_run_report(const mpi::Controller& controller, const std::string& path,
+Status write_run_report(const serve::Controller& controller, const std::string& path,
                         const std::string& model);
 
 // The run's CSV written as results arrive: one flushed row per answered request at `path` + ".csv",
@@ -82,13 +82,13 @@ Status write_run_report(const mpi::Controller& controller, const std::string& pa
 class RunJournal {
  public:
   static StatusOr<std::unique_ptr<RunJournal>> Open(const std::string& path);
-  void add(const mpi::RequestRecord& record);
+  void add(const serve::RequestRecord& record);
 
  private:
   explicit RunJournal(std::FILE* file) : file_(file, &std::fclose) {}
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_;
 };
-void print_run_summary(const mpi::Controller& controller, std::ostream& out);
+void print_run_summary(const serve::Controller& controller, std::ostream& out);
 
 void register_profile_command(CLI::App& app, CommandRegistry& registry);
 

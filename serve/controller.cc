@@ -1,4 +1,4 @@
-#include "mpi/controller.h"
+#include "serve/controller.h"
 
 #include <sys/prctl.h>
 
@@ -8,7 +8,7 @@
 #include <limits>
 #include <thread>
 
-namespace serf::mpi {
+namespace serf::serve {
 
 namespace {
 constexpr double kNever = std::numeric_limits<double>::infinity();
@@ -390,4 +390,4 @@ StatusOr<std::vector<double>> Controller::run_closed_loop(int warmup, int sample
   return measured;
 }
 
-}  // namespace serf::mpi
+}  // namespace serf::serve
