@@ -31,6 +31,22 @@ function(serf_add_test)
     set(T_TIMEOUT 600)
   endif()
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+  if(T_MPI_RANKS)
+    serf_mpi_test_properties(${T_NAME} ${T_MPI_RANKS})
+  endif()
+endfunction()
+
+# A test that runs `ranks` MPI processes, oversubscribed on a small machine. Under `ctest -j N`
+# it claims min(ranks, N) of the N slots (PROCESSORS) and the lock `serf_mpi`, so two MPI jobs
+# never share the cores (on 2 cores, ctest -j8 ran bad_input and validate beside three other
+# jobs and their time bounds failed in 2 of 3 runs). SERIAL: the test compares times it measured
+# at different moments (a profile against a later measurement), so it runs with nothing beside it.
+#   serf_mpi_test_properties(test ranks [SERIAL])
+function(serf_mpi_test_properties test ranks)
+  set_tests_properties(${test} PROPERTIES PROCESSORS ${ranks} RESOURCE_LOCK serf_mpi)
+  if("SERIAL" IN_LIST ARGN)
+    set_tests_properties(${test} PROPERTIES RUN_SERIAL ON)
+  endif()
 endfunction()
 
 # The public headers of a room's library: `tgt` exports them, and only them, under their path
