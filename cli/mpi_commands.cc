@@ -228,9 +228,11 @@ Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int re
       p.compute_ms.assign(layers, {});
       p.exchange_ms.assign(layers, {});
       p.fused.assign(layers, 0);
+      auto input = std::make_shared<const std::vector<float>>(session.input);
       for (int r = 0; r <= repeat; ++r) {  // run 0 warms up, as in the single-process command
-        SERF_RETURN_IF_ERROR(controller.run_open_loop({0.0}, nullptr));
-        std::vector<float> out = session.last_output();
+        SERF_ASSIGN_OR_RETURN(serve::InferAnswer answer, controller.infer_one(input));
+        if (answer.outcome != serve::Outcome::kAnswered) return Internal(answer.reason);
+        const std::vector<float>& out = answer.output;
         if (out.size() != out_floats + 3 * layers) {
           return Internal("the unit leader returned " + std::to_string(out.size()) +
                           " values, expected " + std::to_string(out_floats + 3 * layers));

@@ -121,7 +121,7 @@ class MpiSession : public RuntimeSession {
     } else {
       SERF_ASSIGN_OR_RETURN(engine_, mpi::EngineSlots::Create(flags_.model, flags_.backend,
                                                               flags_.weights, flags_.seed));
-      SERF_ASSIGN_OR_RETURN(input_, engine_->input(flags_.input, flags_.seed));
+      SERF_ASSIGN_OR_RETURN(input, engine_->input(flags_.input, flags_.seed));
       model_name = engine_->model_name();
       max_inter_ = engine_->max_inter();
       layer_names = engine_->layer_names();
@@ -171,7 +171,7 @@ class MpiSession : public RuntimeSession {
     options.node_timeout_s = flags_.node_timeout_s;
     options.seed = flags_.seed;
     options.interrupted = &g_terminated;
-    options.input = input_;
+    options.input = input;
     serve::Controller controller(transport, options);
     std::unique_ptr<serve::ServiceSampler> sampler;
     if (emulation) {
@@ -188,10 +188,6 @@ class MpiSession : public RuntimeSession {
 
   std::string placement() const override { return transport_ ? transport_->placement() : ""; }
 
-  std::vector<float> last_output() const override {
-    return transport_ ? transport_->last_output() : std::vector<float>();
-  }
-
   bool started = false;
   std::vector<int> agreed;  // {largest exit code, whether rank 0 failed}, once agreed
 
@@ -200,7 +196,6 @@ class MpiSession : public RuntimeSession {
   const RuntimeFlags& flags_;
   mpi::RuntimeComms comms_;
   std::unique_ptr<mpi::EngineSlots> engine_;
-  std::vector<float> input_;
   mpi::MpiTransport* transport_ = nullptr;
 };
 
@@ -259,13 +254,14 @@ double percentile(std::vector<double> v, double q) {
 
 constexpr const char* kRunCsvHeader =
     "id,arrival_s,dispatch_s,done_s,latency_ms,service_ms,unit,slot,running,service,inter,intra,"
-    "answered\n";
+    "outcome,answered\n";
 
 void write_csv_row(std::ostream& csv, const serve::RequestRecord& r) {
   csv << r.id << ',' << r.arrival_s << ',' << r.dispatch_s << ',' << r.done_s << ','
       << (r.answered ? r.latency_ms() : 0) << ',' << r.service_ms << ',' << r.unit << ',' << r.slot
       << ',' << r.running << ',' << r.config.service << ',' << r.config.inter << ','
-      << r.config.intra << ',' << (r.answered ? 1 : 0) << '\n';
+      << r.config.intra << ',' << serve::outcome_name(r.outcome) << ',' << (r.answered ? 1 : 0)
+      << '\n';
 }
 }  // namespace
 
@@ -304,7 +300,8 @@ Status write_run_report(const serve::Controller& controller, const std::string& 
                      {"service", r.config.service},
                      {"inter", r.config.inter},
                      {"intra", r.config.intra},
-                     {"answered", r.answered}};
+                     {"answered", r.answered},
+                     {"outcome", serve::outcome_name(r.outcome)}};
     if (r.answered) {
       j["latency_ms"] = r.latency_ms();
       j["service_ms"] = r.service_ms;
@@ -335,6 +332,9 @@ void print_run_summary(const serve::Controller& controller, std::ostream& out) {
   if (!lat.empty()) mean /= static_cast<double>(lat.size());
   out << std::fixed << std::setprecision(2);
   out << "requests: " << lat.size() << " answered of " << sent << "\n";
+  const serve::OutcomeCounts counts = controller.counts();
+  if (counts.received != sent) out << "(the oldest requests were dropped from memory)\n";
+  out << accounting_line(counts) << "\n";
   if (!lat.empty()) {
     out << "latency ms (from scheduled arrival): mean " << mean << "  p50 " << percentile(lat, 0.5)
         << "  p99 " << percentile(lat, 0.99) << "\n";

@@ -56,6 +56,8 @@ class RuntimeSession {
   // Real nodes: layer names and types, output size, backend (for `infer --inter`).
   std::vector<std::string> layer_names, layer_types;
   int64_t output_floats = 0;
+  // Real nodes: the request input of --input (safetensors), or seeded from --seed.
+  std::vector<float> input;
   std::string backend_name;
   // K must fit the nodes: InvalidArgument naming `flag`.
   Status check_inter(int inter, const std::string& flag) const;
@@ -63,8 +65,6 @@ class RuntimeSession {
   int max_inter_ = 0;  // 0: no limit (emulated)
   // Where the nodes run: one line per node rank ("rank 1: pinned to cores 0-1").
   virtual std::string placement() const = 0;
-  // The output values of the last answered request (rank 0, real nodes).
-  virtual std::vector<float> last_output() const = 0;
 };
 
 // Starts MPI, checks the flags on every rank, runs `body`; on a user error every rank exits 2 and

@@ -154,6 +154,18 @@ std::string MpiTransport::diagnose(int unit) {
          "; every rank answers a ping, so the request itself is too slow (raise --node-timeout)";
 }
 
+bool MpiTransport::job_torn_down(double window_s) {
+  const auto start = std::chrono::steady_clock::now();
+  while (farewells_.empty()) {
+    double left =
+        window_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    NodeReply reply;
+    if (left <= 0 || !comms_.control.recv(&reply, -1, kReplyTag, WaitPolicy{left}).ok()) break;
+    if (reply.kind == static_cast<int32_t>(ReplyKind::kFarewell)) farewells_.insert(reply.rank);
+  }
+  return !farewells_.empty();
+}
+
 std::string MpiTransport::diagnose_terminated() {
   if (!terminated_text_.empty()) return terminated_text_;
   // Live nodes answer SIGTERM within milliseconds (their watcher polls every 10 ms); the window

@@ -114,14 +114,15 @@ class MpiTransport : public Transport {
   Status configure(const Configuration& config) override;
   Status send_run(int unit, const RunAction& action, const std::vector<float>& input) override;
   StatusOr<std::optional<RunResult>> poll_result() override;
+  std::vector<float> take_output() override { return std::move(last_output_); }
+  // Listens for the nodes' farewells (they got SIGTERM from mpirun too) for up to `window_s`.
+  bool job_torn_down(double window_s) override;
   std::string diagnose(int unit) override;
   Status shutdown() override;
   // Collects the nodes' farewells for a moment: the node ranks that send none died.
   std::string diagnose_terminated() override;
   // One line per configure: where the nodes were pinned.
   const std::string& placement() const { return placement_; }
-  // Output values of the last result (payload), when the workers send any.
-  const std::vector<float>& last_output() const { return last_output_; }
 
  private:
   int leader_rank(int unit) const { return 1 + unit * config_.inter; }
@@ -147,7 +148,7 @@ class MpiTransport : public Transport {
   int generation_ = 0;
   RunResult inbox_;
   Communicator::PendingRecv pending_;
-  std::vector<float> last_output_;
+  std::vector<float> last_output_;  // the payload of the last result, until taken
   std::string placement_;
 };
 

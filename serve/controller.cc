@@ -116,17 +116,23 @@ StatusOr<std::vector<double>> stepped_arrivals(const std::vector<RateStep>& step
 Controller::Controller(Transport& transport, ControllerOptions options)
     : transport_(transport),
       options_(std::move(options)),
+      next_deadline_s_(kNever),
       rng_(),
       epoch_(std::chrono::steady_clock::now()) {
   // Not the arrival generator's stream: with one seed, short gaps would all pick unit 0.
   std::seed_seq seq{options_.seed, uint64_t{0x756e6974}};
   rng_.seed(seq);
+  generator_input_ = std::make_shared<const std::vector<float>>(options_.input);
   // Wake-ups on time: the default 50 us timer slack would delay each arrival's dispatch.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 }
 
 double Controller::now_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_).count();
+}
+
+double Controller::to_s(SteadyTime t) const {
+  return std::chrono::duration<double>(t - epoch_).count();
 }
 
 Status Controller::configure(const Configuration& config) {
@@ -158,12 +164,13 @@ Status Controller::configure(const Configuration& config) {
   ++generation_;
   units_ = transport_.nodes() / config.inter;
   requeue_all();
+  publish(live().rate_per_s);
   return Status::Ok();
 }
 
 void Controller::requeue_all() {
   // Queued requests keep their arrival order and are split again over the new units.
-  std::vector<size_t> waiting;
+  std::vector<int64_t> waiting;
   for (auto& q : queues_) waiting.insert(waiting.end(), q.begin(), q.end());
   std::sort(waiting.begin(), waiting.end());
   queues_.assign(static_cast<size_t>(units_), {});
@@ -171,18 +178,18 @@ void Controller::requeue_all() {
                        std::vector<int64_t>(static_cast<size_t>(config_.service), -1));
   running_.assign(static_cast<size_t>(units_), 0);
   std::uniform_int_distribution<int> pick(0, units_ - 1);
-  for (size_t r : waiting) {
+  for (int64_t id : waiting) {
     int u = pick(rng_);
-    records_[r].unit = u;
-    queues_[static_cast<size_t>(u)].push_back(r);
+    record(id).unit = u;
+    queues_[static_cast<size_t>(u)].push_back(id);
   }
 }
 
-Status Controller::dispatch(int unit, int slot, size_t record) {
-  RequestRecord& rec = records_[record];
+Status Controller::dispatch(int unit, int slot, int64_t id) {
+  RequestRecord& rec = record(id);
   auto u = static_cast<size_t>(unit);
   ++running_[u];
-  slot_request_[u][static_cast<size_t>(slot)] = static_cast<int64_t>(record);
+  slot_request_[u][static_cast<size_t>(slot)] = id;
   rec.unit = unit;
   rec.slot = slot;
   rec.running = running_[u];
@@ -193,14 +200,15 @@ Status Controller::dispatch(int unit, int slot, size_t record) {
   action.slot = slot;
   action.request_id = rec.id;
   action.running = rec.running;
-  action.payload_floats = static_cast<int32_t>(options_.input.size());
+  const std::vector<float>& input = *pending_.at(id).input;
+  action.payload_floats = static_cast<int32_t>(input.size());
   if (sampler_ != nullptr) {
     SERF_ASSIGN_OR_RETURN(action.emulated_ms,
                           sampler_->sample_ms({rec.running, config_.inter, config_.intra}));
   }
   rec.dispatch_s = now_s();
-  in_flight_[rec.id] = record;
-  return checked(transport_.send_run(unit, action, options_.input));
+  in_flight_[rec.id] = rec.dispatch_s;
+  return checked(transport_.send_run(unit, action, input));
 }
 
 Status Controller::dispatch_ready() {
@@ -209,9 +217,9 @@ Status Controller::dispatch_ready() {
     auto& slots = slot_request_[static_cast<size_t>(u)];
     for (int s = 0; s < config_.service && !q.empty(); ++s) {
       if (slots[static_cast<size_t>(s)] >= 0) continue;
-      size_t r = q.front();
+      int64_t id = q.front();
       q.pop_front();
-      SERF_RETURN_IF_ERROR(dispatch(u, s, r));
+      SERF_RETURN_IF_ERROR(dispatch(u, s, id));
     }
   }
   return Status::Ok();
@@ -219,6 +227,7 @@ Status Controller::dispatch_ready() {
 
 Status Controller::poll_results(bool* progress) {
   for (;;) {
+    if (interrupted()) return Status::Ok();  // check_timeouts() reports it, nothing more is handled
     auto polled = transport_.poll_result();
     if (!polled.ok()) return checked(polled.status());
     std::optional<RunResult> result = std::move(polled).value();
@@ -229,21 +238,25 @@ Status Controller::poll_results(bool* progress) {
       return Internal("rank " + std::to_string(result->leader_rank) + " answered request " +
                       std::to_string(result->request_id) + ", which is not in flight");
     }
-    RequestRecord& rec = records_[it->second];
     in_flight_.erase(it);
-    if (!result->ok) {
-      return Internal("rank " + std::to_string(result->leader_rank) + " failed request " +
-                      std::to_string(rec.id) + ": " + result->message);
-    }
+    const int64_t id = result->request_id;
+    RequestRecord& rec = record(id);
     rec.done_s = now_s();
-    planner_.answered(rec.done_s - rec.dispatch_s);
     rec.service_ms = result->service_ms;
-    rec.answered = true;
-    ++answered_;
-    if (answer_hook_) answer_hook_(rec);
     auto u = static_cast<size_t>(rec.unit);
     --running_[u];
     slot_request_[u][static_cast<size_t>(rec.slot)] = -1;
+    const bool waited_for = static_cast<bool>(pending_.at(id).done);
+    if (!result->ok) {
+      const std::string why = "rank " + std::to_string(result->leader_rank) + " failed request " +
+                              std::to_string(id) + ": " + result->message;
+      // A client hears of its own request's failure; a generated request's failure is a fault.
+      finish(id, Outcome::kFailed, why);
+      if (!waited_for) return Internal(why);
+      continue;
+    }
+    planner_.answered(rec.done_s - rec.dispatch_s);
+    finish(id, Outcome::kAnswered, "", waited_for ? transport_.take_output() : std::vector<float>());
   }
 }
 
@@ -251,6 +264,12 @@ std::string seconds_text(double s) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%g", s);
   return buf;
+}
+
+std::string accounting_line(const OutcomeCounts& c) {
+  return "received " + std::to_string(c.received) + " = answered " + std::to_string(c.answered) +
+         " + rejected " + std::to_string(c.rejected) + " + timed out " +
+         std::to_string(c.timed_out) + " + failed " + std::to_string(c.failed);
 }
 
 Status Controller::checked(Status st) {
@@ -270,12 +289,12 @@ Status Controller::terminated() {
 Status Controller::check_timeouts() {
   if (interrupted()) return terminated();
   double now = now_s();
-  for (const auto& [id, r] : in_flight_) {
-    const RequestRecord& rec = records_[r];
-    if (now - rec.dispatch_s > options_.node_timeout_s) {
-      return Unavailable("request " + std::to_string(id) + " on unit " + std::to_string(rec.unit) +
-                         " not answered within " + seconds_text(options_.node_timeout_s) +
-                         " s: " + transport_.diagnose(rec.unit));
+  for (const auto& [id, dispatched_s] : in_flight_) {
+    if (now - dispatched_s > options_.node_timeout_s) {
+      return Unavailable("request " + std::to_string(id) + " on unit " +
+                         std::to_string(record(id).unit) + " not answered within " +
+                         seconds_text(options_.node_timeout_s) +
+                         " s: " + transport_.diagnose(record(id).unit));
     }
   }
   return Status::Ok();
@@ -293,56 +312,10 @@ Status Controller::drain() {
 
 void Controller::idle_wait(double next_event_s) {
   double oldest = kNever;
-  for (const auto& [id, r] : in_flight_) oldest = std::min(oldest, records_[r].dispatch_s);
+  for (const auto& [id, dispatched_s] : in_flight_) oldest = std::min(oldest, dispatched_s);
   const double wait = planner_.sleep_s(now_s(), oldest, next_event_s);
-  std::this_thread::sleep_for(std::chrono::duration<double>(wait));
-}
-
-Status Controller::run_open_loop(const std::vector<double>& arrival_s, const SchedulerHook& hook) {
-  if (!configured_) return Internal("run_open_loop before configure");
-  RateMonitor monitor(options_.rate_window_s);
-  const double start = now_s();
-  const size_t answered_before = answered_;
-  size_t next = 0;
-  size_t answered = 0;
-  double next_tick = 0;
-  auto admit = [&](double t) {
-    while (next < arrival_s.size() && arrival_s[next] <= t) {
-      RequestRecord rec;
-      rec.id = static_cast<int64_t>(records_.size());
-      rec.arrival_s = start + arrival_s[next];
-      records_.push_back(rec);
-      monitor.record(arrival_s[next]);
-      int u = std::uniform_int_distribution<int>(0, units_ - 1)(rng_);
-      records_.back().unit = u;
-      queues_[static_cast<size_t>(u)].push_back(records_.size() - 1);
-      ++next;
-    }
-  };
-  while (answered < arrival_s.size()) {
-    double t = now_s() - start;
-    admit(t);
-    if (hook && t >= next_tick) {
-      next_tick = t + options_.tick_s;
-      std::optional<Configuration> want = hook(t, monitor.rate_per_s(t));
-      if (want && !(*want == config_)) {
-        SERF_RETURN_IF_ERROR(configure(*want));
-        continue;
-      }
-    }
-    SERF_RETURN_IF_ERROR(dispatch_ready());
-    bool progress = false;
-    SERF_RETURN_IF_ERROR(poll_results(&progress));
-    SERF_RETURN_IF_ERROR(check_timeouts());
-    answered = answered_ - answered_before;
-    if (!progress) {
-      double next_event = kNever;
-      if (next < arrival_s.size()) next_event = start + arrival_s[next];
-      if (hook) next_event = std::min(next_event, start + next_tick);
-      idle_wait(next_event);
-    }
-  }
-  return Status::Ok();
+  // A new request wakes the wait at once; with none, this sleeps as the planner said.
+  inbox_.wait(wait);
 }
 
 StatusOr<std::vector<double>> Controller::run_closed_loop(int warmup, int samples,
@@ -352,13 +325,14 @@ StatusOr<std::vector<double>> Controller::run_closed_loop(int warmup, int sample
   const int c = config_.service;
   std::vector<double> measured;
   int finished = 0;
-  const size_t first = records_.size();
+  std::vector<int64_t> ids;  // this loop's requests, consumed ones set to -1
   auto submit = [&](int slot) {
-    RequestRecord rec;
-    rec.id = static_cast<int64_t>(records_.size());
-    rec.arrival_s = now_s();
-    records_.push_back(rec);
-    return dispatch(0, slot, records_.size() - 1);
+    InferRequest req;
+    req.input = generator_input_;
+    req.arrival = std::chrono::steady_clock::now();
+    const int64_t id = enter(std::move(req), false);  // not queued: straight to `slot`
+    ids.push_back(id);
+    return dispatch(0, slot, id);
   };
   for (int s = 0; s < c; ++s) SERF_RETURN_IF_ERROR(submit(s));
   while (static_cast<int>(measured.size()) < samples) {
@@ -369,24 +343,21 @@ StatusOr<std::vector<double>> Controller::run_closed_loop(int warmup, int sample
       idle_wait(kNever);
       continue;
     }
-    for (size_t r = first; r < records_.size(); ++r) {
-      RequestRecord& rec = records_[r];
-      if (!rec.answered || rec.slot < 0) continue;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      if (ids[k] < 0) continue;
+      const RequestRecord& rec = record(ids[k]);
+      if (!rec.answered) continue;
       // A finished request: measure it if the loop was full when it ran, refill its slot.
-      int slot = rec.slot;
-      rec.slot = -1 - slot;  // mark as consumed
+      ids[k] = -1;
       ++finished;
       if (finished > warmup && rec.running == c && static_cast<int>(measured.size()) < samples) {
         measured.push_back(rec.service_ms);
         if (occupancy_ms != nullptr) occupancy_ms->push_back((rec.done_s - rec.dispatch_s) * 1e3);
       }
-      if (static_cast<int>(measured.size()) < samples) SERF_RETURN_IF_ERROR(submit(slot));
+      if (static_cast<int>(measured.size()) < samples) SERF_RETURN_IF_ERROR(submit(rec.slot));
     }
   }
   SERF_RETURN_IF_ERROR(drain());
-  for (size_t r = first; r < records_.size(); ++r) {
-    if (records_[r].slot < 0 && records_[r].answered) records_[r].slot = -1 - records_[r].slot;
-  }
   return measured;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
-// The controller (rank 0): load generator driver, rate monitor, dispatcher with one FIFO queue per
-// serving unit, and the scheduler hook that switches configuration online. Pure logic over a
-// Transport, so it is tested without MPI against a fake transport (tests/serve/controller_test.cc).
+// The controller (rank 0): request inbox, admission, rate monitor, dispatcher with one FIFO queue
+// per serving unit, and the scheduler hook that switches configuration online. Requests come from
+// the front ends' threads (through the inbox) and from the built-in generator; both take the same
+// path from admission to the answer. Pure logic over a Transport, so it is tested without MPI
+// against a fake transport (tests/serve/controller_test.cc).
 
 #include <atomic>
 #include <chrono>
@@ -10,12 +12,15 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "serve/inbox.h"
 #include "serve/messages.h"
+#include "serve/request.h"
 #include "serf/core/arrivals.h"
 #include "serf/core/planner.h"
 #include "serf/core/profile.h"
@@ -35,6 +40,13 @@ class Transport {
   virtual Status send_run(int unit, const RunAction& action, const std::vector<float>& input) = 0;
   // A finished request if one is ready; never blocks.
   virtual StatusOr<std::optional<RunResult>> poll_result() = 0;
+  // The output payload of the result poll_result() returned last (moved out; empty when the
+  // workers send none).
+  virtual std::vector<float> take_output() { return {}; }
+  // Called once a stop was asked by a signal: true when the nodes are being terminated too (mpirun
+  // tears the job down after a rank died), found within `window_s`; false when the signal came to
+  // the controller alone (an operator stopping the service: drain and finish).
+  virtual bool job_torn_down(double window_s) { return false; }
   // Called when unit `unit` did not answer in time: a line naming the ranks that are at fault.
   virtual std::string diagnose(int unit) = 0;
   // Stops every node (after the last request).
@@ -84,7 +96,7 @@ SchedulerHook table_hook(ConfigurationTable table, double min_dwell_s);
 
 struct RequestRecord {
   int64_t id = -1;
-  double arrival_s = 0;   // scheduled arrival, from the start of the run
+  double arrival_s = 0;   // arrival (scheduled for generated load), on the controller's clock
   double dispatch_s = 0;  // sent to a unit leader
   double done_s = 0;      // result received by the controller
   double service_ms = 0;  // measured on the unit leader
@@ -93,7 +105,9 @@ struct RequestRecord {
   int running = 0;  // i at dispatch
   int generation = 0;
   Configuration config;
-  bool answered = false;
+  bool answered = false;  // outcome == kAnswered
+  Outcome outcome = Outcome::kFailed;
+  bool client = false;  // sent by a client of a front end (not the built-in generator)
   double latency_ms() const { return (done_s - arrival_s) * 1e3; }  // from the scheduled arrival
 };
 
@@ -105,18 +119,36 @@ struct SwitchRecord {
   double total_ms() const { return drain_ms + configure_ms; }
 };
 
+inline constexpr size_t kUnboundedQueue = static_cast<size_t>(-1);
+
 struct ControllerOptions {
   double node_timeout_s = 10;  // a request not answered in this long is a fault
   double tick_s = 0.05;        // how often the scheduler hook is asked
   double rate_window_s = 2;
   uint64_t seed = 1;
-  std::vector<float> input;  // sent with each request (empty for emulated nodes)
+  std::vector<float> input;  // the generator's requests carry it (empty for emulated nodes)
+  // Requests waiting in one unit's queue at most (beyond its free slots); one more is rejected.
+  size_t max_queue = kUnboundedQueue;
+  // Finished requests kept in records() at most, the oldest dropped first (0: all). A service
+  // that runs for days keeps its memory flat; the journal (answer hook) sees every request.
+  size_t max_records = 0;
   // Set from outside (a SIGTERM from mpirun after a node died): stop, keep what was measured.
   const std::atomic<bool>* interrupted = nullptr;
+  // Set from outside (SIGINT, SIGTERM or SIGUSR1 to rank 0 while serving): stop taking requests,
+  // finish the queued and running ones, return.
+  const std::atomic<bool>* stop = nullptr;
 };
 
-// Called on rank 0 for each request as its result arrives (the run journal).
+// Called on rank 0 for each request as it ends, whatever its outcome (the run journal, metrics).
 using AnswerHook = std::function<void(const RequestRecord&)>;
+
+// How many requests ended how, since the controller started.
+struct OutcomeCounts {
+  uint64_t received = 0, answered = 0, rejected = 0, timed_out = 0, failed = 0;
+  bool balanced() const { return received == answered + rejected + timed_out + failed; }
+};
+// "received 10 = answered 7 + rejected 1 + timed out 1 + failed 1"
+std::string accounting_line(const OutcomeCounts& counts);
 
 // How long the controller may sleep before it looks for answers again. Each wake-up costs a node
 // sharing its core time (measured on a 2-core VM: polling every 100 us slowed a request on the
@@ -139,13 +171,27 @@ class PollPlanner {
   static constexpr size_t kRecent = 32;
 };
 
+// What the controller is doing, for the front ends' health and metrics (read from their threads).
+struct LiveStatus {
+  bool ready = false;     // every node prepared the model and the controller takes requests
+  bool draining = false;  // a stop was asked: queued and running requests finish, new ones 503
+  Configuration config;
+  int units = 0;
+  size_t queued = 0;     // waiting in the units' queues
+  size_t in_flight = 0;  // dispatched, not answered
+  double rate_per_s = 0;  // arrivals over the rate window, as the scheduler sees them
+  size_t switches = 0;
+  OutcomeCounts counts;
+};
+
 class Controller {
  public:
   Controller(Transport& transport, ControllerOptions options);
   // Emulated nodes: each action carries a service time drawn here. Without it nodes compute.
   void set_sampler(ServiceSampler* sampler) { sampler_ = sampler; }
   void set_rate_window_s(double window_s) { options_.rate_window_s = window_s; }
-  void set_answer_hook(AnswerHook hook) { answer_hook_ = std::move(hook); }
+  void set_answer_hook(AnswerHook hook) { answer_hooks_ = {std::move(hook)}; }
+  void add_answer_hook(AnswerHook hook) { answer_hooks_.push_back(std::move(hook)); }
   // Called once when the job is being torn down (SIGTERM), before the transport spends part of
   // mpirun's grace time naming the dead node: save what was measured now.
   void set_terminated_hook(std::function<void()> hook) { terminated_hook_ = std::move(hook); }
@@ -155,10 +201,23 @@ class Controller {
   const Configuration& config() const { return config_; }
   int units() const { return units_; }
 
+  // Where the front ends' threads hand requests over (thread-safe).
+  RequestInbox& inbox() { return inbox_; }
+  // Thread-safe: asks a running serve() to drain and return (as the `stop` option does).
+  void request_stop();
+  LiveStatus live() const;  // thread-safe
+
   // Open loop: requests arrive at `arrival_s` (seconds from now, ascending), are split at random
   // over units and wait in the unit's FIFO queue; `hook` may switch configuration while they run.
-  // Returns when every request is answered; on a fault the records so far stay in records().
+  // Client requests in the inbox are served alongside. Returns when every generated request has
+  // ended; on a fault the records so far stay in records().
   Status run_open_loop(const std::vector<double>& arrival_s, const SchedulerHook& hook);
+  // The service: takes requests from the inbox (and from `arrival_s` when given, as run_open_loop)
+  // until a stop is asked, then stops taking requests, finishes the queued and running ones and
+  // returns. Without `arrival_s` it runs until the stop.
+  Status serve(const SchedulerHook& hook, const std::vector<double>* arrival_s = nullptr);
+  // One request with `input`, served now (serf infer --inter).
+  StatusOr<InferAnswer> infer_one(std::shared_ptr<const std::vector<float>> input);
   // Closed loop on unit 0: keeps exactly c requests running until `warmup + samples` have finished
   // after the loop filled; returns the service times (ms) the nodes measured for the `samples`
   // measured ones and, when `occupancy_ms` is given, how long each held its slot as the controller
@@ -169,16 +228,53 @@ class Controller {
 
   Status shutdown() { return checked(transport_.shutdown()); }
 
-  const std::vector<RequestRecord>& records() const { return records_; }
+  // Requests in id order (the oldest may be dropped: ControllerOptions::max_records).
+  const std::deque<RequestRecord>& records() const { return records_; }
   const std::vector<SwitchRecord>& switches() const { return switches_; }
+  OutcomeCounts counts() const;
   double now_s() const;
+  double to_s(SteadyTime t) const;
 
  private:
-  struct Slot {
-    bool busy = false;
+  // What a queued or running request carries besides its record.
+  struct Pending {
+    std::shared_ptr<const std::vector<float>> input;
+    Completion done;
+    double deadline_s = 0;  // +inf: none
   };
+  struct LoopPlan {
+    const std::vector<double>* arrival_s = nullptr;  // the generator's arrivals, or none
+    const SchedulerHook* hook = nullptr;
+    // Ends once every generated request ended and nothing is queued or running; otherwise the
+    // loop ends when `done` says so or after a stop, once drained.
+    bool end_with_generator = false;
+    std::function<bool()> done;
+  };
+  // loop(), then every request still queued or running fails with the loop's error.
+  Status run_loop(const LoopPlan& plan);
+  Status loop(const LoopPlan& plan);
+  // Asks the scheduler hook (every tick_s); switches when it names another configuration.
+  Status tick(const LoopPlan& plan, double t, RateMonitor* monitor, double* next_tick);
+  // Records a new request (received); returns its id.
+  int64_t enter(InferRequest request, bool client);
+  // Admission: a request is queued on a random unit, or ends now (queue full, stopping, expired).
+  void admit(InferRequest request, bool client);
+  void admit_inbox();
+  // Ends request `id` with `outcome`: its completion, the answer hooks, the counts.
+  void finish(int64_t id, Outcome outcome, const std::string& reason,
+              std::vector<float> output = {});
+  // Queued requests whose deadline passed end kTimedOut.
+  void expire_deadlines(double now);
+  // Every queued and running request ends kFailed (the run ended on a fault).
+  void fail_all(const std::string& reason);
+  // A stop was asked: the job being torn down (a fault) or an operator's stop (drain).
+  Status begin_stop();
+  bool stop_asked() const;
+  RequestRecord& record(int64_t id) { return records_[static_cast<size_t>(id - first_id_)]; }
+  void trim_records();
+  void publish(double rate_per_s);
   Status dispatch_ready();
-  Status dispatch(int unit, int slot, size_t record);
+  Status dispatch(int unit, int slot, int64_t id);
   // Handles every result that is ready; `progress` is set when one was.
   Status poll_results(bool* progress);
   Status check_timeouts();
@@ -190,28 +286,42 @@ class Controller {
   Status terminated();
   Status drain();
   void requeue_all();
-  // Sleeps as planner_ says; `next_event_s` as PollPlanner::sleep_s.
+  size_t queued() const;
+  // Sleeps as planner_ says, waking at once on a new request; `next_event_s` as
+  // PollPlanner::sleep_s.
   void idle_wait(double next_event_s);
 
   Transport& transport_;
   ControllerOptions options_;
   ServiceSampler* sampler_ = nullptr;
-  AnswerHook answer_hook_;
+  std::vector<AnswerHook> answer_hooks_;
   std::function<void()> terminated_hook_;
   Configuration config_;
   bool configured_ = false;
   int generation_ = 0;
   int units_ = 0;
-  std::vector<std::deque<size_t>> queues_;          // per unit: indices into records_
-  std::vector<std::vector<int64_t>> slot_request_;  // per unit, per slot: record index or -1
+  std::shared_ptr<const std::vector<float>> generator_input_;
+  RequestInbox inbox_;
+  std::vector<std::deque<int64_t>> queues_;         // per unit: request ids
+  std::vector<std::vector<int64_t>> slot_request_;  // per unit, per slot: request id or -1
   std::vector<int> running_;                        // per unit
-  std::map<int64_t, size_t> in_flight_;             // request id -> record index
-  std::vector<RequestRecord> records_;
-  size_t answered_ = 0;
+  std::map<int64_t, double> in_flight_;             // request id -> dispatch time
+  std::map<int64_t, Pending> pending_;              // queued or running requests
+  std::deque<RequestRecord> records_;
+  int64_t first_id_ = 0;  // id of records_.front()
+  int64_t next_id_ = 0;
+  int64_t generated_open_ = 0;  // generated requests received and not ended
+  OutcomeCounts counts_;
+  double next_deadline_s_;  // earliest deadline among queued requests (+inf: none)
+  bool draining_ = false;
+  bool torn_down_ = false;  // the stop was mpirun tearing the job down
+  std::atomic<bool> stop_requested_{false};
   std::vector<SwitchRecord> switches_;
   PollPlanner planner_;
   std::mt19937_64 rng_;
   std::chrono::steady_clock::time_point epoch_;
+  mutable std::mutex live_mutex_;
+  LiveStatus live_;
 };
 
 // "2", "0.5": seconds for messages.

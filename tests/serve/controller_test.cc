@@ -11,74 +11,11 @@
 #include <thread>
 
 #include "profiler/tuple_profiler.h"
+#include "fake_transport.h"
 
 using namespace serf;
 using namespace serf::serve;
 
-namespace {
-
-// Nodes that answer each request after a fixed time; records what it was asked to do.
-class FakeTransport : public Transport {
- public:
-  explicit FakeTransport(int nodes, double service_s = 2e-3)
-      : nodes_(nodes), service_s_(service_s) {}
-  int nodes() const override { return nodes_; }
-  Status configure(const Configuration& c) override {
-    if (!running_.empty()) return Internal("configure with requests in flight");
-    configs.push_back(c);
-    return Status::Ok();
-  }
-  Status send_run(int unit, const RunAction& a, const std::vector<float>&) override {
-    if (unit < 0 || unit >= nodes_ / configs.back().inter) return Internal("bad unit");
-    for (const auto& r : running_) {
-      if (r.unit == unit && r.action.slot == a.slot) return Internal("slot already busy");
-    }
-    if (hang_after >= 0 && sent >= hang_after) {
-      ++sent;
-      return Status::Ok();  // swallowed: never answered
-    }
-    ++sent;
-    max_running_seen[unit] = std::max(max_running_seen[unit], a.running);
-    running_.push_back({unit, a, clock::now()});
-    return Status::Ok();
-  }
-  StatusOr<std::optional<RunResult>> poll_result() override {
-    for (size_t i = 0; i < running_.size(); ++i) {
-      if (std::chrono::duration<double>(clock::now() - running_[i].at).count() >= service_s_) {
-        RunResult r;
-        r.request_id = running_[i].action.request_id;
-        r.slot = running_[i].action.slot;
-        r.service_ms = service_s_ * 1e3;
-        answered[r.request_id]++;
-        running_.erase(running_.begin() + static_cast<long>(i));
-        return std::optional<RunResult>(r);
-      }
-    }
-    return std::optional<RunResult>();
-  }
-  std::string diagnose(int unit) override { return "unit " + std::to_string(unit) + " is fake"; }
-  std::string diagnose_terminated() override { return "node rank 9 died (fake)"; }
-  Status shutdown() override { return Status::Ok(); }
-
-  std::vector<Configuration> configs;
-  std::map<int64_t, int> answered;
-  std::map<int, int> max_running_seen;
-  int hang_after = -1;
-  int sent = 0;
-
- private:
-  using clock = std::chrono::steady_clock;
-  struct Running {
-    int unit;
-    RunAction action;
-    clock::time_point at;
-  };
-  int nodes_;
-  double service_s_;
-  std::vector<Running> running_;
-};
-
-}  // namespace
 
 TEST_CASE("open loop answers every request once across switches", "[mpi][controller]") {
   FakeTransport t(4);
@@ -153,8 +90,13 @@ TEST_CASE("SIGTERM stops the run: measurements saved first, then the dead rank n
   o.interrupted = &terminated;
   Controller c(t, o);
   std::vector<int64_t> journal;
+  size_t failed = 0;
   c.set_answer_hook([&](const RequestRecord& r) {
-    REQUIRE(r.answered);
+    if (!r.answered) {  // after the fault: every request still queued or running fails
+      REQUIRE(r.outcome == Outcome::kFailed);
+      ++failed;
+      return;
+    }
     journal.push_back(r.id);
     if (journal.size() == 4) terminated = true;  // as the SIGTERM handler does
   });
@@ -174,6 +116,9 @@ TEST_CASE("SIGTERM stops the run: measurements saved first, then the dead rank n
   REQUIRE(saved == 1);
   REQUIRE(journal.size() == 4);
   REQUIRE(answered_when_saved == 4);
+  REQUIRE(failed == c.records().size() - 4);
+  REQUIRE(c.counts().balanced());
+  REQUIRE(c.counts().failed == failed);
   // Later calls report the same, without saving again.
   REQUIRE(c.shutdown().ok());  // the fake's shutdown succeeds: nothing to convert
   REQUIRE(saved == 1);

@@ -1,0 +1,89 @@
+#pragma once
+// Nodes without MPI for the controller's tests: each request is answered after a fixed time with
+// an output derived from its own input (each value + 1), so a test sees whose answer it got.
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "serve/controller.h"
+
+namespace serf::serve {
+
+class FakeTransport : public Transport {
+ public:
+  explicit FakeTransport(int nodes, double service_s = 2e-3)
+      : nodes_(nodes), service_s_(service_s) {}
+  int nodes() const override { return nodes_; }
+  Status configure(const Configuration& c) override {
+    if (!running_.empty()) return Internal("configure with requests in flight");
+    configs.push_back(c);
+    return Status::Ok();
+  }
+  Status send_run(int unit, const RunAction& a, const std::vector<float>& input) override {
+    if (unit < 0 || unit >= nodes_ / configs.back().inter) return Internal("bad unit");
+    if (static_cast<size_t>(a.payload_floats) != input.size()) return Internal("payload size");
+    for (const auto& r : running_) {
+      if (r.unit == unit && r.action.slot == a.slot) return Internal("slot already busy");
+    }
+    if (hang_after >= 0 && sent >= hang_after) {
+      ++sent;
+      return Status::Ok();  // swallowed: never answered
+    }
+    ++sent;
+    max_running_seen[unit] = std::max(max_running_seen[unit], a.running);
+    running_.push_back({unit, a, clock::now(), input});
+    return Status::Ok();
+  }
+  StatusOr<std::optional<RunResult>> poll_result() override {
+    for (size_t i = 0; i < running_.size(); ++i) {
+      if (std::chrono::duration<double>(clock::now() - running_[i].at).count() >= service_s_) {
+        RunResult r;
+        r.request_id = running_[i].action.request_id;
+        r.slot = running_[i].action.slot;
+        r.service_ms = service_s_ * 1e3;
+        output_ = running_[i].input;
+        for (float& x : output_) x += 1.0f;
+        r.payload_floats = static_cast<int32_t>(output_.size());
+        if (fail_id == r.request_id) {
+          r.ok = 0;
+          r.set_message("fake failure");
+        }
+        answered[r.request_id]++;
+        running_.erase(running_.begin() + static_cast<long>(i));
+        return std::optional<RunResult>(r);
+      }
+    }
+    return std::optional<RunResult>();
+  }
+  std::vector<float> take_output() override { return std::move(output_); }
+  bool job_torn_down(double) override { return torn_down; }
+  std::string diagnose(int unit) override { return "unit " + std::to_string(unit) + " is fake"; }
+  std::string diagnose_terminated() override { return "node rank 9 died (fake)"; }
+  Status shutdown() override { return Status::Ok(); }
+
+  std::vector<Configuration> configs;
+  std::map<int64_t, int> answered;
+  std::map<int, int> max_running_seen;
+  int hang_after = -1;
+  int sent = 0;
+  int64_t fail_id = -1;    // this request's result reports an error
+  bool torn_down = false;  // job_torn_down's answer
+
+ private:
+  using clock = std::chrono::steady_clock;
+  struct Running {
+    int unit;
+    RunAction action;
+    clock::time_point at;
+    std::vector<float> input;
+  };
+  int nodes_;
+  double service_s_;
+  std::vector<Running> running_;
+  std::vector<float> output_;
+};
+
+}  // namespace serf::serve
