@@ -99,6 +99,11 @@ StatusOr<std::vector<serve::RateStep>> parse_load(const std::string& text) {
 }
 
 Status check_fits(const Configuration& c, int cores_per_node, const std::string& flag) {
+  if (c.batch != 1) {  // the dispatcher does not batch yet: serving b = 1 would be a silent change
+    return InvalidArgument(flag + ": " + to_string(c) +
+                           " batches requests (b > 1), which serf serve does not do yet; plan "
+                           "with --batch 1");
+  }
   if (c.service * c.intra > cores_per_node) {
     return InvalidArgument(
         flag + ": " + to_string(c) + " needs c*T = " + std::to_string(c.service * c.intra) +

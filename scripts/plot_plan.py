@@ -14,7 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def label(c):
-    return f"c={c['service']}, K={c['inter']}, T={c['intra']}"
+    b = c.get("batch") or 1
+    return f"c={c['service']}, K={c['inter']}, T={c['intra']}" + (f", b={b}" if b > 1 else "")
 
 
 def main():
@@ -28,7 +29,7 @@ def main():
         sys.exit(f"plot_plan.py: {sys.argv[1]}: no per-configuration predictions; plan with --all")
     rates = [e["rate"] for e in table["entries"]]
     chosen = [e for e in table["entries"] if e["stable"]]
-    chosen_keys = {(e["service"], e["inter"], e["intra"]) for e in chosen}
+    chosen_keys = {(e["service"], e["inter"], e["intra"], e.get("batch") or 1) for e in chosen}
     top = max(e["latency_ms"] for e in chosen) if chosen else 1.0
     low = min(e["latency_ms"] for e in chosen) if chosen else 1.0
 
@@ -36,7 +37,7 @@ def main():
     colors = plt.cm.tab10.colors
     k = 0
     for conf in table["all"]:
-        key = (conf["service"], conf["inter"], conf["intra"])
+        key = (conf["service"], conf["inter"], conf["intra"], conf.get("batch") or 1)
         xs = [r for r, w in zip(rates, conf["latency_ms"]) if w is not None]
         ys = [w for w in conf["latency_ms"] if w is not None]
         if key in chosen_keys:

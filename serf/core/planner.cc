@@ -67,6 +67,7 @@ StatusOr<std::vector<ConfigurationFamily>> build_families(const Profile& profile
   std::map<std::pair<int, int>, std::map<int, const TupleStats*>> groups;
   for (const TupleStats& s : profile.tuples) {
     const ParallelismTuple& t = s.tuple;
+    if (t.batch != 1) continue;  // batched tuples: the batch model's families (b > 1)
     if (t.inter > nodes || t.intra > profile.hardware.cores_per_node) continue;
     groups[{t.inter, t.intra}][t.service] = &s;
   }
@@ -108,6 +109,10 @@ StatusOr<QueueModel> model_for(const Profile& profile, const Configuration& conf
                                QueueKind queue) {
   if (config.service < 1 || config.inter < 1 || config.intra < 1) {
     return InvalidArgument("configuration " + to_string(config) + ": c, K and T must be >= 1");
+  }
+  if (config.batch != 1) {
+    return InvalidArgument("configuration " + to_string(config) +
+                           ": the queue models of b = 1 cannot predict batches of b > 1");
   }
   if (config.inter > nodes) {
     return InvalidArgument("configuration " + to_string(config) +

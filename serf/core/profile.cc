@@ -1,38 +1,44 @@
 #include "serf/core/profile.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <sstream>
 
 namespace serf {
 
 std::string to_string(const ParallelismTuple& t) {
   std::ostringstream os;
-  os << "(i=" << t.service << ", K=" << t.inter << ", T=" << t.intra << ")";
+  os << "(i=" << t.service << ", K=" << t.inter << ", T=" << t.intra;
+  if (t.batch != 1) os << ", b=" << t.batch;
+  os << ")";
   return os.str();
 }
 
 std::string to_string(const Configuration& c) {
   std::ostringstream os;
-  os << "(c=" << c.service << ", K=" << c.inter << ", T=" << c.intra << ")";
+  os << "(c=" << c.service << ", K=" << c.inter << ", T=" << c.intra;
+  if (c.batch != 1) os << ", b=" << c.batch;
+  os << ")";
   return os.str();
 }
 
-uint64_t Profile::key(const ParallelismTuple& t) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(t.service)) << 42) ^
-         (static_cast<uint64_t>(static_cast<uint32_t>(t.inter)) << 21) ^
-         static_cast<uint64_t>(static_cast<uint32_t>(t.intra));
+size_t Profile::TupleHash::operator()(const ParallelismTuple& t) const {
+  uint64_t h = static_cast<uint32_t>(t.service);
+  for (int v : {t.inter, t.intra, t.batch}) h = h * 0x9E3779B97F4A7C15ULL + static_cast<uint32_t>(v);
+  return std::hash<uint64_t>()(h);
 }
 
 void Profile::reindex() {
   index_.clear();
   index_.reserve(tuples.size());
-  for (size_t k = 0; k < tuples.size(); ++k) index_.emplace(key(tuples[k].tuple), k);
+  for (size_t k = 0; k < tuples.size(); ++k) index_.emplace(tuples[k].tuple, k);
 }
 
 const TupleStats* Profile::find(const ParallelismTuple& t) const {
   if (index_.size() == tuples.size() && !tuples.empty()) {
-    auto it = index_.find(key(t));
-    if (it == index_.end() || !(tuples[it->second].tuple == t)) return nullptr;
+    auto it = index_.find(t);
+    if (it == index_.end()) return nullptr;
     return &tuples[it->second];
   }
   for (const TupleStats& s : tuples) {
@@ -45,7 +51,7 @@ StatusOr<std::vector<const TupleStats*>> Profile::tuples_for(const Configuration
   std::vector<const TupleStats*> out;
   out.reserve(static_cast<size_t>(c.service > 0 ? c.service : 0));
   for (int i = 1; i <= c.service; ++i) {
-    const ParallelismTuple t{i, c.inter, c.intra};
+    const ParallelismTuple t{i, c.inter, c.intra, c.batch};
     const TupleStats* s = find(t);
     if (s == nullptr) {
       return NotFound("profile has no tuple " + to_string(t) + " needed by configuration " +
@@ -53,6 +59,18 @@ StatusOr<std::vector<const TupleStats*>> Profile::tuples_for(const Configuration
     }
     out.push_back(s);
   }
+  return out;
+}
+
+std::vector<int> Profile::batch_sizes(int inter, int intra) const {
+  std::vector<int> out;
+  for (const TupleStats& s : tuples) {
+    if (s.tuple.service == 1 && s.tuple.inter == inter && s.tuple.intra == intra) {
+      out.push_back(s.tuple.batch);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
@@ -65,6 +83,10 @@ Status Profile::validate() const {
     if (s.tuple.service < 1 || s.tuple.inter < 1 || s.tuple.intra < 1) {
       return InvalidArgument(where + ": service, inter and intra must be >= 1");
     }
+    if (s.tuple.batch < 1 || s.tuple.batch > kMaxBatch) {
+      return InvalidArgument(where + ".batch must lie in [1, " + std::to_string(kMaxBatch) +
+                             "] requests (got " + std::to_string(s.tuple.batch) + ")");
+    }
     // 1 ns to 11 days, and an SCV far beyond any measured one: outside, the numbers downstream
     // (percentile roots, emulated sleeps, simulations) lose their meaning.
     if (!(s.mean_ms >= kMinServiceMs && s.mean_ms <= kMaxServiceMs)) {
@@ -75,10 +97,10 @@ Status Profile::validate() const {
     }
     if (s.samples < 0) return InvalidArgument(where + ".samples must be >= 0");
   }
-  std::unordered_map<uint64_t, size_t> seen;
+  std::unordered_map<ParallelismTuple, size_t, TupleHash> seen;
   seen.reserve(tuples.size());
   for (size_t k = 0; k < tuples.size(); ++k) {
-    if (!seen.emplace(key(tuples[k].tuple), k).second) {
+    if (!seen.emplace(tuples[k].tuple, k).second) {
       return InvalidArgument("tuples[" + std::to_string(k) + "]: duplicate tuple " +
                              to_string(tuples[k].tuple));
     }

@@ -1,6 +1,12 @@
 #pragma once
-// The profile: measured service statistics of parallelism degree tuples (i, K, T).
+// The profile: measured service statistics of parallelism degree tuples (i, K, T, b).
 // Plain data shared by the planner, the simulator and the profiler (format "serf-profile/1").
+//
+// Batching (the fourth knob, b): a slot serves a *batch* of requests at once. Tuple (i, K, T, b)
+// is the service time of one batch of b requests while exactly i batches run, each on K nodes with
+// T threads per node; with b = 1 (the default, and what a file without "batch" means) it is the
+// paper's tuple (i, K, T). A configuration (c, K, T, b) runs at most c batches of at most b
+// requests. How a batch of b' < b is served is service_table()'s rule (service_level.h).
 
 #include <cstdint>
 #include <string>
@@ -11,28 +17,35 @@
 
 namespace serf {
 
-// Exactly `service` requests running at once, each on `inter` nodes with `intra` threads per node.
+// Exactly `service` batches running at once, each of `batch` requests on `inter` nodes with
+// `intra` threads per node (batch 1: `service` requests).
 struct ParallelismTuple {
   int service = 1;  // i
   int inter = 1;    // K
   int intra = 1;    // T
+  int batch = 1;    // b
   bool operator==(const ParallelismTuple& o) const {
-    return service == o.service && inter == o.inter && intra == o.intra;
+    return service == o.service && inter == o.inter && intra == o.intra && batch == o.batch;
   }
+  bool operator!=(const ParallelismTuple& o) const { return !(*this == o); }
 };
 
-// At most `service` requests at once (the admission limit c), each on K nodes with T threads.
+// At most `service` batches at once (the admission limit c), each of at most `batch` requests, on
+// K nodes with T threads per node. batch = 1 is the paper's configuration (c, K, T).
 struct Configuration {
   int service = 1;  // c
   int inter = 1;    // K
   int intra = 1;    // T
+  int batch = 1;    // b: a free slot takes up to b waiting requests
   bool operator==(const Configuration& o) const {
-    return service == o.service && inter == o.inter && intra == o.intra;
+    return service == o.service && inter == o.inter && intra == o.intra && batch == o.batch;
   }
+  bool operator!=(const Configuration& o) const { return !(*this == o); }
 };
 
-std::string to_string(const ParallelismTuple& t);  // "(i=2, K=1, T=4)"
-std::string to_string(const Configuration& c);     // "(c=2, K=1, T=4)"
+// "(i=2, K=1, T=4)" and "(c=2, K=1, T=4)"; b is shown only when > 1: "(c=2, K=1, T=4, b=8)".
+std::string to_string(const ParallelismTuple& t);
+std::string to_string(const Configuration& c);
 
 struct TupleStats {
   ParallelismTuple tuple;
@@ -56,6 +69,8 @@ struct Hardware {
 
 // The range a tuple's statistics must lie in (Profile::validate).
 inline constexpr double kMinServiceMs = 1e-6, kMaxServiceMs = 1e9, kMaxServiceScv = 1e4;
+// The largest batch size a tuple or configuration may have (requests per batch).
+inline constexpr int kMaxBatch = 4096;
 
 struct Profile {
   std::string model;
@@ -68,16 +83,21 @@ struct Profile {
   const TupleStats* find(const ParallelismTuple& t) const;
   // Builds the lookup index; call after filling or changing `tuples` (load_profile does).
   void reindex();
-  // The tuples (1..c, K, T) that configuration (c, K, T) needs, in order of i; NotFound names the
-  // first missing one.
+  // The tuples (1..c, K, T, b) of configuration (c, K, T, b) with full batches, in order of i;
+  // NotFound names the first missing one. (Batches of fewer requests: service_table().)
   StatusOr<std::vector<const TupleStats*>> tuples_for(const Configuration& c) const;
-  // Checks ranges (nodes, cores >= 1; mean_ms finite > 0; scv finite >= 0; i,K,T >= 1; no
-  // duplicates).
+  // The batch sizes b of the tuples (1, K, T, b) the profile holds, ascending; the planner
+  // searches b over these.
+  std::vector<int> batch_sizes(int inter, int intra) const;
+  // Checks ranges (nodes, cores >= 1; mean_ms finite > 0; scv finite >= 0; i,K,T >= 1;
+  // 1 <= b <= kMaxBatch; no duplicates).
   Status validate() const;
 
  private:
-  static uint64_t key(const ParallelismTuple& t);
-  std::unordered_map<uint64_t, size_t> index_;
+  struct TupleHash {
+    size_t operator()(const ParallelismTuple& t) const;
+  };
+  std::unordered_map<ParallelismTuple, size_t, TupleHash> index_;
 };
 
 }  // namespace serf

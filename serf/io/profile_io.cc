@@ -33,6 +33,9 @@ StatusOr<Profile> parse(const json& doc) {
     SERF_ASSIGN_OR_RETURN(s.tuple.service, get_int(t, "service", where));
     SERF_ASSIGN_OR_RETURN(s.tuple.inter, get_int(t, "inter", where));
     SERF_ASSIGN_OR_RETURN(s.tuple.intra, get_int(t, "intra", where));
+    if (t.contains("batch")) {  // absent: batch 1 (profiles before batching)
+      SERF_ASSIGN_OR_RETURN(s.tuple.batch, get_int(t, "batch", where));
+    }
     SERF_ASSIGN_OR_RETURN(s.mean_ms, get_number(t, "mean_ms", where));
     SERF_ASSIGN_OR_RETURN(s.scv, get_number(t, "scv", where));
     SERF_ASSIGN_OR_RETURN(s.samples, get_int(t, "samples", where));
@@ -69,7 +72,8 @@ json profile_to_json(const Profile& profile) {
   json tuples = json::array();
   for (const TupleStats& s : profile.tuples) {
     json t = {{"service", s.tuple.service}, {"inter", s.tuple.inter}, {"intra", s.tuple.intra},
-              {"mean_ms", s.mean_ms},       {"scv", s.scv},           {"samples", s.samples}};
+              {"batch", s.tuple.batch},     {"mean_ms", s.mean_ms},   {"scv", s.scv},
+              {"samples", s.samples}};
     if (s.wall_s > 0) t["wall_s"] = s.wall_s;
     if (s.node_ms > 0) t["node_ms"] = s.node_ms;
     if (s.passes > 1) {

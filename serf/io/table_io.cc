@@ -30,8 +30,14 @@ StatusOr<TableEntry> entry_from_json(const json& e, const std::string& where) {
   SERF_ASSIGN_OR_RETURN(entry.config.service, get_int(e, "service", where));
   SERF_ASSIGN_OR_RETURN(entry.config.inter, get_int(e, "inter", where));
   SERF_ASSIGN_OR_RETURN(entry.config.intra, get_int(e, "intra", where));
+  if (e.contains("batch")) {  // absent: batch 1 (tables before batching)
+    SERF_ASSIGN_OR_RETURN(entry.config.batch, get_int(e, "batch", where));
+  }
   if (entry.config.service < 1 || entry.config.inter < 1 || entry.config.intra < 1) {
     return InvalidArgument(where + ": service, inter and intra must be >= 1");
+  }
+  if (entry.config.batch < 1 || entry.config.batch > kMaxBatch) {
+    return InvalidArgument(where + ".batch must lie in [1, " + std::to_string(kMaxBatch) + "]");
   }
   SERF_ASSIGN_OR_RETURN(entry.units, get_int(e, "units", where));
   SERF_ASSIGN_OR_RETURN(entry.unit_rate_per_s, get_number(e, "unit_rate_per_s", where));
@@ -70,11 +76,12 @@ json table_to_json(const ConfigurationTable& table) {
       row["service"] = e.config.service;
       row["inter"] = e.config.inter;
       row["intra"] = e.config.intra;
+      row["batch"] = e.config.batch;
       row["units"] = e.units;
       row["unit_rate_per_s"] = e.unit_rate_per_s;
       row["score_ms"] = e.score_ms;
     } else {
-      row["service"] = row["inter"] = row["intra"] = nullptr;
+      row["service"] = row["inter"] = row["intra"] = row["batch"] = nullptr;
     }
     row.update(prediction_to_json(e.stable ? e.prediction : Prediction{}));
     entries.push_back(std::move(row));
@@ -98,6 +105,7 @@ json table_to_json(const ConfigurationTable& table) {
       all.push_back({{"service", c.service},
                      {"inter", c.inter},
                      {"intra", c.intra},
+                     {"batch", c.batch},
                      {"latency_ms", std::move(latency)}});
     }
     doc["all"] = std::move(all);
@@ -143,17 +151,17 @@ StatusOr<ConfigurationTable> table_from_json(const json& doc, const std::string&
 
 std::string table_to_csv(const ConfigurationTable& table) {
   std::ostringstream os;
-  os << "rate_per_s,stable,service,inter,intra,units,unit_rate_per_s,latency_ms,wait_ms,service_ms,"
-        "utilization\n";
+  os << "rate_per_s,stable,service,inter,intra,batch,units,unit_rate_per_s,latency_ms,wait_ms,"
+        "service_ms,utilization\n";
   for (const TableEntry& e : table.entries) {
     os << num(e.rate_per_s);
     if (e.stable) {
       const Prediction& p = e.prediction;
       os << ",true," << e.config.service << "," << e.config.inter << "," << e.config.intra << ","
-         << e.units << "," << num(e.unit_rate_per_s) << "," << num(p.latency_ms) << ","
+         << e.config.batch << "," << e.units << "," << num(e.unit_rate_per_s) << "," << num(p.latency_ms) << ","
          << num(p.wait_ms) << "," << num(p.service_ms) << "," << num(p.utilization) << "\n";
     } else {
-      os << ",false,,,,,,,,,\n";
+      os << ",false,,,,,,,,,,\n";
     }
   }
   return os.str();
@@ -162,13 +170,13 @@ std::string table_to_csv(const ConfigurationTable& table) {
 std::string all_predictions_to_csv(const ConfigurationTable& table) {
   if (table.configurations.empty()) return "";
   std::ostringstream os;
-  os << "rate_per_s,service,inter,intra,stable,latency_ms,wait_ms,service_ms,utilization\n";
+  os << "rate_per_s,service,inter,intra,batch,stable,latency_ms,wait_ms,service_ms,utilization\n";
   for (size_t k = 0; k < table.configurations.size(); ++k) {
     const Configuration& c = table.configurations[k];
     for (size_t r = 0; r < table.entries.size(); ++r) {
       const Prediction& p = table.predictions[k][r];
       os << num(table.entries[r].rate_per_s) << "," << c.service << "," << c.inter << ","
-         << c.intra;
+         << c.intra << "," << c.batch;
       if (p.stable) {
         os << ",true," << num(p.latency_ms) << "," << num(p.wait_ms) << "," << num(p.service_ms)
            << "," << num(p.utilization) << "\n";

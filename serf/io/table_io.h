@@ -20,7 +20,7 @@ nlohmann::json table_to_json(const ConfigurationTable& table);
 StatusOr<ConfigurationTable> table_from_json(const nlohmann::json& doc, const std::string& source);
 
 // One row per load level:
-// rate_per_s,stable,service,inter,intra,units,unit_rate_per_s,latency_ms,...
+// rate_per_s,stable,service,inter,intra,batch,units,unit_rate_per_s,latency_ms,...
 std::string table_to_csv(const ConfigurationTable& table);
 // Every configuration at every rate (long format), when the table kept them; "" otherwise.
 std::string all_predictions_to_csv(const ConfigurationTable& table);

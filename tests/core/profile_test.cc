@@ -1,5 +1,7 @@
 #include "serf/core/profile.h"
 
+#include "serf/core/service_level.h"
+
 #include <catch2/catch.hpp>
 
 #include "serf/io/json_fields.h"
@@ -70,6 +72,71 @@ TEST_CASE("passes and passes_kept round-trip and are checked", "[core][io]") {
   CHECK_THAT(error_of(doc), Catch::Contains("tuples[0].passes_kept"));
   doc["tuples"][0].erase("passes_kept");
   CHECK_THAT(error_of(doc), Catch::Contains("passes_kept"));
+}
+
+TEST_CASE("tuples carry the batch size b; files without it load as b = 1", "[core][io]") {
+  json doc = good_profile();
+  doc["tuples"].push_back(json::parse(
+      R"({"service":1,"inter":1,"intra":1,"batch":4,"mean_ms":25.0,"scv":0.04,"samples":5})"));
+  auto p = serf::io::profile_from_json(doc, "p.json");
+  REQUIRE(p.ok());
+  CHECK(p->tuples[0].tuple.batch == 1);
+  CHECK(p->find({1, 1, 1})->mean_ms == 10.0);
+  CHECK(p->find({1, 1, 1, 4})->mean_ms == 25.0);
+  CHECK(p->find({2, 1, 1, 4}) == nullptr);
+  CHECK(p->batch_sizes(1, 1) == std::vector<int>{1, 4});
+  CHECK(p->batch_sizes(2, 1).empty());
+  const json out = serf::io::profile_to_json(*p);
+  CHECK(out["tuples"][0]["batch"] == 1);
+  CHECK(out["tuples"][2]["batch"] == 4);
+  auto again = serf::io::profile_from_json(out, "again");
+  REQUIRE(again.ok());
+  CHECK(again->find({1, 1, 1, 4})->scv == 0.04);
+
+  doc["tuples"][2]["batch"] = 0;
+  CHECK_THAT(error_of(doc), Catch::Contains("tuples[2].batch must lie in [1, 4096]"));
+  doc["tuples"][2]["batch"] = "four";
+  CHECK_THAT(error_of(doc), Catch::Contains("tuples[2].batch: expected an integer"));
+  doc["tuples"][2]["batch"] = 1;  // the same tuple as tuples[0]
+  CHECK_THAT(error_of(doc), Catch::Contains("duplicate tuple (i=1, K=1, T=1)"));
+}
+
+TEST_CASE("to_string shows b only when b > 1", "[core]") {
+  CHECK(serf::to_string(serf::Configuration{2, 1, 4}) == "(c=2, K=1, T=4)");
+  CHECK(serf::to_string(serf::Configuration{2, 1, 4, 8}) == "(c=2, K=1, T=4, b=8)");
+  CHECK(serf::to_string(serf::ParallelismTuple{3, 2, 1}) == "(i=3, K=2, T=1)");
+  CHECK(serf::to_string(serf::ParallelismTuple{3, 2, 1, 16}) == "(i=3, K=2, T=1, b=16)");
+  CHECK_FALSE(serf::Configuration{2, 1, 4, 8} == serf::Configuration{2, 1, 4});
+}
+
+TEST_CASE("a batch of n < b is served by linear interpolation between profiled sizes", "[core]") {
+  serf::Profile p;
+  p.hardware = {1, 8};
+  // i = 1: batches 1, 2 and 8 profiled; i = 2: batches 1 and 8.
+  p.tuples = {{{1, 1, 1, 1}, 10.0, 0.04, 5}, {{1, 1, 1, 2}, 12.0, 0.0, 5},
+              {{1, 1, 1, 8}, 30.0, 0.01, 5}, {{2, 1, 1, 1}, 11.0, 0.0, 5},
+              {{2, 1, 1, 8}, 32.0, 0.0, 5}};
+  p.reindex();
+  auto t = serf::service_table(p, {2, 1, 1, 8});
+  REQUIRE(t.ok());
+  CHECK(t->service() == 2);
+  CHECK(t->batch() == 8);
+  CHECK(t->at(1, 1).mean_ms == 10.0);
+  CHECK(t->at(1, 1).scv == 0.04);
+  CHECK(t->at(1, 2).mean_ms == 12.0);
+  // n = 5 lies halfway between 2 (12 ms, sd 0) and 8 (30 ms, sd 3 ms).
+  CHECK(t->at(1, 5).mean_ms == Approx(21.0));
+  CHECK(t->at(1, 5).scv == Approx((1.5 / 21.0) * (1.5 / 21.0)));
+  CHECK(t->at(2, 4).mean_ms == Approx(11.0 + 3.0 * 3.0));
+  CHECK(t->at(2, 8).mean_ms == 32.0);
+  CHECK(t->full_batches()[1].mean_ms == 32.0);
+  CHECK(t->single_requests()[1].mean_ms == 11.0);
+  // b = 1 needs only the paper's tuples; a missing endpoint is named.
+  CHECK(serf::service_table(p, {2, 1, 1, 1}).ok());
+  auto missing = serf::service_table(p, {2, 1, 1, 2});
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(missing.status().message(), Catch::Contains("(i=2, K=1, T=1, b=2)"));
+  CHECK_FALSE(serf::service_table(p, {1, 1, 1, 0}).ok());
 }
 
 TEST_CASE("tuples_for names the missing tuple", "[core]") {

@@ -45,6 +45,25 @@ TEST_CASE("tables round-trip through serf-table/1 JSON", "[io][table]") {
   CHECK(back->lookup(2.0).entry->rate_per_s == 99.0);
 }
 
+TEST_CASE("table entries carry the batch size b (absent: 1)", "[io][table]") {
+  ConfigurationTable t = example_table();
+  t.entries[0].config.batch = 8;
+  auto doc = io::table_to_json(t);
+  CHECK(doc["entries"][0]["batch"] == 8);
+  CHECK(doc["entries"][1]["batch"].is_null());
+  auto back = io::table_from_json(doc, "t.json");
+  REQUIRE(back.ok());
+  CHECK(back->entries[0].config == Configuration{2, 1, 4, 8});
+  doc["entries"][0].erase("batch");  // a table written before batching
+  back = io::table_from_json(doc, "t.json");
+  REQUIRE(back.ok());
+  CHECK(back->entries[0].config == Configuration{2, 1, 4, 1});
+  doc["entries"][0]["batch"] = 0;
+  CHECK_THAT(io::table_from_json(doc, "t.json").status().message(),
+             Catch::Contains("t.json: entries[0].batch must lie in [1, 4096]"));
+  CHECK_THAT(io::table_to_csv(t), Catch::Contains("1.5,true,2,1,4,8,4,0.375"));
+}
+
 TEST_CASE("bad tables name the field", "[io][table]") {
   auto doc = io::table_to_json(example_table());
   doc["entries"][0]["inter"] = "two";
@@ -62,10 +81,10 @@ TEST_CASE("bad tables name the field", "[io][table]") {
 TEST_CASE("CSV beside the table", "[io][table]") {
   const std::string csv = io::table_to_csv(example_table());
   CHECK(csv ==
-        "rate_per_s,stable,service,inter,intra,units,unit_rate_per_s,latency_ms,wait_ms,"
+        "rate_per_s,stable,service,inter,intra,batch,units,unit_rate_per_s,latency_ms,wait_ms,"
         "service_ms,utilization\n"
-        "1.5,true,2,1,4,4,0.375,120.5,20.25,100.25,0.4\n"
-        "99,false,,,,,,,,,\n");
+        "1.5,true,2,1,4,1,4,0.375,120.5,20.25,100.25,0.4\n"
+        "99,false,,,,,,,,,,\n");
   CHECK(io::csv_path_for("out/t.json") == "out/t.csv");
   CHECK(io::csv_path_for("out/t.json", ".all.csv") == "out/t.all.csv");
   CHECK(io::csv_path_for("table") == "table.csv");
