@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
@@ -11,9 +12,11 @@
 
 #include "engine/backend.h"
 #include "engine/simulated_unit.h"
+#include "model/safetensors.h"
 #include "model/weights.h"
 #include "cli/command.h"
 #include "cli/infer_print.h"
+#include "cli/plot.h"
 #include "cli/runtime_launch.h"
 
 namespace serf::cli {
@@ -31,6 +34,7 @@ struct InferOptions {
   int repeat = 1;
   std::string backend = "cpu";
   bool json = false;
+  std::string output_out;
 };
 
 double median(std::vector<double> v) {
@@ -50,6 +54,13 @@ Status run_infer(const InferOptions& o) {
     return InvalidArgument("--repeat " + std::to_string(o.repeat) + ": must be in [1, " +
                            std::to_string(kMaxRepeat) + "]");
   }
+  if (!o.output_out.empty()) {
+    SERF_RETURN_IF_ERROR(check_output_path("--output-out", o.output_out));
+    if (o.output_out == o.weights || o.output_out == o.input) {
+      return InvalidArgument("--output-out " + o.output_out +
+                             ": the same file as --weights or --input (it would be overwritten)");
+    }
+  }
   if (o.inter > 0) {
     RuntimeFlags f = o.runtime;
     f.model = o.model;
@@ -58,16 +69,17 @@ Status run_infer(const InferOptions& o) {
     f.seed = o.seed;
     f.backend = o.backend;
     f.cores_per_node = o.threads;
-    return run_infer_inter(f, o.inter, o.threads, o.repeat, o.json);
+    return run_infer_inter(f, o.inter, o.threads, o.repeat, o.json, o.output_out);
   }
   if (o.inter_sim < 1) {
     return InvalidArgument("--inter-sim " + std::to_string(o.inter_sim) + ": must be at least 1");
   }
   SERF_ASSIGN_OR_RETURN(auto backend, engine::make_backend(o.backend));
   SERF_ASSIGN_OR_RETURN(model::ModelPlan plan, model::load_model(o.model));
-  if (o.inter_sim > engine::max_ranks(plan)) {
+  const Status partition = engine::validate_partition(plan, {0, o.inter_sim});
+  if (!partition.ok()) {
     return InvalidArgument("--inter-sim " + std::to_string(o.inter_sim) + ": " +
-                           engine::validate_partition(plan, {0, o.inter_sim}).message());
+                           partition.message());
   }
   SERF_RETURN_IF_ERROR(model::check_weights_fit_memory(plan, 2));
   model::Weights weights;
@@ -117,6 +129,11 @@ Status run_infer(const InferOptions& o) {
   p.compute_ms = std::move(compute);
   p.exchange_ms = std::move(exchange);
   p.fused = timings.fused;
+  p.output_out = o.output_out;
+  const model::Shape out = plan.output();
+  p.output_shape = out.height * out.width == 1
+                       ? std::vector<int64_t>{1, out.channels}
+                       : std::vector<int64_t>{1, out.channels, out.height, out.width};
   return print_infer(p, o.json);
 }
 
@@ -129,6 +146,14 @@ Status print_infer(const InferPrint& p, bool json) {
     if (!std::isfinite(v))
       return InvalidArgument(
           "the output holds a non-finite value: the weights or the input are out of range");
+  }
+  if (!p.output_out.empty()) {
+    std::map<std::string, model::Tensor> tensors;
+    tensors["output"] = model::Tensor{
+        p.output_shape.empty() ? std::vector<int64_t>{1, static_cast<int64_t>(output.size())}
+                               : p.output_shape,
+        output};
+    SERF_RETURN_IF_ERROR(model::write_safetensors(p.output_out, tensors, {{"producer", "serf"}}));
   }
   std::vector<int> order(output.size());
   std::iota(order.begin(), order.end(), 0);
@@ -210,6 +235,9 @@ void register_engine_commands(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--backend", o->backend, "Backend: cpu or cuda (default cpu)");
   sub->add_flag("--json", o->json,
                 "Print one JSON object: top5, output (first 1000 values), layers [{name, ms}]");
+  sub->add_option("--output-out", o->output_out,
+                  "Also write the whole output as safetensors (tensor \"output\", [1, C] or "
+                  "[1, C, H, W], float32)");
   registry.add(sub, [o] { return run_infer(*o); });
 }
 

@@ -2,6 +2,7 @@
 // What `serf infer` prints (text or --json), shared by the single-process command and
 // `mpirun -np K+1 serf infer --inter K`, so both print the same thing.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,12 +21,17 @@ struct InferPrint {
   std::vector<std::string> layer_names, layer_types;
   std::vector<std::vector<double>> compute_ms, exchange_ms;  // per layer, one per timed run
   std::vector<char> fused;                                   // per layer
+  // --output-out: the whole output as safetensors, tensor "output" of this shape ([1, N] when
+  // empty).
+  std::string output_out;
+  std::vector<int64_t> output_shape;
 };
 
 Status print_infer(const InferPrint& p, bool json);
 
 // `serf infer --inter K` under mpirun (cli/mpi_commands.cc).
 struct RuntimeFlags;
-Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int repeat, bool json);
+Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int repeat, bool json,
+                       const std::string& output_out = "");
 
 }  // namespace serf::cli

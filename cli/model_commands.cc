@@ -1,4 +1,5 @@
 // model info, model init, model check: the model room's commands (issue 3).
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -42,6 +43,13 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
+// The layers a layer reads, "input" for the model input.
+std::string inputs_str(const model::LayerSpec& l) {
+  std::string s;
+  for (const std::string& in : l.inputs) s += (s.empty() ? "" : ",") + in;
+  return s;
+}
+
 json plan_json(const ModelPlan& plan) {
   json layers = json::array();
   for (size_t i = 0; i < plan.layers.size(); ++i) {
@@ -49,6 +57,7 @@ json plan_json(const ModelPlan& plan) {
     const auto& info = plan.layers[i];
     layers.push_back({{"name", l.name},
                       {"type", model::to_string(l.kind)},
+                      {"inputs", l.inputs},
                       {"input", shape_json(info.in)},
                       {"output", shape_json(info.out)},
                       {"parameters", info.parameters},
@@ -62,6 +71,7 @@ json plan_json(const ModelPlan& plan) {
           {"parameters", plan.parameters},
           {"connections", plan.connections},
           {"weight_bytes", plan.weight_bytes},
+          {"activation_peak_bytes", plan.activation_peak_bytes},
           {"layers", layers}};
 }
 
@@ -69,19 +79,24 @@ void print_plan_table(const ModelPlan& plan) {
   std::printf("model %s: input %s, output %s\n", plan.spec.name.c_str(),
               shape_str(plan.spec.input).c_str(), shape_str(plan.output()).c_str());
   if (!plan.spec.description.empty()) std::printf("%s\n", plan.spec.description.c_str());
-  std::printf("%-10s %-16s %-12s %14s %16s %11s\n", "layer", "type", "output", "parameters",
-              "connections", "weight MiB");
+  int width = 10;
+  for (const auto& l : plan.spec.layers) width = std::max(width, static_cast<int>(l.name.size()));
+  std::printf("%-*s %-16s %-12s %14s %16s %11s  %s\n", width, "layer", "type", "output",
+              "parameters", "connections", "weight MiB", "inputs");
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const auto& l = plan.spec.layers[i];
     const auto& info = plan.layers[i];
-    std::printf("%-10s %-16s %-12s %14s %16s %11.3f\n", l.name.c_str(), model::to_string(l.kind),
-                shape_str(info.out).c_str(), grouped(info.parameters).c_str(),
-                grouped(info.connections).c_str(), mib(info.weight_bytes));
+    std::printf("%-*s %-16s %-12s %14s %16s %11.3f  %s\n", width, l.name.c_str(),
+                model::to_string(l.kind), shape_str(info.out).c_str(),
+                grouped(info.parameters).c_str(), grouped(info.connections).c_str(),
+                mib(info.weight_bytes), inputs_str(l).c_str());
   }
-  std::printf("%-10s %-16s %-12s %14s %16s %11.3f\n", "total", "", "",
+  std::printf("%-*s %-16s %-12s %14s %16s %11.3f\n", width, "total", "", "",
               grouped(plan.parameters).c_str(), grouped(plan.connections).c_str(),
               mib(plan.weight_bytes));
   std::printf("connections = multiply-adds per image; weights are float32\n");
+  std::printf("activation peak: %.3f MiB (float32 tensors alive at once, batch 1)\n",
+              mib(plan.activation_peak_bytes));
 }
 
 struct InfoOptions {

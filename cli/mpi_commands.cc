@@ -204,7 +204,8 @@ Status run_serve(const ServeOptions& o) {
 
 }  // namespace
 
-Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int repeat, bool json) {
+Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int repeat, bool json,
+                       const std::string& output_out) {
   return launch_runtime(flags, [&](RuntimeSession& session) -> Status {
     if (threads < 1)
       return InvalidArgument("--threads " + std::to_string(threads) + ": must be at least 1");
@@ -226,6 +227,7 @@ Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int re
       p.inter = inter;
       p.inter_kind = "MPI nodes";
       p.repeat = repeat;
+      p.output_out = output_out;
       p.layer_names = session.layer_names;
       p.layer_types = session.layer_types;
       const size_t layers = p.layer_names.size();

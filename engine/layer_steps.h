@@ -1,13 +1,29 @@
 #pragma once
-// LayerSteps: what one rank of K computes for each layer, backend-neutral. A backend walks the
-// steps and turns each into its own kernels (engine/cpu and engine/cuda both do).
+// LayerSteps: what one rank of K computes for each layer of a model graph, backend-neutral. A
+// backend walks the steps and turns each into its own kernels (engine/cpu and engine/cuda both do).
 //
-// Rules (see engine/partition.h): conv2d and fully_connected compute this rank's
-// output-channel slice; relu, maxpool, avgpool and flatten run on whatever part the rank holds;
-// conv2d, fully_connected, lrn, softmax (and pooling after a flatten) need the whole activation, so
-// the rank all-gathers before them, and at the end of the network. A relu right after conv2d /
-// fully_connected is fused into it. Activations are plain NCHW (flat after flatten), one buffer per
-// non-noop layer; a rank's part is the contiguous channel block [offset, offset + count).
+// Partitioning (K > 1, see engine/partition.h). A tensor is either whole on every rank or sliced:
+// rank r holds the contiguous block of `units` (channels, or groups of channels) given by
+// slice_of(units, K, r), in plain NCHW. Per layer kind:
+// - conv2d, fully_connected: this rank's slice of the output channels (grouped conv2d: of the
+//   groups, reading only its groups' input channels, so a depthwise conv2d runs on the slice it
+//   holds without any exchange); the input must be whole otherwise. A layer with fewer output
+//   channels (groups) than K runs whole on every rank (replicated), e.g. a last layer of one score.
+// - relu, clip, sigmoid, add, batchnorm, maxpool, avgpool, global_avgpool, flatten: on whatever
+//   part the rank holds (channel-local or element-wise), so a residual add of two sliced tensors
+//   and a global pooling need no exchange.
+// - lrn (neighbouring channels), concat, softmax: whole inputs.
+// Where a layer needs a whole input that is sliced, the ranks all-gather it in place first (once:
+// the buffer then holds it whole for every later reader), and at the end of the network.
+//
+// Fusion: an activation right after a conv2d / fully_connected that only it reads runs in that
+// kernel. A conv2d whose only reader is an add of two tensors, where the other operand R was
+// written earlier and is read by nothing after this conv2d, writes into R's buffer adding to it
+// (a residual connection: out = act(conv(x) + b + R)), and the add (and an activation after it)
+// become part of the conv2d's step.
+//
+// Buffers: one per tensor alive at once, reused by liveness (a tensor's buffer is free after its
+// last reader); each holds a whole tensor (the all-gathers are in place). flatten is a view.
 
 #include <cstdint>
 #include <vector>
@@ -19,31 +35,51 @@
 
 namespace serf::engine {
 
+// Where a tensor, or this rank's part of it, sits in a slot's buffers.
+struct TensorRef {
+  int buffer = -1;     // -1: the network input
+  int64_t offset = 0;  // floats: where the part this step reads or writes starts
+};
+
+// An in-place all-gather of the tensor in `buffer`, run by every rank before a step.
+struct GatherStep {
+  int buffer = -1;
+  GatherLayout layout;
+  int charged_layer = -1;  // the layer that wrote the tensor (timings are charged to it)
+};
+
 struct LayerStep {
   int layer = 0;
   model::LayerKind kind = model::LayerKind::kRelu;
-  bool noop = false;           // flatten, or a relu fused into the previous step
-  bool fused_relu = false;     // conv2d / fully_connected followed by relu
-  bool gather_before = false;  // all-gather the current activation before this step
-  int gather_layer = -1;       // the last non-noop layer before (timings are charged to it)
-  GatherLayout gather;
-  int in_buffer = -1;          // -1: the network input
-  int out_buffer = -1;
-  int64_t in_offset = 0;       // floats: where this rank's input part starts in in_buffer
-  int64_t out_offset = 0;      // floats: where this rank's output part starts in out_buffer
-  Slice out_slice;             // conv2d / fully_connected: this rank's output channels
-  int channels = 0;            // maxpool / avgpool: channels this rank pools (its slice or all)
-  int64_t elements = 0;        // relu: floats this rank applies it to
+  bool noop = false;     // flatten (a view), or run by another step (fused_into)
+  int fused_into = -1;   // the layer whose step runs this one as part of its kernel
+  std::vector<GatherStep> gathers;  // before this step
+  std::vector<TensorRef> inputs;    // one per spec input
+  TensorRef output;
+  // conv2d / fully_connected: this rank's output channels and (conv2d) groups; all of them when
+  // K = 1 or replicated. Input channels read: group_slice.offset * (in channels / groups) on.
+  Slice out_slice;
+  Slice group_slice;
+  bool replicated = false;    // fewer outputs (groups) than K: every rank computes it whole
+  int activation_layer = -1;  // an activation run as this step's last operation
+  bool accumulate = false;    // conv2d: `output` holds the residual operand; add the result to it
+  int add_layer = -1;         // the add run by this step (accumulate)
+  // Channel-local steps (batchnorm, pooling, global_avgpool): the channels of the layer's own
+  // input this rank processes.
+  Slice channels;
+  // Element-wise steps (relu, clip, sigmoid, add): floats this rank computes.
+  int64_t elements = 0;
+  // The output is this rank's part of a sliced tensor (otherwise the whole tensor).
+  bool sliced_output = false;
 };
 
 struct LayerSteps {
-  std::vector<LayerStep> steps;       // one per spec layer
-  std::vector<int64_t> buffer_sizes;  // floats, one per activation buffer
-  int output_buffer = -1;
-  bool gather_output = false;         // the last activation is sliced: all-gather it at the end
-  int gather_output_layer = -1;
-  GatherLayout output_gather;
+  std::vector<LayerStep> steps;       // one per spec layer, in order
+  std::vector<int64_t> buffer_sizes;  // floats (whole tensors), one per activation buffer
+  TensorRef output;                   // the network output (whole, after output_gathers)
+  std::vector<GatherStep> output_gathers;  // at the end: the output if it is sliced
   int64_t max_gather_floats = 0;      // largest all-gather (host staging size)
+  std::vector<int> tensor_buffer;     // per layer: the buffer its tensor lives in (-1 input)
 };
 
 // InvalidArgument when the partition does not fit the plan (validate_partition).

@@ -1,6 +1,6 @@
 #include "engine/partition.h"
 
-#include <limits>
+#include <algorithm>
 #include <string>
 
 namespace serf::engine {
@@ -27,33 +27,44 @@ GatherLayout gather_layout(int channels, int64_t elements_per_channel, int ranks
   return layout;
 }
 
-namespace {
-bool partitioned(model::LayerKind kind) {
-  return kind == model::LayerKind::kConv2d || kind == model::LayerKind::kFullyConnected;
+int split_dimension(const model::ModelPlan& plan, size_t layer) {
+  const model::LayerSpec& l = plan.spec.layers[layer];
+  if (l.kind == model::LayerKind::kConv2d) return l.groups > 1 ? l.groups : l.out_channels;
+  if (l.kind == model::LayerKind::kFullyConnected) return l.out_channels;
+  return 0;
 }
-}  // namespace
 
 int max_ranks(const model::ModelPlan& plan) {
-  int best = std::numeric_limits<int>::max();
+  int best = 1;
   for (size_t i = 0; i < plan.spec.layers.size(); ++i) {
-    if (partitioned(plan.spec.layers[i].kind)) best = std::min(best, plan.layers[i].out.channels);
+    best = std::max(best, split_dimension(plan, i));
   }
-  return best == std::numeric_limits<int>::max() ? 1 : best;
+  return best;
 }
 
 Status validate_partition(const model::ModelPlan& plan, Partition partition) {
-  if (partition.ranks < 1) {
-    return InvalidArgument("inter-node parallelism K = " + std::to_string(partition.ranks) +
-                           " must be at least 1");
-  }
-  for (size_t i = 0; i < plan.spec.layers.size(); ++i) {
-    if (!partitioned(plan.spec.layers[i].kind)) continue;
-    const int n = plan.layers[i].out.channels;
+  const std::string k = "inter-node parallelism K = " + std::to_string(partition.ranks);
+  if (partition.ranks < 1) return InvalidArgument(k + " must be at least 1");
+  if (partition.ranks > 1) {
+    size_t widest = plan.spec.layers.size();
+    for (size_t i = 0; i < plan.spec.layers.size(); ++i) {
+      if (split_dimension(plan, i) > 0 &&
+          (widest == plan.spec.layers.size() ||
+           split_dimension(plan, i) > split_dimension(plan, widest))) {
+        widest = i;
+      }
+    }
+    if (widest == plan.spec.layers.size()) {
+      return InvalidArgument(k + ": model " + plan.spec.name +
+                             " has no conv2d or fully_connected layer to split over ranks "
+                             "(every layer would run whole on every rank); use K = 1");
+    }
+    const int n = split_dimension(plan, widest);
     if (partition.ranks > n) {
-      return InvalidArgument("inter-node parallelism K = " + std::to_string(partition.ranks) +
-                             " exceeds layer '" + plan.spec.layers[i].name + "' with " +
-                             std::to_string(n) +
-                             " outputs; use K <= " + std::to_string(max_ranks(plan)));
+      return InvalidArgument(k + " exceeds the widest layer '" + plan.spec.layers[widest].name +
+                             "' (" + std::to_string(n) +
+                             " outputs to split), so no layer would be split; use K <= " +
+                             std::to_string(n));
     }
   }
   if (partition.rank < 0 || partition.rank >= partition.ranks) {

@@ -1,7 +1,9 @@
 #pragma once
-// Inter-node partitioning (the paper's C_inter = K): every conv2d layer's output channels and every
-// fully_connected layer's output neurons are split into K near-equal contiguous slices; rank r
-// computes slice r. The first (n % K) ranks get one element more, so slices differ by at most one.
+// Inter-node partitioning (the paper's C_inter = K): every conv2d layer's output channels (a grouped
+// conv2d's groups) and every fully_connected layer's output neurons are split into K near-equal
+// contiguous slices; rank r computes slice r. The first (n % K) ranks get one element more, so
+// slices differ by at most one. A layer with fewer than K of them runs whole on every rank
+// (engine/layer_steps.h).
 //
 // Why contiguous slices: a request is batch 1 in NCHW, so output channels [offset, offset + count)
 // are one contiguous block of the activation (and of the flattened vector after `flatten`). The
@@ -40,12 +42,16 @@ struct GatherLayout {
 };
 GatherLayout gather_layout(int channels, int64_t elements_per_channel, int ranks);
 
-// The largest K the plan can be split over: the smallest partitioned dimension (conv out_channels,
-// fully_connected out) over all its layers (a rank must own at least one channel of every layer).
+// What K ranks split in layer `layer`: conv2d out_channels (its groups when grouped),
+// fully_connected out; 0 for layers without weights to split.
+int split_dimension(const model::ModelPlan& plan, size_t layer);
+
+// The largest K that still splits some layer: the largest split_dimension over the plan (1 when no
+// layer can be split). Layers smaller than K run whole on every rank.
 int max_ranks(const model::ModelPlan& plan);
 
-// InvalidArgument naming the limiting layer when ranks < 1, ranks > max_ranks(plan) or rank is out
-// of range.
+// InvalidArgument with the reason when ranks < 1, rank is out of range, or K > 1 splits nothing
+// (no conv2d / fully_connected layer, or K beyond every layer's split dimension).
 Status validate_partition(const model::ModelPlan& plan, Partition partition);
 
 }  // namespace serf::engine

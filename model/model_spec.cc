@@ -1,9 +1,11 @@
 // Spec parsing (parse -> normalize): typed fields, defaults, unknown keys rejected so a typo such
-// as "kernal" is an error instead of a silent default. Shape checks live in shape_inference.cc.
+// as "kernal" is an error instead of a silent default. Shape checks live in shape_inference.cc;
+// the per-kind fields (read and written) in layer_fields.cc.
 #include "model/model_spec.h"
 
 #include <set>
 
+#include "model/layer_fields.h"
 #include "serf/io/json_fields.h"
 
 namespace serf::model {
@@ -21,10 +23,16 @@ constexpr KindName kKindNames[] = {
     {LayerKind::kConv2d, "conv2d"},
     {LayerKind::kMaxPool, "maxpool"},
     {LayerKind::kAvgPool, "avgpool"},
+    {LayerKind::kGlobalAvgPool, "global_avgpool"},
     {LayerKind::kRelu, "relu"},
+    {LayerKind::kClip, "clip"},
+    {LayerKind::kSigmoid, "sigmoid"},
+    {LayerKind::kBatchNorm, "batchnorm"},
     {LayerKind::kLrn, "lrn"},
     {LayerKind::kFlatten, "flatten"},
     {LayerKind::kFullyConnected, "fully_connected"},
+    {LayerKind::kAdd, "add"},
+    {LayerKind::kConcat, "concat"},
     {LayerKind::kSoftmax, "softmax"},
 };
 
@@ -34,49 +42,45 @@ std::string known_types() {
   return s;
 }
 
-// The fields each layer type accepts besides "name" and "type".
-std::set<std::string> allowed_fields(LayerKind kind) {
-  switch (kind) {
-    case LayerKind::kConv2d:
-      return {"out_channels", "kernel", "stride", "pad"};
-    case LayerKind::kMaxPool:
-    case LayerKind::kAvgPool:
-      return {"kernel", "stride", "pad"};
-    case LayerKind::kLrn:
-      return {"size", "alpha", "beta", "k"};
-    case LayerKind::kFullyConnected:
-      return {"out"};
-    case LayerKind::kRelu:
-    case LayerKind::kFlatten:
-    case LayerKind::kSoftmax:
-      return {};
-  }
-  return {};
-}
-
-// An optional integer field: absent keeps `*out`.
-Status optional_int(const json& obj, const std::string& key, const std::string& where, int* out) {
-  if (!obj.contains(key)) return Status::Ok();
-  SERF_ASSIGN_OR_RETURN(*out, io::get_int(obj, key, where));
-  return Status::Ok();
-}
-
-Status optional_float(const json& obj, const std::string& key, const std::string& where,
-                      float* out) {
-  if (!obj.contains(key)) return Status::Ok();
-  SERF_ASSIGN_OR_RETURN(double x, io::get_number(obj, key, where));
-  *out = static_cast<float>(x);
-  return Status::Ok();
-}
-
 bool valid_layer_name(const std::string& name) {
-  if (name.empty() || name == "input") return false;
+  if (name.empty() || name == kModelInputName) return false;
   for (char c : name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '_' || c == '-';
     if (!ok) return false;
   }
   return true;
+}
+
+Status check_fields(const json& obj, LayerKind kind, const std::string& type,
+                    const std::string& named) {
+  const std::set<std::string> allowed = allowed_layer_fields(kind);
+  for (const auto& item : obj.items()) {
+    if (item.key() == "name" || item.key() == "type" || item.key() == "inputs") continue;
+    if (allowed.count(item.key()) == 0) {
+      std::string list;
+      for (const std::string& a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+      return InvalidArgument(named + ": unknown field '" + item.key() + "' for a " + type +
+                             " layer (allowed: " + (list.empty() ? "inputs" : list + ", inputs") +
+                             ")");
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<std::string>> parse_inputs(const json& obj, const std::string& named) {
+  std::vector<std::string> inputs;
+  if (!obj.contains("inputs")) return inputs;
+  const json& v = obj["inputs"];
+  const std::string where = io::field_path(named, "inputs");
+  if (!v.is_array() || v.empty()) {
+    return InvalidArgument(where + ": expected a non-empty array of tensor names");
+  }
+  for (const json& name : v) {
+    if (!name.is_string()) return InvalidArgument(where + ": expected tensor names (strings)");
+    inputs.push_back(name.get<std::string>());
+  }
+  return inputs;
 }
 
 StatusOr<LayerSpec> parse_layer(const json& obj, size_t index) {
@@ -98,48 +102,18 @@ StatusOr<LayerSpec> parse_layer(const json& obj, size_t index) {
     layer.name = type + std::to_string(index);
   }
   const std::string named = where + " (" + layer.name + ")";
-  const std::set<std::string> allowed = allowed_fields(layer.kind);
-  for (const auto& item : obj.items()) {
-    if (item.key() == "name" || item.key() == "type") continue;
-    if (allowed.count(item.key()) == 0) {
-      std::string list;
-      for (const std::string& a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
-      return InvalidArgument(named + ": unknown field '" + item.key() + "' for a " + type +
-                             " layer (allowed: " + (list.empty() ? "none" : list) + ")");
-    }
-  }
-  switch (layer.kind) {
-    case LayerKind::kConv2d: {
-      SERF_ASSIGN_OR_RETURN(layer.out_channels, io::get_int(obj, "out_channels", named));
-      SERF_ASSIGN_OR_RETURN(layer.kernel, io::get_int(obj, "kernel", named));
-      SERF_RETURN_IF_ERROR(optional_int(obj, "stride", named, &layer.stride));
-      SERF_RETURN_IF_ERROR(optional_int(obj, "pad", named, &layer.pad));
-      break;
-    }
-    case LayerKind::kMaxPool:
-    case LayerKind::kAvgPool: {
-      SERF_ASSIGN_OR_RETURN(layer.kernel, io::get_int(obj, "kernel", named));
-      layer.stride = layer.kernel;  // PyTorch's default for pooling
-      SERF_RETURN_IF_ERROR(optional_int(obj, "stride", named, &layer.stride));
-      SERF_RETURN_IF_ERROR(optional_int(obj, "pad", named, &layer.pad));
-      break;
-    }
-    case LayerKind::kLrn:
-      SERF_RETURN_IF_ERROR(optional_int(obj, "size", named, &layer.lrn_size));
-      SERF_RETURN_IF_ERROR(optional_float(obj, "alpha", named, &layer.lrn_alpha));
-      SERF_RETURN_IF_ERROR(optional_float(obj, "beta", named, &layer.lrn_beta));
-      SERF_RETURN_IF_ERROR(optional_float(obj, "k", named, &layer.lrn_k));
-      break;
-    case LayerKind::kFullyConnected: {
-      SERF_ASSIGN_OR_RETURN(layer.out_channels, io::get_int(obj, "out", named));
-      break;
-    }
-    case LayerKind::kRelu:
-    case LayerKind::kFlatten:
-    case LayerKind::kSoftmax:
-      break;
-  }
+  SERF_RETURN_IF_ERROR(check_fields(obj, layer.kind, type, named));
+  SERF_ASSIGN_OR_RETURN(layer.inputs, parse_inputs(obj, named));
+  SERF_RETURN_IF_ERROR(parse_layer_fields(obj, named, &layer));
   return layer;
+}
+
+// Chain defaults: a layer without "inputs" reads the layer before it (or the model input).
+void fill_default_inputs(ModelSpec* spec) {
+  for (size_t i = 0; i < spec->layers.size(); ++i) {
+    LayerSpec& l = spec->layers[i];
+    if (l.inputs.empty()) l.inputs = {i == 0 ? kModelInputName : spec->layers[i - 1].name};
+  }
 }
 
 }  // namespace
@@ -156,6 +130,15 @@ StatusOr<LayerKind> layer_kind_from_string(const std::string& type) {
     if (type == k.name) return k.kind;
   }
   return InvalidArgument("unknown layer type '" + type + "' (known: " + known_types() + ")");
+}
+
+bool has_weights(LayerKind kind) {
+  return kind == LayerKind::kConv2d || kind == LayerKind::kFullyConnected ||
+         kind == LayerKind::kBatchNorm;
+}
+
+bool is_activation(LayerKind kind) {
+  return kind == LayerKind::kRelu || kind == LayerKind::kClip || kind == LayerKind::kSigmoid;
 }
 
 StatusOr<ModelSpec> model_spec_from_json(const json& doc, const std::string& source) {
@@ -195,11 +178,33 @@ StatusOr<ModelSpec> model_spec_from_json(const json& doc, const std::string& sou
       }
       spec.layers.push_back(std::move(layer));
     }
+    fill_default_inputs(&spec);
     return spec;
   };
   StatusOr<ModelSpec> spec = parse();
   if (!spec.ok()) return spec.status().with_context(source);
   return spec;
+}
+
+nlohmann::ordered_json model_spec_to_json(const ModelSpec& spec) {
+  nlohmann::ordered_json doc;
+  doc["name"] = spec.name;
+  if (!spec.description.empty()) doc["description"] = spec.description;
+  doc["input"] = {{"channels", spec.input.channels},
+                  {"height", spec.input.height},
+                  {"width", spec.input.width}};
+  doc["layers"] = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const LayerSpec& l = spec.layers[i];
+    nlohmann::ordered_json layer;
+    layer["name"] = l.name;
+    layer["type"] = to_string(l.kind);
+    const std::string chain = i == 0 ? kModelInputName : spec.layers[i - 1].name;
+    if (!(l.inputs.size() == 1 && l.inputs[0] == chain)) layer["inputs"] = l.inputs;
+    write_layer_fields(l, &layer);
+    doc["layers"].push_back(std::move(layer));
+  }
+  return doc;
 }
 
 StatusOr<ModelSpec> load_model_spec(const std::string& path) {

@@ -2,6 +2,11 @@
 // the whole file), so loading imagenet22k needs its weight memory once, not twice.
 #include "model/safetensors.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -71,11 +76,48 @@ StatusOr<Entry> parse_entry(const std::string& name, const json& v) {
   return e;
 }
 
+// A file the reader can use: exists, readable, a regular file (not a directory, a FIFO or
+// /dev/zero, which would be read for ever).
+Status check_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == EACCES) return InvalidArgument(path + ": permission denied");
+    return NotFound(path + ": cannot open file (does it exist?)");
+  }
+  if (S_ISDIR(st.st_mode)) return InvalidArgument(path + ": is a directory, not a safetensors file");
+  if (!S_ISREG(st.st_mode)) {
+    return InvalidArgument(path + ": not a regular file (a safetensors file is needed)");
+  }
+  if (::access(path.c_str(), R_OK) != 0) return InvalidArgument(path + ": permission denied");
+  return Status::Ok();
+}
+
+// Two tensors must not share bytes: a file whose ranges overlap was not written by a safetensors
+// writer, and reading it would alias one tensor's values into another.
+Status check_disjoint(const std::string& path, std::vector<Entry> entries) {
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  const Entry* prev = nullptr;
+  for (const Entry& e : entries) {
+    if (e.begin == e.end) continue;  // an empty tensor holds no bytes
+    if (prev != nullptr && e.begin < prev->end) {
+      return InvalidArgument(path + ": tensors '" + prev->name + "' [" +
+                             std::to_string(prev->begin) + ", " + std::to_string(prev->end) +
+                             ") and '" + e.name + "' [" + std::to_string(e.begin) + ", " +
+                             std::to_string(e.end) +
+                             ") overlap (each tensor needs its own data range)");
+    }
+    prev = &e;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::map<std::string, Tensor>> read_safetensors(
     const std::string& path, const std::function<Status(const TensorShapes&)>& check) {
   if (!host_is_little_endian()) return Internal("safetensors needs a little-endian host");
+  SERF_RETURN_IF_ERROR(check_regular_file(path));
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path + ": cannot open file (does it exist?)");
   in.seekg(0, std::ios::end);
@@ -123,6 +165,7 @@ StatusOr<std::map<std::string, Tensor>> read_safetensors(
     shapes[e->name] = e->shape;
     entries.push_back(std::move(e).value());
   }
+  SERF_RETURN_IF_ERROR(check_disjoint(path, entries));
   if (check) SERF_RETURN_IF_ERROR(check(shapes));
 
   std::map<std::string, Tensor> tensors;

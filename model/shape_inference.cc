@@ -1,7 +1,10 @@
-// Shape inference (validate): every layer's input and output shape and its counts. The rules
-// follow PyTorch (floor division for output sizes, pooling pad at most half the kernel) so the
-// reference script builds exactly the same network.
+// Shape inference (validate): every layer's inputs, output shape and counts, the graph's
+// consumers and the activation peak. The rules follow PyTorch (floor division for output sizes,
+// pooling pad at most half the kernel) so the reference script builds exactly the same network.
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <map>
 
 #include "model/model_spec.h"
 #include "serf/io/json_fields.h"
@@ -12,6 +15,7 @@ namespace {
 
 // A weight file larger than this is a typo in a size, not a model (64 GiB of float32).
 constexpr int64_t kMaxParameters = int64_t{1} << 34;
+constexpr int64_t kMaxSide = 1 << 20;
 
 std::string shape_str(const Shape& s) {
   return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" +
@@ -26,38 +30,59 @@ Status positive(const std::string& layer, const char* field, int value) {
   return Status::Ok();
 }
 
-// Output size of a sliding window, PyTorch's floor rule (in 64 bits: a pad near 2^31 must not wrap;
-// check_window bounds the result).
-int64_t window_out(int in, int kernel, int stride, int pad) {
-  return (int64_t{in} + 2 * int64_t{pad} - kernel) / stride + 1;
+// Output size of a sliding window along one dimension, PyTorch's rule, in 64 bits (a pad near 2^31
+// must not wrap; the caller bounds the result). `span` is the dilated kernel.
+int64_t window_out(int in, int span, int stride, int pad_before, int pad_after, bool ceil_mode) {
+  const int64_t room = int64_t{in} + pad_before + pad_after - span;
+  if (!ceil_mode) return room / stride + 1;
+  int64_t out = (room + stride - 1) / stride + 1;
+  // The last window must start inside the input or its leading padding.
+  if ((out - 1) * stride >= int64_t{in} + pad_before) --out;
+  return out;
 }
 
-// Checks a sliding window (kernel, stride, pad) over `in` and sets its output height and width.
-Status check_window(const std::string& layer, const LayerSpec& l, const Shape& in, int* out_h,
-                    int* out_w) {
-  SERF_RETURN_IF_ERROR(positive(layer, "kernel", l.kernel));
-  SERF_RETURN_IF_ERROR(positive(layer, "stride", l.stride));
-  if (l.pad < 0) {
-    return InvalidArgument(layer + ": pad must be >= 0 (got " + std::to_string(l.pad) + ")");
+// Checks a sliding window over `in` and sets the output height and width.
+Status check_window(const std::string& layer, const LayerSpec& l, const Shape& in, bool ceil_mode,
+                    int* out_h, int* out_w) {
+  const Window& w = l.window;
+  SERF_RETURN_IF_ERROR(positive(layer, "kernel", std::min(w.kernel_h, w.kernel_w)));
+  SERF_RETURN_IF_ERROR(positive(layer, "stride", std::min(w.stride_h, w.stride_w)));
+  SERF_RETURN_IF_ERROR(positive(layer, "dilation", std::min(w.dilation_h, w.dilation_w)));
+  const int min_pad = std::min({w.pad_top, w.pad_left, w.pad_bottom, w.pad_right});
+  if (min_pad < 0) {
+    return InvalidArgument(layer + ": pad must be >= 0 (got " + std::to_string(min_pad) + ")");
   }
-  if (int64_t{in.height} + 2 * int64_t{l.pad} < l.kernel ||
-      int64_t{in.width} + 2 * int64_t{l.pad} < l.kernel) {
-    return InvalidArgument(layer + ": kernel " + std::to_string(l.kernel) +
-                           " larger than its input " + std::to_string(in.height) + "x" +
-                           std::to_string(in.width) +
-                           (l.pad > 0 ? " padded by " + std::to_string(l.pad) : std::string()) +
+  const int64_t span_h = int64_t{w.dilation_h} * (w.kernel_h - 1) + 1,
+                span_w = int64_t{w.dilation_w} * (w.kernel_w - 1) + 1;
+  const int64_t room_h = int64_t{in.height} + w.pad_top + w.pad_bottom,
+                room_w = int64_t{in.width} + w.pad_left + w.pad_right;
+  if (room_h < span_h || room_w < span_w) {
+    const bool padded = w.pad_top || w.pad_left || w.pad_bottom || w.pad_right;
+    const std::string kernel = w.square() && span_h == w.kernel_h
+                                   ? std::to_string(w.kernel_h)
+                                   : std::to_string(span_h) + "x" + std::to_string(span_w);
+    return InvalidArgument(layer + ": kernel " + kernel + " larger than its input " +
+                           std::to_string(in.height) + "x" + std::to_string(in.width) +
+                           (padded ? " padded by " + std::to_string(std::max(
+                                                         {w.pad_top, w.pad_left, w.pad_bottom,
+                                                          w.pad_right}))
+                                   : std::string()) +
                            " (use a smaller kernel or fewer pooling layers before it)");
   }
-  constexpr int64_t kMaxSide = 1 << 20;
-  const int64_t h = window_out(in.height, l.kernel, l.stride, l.pad),
-                w = window_out(in.width, l.kernel, l.stride, l.pad);
-  if (h > kMaxSide || w > kMaxSide) {
-    return InvalidArgument(layer + ": output " + std::to_string(h) + "x" + std::to_string(w) +
+  if (span_h > kMaxSide || span_w > kMaxSide) {
+    return InvalidArgument(layer + ": dilated kernel exceeds " + std::to_string(kMaxSide));
+  }
+  const int64_t h = window_out(in.height, static_cast<int>(span_h), w.stride_h, w.pad_top,
+                               w.pad_bottom, ceil_mode),
+                wd = window_out(in.width, static_cast<int>(span_w), w.stride_w, w.pad_left,
+                                w.pad_right, ceil_mode);
+  if (h > kMaxSide || wd > kMaxSide) {
+    return InvalidArgument(layer + ": output " + std::to_string(h) + "x" + std::to_string(wd) +
                            " exceeds " + std::to_string(kMaxSide) + " per side (pad " +
-                           std::to_string(l.pad) + ")");
+                           std::to_string(std::max({w.pad_top, w.pad_left})) + ")");
   }
   *out_h = static_cast<int>(h);
-  *out_w = static_cast<int>(w);
+  *out_w = static_cast<int>(wd);
   return Status::Ok();
 }
 
@@ -67,6 +92,210 @@ Status check_flat(const std::string& layer, const char* type, const Shape& in) {
                            " (add {\"type\": \"flatten\"} before it)");
   }
   return Status::Ok();
+}
+
+Status infer_conv(const std::string& layer, const LayerSpec& l, LayerInfo* info) {
+  const Shape& in = info->in;
+  SERF_RETURN_IF_ERROR(positive(layer, "out_channels", l.out_channels));
+  SERF_RETURN_IF_ERROR(positive(layer, "groups", l.groups));
+  if (in.channels % l.groups != 0 || l.out_channels % l.groups != 0) {
+    return InvalidArgument(layer + ": groups " + std::to_string(l.groups) +
+                           " must divide the input channels " + std::to_string(in.channels) +
+                           " and out_channels " + std::to_string(l.out_channels));
+  }
+  info->out.channels = l.out_channels;
+  SERF_RETURN_IF_ERROR(check_window(layer, l, in, false, &info->out.height, &info->out.width));
+  const int64_t per_out = int64_t{in.channels / l.groups} * l.window.kernel_h * l.window.kernel_w;
+  info->parameters = int64_t{l.out_channels} * per_out + l.out_channels;
+  info->connections = info->out.elements() * per_out;
+  return Status::Ok();
+}
+
+Status infer_pool(const std::string& layer, const LayerSpec& l, LayerInfo* info) {
+  const Window& w = l.window;
+  if (w.dilation_h != 1 || w.dilation_w != 1) {
+    return InvalidArgument(layer + ": pooling has no dilation");
+  }
+  SERF_RETURN_IF_ERROR(
+      check_window(layer, l, info->in, l.ceil_mode, &info->out.height, &info->out.width));
+  if (2 * int64_t{std::max(w.pad_top, w.pad_bottom)} > w.kernel_h ||
+      2 * int64_t{std::max(w.pad_left, w.pad_right)} > w.kernel_w) {
+    return InvalidArgument(layer + ": pad " +
+                           std::to_string(std::max({w.pad_top, w.pad_left, w.pad_bottom,
+                                                    w.pad_right})) +
+                           " must be at most half the kernel " +
+                           std::to_string(std::min(w.kernel_h, w.kernel_w)));
+  }
+  if (l.ceil_mode && l.kind == LayerKind::kAvgPool) {
+    int floor_h = 0, floor_w = 0;
+    SERF_RETURN_IF_ERROR(check_window(layer, l, info->in, false, &floor_h, &floor_w));
+    if (floor_h != info->out.height || floor_w != info->out.width) {
+      return InvalidArgument(layer + ": avgpool with ceil_mode adding a partial window (" +
+                             std::to_string(info->out.height) + "x" +
+                             std::to_string(info->out.width) + " instead of " +
+                             std::to_string(floor_h) + "x" + std::to_string(floor_w) +
+                             ") is not supported");
+    }
+  }
+  return Status::Ok();
+}
+
+Status infer_join(const std::string& layer, const LayerSpec& l, LayerInfo* info) {
+  if (info->ins.size() < 2) {
+    return InvalidArgument(layer + ": " + to_string(l.kind) + " needs at least two inputs (got " +
+                           std::to_string(info->ins.size()) + ")");
+  }
+  int64_t channels = 0;
+  for (size_t k = 0; k < info->ins.size(); ++k) {
+    const Shape& s = info->ins[k];
+    const bool same = l.kind == LayerKind::kAdd
+                          ? s == info->in
+                          : s.height == info->in.height && s.width == info->in.width;
+    if (!same) {
+      return InvalidArgument(layer + ": input '" + l.inputs[k] + "' is " + shape_str(s) +
+                             " but '" + l.inputs[0] + "' is " + shape_str(info->in) +
+                             (l.kind == LayerKind::kAdd
+                                  ? " (add needs equal shapes)"
+                                  : " (concat joins channels of equal height and width)"));
+    }
+    channels += s.channels;
+  }
+  if (l.kind == LayerKind::kConcat) {
+    if (channels * info->in.height * info->in.width > std::numeric_limits<int>::max()) {
+      return InvalidArgument(layer + ": concatenated output is too large");
+    }
+    info->out.channels = static_cast<int>(channels);
+  }
+  return Status::Ok();
+}
+
+// The shape and counts of layer i (its inputs are resolved into info->ins).
+Status infer_layer(const ModelSpec& spec, size_t i, const std::string& layer, LayerInfo* info) {
+  const LayerSpec& l = spec.layers[i];
+  const bool join = l.kind == LayerKind::kAdd || l.kind == LayerKind::kConcat;
+  if (!join && info->ins.size() != 1) {
+    return InvalidArgument(layer + ": " + to_string(l.kind) + " reads one input (got " +
+                           std::to_string(info->ins.size()) + ")");
+  }
+  const Shape in = info->in;
+  info->out = in;
+  switch (l.kind) {
+    case LayerKind::kConv2d:
+      return infer_conv(layer, l, info);
+    case LayerKind::kMaxPool:
+    case LayerKind::kAvgPool:
+      return infer_pool(layer, l, info);
+    case LayerKind::kGlobalAvgPool:
+      info->out = {in.channels, 1, 1};
+      return Status::Ok();
+    case LayerKind::kRelu:
+    case LayerKind::kSigmoid:
+      return Status::Ok();
+    case LayerKind::kClip:
+      if (!std::isfinite(l.clip_min) || !std::isfinite(l.clip_max) || l.clip_min > l.clip_max) {
+        return InvalidArgument(layer + ": clip needs finite min <= max");
+      }
+      return Status::Ok();
+    case LayerKind::kBatchNorm:
+      if (!(l.epsilon > 0) || !std::isfinite(l.epsilon)) {
+        return InvalidArgument(layer + ": epsilon must be positive");
+      }
+      info->parameters = 4 * int64_t{in.channels};
+      return Status::Ok();
+    case LayerKind::kLrn:
+      // Odd sizes only: PyTorch and oneDNN place an even window differently.
+      if (l.lrn_size <= 0 || l.lrn_size % 2 == 0) {
+        return InvalidArgument(layer + ": size must be a positive odd number (got " +
+                               std::to_string(l.lrn_size) + ")");
+      }
+      if (!(l.lrn_alpha >= 0) || !(l.lrn_beta >= 0) || !(l.lrn_k > 0)) {
+        return InvalidArgument(layer + ": need alpha >= 0, beta >= 0 and k > 0");
+      }
+      return Status::Ok();
+    case LayerKind::kFlatten:
+      if (in.elements() > std::numeric_limits<int>::max()) {
+        return InvalidArgument(layer + ": flattened size of " + shape_str(in) + " is too large");
+      }
+      info->out = {static_cast<int>(in.elements()), 1, 1};
+      return Status::Ok();
+    case LayerKind::kFullyConnected:
+      SERF_RETURN_IF_ERROR(positive(layer, "out", l.out_channels));
+      SERF_RETURN_IF_ERROR(check_flat(layer, "fully_connected", in));
+      info->out = {l.out_channels, 1, 1};
+      info->parameters = int64_t{l.out_channels} * in.channels + l.out_channels;
+      info->connections = int64_t{l.out_channels} * in.channels;
+      return Status::Ok();
+    case LayerKind::kAdd:
+    case LayerKind::kConcat:
+      return infer_join(layer, l, info);
+    case LayerKind::kSoftmax:
+      SERF_RETURN_IF_ERROR(check_flat(layer, "softmax", in));
+      if (i + 1 != spec.layers.size()) {
+        return InvalidArgument(layer + ": softmax must be the last layer (found " +
+                               std::to_string(spec.layers.size() - 1 - i) + " layer(s) after it)");
+      }
+      return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+// Resolves layer i's input names to producing layers (-1: the model input).
+Status resolve_inputs(const ModelSpec& spec, size_t i, const std::string& layer,
+                      const std::map<std::string, int>& index, const ModelPlan& plan,
+                      LayerInfo* info) {
+  for (const std::string& name : spec.layers[i].inputs) {
+    int source = -1;
+    if (name != kModelInputName) {
+      auto it = index.find(name);
+      if (it == index.end()) {
+        return InvalidArgument(layer + ": input '" + name +
+                               "' is neither \"input\" nor the name of a layer");
+      }
+      if (it->second >= static_cast<int>(i)) {
+        return InvalidArgument(layer + ": input '" + name + "' is " +
+                               (it->second == static_cast<int>(i) ? "the layer itself"
+                                                                  : "a later layer") +
+                               " (list layers so that each input is defined before it is read; "
+                               "a graph with a cycle has no such order)");
+      }
+      source = it->second;
+    }
+    info->sources.push_back(source);
+    info->ins.push_back(source < 0 ? spec.input : plan.layers[static_cast<size_t>(source)].out);
+  }
+  info->in = info->ins.at(0);
+  return Status::Ok();
+}
+
+// Activations alive at once: flatten's output is a view of its input; the input lives from the
+// start, the output to the end.
+int64_t activation_peak_bytes(const ModelPlan& plan) {
+  const int n = static_cast<int>(plan.layers.size());
+  std::vector<int> storage(static_cast<size_t>(n));  // the storage each tensor lives in
+  auto storage_of = [&](int source) { return source < 0 ? -1 : storage[static_cast<size_t>(source)]; };
+  std::vector<int> last(static_cast<size_t>(n) + 1, -1);  // last reader, per storage id + 1
+  for (int i = 0; i < n; ++i) {
+    const LayerInfo& info = plan.layers[static_cast<size_t>(i)];
+    for (int s : info.sources) {
+      int& l = last[static_cast<size_t>(storage_of(s) + 1)];
+      l = std::max(l, i);
+    }
+    const bool view = plan.spec.layers[static_cast<size_t>(i)].kind == LayerKind::kFlatten;
+    storage[static_cast<size_t>(i)] = view ? storage_of(info.sources[0]) : i;
+  }
+  last[static_cast<size_t>(storage_of(n - 1) + 1)] = n;
+  int64_t peak = 0;
+  for (int t = 0; t < n; ++t) {
+    int64_t live = 0;
+    for (int id = -1; id < n; ++id) {  // storage `id` is written by layer `id`
+      if (id >= 0 && storage[static_cast<size_t>(id)] != id) continue;
+      if (id > t || last[static_cast<size_t>(id + 1)] < t) continue;
+      const Shape s = id < 0 ? plan.spec.input : plan.layers[static_cast<size_t>(id)].out;
+      live += s.elements() * static_cast<int64_t>(sizeof(float));
+    }
+    peak = std::max(peak, live);
+  }
+  return peak;
 }
 
 }  // namespace
@@ -82,69 +311,19 @@ StatusOr<ModelPlan> infer_shapes(const ModelSpec& spec) {
   }
   if (spec.layers.empty()) return InvalidArgument("layers: must hold at least one layer");
 
-  Shape cur = spec.input;
+  std::map<std::string, int> index;  // every layer's name, so a later one is named as such
+  for (size_t i = 0; i < spec.layers.size(); ++i) index[spec.layers[i].name] = static_cast<int>(i);
+  plan.consumers.resize(spec.layers.size());
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
     const std::string layer = io::index_path("layers", i) + " (" + l.name + ")";
+    if (l.inputs.empty()) return InvalidArgument(layer + ": no inputs");
     LayerInfo info;
-    info.in = cur;
-    Shape out = cur;
-    switch (l.kind) {
-      case LayerKind::kConv2d: {
-        SERF_RETURN_IF_ERROR(positive(layer, "out_channels", l.out_channels));
-        out.channels = l.out_channels;
-        SERF_RETURN_IF_ERROR(check_window(layer, l, cur, &out.height, &out.width));
-        const int64_t per_out = int64_t{cur.channels} * l.kernel * l.kernel;
-        info.parameters = int64_t{l.out_channels} * per_out + l.out_channels;
-        info.connections = out.elements() * per_out;
-        break;
-      }
-      case LayerKind::kMaxPool:
-      case LayerKind::kAvgPool:
-        SERF_RETURN_IF_ERROR(check_window(layer, l, cur, &out.height, &out.width));
-        if (2 * int64_t{l.pad} > l.kernel) {
-          return InvalidArgument(layer + ": pad " + std::to_string(l.pad) +
-                                 " must be at most half the kernel " + std::to_string(l.kernel));
-        }
-        break;
-      case LayerKind::kRelu:
-        break;
-      case LayerKind::kLrn:
-        // Odd sizes only: PyTorch and oneDNN place an even window differently.
-        if (l.lrn_size <= 0 || l.lrn_size % 2 == 0) {
-          return InvalidArgument(layer + ": size must be a positive odd number (got " +
-                                 std::to_string(l.lrn_size) + ")");
-        }
-        if (!(l.lrn_alpha >= 0) || !(l.lrn_beta >= 0) || !(l.lrn_k > 0)) {
-          return InvalidArgument(layer + ": need alpha >= 0, beta >= 0 and k > 0");
-        }
-        break;
-      case LayerKind::kFlatten:
-        if (cur.elements() > std::numeric_limits<int>::max()) {
-          return InvalidArgument(layer + ": flattened size of " + shape_str(cur) + " is too large");
-        }
-        out = {static_cast<int>(cur.elements()), 1, 1};
-        break;
-      case LayerKind::kFullyConnected:
-        SERF_RETURN_IF_ERROR(positive(layer, "out", l.out_channels));
-        SERF_RETURN_IF_ERROR(check_flat(layer, "fully_connected", cur));
-        out = {l.out_channels, 1, 1};
-        info.parameters = int64_t{l.out_channels} * cur.channels + l.out_channels;
-        info.connections = int64_t{l.out_channels} * cur.channels;
-        break;
-      case LayerKind::kSoftmax:
-        SERF_RETURN_IF_ERROR(check_flat(layer, "softmax", cur));
-        if (i + 1 != spec.layers.size()) {
-          return InvalidArgument(layer + ": softmax must be the last layer (found " +
-                                 std::to_string(spec.layers.size() - 1 - i) +
-                                 " layer(s) after it)");
-        }
-        break;
+    SERF_RETURN_IF_ERROR(resolve_inputs(spec, i, layer, index, plan, &info));
+    SERF_RETURN_IF_ERROR(infer_layer(spec, i, layer, &info));
+    if (info.out.elements() > std::numeric_limits<int>::max()) {
+      return InvalidArgument(layer + ": output " + shape_str(info.out) + " is too large");
     }
-    if (out.elements() > std::numeric_limits<int>::max()) {
-      return InvalidArgument(layer + ": output " + shape_str(out) + " is too large");
-    }
-    info.out = out;
     info.weight_bytes = info.parameters * static_cast<int64_t>(sizeof(float));
     plan.parameters += info.parameters;
     plan.connections += info.connections;
@@ -153,9 +332,22 @@ StatusOr<ModelPlan> infer_shapes(const ModelSpec& spec) {
       return InvalidArgument(layer + ": the model exceeds " + std::to_string(kMaxParameters) +
                              " parameters (64 GiB of weights); check the layer sizes");
     }
-    plan.layers.push_back(info);
-    cur = out;
+    for (int s : info.sources) {
+      auto& readers = s < 0 ? plan.input_consumers : plan.consumers[static_cast<size_t>(s)];
+      if (readers.empty() || readers.back() != static_cast<int>(i)) {
+        readers.push_back(static_cast<int>(i));
+      }
+    }
+    plan.layers.push_back(std::move(info));
   }
+  for (size_t i = 0; i + 1 < spec.layers.size(); ++i) {
+    if (plan.consumers[i].empty()) {
+      return InvalidArgument(io::index_path("layers", i) + " (" + spec.layers[i].name +
+                             "): its output is read by no layer (only the last layer's output "
+                             "leaves the model)");
+    }
+  }
+  plan.activation_peak_bytes = activation_peak_bytes(plan);
   return plan;
 }
 

@@ -2,8 +2,10 @@
 #include "model/weights.h"
 
 #include <omp.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -110,14 +112,23 @@ std::vector<TensorSpec> expected_tensors(const ModelPlan& plan) {
     const LayerSpec& l = plan.spec.layers[i];
     const LayerInfo& info = plan.layers[i];
     const int64_t o = info.out.channels;
+    auto he = [](int64_t fan_in) { return static_cast<float>(std::sqrt(6.0 / fan_in)); };
     if (l.kind == LayerKind::kConv2d) {
-      const int64_t in = info.in.channels;
-      out.push_back({weight_name(l), {o, in, l.kernel, l.kernel}, in * l.kernel * l.kernel, i});
-      out.push_back({bias_name(l), {o}, in * l.kernel * l.kernel, i});
+      const int64_t per_group = info.in.channels / l.groups;
+      const int64_t fan_in = per_group * l.window.kernel_h * l.window.kernel_w;
+      out.push_back({weight_name(l), {o, per_group, l.window.kernel_h, l.window.kernel_w}, fan_in,
+                     i, 0.0f, he(fan_in)});
+      out.push_back({bias_name(l), {o}, fan_in, i, 0.0f, 0.1f});
     } else if (l.kind == LayerKind::kFullyConnected) {
       const int64_t in = info.in.elements();
-      out.push_back({weight_name(l), {o, in}, in, i});
-      out.push_back({bias_name(l), {o}, in, i});
+      out.push_back({weight_name(l), {o, in}, in, i, 0.0f, he(in)});
+      out.push_back({bias_name(l), {o}, in, i, 0.0f, 0.1f});
+    } else if (l.kind == LayerKind::kBatchNorm) {
+      const int64_t c = info.in.channels;
+      out.push_back({weight_name(l), {c}, 1, i, 1.0f, 0.5f});
+      out.push_back({bias_name(l), {c}, 1, i, 0.0f, 0.1f});
+      out.push_back({l.name + ".running_mean", {c}, 1, i, 0.0f, 0.1f});
+      out.push_back({l.name + ".running_var", {c}, 1, i, 1.0f, 0.5f});
     }
   }
   return out;
@@ -129,10 +140,10 @@ Weights Weights::seeded(const ModelPlan& plan, uint64_t seed) {
     Tensor t;
     t.shape = spec.shape;
     t.data.resize(static_cast<size_t>(t.elements()));
-    const bool is_bias = spec.shape.size() == 1;
-    const float scale =
-        is_bias ? 0.1f : static_cast<float>(std::sqrt(6.0 / static_cast<double>(spec.fan_in)));
-    fill_uniform(stream_key(seed, spec.name), scale, t.data.data(), t.elements());
+    fill_uniform(stream_key(seed, spec.name), spec.half_width, t.data.data(), t.elements());
+    if (spec.center != 0.0f) {
+      for (float& v : t.data) v += spec.center;
+    }
     w.tensors_.emplace(spec.name, std::move(t));
   }
   return w;
@@ -183,6 +194,9 @@ StatusOr<Weights> Weights::load_safetensors(const std::string& path, const Model
     return Status::Ok();
   };
   SERF_ASSIGN_OR_RETURN(auto tensors, read_safetensors(path, check));
+  for (const auto& [name, t] : tensors) {
+    SERF_RETURN_IF_ERROR(check_finite(t.data, path + ": tensor '" + name + "'"));
+  }
   Weights w;
   w.tensors_ = std::move(tensors);
   return w;
@@ -217,16 +231,56 @@ StatusOr<std::vector<float>> load_input_safetensors(const std::string& path, con
     return Status::Ok();
   };
   SERF_ASSIGN_OR_RETURN(auto tensors, read_safetensors(path, check));
+  SERF_RETURN_IF_ERROR(check_finite(tensors.at(kInputTensorName).data,
+                                    path + ": tensor '" + std::string(kInputTensorName) + "'"));
   return std::move(tensors.at(kInputTensorName).data);
 }
 
+Status check_finite(const std::vector<float>& data, const std::string& what) {
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (!std::isfinite(data[i])) {
+      return InvalidArgument(what + " holds " + (std::isnan(data[i]) ? "NaN" : "an infinity") +
+                             " at index " + std::to_string(i) +
+                             " (weights and inputs must be finite numbers)");
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Bytes the process may still map under RLIMIT_AS (`ulimit -v`); -1 when unlimited or unknown.
+double address_space_left() {
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return -1.0;
+  double used = 0.0;  // the process's current virtual size (/proc/self/statm: pages)
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    unsigned long pages = 0;
+    if (std::fscanf(f, "%lu", &pages) == 1) used = static_cast<double>(pages) * sysconf(_SC_PAGE_SIZE);
+    std::fclose(f);
+  }
+  return std::max(0.0, static_cast<double>(limit.rlim_cur) - used);
+}
+
+}  // namespace
+
 Status check_weights_fit_memory(const ModelPlan& plan, int copies) {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const double need = static_cast<double>(plan.parameters) * sizeof(float) * copies;
+  char text[320];
+  const double left = address_space_left();
+  if (left >= 0.0 && need > left) {
+    std::snprintf(text, sizeof(text),
+                  "model %s: %lld parameters need %.2f GiB (%d copies of %.2f GiB of float32), "
+                  "more than the %.2f GiB this process may still map under its address-space "
+                  "limit (ulimit -v); raise the limit or use a smaller model",
+                  plan.spec.name.c_str(), static_cast<long long>(plan.parameters),
+                  need / (1 << 30), copies, plan.parameters * 4.0 / (1 << 30), left / (1 << 30));
+    return InvalidArgument(text);
+  }
   if (pages <= 0 || page <= 0) return Status::Ok();  // unknown: let the allocation decide
   const double memory = static_cast<double>(pages) * static_cast<double>(page);
-  const double need = static_cast<double>(plan.parameters) * sizeof(float) * copies;
   if (need <= memory) return Status::Ok();
-  char text[256];
   std::snprintf(text, sizeof(text),
                 "model %s: %lld parameters (%.1f GiB of float32) need %.1f GiB in memory (%d "
                 "copies), more than this machine's %.1f GiB",

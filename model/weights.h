@@ -1,13 +1,15 @@
 #pragma once
 // Model weights: one float32 tensor per weighted layer parameter, named "<layer>.weight" and
-// "<layer>.bias" (PyTorch layouts: conv weight [O, I, kh, kw], fc weight [out, in], bias [O]).
+// "<layer>.bias" (PyTorch layouts: conv weight [O, I/groups, kh, kw], fc weight [out, in], bias
+// [O]; batchnorm also "<layer>.running_mean" and "<layer>.running_var", each [C]).
 // Deterministic seeded initialisation and safetensors (F32) load/save with names and shapes
 // checked.
 //
 // Seeded values: element i of tensor "name" is a function of (seed, name, i) only (splitmix64 of a
 // counter), so the result is the same for any thread count and a layer's weights do not depend
 // on the other layers. Weights are uniform in [-a, a) with a = sqrt(6 / fan_in) (He: variance
-// 2 / fan_in), biases uniform in [-0.1, 0.1).
+// 2 / fan_in), biases uniform in [-0.1, 0.1); batchnorm weight and running_var uniform in
+// [0.5, 1.5), running_mean in [-0.1, 0.1).
 
 #include <cstdint>
 #include <map>
@@ -25,8 +27,9 @@ struct Tensor {
 };
 
 // InvalidArgument unless `copies` copies of the plan's weights fit in this machine's physical
-// memory (the engine holds two: the weights and its own copy in the kernels' layout). Without it a
-// typo in a layer size makes the process swap or hang allocating.
+// memory and in what the process's address-space limit (RLIMIT_AS, `ulimit -v`) leaves (the
+// engine holds two: the weights and its own copy in the kernels' layout). Without it a typo in a
+// layer size makes the process swap, hang allocating or die of std::bad_alloc.
 Status check_weights_fit_memory(const ModelPlan& plan, int copies);
 
 class Weights {
@@ -34,7 +37,8 @@ class Weights {
   // Deterministic in (plan, seed), independent of the thread count; He-style scaling so that
   // activations neither vanish nor explode through deep stacks.
   static Weights seeded(const ModelPlan& plan, uint64_t seed);
-  // Checks that every tensor the plan needs is present with the right shape (names the tensor).
+  // Checks that every tensor the plan needs is present with the right shape, and that every
+  // value is finite (names the tensor and the index).
   static StatusOr<Weights> load_safetensors(const std::string& path, const ModelPlan& plan);
   Status save_safetensors(const std::string& path) const;
 
@@ -58,12 +62,16 @@ class Weights {
 // files.
 std::vector<float> seeded_input(const Shape& shape, uint64_t seed);
 
-// The tensors a plan needs, in layer order (conv2d and fully_connected layers: weight then bias).
+// The tensors a plan needs, in layer order (conv2d and fully_connected layers: weight then bias;
+// batchnorm: weight, bias, running_mean, running_var).
 struct TensorSpec {
-  std::string name;            // "<layer>.weight" or "<layer>.bias"
-  std::vector<int64_t> shape;  // conv [O, I, k, k], fc [out, in], bias [O]
-  int64_t fan_in = 0;          // inputs per output (I*k*k or in): the He scale's denominator
+  std::string name;            // "<layer>.weight", "<layer>.bias", ...
+  std::vector<int64_t> shape;  // conv [O, I/groups, kh, kw], fc [out, in], bias [O]
+  int64_t fan_in = 0;          // inputs per output (I/groups*kh*kw or in): the He scale's denominator
   size_t layer = 0;            // index into plan.layers
+  // Seeded values are uniform in [center - half_width, center + half_width).
+  float center = 0.0f;
+  float half_width = 0.0f;
 };
 std::vector<TensorSpec> expected_tensors(const ModelPlan& plan);
 std::string weight_name(const LayerSpec& layer);  // "<layer>.weight"
@@ -74,7 +82,11 @@ std::string bias_name(const LayerSpec& layer);    // "<layer>.bias"
 inline constexpr const char* kInputTensorName = "input";
 Status save_input_safetensors(const std::string& path, const Shape& shape,
                               const std::vector<float>& data);
-// Checks the name, dtype and shape [1, C, H, W] against `shape`.
+// Checks the name, dtype and shape [1, C, H, W] against `shape`, and that every value is finite.
 StatusOr<std::vector<float>> load_input_safetensors(const std::string& path, const Shape& shape);
+
+// InvalidArgument naming `what` (e.g. "PATH: tensor 'conv1.weight'") and the first index holding
+// NaN or an infinity.
+Status check_finite(const std::vector<float>& data, const std::string& what);
 
 }  // namespace serf::model

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """PyTorch reference for SERF model specs (configs/models/*.json).
 
-Builds the same network as model/ from the JSON spec (Conv2d, MaxPool2d, AvgPool2d, ReLU,
-LocalResponseNorm, Flatten, Linear, Softmax), loads the same safetensors weights and input and runs
-one image (batch 1). Modes:
+Builds the same network as model/ from the JSON spec (a graph: each layer reads the tensors its
+"inputs" name; Conv2d with groups and dilation, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, ReLU,
+Hardtanh, Sigmoid, BatchNorm2d, LocalResponseNorm, Flatten, Linear, add, cat, Softmax), loads the
+same safetensors weights and input and runs one image (batch 1). Modes:
 
   run (default)    --weights W --input X [--out FILE]: print {"model", "top5", "output"} as JSON
                    ("output": the final layer's values, at most the first 1000, as `serf infer --json`)
@@ -71,64 +72,200 @@ def read_safetensors(path):
     return out
 
 
-def window_out(size, kernel, stride, pad):
-    return (size + 2 * pad - kernel) // stride + 1
+def pair(value):
+    """A spec window field: k or [kh, kw] -> (kh, kw)."""
+    return (value, value) if isinstance(value, int) else (value[0], value[1])
+
+
+def pads(layer):
+    """top, left, bottom, right of a spec "pad" (p, [ph, pw] or [t, l, b, r])."""
+    p = layer.get("pad", 0)
+    if isinstance(p, int):
+        return p, p, p, p
+    if len(p) == 2:
+        return p[0], p[1], p[0], p[1]
+    return tuple(p)
+
+
+def window_out(size, span, stride, before, after, ceil_mode=False):
+    room = size + before + after - span
+    if not ceil_mode:
+        return room // stride + 1
+    out = -(-room // stride) + 1
+    if (out - 1) * stride >= size + before:
+        out -= 1
+    return out
+
+
+class Padded(nn.Module):
+    """A window op after explicit padding (for pads that differ between the two sides)."""
+
+    def __init__(self, mod, t, l, b, r, value=0.0):
+        super().__init__()
+        self.mod, self.pad, self.value = mod, (l, r, t, b), value
+
+    def forward(self, x):
+        return self.mod(nn.functional.pad(x, self.pad, value=self.value))
+
+
+class Flat(nn.Module):
+    """fully_connected / flatten on [1, C, H, W] tensors: every tensor stays 4-D."""
+
+    def __init__(self, linear=None):
+        super().__init__()
+        self.linear = linear
+
+    def forward(self, x):
+        x = x.reshape(x.shape[0], -1)
+        if self.linear is not None:
+            x = self.linear(x)
+        return x.reshape(x.shape[0], -1, 1, 1)
+
+
+class Join(nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, *xs):
+        if self.kind == "add":
+            out = xs[0]
+            for x in xs[1:]:
+                out = out + x
+            return out
+        return torch.cat(xs, dim=1)
+
+
+class Graph(nn.Module):
+    """Runs the layers in spec order; each reads the tensors its spec names ("input" first)."""
+
+    def __init__(self, mods, names, sources):
+        super().__init__()
+        self.layers = nn.ModuleList(mods)
+        self.names, self.sources = names, sources
+
+    def forward(self, x, keep=None):
+        tensors = {"input": x}
+        for mod, name, srcs in zip(self.layers, self.names, self.sources):
+            tensors[name] = mod(*[tensors[s] for s in srcs])
+            if keep is not None:
+                keep.append(tensors[name])
+        return tensors[self.names[-1]]
+
+
+def window_module(t, layer, c, h, w, device):
+    """(module, out_h, out_w, connections) of conv2d / maxpool / avgpool."""
+    kh, kw = pair(layer["kernel"])
+    default_stride = 1 if t == "conv2d" else None
+    sh, sw = pair(layer.get("stride", default_stride or layer["kernel"]))
+    dh, dw = pair(layer.get("dilation", 1))
+    top, left, bottom, right = pads(layer)
+    ceil = layer.get("ceil_mode", False)
+    symmetric = top == bottom and left == right
+    h_out = window_out(h, dh * (kh - 1) + 1, sh, top, bottom, ceil)
+    w_out = window_out(w, dw * (kw - 1) + 1, sw, left, right, ceil)
+    padding = (top, left) if symmetric else 0
+    conns = 0
+    if t == "conv2d":
+        o, g = layer["out_channels"], layer.get("groups", 1)
+        mod = nn.Conv2d(c, o, (kh, kw), stride=(sh, sw), padding=padding, dilation=(dh, dw),
+                        groups=g, device=device)
+        conns = o * h_out * w_out * (c // g) * kh * kw
+        fill = 0.0
+    elif t == "maxpool":
+        mod = nn.MaxPool2d((kh, kw), (sh, sw), padding, ceil_mode=ceil)
+        fill = float("-inf")
+    else:
+        include = layer.get("count_include_pad", True)
+        if not symmetric and not include:
+            raise SpecError("avgpool with unequal pads and count_include_pad false has no "
+                            "PyTorch equivalent here")
+        mod = nn.AvgPool2d((kh, kw), (sh, sw), padding, ceil_mode=ceil, count_include_pad=include)
+        fill = 0.0
+    if not symmetric:
+        mod = Padded(mod, top, left, bottom, right, fill)
+    return mod, h_out, w_out, conns
 
 
 def build(spec, device="cpu"):
     """(model, layer_names, counts) for a spec dict; counts per layer: (parameters, connections)."""
-    c, h, w = (spec["input"][k] for k in ("channels", "height", "width"))
-    layers, names, counts = [], [], []
+    shape = {"input": (spec["input"]["channels"], spec["input"]["height"],
+                       spec["input"]["width"])}
+    mods, names, sources, counts = [], [], [], []
     for i, layer in enumerate(spec["layers"]):
         t = layer["type"]
         name = layer.get("name", f"{t}{i}")
-        params = conns = 0
-        if t == "conv2d":
-            k, s, p = layer["kernel"], layer.get("stride", 1), layer.get("pad", 0)
-            o = layer["out_channels"]
-            mod = nn.Conv2d(c, o, k, stride=s, padding=p, device=device)
-            h, w = window_out(h, k, s, p), window_out(w, k, s, p)
-            conns = o * h * w * c * k * k
-            c = o
-        elif t in ("maxpool", "avgpool"):
-            k = layer["kernel"]
-            s, p = layer.get("stride", k), layer.get("pad", 0)
-            mod = (nn.MaxPool2d(k, s, p) if t == "maxpool"
-                   else nn.AvgPool2d(k, s, p, count_include_pad=True))
-            h, w = window_out(h, k, s, p), window_out(w, k, s, p)
+        srcs = layer.get("inputs", [names[-1] if names else "input"])
+        c, h, w = shape[srcs[0]]
+        conns = 0
+        if t in ("conv2d", "maxpool", "avgpool"):
+            mod, h, w, conns = window_module(t, layer, c, h, w, device)
+            if t == "conv2d":
+                c = layer["out_channels"]
+        elif t == "global_avgpool":
+            mod, h, w = nn.AdaptiveAvgPool2d(1), 1, 1
         elif t == "relu":
             mod = nn.ReLU()
+        elif t == "clip":
+            mod = nn.Hardtanh(layer.get("min", 0.0), layer.get("max", 6.0))
+        elif t == "sigmoid":
+            mod = nn.Sigmoid()
+        elif t == "batchnorm":
+            mod = nn.BatchNorm2d(c, eps=layer.get("epsilon", 1e-5), device=device)
         elif t == "lrn":
             mod = nn.LocalResponseNorm(layer.get("size", 5), layer.get("alpha", 1e-4),
                                        layer.get("beta", 0.75), layer.get("k", 1.0))
         elif t == "flatten":
-            mod = nn.Flatten()
+            mod = Flat()
             c, h, w = c * h * w, 1, 1
         elif t == "fully_connected":
             if h != 1 or w != 1:
                 raise SpecError(f"layers[{i}] ({name}): fully_connected needs a flat input")
-            mod = nn.Linear(c, layer["out"], device=device)
+            mod = Flat(nn.Linear(c, layer["out"], device=device))
             conns = c * layer["out"]
             c = layer["out"]
+        elif t == "add":
+            mod = Join("add")
+        elif t == "concat":
+            mod = Join("concat")
+            c = sum(shape[s][0] for s in srcs)
         elif t == "softmax":
             mod = nn.Softmax(dim=1)
         else:
             raise SpecError(f"layers[{i}] ({name}): unknown layer type '{t}'")
-        params = sum(p.numel() for p in mod.parameters())
-        layers.append(mod)
+        # Parameters: every float of the layer's weight tensors (batchnorm's running statistics
+        # included), as `serf model info` counts them.
+        params = sum(p.numel() for p in mod.parameters()) + sum(
+            b.numel() for n, b in mod.named_buffers() if n.startswith("running_"))
+        mods.append(mod)
         names.append(name)
+        sources.append(srcs)
         counts.append((params, conns))
-    return nn.Sequential(*layers).eval(), names, counts
+        shape[name] = (c, h, w)
+    return Graph(mods, names, sources).eval(), names, counts
+
+
+def weighted(mod):
+    """The PyTorch module holding a layer's weights (or None)."""
+    if isinstance(mod, Padded):
+        mod = mod.mod
+    if isinstance(mod, Flat):
+        mod = mod.linear
+    return mod if isinstance(mod, (nn.Conv2d, nn.Linear, nn.BatchNorm2d)) else None
 
 
 def load_weights(model, names, path):
     tensors = read_safetensors(path)
     expected = set()
-    for mod, name in zip(model, names):
-        for pname in ("weight", "bias"):
-            param = getattr(mod, pname, None) if isinstance(mod, (nn.Conv2d, nn.Linear)) else None
-            if param is None:
-                continue
+    for mod, name in zip(model.layers, names):
+        target = weighted(mod)
+        if target is None:
+            continue
+        fields = ("weight", "bias")
+        if isinstance(target, nn.BatchNorm2d):
+            fields += ("running_mean", "running_var")
+        for pname in fields:
+            param = getattr(target, pname)
             key = f"{name}.{pname}"
             expected.add(key)
             if key not in tensors:
@@ -172,7 +309,7 @@ def check_counts(spec, info_path):
         if layer["name"] != name or layer["parameters"] != params or layer["connections"] != conns:
             problems.append(f"{name}: torch parameters {params} connections {conns}; serf "
                             f"{layer['name']} {layer['parameters']} {layer['connections']}")
-    total_params = sum(p.numel() for p in model.parameters())
+    total_params = sum(p for p, _ in counts)
     total_conns = sum(c for _, c in counts)
     if info["parameters"] != total_params or info["connections"] != total_conns:
         problems.append(f"totals: torch {total_params} parameters {total_conns} connections; "
@@ -182,9 +319,10 @@ def check_counts(spec, info_path):
     # The shapes must also agree: run the meta model.
     x = torch.empty(1, spec["input"]["channels"], spec["input"]["height"],
                     spec["input"]["width"], device="meta")
-    for mod, layer in zip(model, info["layers"]):
-        x = mod(x)
-        got = list(x.shape[1:]) + [1] * (4 - x.dim())
+    outputs = []
+    model(x, keep=outputs)
+    for y, layer in zip(outputs, info["layers"]):
+        got = list(y.shape[1:])
         if got != layer["output"]:
             problems.append(f"{layer['name']}: torch output {got}, serf {layer['output']}")
     for p in problems:

@@ -9,6 +9,7 @@
 
 #include "engine/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -101,18 +102,43 @@ CudaExecutable::~CudaExecutable() {
 
 Status CudaExecutable::launch(const GpuStep& g) {
   const LayerStep& s = g.step;
-  const float* in = buffer(s.in_buffer) + s.in_offset;
-  float* const target = buffer(s.out_buffer) + s.out_offset;
+  cudaStream_t st = stream_.get();
+  float* const target = buffer(s.output.buffer) + s.output.offset;
+  if (s.kind == LayerKind::kAdd) {
+    // Element-wise over this rank's part: inputs 2.. are added into the output in turn.
+    const float* acc = buffer(s.inputs[0].buffer) + s.inputs[0].offset;
+    for (size_t k = 1; k < s.inputs.size(); ++k) {
+      SERF_CUDA(launch_add(acc, buffer(s.inputs[k].buffer) + s.inputs[k].offset, target, s.elements, st));
+      acc = target;
+    }
+    return Status::Ok();
+  }
+  if (s.kind == LayerKind::kConcat) {
+    // Batch 1 NCHW: each input is one contiguous block of the output, in order.
+    int64_t at = 0;
+    for (size_t k = 0; k < s.inputs.size(); ++k) {
+      const int64_t n = model_->plan_.layers[static_cast<size_t>(s.layer)].ins[k].elements();
+      SERF_CUDA(cudaMemcpyAsync(target + at, buffer(s.inputs[k].buffer) + s.inputs[k].offset,
+                                sizeof(float) * static_cast<size_t>(n), cudaMemcpyDeviceToDevice, st));
+      at += n;
+    }
+    return Status::Ok();
+  }
+  const float* in = buffer(s.inputs[0].buffer) + s.inputs[0].offset;
   float* out = g.stage_out ? stage_out_.floats() : target;
   if (g.stage_in) {
     SERF_CUDA(cudaMemcpyAsync(stage_in_.data(), in, sizeof(float) * static_cast<size_t>(g.in_floats),
-                              cudaMemcpyDeviceToDevice, stream_.get()));
+                              cudaMemcpyDeviceToDevice, st));
     in = stage_in_.floats();
+  }
+  if (g.stage_out && s.accumulate) {  // the residual the convolution adds to
+    SERF_CUDA(cudaMemcpyAsync(out, target, sizeof(float) * static_cast<size_t>(g.out_floats),
+                              cudaMemcpyDeviceToDevice, st));
   }
   SERF_RETURN_IF_ERROR(compute(g, in, out));
   if (g.stage_out) {
     SERF_CUDA(cudaMemcpyAsync(target, out, sizeof(float) * static_cast<size_t>(g.out_floats),
-                              cudaMemcpyDeviceToDevice, stream_.get()));
+                              cudaMemcpyDeviceToDevice, st));
   }
   return Status::Ok();
 }
@@ -120,25 +146,35 @@ Status CudaExecutable::launch(const GpuStep& g) {
 Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
   const LayerStep& s = g.step;
   const float one = 1.0f, zero = 0.0f;
+  // A residual accumulation: cuDNN adds beta * y to the convolution (out = conv(x) + R).
+  const float beta = s.accumulate ? 1.0f : 0.0f;
   cudnnHandle_t h = cudnn_.get();
+  cudaStream_t st = stream_.get();
   switch (s.kind) {
     case LayerKind::kConv2d:
       SERF_CUDNN(cudnnConvolutionForward(h, &one, g.x.get(), in, g.w.get(), g.weights.floats(), g.conv.get(), g.algo,
-                                         workspace_.data(), g.workspace_bytes, &zero, g.y.get(), out));
-      SERF_CUDA(launch_bias_act(out, g.bias.floats(), s.out_slice.count, g.out_per_channel, s.fused_relu,
-                                stream_.get()));
+                                         workspace_.data(), g.workspace_bytes, &beta, g.y.get(), out));
+      SERF_CUDA(launch_channel_affine(out, out, nullptr, g.bias.floats(), s.out_slice.count, g.out_per_channel,
+                                      g.act, st));
       break;
     case LayerKind::kFullyConnected:
       // W (count x in, row-major) is W^T (in x count) column-major: y = op(A) x with op = T.
       SERF_CUBLAS("cublasSgemv", blas_->sgemv(cublas_.get(), CUBLAS_OP_T, g.fc_in, s.out_slice.count, &one,
                                               g.weights.floats(), g.fc_in, in, 1, &zero, out, 1));
-      SERF_CUDA(launch_bias_act(out, g.bias.floats(), s.out_slice.count, 1, s.fused_relu, stream_.get()));
+      SERF_CUDA(launch_channel_affine(out, out, nullptr, g.bias.floats(), s.out_slice.count, 1, g.act, st));
       break;
     case LayerKind::kRelu:
-      SERF_CUDNN(cudnnActivationForward(h, g.act.get(), &one, g.x.get(), in, &zero, g.y.get(), out));
+    case LayerKind::kClip:
+    case LayerKind::kSigmoid:
+      SERF_CUDA(launch_channel_affine(in, out, nullptr, nullptr, 1, s.elements, g.act, st));
+      break;
+    case LayerKind::kBatchNorm:
+      SERF_CUDA(launch_channel_affine(in, out, g.weights.floats(), g.bias.floats(), s.channels.count,
+                                      g.out_per_channel, Activation{}, st));
       break;
     case LayerKind::kMaxPool:
     case LayerKind::kAvgPool:
+    case LayerKind::kGlobalAvgPool:
       SERF_CUDNN(cudnnPoolingForward(h, g.pool.get(), &one, g.x.get(), in, &zero, g.y.get(), out));
       break;
     case LayerKind::kLrn:
@@ -149,8 +185,10 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
       SERF_CUDNN(cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, g.x.get(), in,
                                      &zero, g.y.get(), out));
       break;
+    case LayerKind::kAdd:
+    case LayerKind::kConcat:
     case LayerKind::kFlatten:
-      break;
+      break;  // launch() runs them
   }
   return Status::Ok();
 }
@@ -181,7 +219,10 @@ Status CudaExecutable::gather(float* full, const GatherLayout& layout, Activatio
 Status CudaExecutable::run(const float* input, float* output, ActivationExchange& exchange, LayerTimings* timings) {
   const CudaPreparedModel& m = *model_;
   SERF_RETURN_IF_ERROR(check_exchange(exchange, m.partition_));
-  if (timings != nullptr && timings->compute_ms.size() != m.steps_.size()) timings->resize(m.steps_.size());
+  if (timings != nullptr) {
+    if (timings->compute_ms.size() != m.steps_.size()) timings->resize(m.steps_.size());
+    std::fill(timings->exchange_ms.begin(), timings->exchange_ms.end(), 0.0);  // summed below
+  }
   using clock = std::chrono::steady_clock;
   auto ms_since = [](clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
@@ -193,14 +234,16 @@ Status CudaExecutable::run(const float* input, float* output, ActivationExchange
   std::memcpy(host_input_.floats(), input, in_bytes);
   SERF_CUDA(cudaMemcpyAsync(input_.data(), host_input_.floats(), in_bytes, cudaMemcpyHostToDevice, st));
 
+  auto timed_gather = [&](const GatherStep& gs) -> Status {
+    const auto t0 = clock::now();
+    SERF_RETURN_IF_ERROR(gather(buffer(gs.buffer), gs.layout, exchange));
+    if (timings != nullptr) timings->exchange_ms[static_cast<size_t>(gs.charged_layer)] += ms_since(t0);
+    return Status::Ok();
+  };
   for (size_t i = 0; i < m.steps_.size(); ++i) {
     const GpuStep& g = m.steps_[i];
-    if (g.step.gather_before) {
-      const auto t0 = clock::now();
-      SERF_RETURN_IF_ERROR(gather(buffer(g.step.in_buffer), g.step.gather, exchange));
-      if (timings != nullptr) timings->exchange_ms[static_cast<size_t>(g.step.gather_layer)] += ms_since(t0);
-    }
-    if (timings != nullptr) timings->fused[i] = g.step.noop && g.step.kind == LayerKind::kRelu;
+    for (const GatherStep& gs : g.step.gathers) SERF_RETURN_IF_ERROR(timed_gather(gs));
+    if (timings != nullptr) timings->fused[i] = g.step.fused_into >= 0;
     if (g.step.noop) {
       if (timings != nullptr) timings->compute_ms[i] = 0.0;
       continue;
@@ -213,11 +256,9 @@ Status CudaExecutable::run(const float* input, float* output, ActivationExchange
     }
   }
   const size_t out_floats = static_cast<size_t>(m.plan_.output().elements());
-  float* out = buffer(m.layout_.output_buffer);
-  if (m.layout_.gather_output) {
-    const auto t0 = clock::now();
-    SERF_RETURN_IF_ERROR(gather(out, m.layout_.output_gather, exchange));
-    if (timings != nullptr) timings->exchange_ms[static_cast<size_t>(m.layout_.gather_output_layer)] += ms_since(t0);
+  float* out = buffer(m.layout_.output.buffer);
+  if (!m.layout_.output_gathers.empty()) {
+    for (const GatherStep& gs : m.layout_.output_gathers) SERF_RETURN_IF_ERROR(timed_gather(gs));
     // host_stage_ already holds the whole output; wait for the copies back before the next request.
     SERF_CUDA(cudaStreamSynchronize(st));
   } else {

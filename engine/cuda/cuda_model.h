@@ -9,6 +9,7 @@
 
 #include "engine/backend.h"
 #include "engine/cuda/cuda_util.h"
+#include "engine/cuda/kernels.h"
 #include "engine/cuda/sm_share.h"
 #include "engine/layer_steps.h"
 
@@ -23,13 +24,15 @@ struct GpuStep {
   size_t workspace_bytes = 0;
   PoolDesc pool;
   LrnDesc lrn;
-  ActDesc act;
-  DeviceBuffer weights, bias;  // conv2d [count, I, k, k] / fully_connected [count, in], row-major
-  int fc_in = 0;               // fully_connected: input length
-  int64_t out_per_channel = 1; // conv2d: output H*W (the bias is per channel)
+  // conv2d [count, I/groups, k, k] / fully_connected [count, in], row-major; batchnorm: the
+  // per-channel scale (weights) and shift (bias) of this rank's channels.
+  DeviceBuffer weights, bias;
+  int fc_in = 0;                // fully_connected: input length
+  int64_t out_per_channel = 1;  // conv2d: output H*W (the bias is per channel)
+  Activation act;               // fused (conv2d, fully_connected) or the layer's own
   // cuDNN kernels may assume 16-byte aligned tensors; a rank's channel block of a K-way split can
   // start anywhere. Such parts are staged through an aligned per-slot buffer (a device copy).
-  int64_t in_floats = 0, out_floats = 0;  // this rank's input / output part
+  int64_t in_floats = 0, out_floats = 0;  // this rank's input / output part (cuDNN steps)
   bool stage_in = false, stage_out = false;
 };
 
@@ -59,10 +62,14 @@ class CudaPreparedModel final : public PreparedModel,
 
  private:
   Status build(const model::Weights& weights, cudnnHandle_t handle);
+  Status build_step(GpuStep& g, const model::Weights& weights, cudnnHandle_t handle);
   Status build_conv(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
                     const model::Weights& weights, cudnnHandle_t handle);
   Status build_fc(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
                   const model::Weights& weights);
+  Status build_pool(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info);
+  Status build_batchnorm(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
+                         const model::Weights& weights);
   // Uploads rows [offset, offset + count) of tensor `name` (checked against `shape`).
   StatusOr<DeviceBuffer> upload_rows(const model::Weights& weights, const std::string& name,
                                      const std::vector<int64_t>& shape, Slice rows);

@@ -3,6 +3,7 @@
 // needs except the per-slot buffers is decided here, so run() only launches.
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "engine/cuda/cuda_model.h"
@@ -45,28 +46,62 @@ StatusOr<DeviceBuffer> CudaPreparedModel::upload_rows(const model::Weights& weig
   return b;
 }
 
+namespace {
+
+Activation activation_of(const model::LayerSpec& l) {
+  switch (l.kind) {
+    case LayerKind::kRelu:
+      return {Act::kRelu, 0.0f, 0.0f};
+    case LayerKind::kClip:
+      return {Act::kClip, l.clip_min, l.clip_max};
+    case LayerKind::kSigmoid:
+      return {Act::kSigmoid, 0.0f, 0.0f};
+    default:
+      return {};
+  }
+}
+
+// cuDNN's 2-D convolution and pooling pad both sides alike.
+Status check_symmetric(const model::LayerSpec& spec, int index, int pad_bottom, int pad_right) {
+  const model::Window& w = spec.window;
+  if (w.pad_top == pad_bottom && w.pad_left == pad_right) return Status::Ok();
+  return InvalidArgument(layer_name(spec, index) +
+                         ": cuDNN pads both sides of a window alike; this layer pads top/left " +
+                         std::to_string(w.pad_top) + "/" + std::to_string(w.pad_left) +
+                         " and bottom/right " + std::to_string(pad_bottom) + "/" +
+                         std::to_string(pad_right) + " (use --backend cpu for this model)");
+}
+
+}  // namespace
+
 Status CudaPreparedModel::build_conv(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
                                      const model::Weights& weights, cudnnHandle_t handle) {
-  const Slice s = g.step.out_slice;
-  const int cin = info.in.channels;
+  const LayerStep& step = g.step;
+  const model::Window& win = spec.window;
+  SERF_RETURN_IF_ERROR(check_symmetric(spec, step.layer, win.pad_bottom, win.pad_right));
+  const Slice s = step.out_slice;
+  const int per_group_in = info.in.channels / spec.groups;
+  const int cin = step.group_slice.count * per_group_in;
   SERF_ASSIGN_OR_RETURN(g.weights, upload_rows(weights, spec.name + ".weight",
-                                               {info.out.channels, cin, spec.kernel, spec.kernel}, s));
+                                               {info.out.channels, per_group_in, win.kernel_h, win.kernel_w}, s));
   SERF_ASSIGN_OR_RETURN(g.bias, upload_rows(weights, spec.name + ".bias", {info.out.channels}, s));
   SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(cin, info.in.height, info.in.width));
   SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(s.count, info.out.height, info.out.width));
   SERF_CUDNN(cudnnCreateFilterDescriptor(g.w.out()));
-  SERF_CUDNN(cudnnSetFilter4dDescriptor(g.w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.count, cin, spec.kernel,
-                                        spec.kernel));
+  SERF_CUDNN(cudnnSetFilter4dDescriptor(g.w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.count, per_group_in,
+                                        win.kernel_h, win.kernel_w));
   SERF_CUDNN(cudnnCreateConvolutionDescriptor(g.conv.out()));
-  SERF_CUDNN(cudnnSetConvolution2dDescriptor(g.conv.get(), spec.pad, spec.pad, spec.stride, spec.stride, 1, 1,
-                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  SERF_CUDNN(cudnnSetConvolution2dDescriptor(g.conv.get(), win.pad_top, win.pad_left, win.stride_h, win.stride_w,
+                                             win.dilation_h, win.dilation_w, CUDNN_CROSS_CORRELATION,
+                                             CUDNN_DATA_FLOAT));
+  SERF_CUDNN(cudnnSetConvolutionGroupCount(g.conv.get(), step.group_slice.count));
   // FMA math: FP32 kernels only. CUDNN_DEFAULT_MATH lets Ampere+ GPUs use TF32 tensor cores for
   // float convolutions (10-bit mantissa), which would break agreement with the CPU backend.
   SERF_CUDNN(cudnnSetConvolutionMathType(g.conv.get(), CUDNN_FMA_MATH));
   int n = 0, c = 0, h = 0, w = 0;
   SERF_CUDNN(cudnnGetConvolution2dForwardOutputDim(g.conv.get(), g.x.get(), g.w.get(), &n, &c, &h, &w));
   if (n != 1 || c != s.count || h != info.out.height || w != info.out.width) {
-    return Internal(layer_name(spec, g.step.layer) + ": cuDNN output " + std::to_string(h) + "x" +
+    return Internal(layer_name(spec, step.layer) + ": cuDNN output " + std::to_string(h) + "x" +
                     std::to_string(w) + " differs from shape inference " + std::to_string(info.out.height) + "x" +
                     std::to_string(info.out.width));
   }
@@ -90,6 +125,8 @@ Status CudaPreparedModel::build_conv(GpuStep& g, const model::LayerSpec& spec, c
                                                      &g.workspace_bytes));
   workspace_bytes_ = std::max(workspace_bytes_, g.workspace_bytes);
   g.out_per_channel = int64_t{info.out.height} * info.out.width;
+  g.in_floats = int64_t{cin} * info.in.height * info.in.width;
+  g.out_floats = int64_t{s.count} * g.out_per_channel;
   return Status::Ok();
 }
 
@@ -104,94 +141,139 @@ Status CudaPreparedModel::build_fc(GpuStep& g, const model::LayerSpec& spec, con
   return Status::Ok();
 }
 
+Status CudaPreparedModel::build_pool(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info) {
+  const LayerStep& step = g.step;
+  const int channels = step.channels.count;
+  SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(channels, info.in.height, info.in.width));
+  SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(channels, info.out.height, info.out.width));
+  SERF_CUDNN(cudnnCreatePoolingDescriptor(g.pool.out()));
+  if (step.kind == LayerKind::kGlobalAvgPool) {
+    SERF_CUDNN(cudnnSetPooling2dDescriptor(g.pool.get(), CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
+                                           CUDNN_NOT_PROPAGATE_NAN, info.in.height, info.in.width, 0, 0, 1, 1));
+  } else {
+    const model::Window& w = spec.window;
+    // ceil_mode may need more padding after the input than before it: not expressible here.
+    const int bottom = std::max(w.pad_bottom, (info.out.height - 1) * w.stride_h + w.kernel_h -
+                                                  info.in.height - w.pad_top);
+    const int right = std::max(w.pad_right, (info.out.width - 1) * w.stride_w + w.kernel_w -
+                                                info.in.width - w.pad_left);
+    SERF_RETURN_IF_ERROR(check_symmetric(spec, step.layer, bottom, right));
+    cudnnPoolingMode_t mode = CUDNN_POOLING_MAX;
+    if (step.kind == LayerKind::kAvgPool) {
+      mode = spec.count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                    : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    }
+    SERF_CUDNN(cudnnSetPooling2dDescriptor(g.pool.get(), mode, CUDNN_NOT_PROPAGATE_NAN, w.kernel_h, w.kernel_w,
+                                           w.pad_top, w.pad_left, w.stride_h, w.stride_w));
+  }
+  int n = 0, c = 0, h = 0, wd = 0;
+  SERF_CUDNN(cudnnGetPooling2dForwardOutputDim(g.pool.get(), g.x.get(), &n, &c, &h, &wd));
+  if (h != info.out.height || wd != info.out.width) {
+    return Internal(layer_name(spec, step.layer) + ": cuDNN pooling output " + std::to_string(h) + "x" +
+                    std::to_string(wd) + " differs from shape inference " + std::to_string(info.out.height) + "x" +
+                    std::to_string(info.out.width));
+  }
+  g.in_floats = int64_t{channels} * info.in.height * info.in.width;
+  g.out_floats = int64_t{channels} * info.out.height * info.out.width;
+  return Status::Ok();
+}
+
+Status CudaPreparedModel::build_batchnorm(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
+                                          const model::Weights& weights) {
+  const int all = info.in.channels;
+  std::vector<const model::Tensor*> p;
+  for (const char* suffix : {".weight", ".bias", ".running_mean", ".running_var"}) {
+    const std::string name = spec.name + suffix;
+    const model::Tensor* t = weights.find(name);
+    if (t == nullptr) return NotFound("weights: tensor '" + name + "' is missing");
+    if (t->shape != std::vector<int64_t>{all}) {
+      return InvalidArgument("weights: tensor '" + name + "' has shape " + dims(t->shape) +
+                             ", the model needs " + std::to_string(all));
+    }
+    p.push_back(t);
+  }
+  // Inference batchnorm is a per-channel affine map: y = x * scale + shift.
+  const Slice ch = g.step.channels;
+  std::vector<float> scale(static_cast<size_t>(ch.count)), shift(scale.size());
+  for (int c = 0; c < ch.count; ++c) {
+    const size_t k = static_cast<size_t>(ch.offset + c);
+    const double a = p[0]->data[k] / std::sqrt(double{p[3]->data[k]} + spec.epsilon);
+    scale[static_cast<size_t>(c)] = static_cast<float>(a);
+    shift[static_cast<size_t>(c)] = static_cast<float>(p[1]->data[k] - a * p[2]->data[k]);
+  }
+  const size_t bytes = sizeof(float) * scale.size();
+  SERF_ASSIGN_OR_RETURN(g.weights, DeviceBuffer::create(bytes));
+  SERF_ASSIGN_OR_RETURN(g.bias, DeviceBuffer::create(bytes));
+  SERF_CUDA(cudaMemcpy(g.weights.data(), scale.data(), bytes, cudaMemcpyHostToDevice));
+  SERF_CUDA(cudaMemcpy(g.bias.data(), shift.data(), bytes, cudaMemcpyHostToDevice));
+  weight_bytes_ += static_cast<int64_t>(2 * bytes);
+  g.out_per_channel = int64_t{info.in.height} * info.in.width;
+  return Status::Ok();
+}
+
+Status CudaPreparedModel::build_step(GpuStep& g, const model::Weights& weights, cudnnHandle_t handle) {
+  const LayerStep& step = g.step;
+  const model::LayerSpec& spec = plan_.spec.layers[static_cast<size_t>(step.layer)];
+  const model::LayerInfo& info = plan_.layers[static_cast<size_t>(step.layer)];
+  if (step.activation_layer >= 0) {
+    g.act = activation_of(plan_.spec.layers[static_cast<size_t>(step.activation_layer)]);
+  }
+  switch (step.kind) {
+    case LayerKind::kConv2d:
+      return build_conv(g, spec, info, weights, handle);
+    case LayerKind::kFullyConnected:
+      return build_fc(g, spec, info, weights);
+    case LayerKind::kMaxPool:
+    case LayerKind::kAvgPool:
+    case LayerKind::kGlobalAvgPool:
+      return build_pool(g, spec, info);
+    case LayerKind::kBatchNorm:
+      return build_batchnorm(g, spec, info, weights);
+    case LayerKind::kRelu:
+    case LayerKind::kClip:
+    case LayerKind::kSigmoid:
+      g.act = activation_of(spec);
+      return Status::Ok();
+    case LayerKind::kLrn: {
+      if (spec.lrn_size < CUDNN_LRN_MIN_N || spec.lrn_size > CUDNN_LRN_MAX_N || spec.lrn_k < CUDNN_LRN_MIN_K ||
+          spec.lrn_beta < CUDNN_LRN_MIN_BETA) {
+        return InvalidArgument(layer_name(spec, step.layer) + ": cuDNN LRN needs size in [" +
+                               std::to_string(CUDNN_LRN_MIN_N) + ", " + std::to_string(CUDNN_LRN_MAX_N) +
+                               "], k >= 1e-5 and beta >= 0.01; use --backend cpu for this model");
+      }
+      SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(info.in.channels, info.in.height, info.in.width));
+      SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(info.in.channels, info.in.height, info.in.width));
+      SERF_CUDNN(cudnnCreateLRNDescriptor(g.lrn.out()));
+      // cuDNN divides alpha by size like PyTorch's LocalResponseNorm and oneDNN.
+      SERF_CUDNN(cudnnSetLRNDescriptor(g.lrn.get(), static_cast<unsigned>(spec.lrn_size), spec.lrn_alpha,
+                                       spec.lrn_beta, spec.lrn_k));
+      return Status::Ok();
+    }
+    case LayerKind::kSoftmax: {
+      SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(static_cast<int>(info.in.elements()), 1, 1));
+      SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(static_cast<int>(info.in.elements()), 1, 1));
+      return Status::Ok();
+    }
+    case LayerKind::kAdd:
+    case LayerKind::kConcat:
+    case LayerKind::kFlatten:
+      return Status::Ok();  // kernels and copies; flatten is a view
+  }
+  return Status::Ok();
+}
+
 Status CudaPreparedModel::build(const model::Weights& weights, cudnnHandle_t handle) {
   for (const LayerStep& step : layout_.steps) {
     GpuStep g;
     g.step = step;
-    const model::LayerSpec& spec = plan_.spec.layers[static_cast<size_t>(step.layer)];
-    const model::LayerInfo& info = plan_.layers[static_cast<size_t>(step.layer)];
-    if (step.noop) {
-      steps_.push_back(std::move(g));
-      continue;
+    if (!step.noop) {
+      SERF_RETURN_IF_ERROR(build_step(g, weights, handle));
+      // cuDNN parts that start at misaligned offsets are staged (in_floats/out_floats set above).
+      g.stage_in = g.in_floats > 0 && !step.inputs.empty() && step.inputs[0].offset % 4 != 0;
+      g.stage_out = g.out_floats > 0 && step.output.offset % 4 != 0;
+      if (g.stage_in) stage_floats_ = std::max(stage_floats_, g.in_floats);
+      if (g.stage_out) stage_floats_ = std::max(stage_floats_, g.out_floats);
     }
-    switch (step.kind) {
-      case LayerKind::kConv2d:
-        SERF_RETURN_IF_ERROR(build_conv(g, spec, info, weights, handle));
-        break;
-      case LayerKind::kFullyConnected:
-        SERF_RETURN_IF_ERROR(build_fc(g, spec, info, weights));
-        break;
-      case LayerKind::kRelu: {
-        // Element-wise on this rank's part, viewed as (1, elements, 1, 1).
-        SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(static_cast<int>(step.elements), 1, 1));
-        SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(static_cast<int>(step.elements), 1, 1));
-        SERF_CUDNN(cudnnCreateActivationDescriptor(g.act.out()));
-        SERF_CUDNN(cudnnSetActivationDescriptor(g.act.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
-        break;
-      }
-      case LayerKind::kMaxPool:
-      case LayerKind::kAvgPool: {
-        SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(step.channels, info.in.height, info.in.width));
-        SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(step.channels, info.out.height, info.out.width));
-        SERF_CUDNN(cudnnCreatePoolingDescriptor(g.pool.out()));
-        // avgpool counts the zero padding in its divisor (PyTorch count_include_pad=True).
-        const cudnnPoolingMode_t mode = step.kind == LayerKind::kMaxPool
-                                            ? CUDNN_POOLING_MAX
-                                            : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
-        SERF_CUDNN(cudnnSetPooling2dDescriptor(g.pool.get(), mode, CUDNN_NOT_PROPAGATE_NAN, spec.kernel, spec.kernel,
-                                               spec.pad, spec.pad, spec.stride, spec.stride));
-        int n = 0, c = 0, h = 0, w = 0;
-        SERF_CUDNN(cudnnGetPooling2dForwardOutputDim(g.pool.get(), g.x.get(), &n, &c, &h, &w));
-        if (h != info.out.height || w != info.out.width) {
-          return Internal(layer_name(spec, step.layer) + ": cuDNN pooling output " + std::to_string(h) + "x" +
-                          std::to_string(w) + " differs from shape inference " + std::to_string(info.out.height) +
-                          "x" + std::to_string(info.out.width));
-        }
-        break;
-      }
-      case LayerKind::kLrn: {
-        if (spec.lrn_size < CUDNN_LRN_MIN_N || spec.lrn_size > CUDNN_LRN_MAX_N || spec.lrn_k < CUDNN_LRN_MIN_K ||
-            spec.lrn_beta < CUDNN_LRN_MIN_BETA) {
-          return InvalidArgument(layer_name(spec, step.layer) + ": cuDNN LRN needs size in [" +
-                                 std::to_string(CUDNN_LRN_MIN_N) + ", " + std::to_string(CUDNN_LRN_MAX_N) +
-                                 "], k >= 1e-5 and beta >= 0.01; use --backend cpu for this model");
-        }
-        SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(info.in.channels, info.in.height, info.in.width));
-        SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(info.in.channels, info.in.height, info.in.width));
-        SERF_CUDNN(cudnnCreateLRNDescriptor(g.lrn.out()));
-        // cuDNN divides alpha by size like PyTorch's LocalResponseNorm and oneDNN.
-        SERF_CUDNN(cudnnSetLRNDescriptor(g.lrn.get(), static_cast<unsigned>(spec.lrn_size), spec.lrn_alpha,
-                                         spec.lrn_beta, spec.lrn_k));
-        break;
-      }
-      case LayerKind::kSoftmax: {
-        SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(static_cast<int>(info.in.elements()), 1, 1));
-        SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(static_cast<int>(info.in.elements()), 1, 1));
-        break;
-      }
-      case LayerKind::kFlatten:
-        break;  // a noop step
-    }
-    // This rank's parts (offsets are 0 and parts whole unless K > 1 slices them).
-    switch (step.kind) {
-      case LayerKind::kConv2d:
-        g.out_floats = int64_t{step.out_slice.count} * g.out_per_channel;
-        break;
-      case LayerKind::kRelu:
-        g.in_floats = g.out_floats = step.elements;
-        break;
-      case LayerKind::kMaxPool:
-      case LayerKind::kAvgPool:
-        g.in_floats = int64_t{step.channels} * info.in.height * info.in.width;
-        g.out_floats = int64_t{step.channels} * info.out.height * info.out.width;
-        break;
-      default:
-        break;  // whole activations, or cuBLAS (no alignment needs)
-    }
-    g.stage_in = g.in_floats > 0 && step.in_offset % 4 != 0;
-    g.stage_out = g.out_floats > 0 && step.out_offset % 4 != 0;
-    if (g.stage_in) stage_floats_ = std::max(stage_floats_, g.in_floats);
-    if (g.stage_out) stage_floats_ = std::max(stage_floats_, g.out_floats);
     steps_.push_back(std::move(g));
   }
   return Status::Ok();

@@ -3,31 +3,63 @@
 namespace serf::engine::cuda {
 namespace {
 
-template <bool kRelu>
-__global__ void bias_act_kernel(float* __restrict__ y, const float* __restrict__ bias, int64_t n,
-                                int64_t per_channel) {
+constexpr int kThreads = 256;
+
+// Grid-stride: enough blocks to fill an H100 (132 SMs x 8 blocks), fewer for small layers.
+int blocks_for(int64_t n) {
+  const int64_t wanted = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(wanted < 1056 ? wanted : 1056);
+}
+
+__device__ inline float activate(float v, Activation a) {
+  switch (a.act) {
+    case Act::kRelu:
+      return fmaxf(v, 0.0f);
+    case Act::kClip:
+      return fminf(fmaxf(v, a.lo), a.hi);
+    case Act::kSigmoid:
+      return 1.0f / (1.0f + expf(-v));
+    case Act::kNone:
+      break;
+  }
+  return v;
+}
+
+__global__ void channel_affine_kernel(const float* x, float* y, const float* scale,
+                                      const float* shift, int64_t n, int64_t per_channel,
+                                      Activation act) {
   const int64_t stride = int64_t{blockDim.x} * gridDim.x;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const float v = y[i] + bias[i / per_channel];
-    y[i] = kRelu ? fmaxf(v, 0.0f) : v;
+    const int64_t c = i / per_channel;
+    float v = x[i];
+    if (scale != nullptr) v *= scale[c];
+    if (shift != nullptr) v += shift[c];
+    y[i] = activate(v, act);
+  }
+}
+
+__global__ void add_kernel(const float* a, const float* b, float* y, int64_t n) {
+  const int64_t stride = int64_t{blockDim.x} * gridDim.x;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
+    y[i] = a[i] + b[i];
   }
 }
 
 }  // namespace
 
-cudaError_t launch_bias_act(float* y, const float* bias, int channels, int64_t per_channel, bool relu,
-                            cudaStream_t stream) {
+cudaError_t launch_channel_affine(const float* x, float* y, const float* scale, const float* shift,
+                                  int channels, int64_t per_channel, Activation act,
+                                  cudaStream_t stream) {
   const int64_t n = int64_t{channels} * per_channel;
   if (n <= 0) return cudaSuccess;
-  constexpr int kThreads = 256;
-  // Grid-stride: enough blocks to fill an H100 (132 SMs x 8 blocks), fewer for small layers.
-  const int64_t wanted = (n + kThreads - 1) / kThreads;
-  const int blocks = static_cast<int>(wanted < 1056 ? wanted : 1056);
-  if (relu) {
-    bias_act_kernel<true><<<blocks, kThreads, 0, stream>>>(y, bias, n, per_channel);
-  } else {
-    bias_act_kernel<false><<<blocks, kThreads, 0, stream>>>(y, bias, n, per_channel);
-  }
+  channel_affine_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, scale, shift, n,
+                                                                  per_channel, act);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_add(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, y, n);
   return cudaGetLastError();
 }
 

@@ -7,10 +7,22 @@
 
 namespace serf::engine::cuda {
 
-// y[c * per_channel + j] = act(y[c * per_channel + j] + bias[c]) for c < channels, j < per_channel,
-// with act = relu when `relu`, identity otherwise: the bias (and fused relu) of conv2d and
-// fully_connected in one pass. Returns the launch error (cudaGetLastError).
-cudaError_t launch_bias_act(float* y, const float* bias, int channels, int64_t per_channel, bool relu,
-                            cudaStream_t stream);
+// An element-wise activation: none, relu, clip to [lo, hi] (ReLU6: [0, 6]), or sigmoid.
+enum class Act { kNone, kRelu, kClip, kSigmoid };
+struct Activation {
+  Act act = Act::kNone;
+  float lo = 0.0f, hi = 0.0f;
+};
+
+// y[c * per_channel + j] = act(x[c * per_channel + j] * scale[c] + shift[c]) for c < channels,
+// j < per_channel; a null scale means 1, a null shift 0. x may equal y. The bias (and fused
+// activation) of conv2d and fully_connected, batchnorm (as a per-channel scale and shift) and
+// standalone activations (channels = 1) in one kernel. Returns the launch error.
+cudaError_t launch_channel_affine(const float* x, float* y, const float* scale, const float* shift,
+                                  int channels, int64_t per_channel, Activation act,
+                                  cudaStream_t stream);
+
+// y[i] = a[i] + b[i] for i < n (y may equal a or b).
+cudaError_t launch_add(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream);
 
 }  // namespace serf::engine::cuda

@@ -138,10 +138,10 @@ TEST_CASE("bad engine input is a clear error", "[engine]") {
   auto zero_threads = (*backend)->prepare(plan, w, Partition{0, 1}, 0);
   CHECK(zero_threads.status().code() == StatusCode::kInvalidArgument);
 
-  CHECK(max_ranks(plan) == 8);  // conv1 has 8 output channels
-  auto too_many = (*backend)->prepare(plan, w, Partition{0, 9}, 1);
+  CHECK(max_ranks(plan) == 16);  // fc1 has 16 outputs; smaller layers run whole beyond their size
+  auto too_many = (*backend)->prepare(plan, w, Partition{0, 17}, 1);
   CHECK(too_many.status().code() == StatusCode::kInvalidArgument);
-  CHECK(too_many.status().message().find("conv1") != std::string::npos);
+  CHECK(too_many.status().message().find("widest layer 'fc1'") != std::string::npos);
   CHECK(validate_partition(plan, Partition{0, 0}).code() == StatusCode::kInvalidArgument);
 
   model::Weights wrong_shape = w;

@@ -111,6 +111,22 @@ std::vector<std::pair<std::string, std::string>> single_layer_specs() {
       {"softmax", spec(img, R"({"type": "flatten"}, {"type": "softmax"})")},
       {"maxpool+relu (unfused relu)",
        spec(img, R"({"type": "maxpool", "kernel": 2, "stride": 2}, {"type": "relu"})")},
+      {"grouped conv2d, dilated",
+       spec(img, R"({"type": "conv2d", "out_channels": 10, "kernel": 3, "pad": 2, "dilation": 2, "groups": 5})")},
+      {"depthwise conv2d + clip",
+       spec(img, R"({"type": "conv2d", "out_channels": 5, "kernel": 3, "pad": 1, "groups": 5}, {"type": "clip"})")},
+      {"batchnorm", spec(img, R"({"type": "batchnorm"})")},
+      {"sigmoid", spec(img, R"({"type": "sigmoid"})")},
+      {"global_avgpool", spec(img, R"({"type": "global_avgpool"})")},
+      {"avgpool without padding in the divisor",
+       spec(img, R"({"type": "avgpool", "kernel": 3, "stride": 2, "pad": 1, "count_include_pad": false})")},
+      {"conv2d + residual add + relu",
+       spec(img, R"({"name": "a", "type": "conv2d", "out_channels": 6, "kernel": 3, "pad": 1},
+                    {"name": "b", "type": "conv2d", "out_channels": 6, "kernel": 3, "pad": 1},
+                    {"name": "s", "type": "add", "inputs": ["b", "a"]}, {"type": "relu"})")},
+      {"add, concat", spec(img, R"({"name": "r", "type": "relu"}, {"name": "s", "type": "sigmoid", "inputs": ["input"]},
+                                  {"name": "a", "type": "add", "inputs": ["r", "s"]},
+                                  {"name": "c", "type": "concat", "inputs": ["a", "s"]})")},
   };
 }
 
@@ -149,27 +165,28 @@ TEST_CASE("layer steps: gathers where a layer needs every channel", "[engine]") 
   const model::ModelPlan plan = load_shipped("tiny");
   auto whole = plan_layer_steps(plan, Partition{0, 1});
   REQUIRE(whole.ok());
-  for (const LayerStep& s : whole->steps) CHECK_FALSE(s.gather_before);
-  CHECK_FALSE(whole->gather_output);
+  for (const LayerStep& s : whole->steps) CHECK(s.gathers.empty());
+  CHECK(whole->output_gathers.empty());
 
   // tiny: conv1 relu1 norm1 pool1 conv2 relu2 pool2 flatten fc1 relu3 fc2 prob
   auto split = plan_layer_steps(plan, Partition{1, 2});
   REQUIRE(split.ok());
   std::vector<int> gathered;
   for (const LayerStep& s : split->steps) {
-    if (s.gather_before) gathered.push_back(s.layer);
+    if (!s.gathers.empty()) gathered.push_back(s.layer);
   }
   CHECK(gathered == std::vector<int>{2, 8, 10, 11});  // norm1, fc1, fc2, prob
   CHECK(split->steps[1].noop);                         // relu1 fused into conv1
-  CHECK(split->steps[0].fused_relu);
-  CHECK(split->steps[2].gather_layer == 0);            // charged to conv1, which ran relu1
+  CHECK(split->steps[1].fused_into == 0);
+  CHECK(split->steps[0].activation_layer == 1);
+  CHECK(split->steps[2].gathers[0].charged_layer == 0);  // conv1, which ran relu1
   CHECK(split->steps[0].out_slice.offset == 4);        // rank 1 of 2: conv1 channels 4..7
   CHECK(split->steps[0].out_slice.count == 4);
-  CHECK(split->steps[6].channels == 6);                // pool2 pools rank 1's 6 of conv2's 12
-  CHECK(split->steps[8].gather.total == plan.layers[7].out.elements());
-  CHECK_FALSE(split->gather_output);                   // softmax ran on the gathered vector
+  CHECK(split->steps[6].channels.count == 6);          // pool2 pools rank 1's 6 of conv2's 12
+  CHECK(split->steps[8].gathers[0].layout.total == plan.layers[7].out.elements());
+  CHECK(split->output_gathers.empty());                // softmax ran on the gathered vector
   CHECK(split->max_gather_floats == plan.layers[0].out.elements());
-  CHECK(plan_layer_steps(plan, Partition{0, 9}).status().code() == StatusCode::kInvalidArgument);
+  CHECK(plan_layer_steps(plan, Partition{0, 17}).status().code() == StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("every layer type: GPU matches CPU", "[gpu]") {

@@ -39,7 +39,41 @@ PY
 expect_error "unknown backend" "unknown backend 'tpu'" infer --model "$tiny" --backend tpu
 expect_error "threads 0" "--threads 0" infer --model "$tiny" --threads 0
 expect_error "inter-sim 0" "--inter-sim 0" infer --model "$tiny" --inter-sim 0
-expect_error "inter-sim too large" "exceeds layer 'conv1'" infer --model "$tiny" --inter-sim 9
+expect_error "inter-sim too large" "exceeds the widest layer 'fc1'" infer --model "$tiny" --inter-sim 17
+echo '{"name": "pools", "input": {"channels": 4, "height": 8, "width": 8},
+       "layers": [{"type": "maxpool", "kernel": 2}, {"type": "relu"}]}' >"$tmp/pools.json"
+expect_error "inter-sim on a model without conv2d or fully_connected" \
+  "--inter-sim 2: inter-node parallelism K = 2: model pools has no conv2d or fully_connected layer to split" \
+  infer --model "$tmp/pools.json" --inter-sim 2
+# A last layer smaller than K (one score) runs whole on every rank: K = 2 equals K = 1.
+echo '{"name": "score", "input": {"channels": 64, "height": 1, "width": 1},
+       "layers": [{"name": "h", "type": "fully_connected", "out": 32}, {"type": "relu"},
+                  {"name": "s", "type": "fully_connected", "out": 1}]}' >"$tmp/score.json"
+"$serf" infer --model "$tmp/score.json" --json >"$tmp/s1.json" || { echo "FAIL: score K=1"; fail=1; }
+"$serf" infer --model "$tmp/score.json" --inter-sim 2 --json >"$tmp/s2.json" || { echo "FAIL: score K=2"; fail=1; }
+/usr/bin/python3 - "$tmp/s1.json" "$tmp/s2.json" <<'PY' || fail=1
+import json, sys
+a, b = (json.load(open(p))["output"] for p in sys.argv[1:3])
+assert len(a) == 1 and abs(a[0] - b[0]) <= 1e-6 * max(1.0, abs(a[0])), (a, b)
+print("ok: one-score model over K = 2 equals K = 1")
+PY
+# --output-out: the whole output (imagenet22k's 22000 values; --json shows 1000).
+"$serf" infer --model "$root/configs/models/cifar10.json" --json --output-out "$tmp/out.safetensors" >"$tmp/c.json" \
+  || { echo "FAIL: --output-out run"; fail=1; }
+/usr/bin/python3 - "$tmp/c.json" "$tmp/out.safetensors" <<'PY' || fail=1
+import json, struct, sys
+d = json.load(open(sys.argv[1]))
+raw = open(sys.argv[2], "rb").read()
+(n,) = struct.unpack("<Q", raw[:8])
+head = json.loads(raw[8:8 + n])
+t = head["output"]
+assert t["dtype"] == "F32" and t["shape"] == [1, 10], t
+b, e = t["data_offsets"]
+vals = struct.unpack("<10f", raw[8 + n + b:8 + n + e])
+assert all(abs(x - y) <= 1e-6 for x, y in zip(vals, d["output"])), (vals, d["output"])
+print("ok: --output-out holds the output")
+PY
+expect_error "--output-out into a missing directory" "--output-out" infer --model "$tiny" --output-out "$tmp/no/dir/o.safetensors"
 expect_error "repeat 0" "--repeat 0" infer --model "$tiny" --repeat 0
 expect_error "missing model" "$tmp/none.json" infer --model "$tmp/none.json"
 "$serf" model init "$root/configs/models/cifar10.json" --seed 1 --out "$tmp/cifar.safetensors" >/dev/null

@@ -1,6 +1,7 @@
 #pragma once
 // A plain-loop forward pass (double accumulation) used as the engine's reference in tests: the
-// definitions of model_spec.h written out, independent of oneDNN.
+// definitions of model_spec.h written out, independent of oneDNN, over the graph (each layer reads
+// the tensors its spec names).
 
 #include <algorithm>
 #include <cmath>
@@ -11,94 +12,183 @@
 
 namespace serf::engine::testing {
 
+namespace detail {
+
+using Tensor = std::vector<float>;
+
+inline float activate(const model::LayerSpec& s, double v) {
+  switch (s.kind) {
+    case model::LayerKind::kRelu:
+      return static_cast<float>(std::max(v, 0.0));
+    case model::LayerKind::kClip:
+      return static_cast<float>(std::min(std::max(v, double{s.clip_min}), double{s.clip_max}));
+    case model::LayerKind::kSigmoid:
+      return static_cast<float>(1.0 / (1.0 + std::exp(-v)));
+    default:
+      return static_cast<float>(v);
+  }
+}
+
+inline Tensor conv(const model::LayerSpec& s, const model::LayerInfo& info,
+                   const model::Weights& weights, const Tensor& x) {
+  const model::Shape in = info.in, out = info.out;
+  const model::Window& w = s.window;
+  const auto& W = weights.find(s.name + ".weight")->data;
+  const auto& B = weights.find(s.name + ".bias")->data;
+  const int per_in = in.channels / s.groups, per_out = out.channels / s.groups;
+  Tensor y(static_cast<size_t>(out.elements()));
+  for (int o = 0; o < out.channels; ++o) {
+    const int g = o / per_out;
+    for (int oh = 0; oh < out.height; ++oh)
+      for (int ow = 0; ow < out.width; ++ow) {
+        double acc = B[o];
+        for (int ci = 0; ci < per_in; ++ci) {
+          const int c = g * per_in + ci;
+          for (int kh = 0; kh < w.kernel_h; ++kh)
+            for (int kw = 0; kw < w.kernel_w; ++kw) {
+              const int h = oh * w.stride_h - w.pad_top + kh * w.dilation_h;
+              const int v = ow * w.stride_w - w.pad_left + kw * w.dilation_w;
+              if (h < 0 || v < 0 || h >= in.height || v >= in.width) continue;
+              acc += double{W[((int64_t{o} * per_in + ci) * w.kernel_h + kh) * w.kernel_w + kw]} *
+                     x[(int64_t{c} * in.height + h) * in.width + v];
+            }
+        }
+        y[(int64_t{o} * out.height + oh) * out.width + ow] = static_cast<float>(acc);
+      }
+  }
+  return y;
+}
+
+inline Tensor pool(const model::LayerSpec& s, const model::LayerInfo& info, const Tensor& x) {
+  const model::Shape in = info.in, out = info.out;
+  const bool global = s.kind == model::LayerKind::kGlobalAvgPool;
+  model::Window w = s.window;
+  if (global) w = {in.height, in.width, 1, 1, 0, 0, 0, 0, 1, 1};
+  Tensor y(static_cast<size_t>(out.elements()));
+  for (int c = 0; c < out.channels; ++c)
+    for (int oh = 0; oh < out.height; ++oh)
+      for (int ow = 0; ow < out.width; ++ow) {
+        double best = -std::numeric_limits<double>::infinity(), sum = 0.0;
+        int inside = 0, padded = 0;  // window positions in the input / in input or padding
+        for (int kh = 0; kh < w.kernel_h; ++kh)
+          for (int kw = 0; kw < w.kernel_w; ++kw) {
+            const int h = oh * w.stride_h - w.pad_top + kh, v = ow * w.stride_w - w.pad_left + kw;
+            if (h < in.height + w.pad_bottom && v < in.width + w.pad_right) ++padded;
+            if (h < 0 || v < 0 || h >= in.height || v >= in.width) continue;
+            const double a = x[(int64_t{c} * in.height + h) * in.width + v];
+            best = std::max(best, a);
+            sum += a;
+            ++inside;
+          }
+        double r = best;
+        if (s.kind != model::LayerKind::kMaxPool) {
+          r = sum / (global || !s.count_include_pad ? inside : padded);
+        }
+        y[(int64_t{c} * out.height + oh) * out.width + ow] = static_cast<float>(r);
+      }
+  return y;
+}
+
+inline Tensor lrn(const model::LayerSpec& s, const model::LayerInfo& info, const Tensor& x) {
+  const model::Shape in = info.in;
+  Tensor y(x.size());
+  auto at = [&](int c, int h, int w) { return x[(int64_t{c} * in.height + h) * in.width + w]; };
+  for (int c = 0; c < in.channels; ++c)
+    for (int h = 0; h < in.height; ++h)
+      for (int w = 0; w < in.width; ++w) {
+        double sum = 0.0;
+        for (int j = std::max(0, c - s.lrn_size / 2);
+             j <= std::min(in.channels - 1, c + s.lrn_size / 2); ++j)
+          sum += double{at(j, h, w)} * at(j, h, w);
+        y[(int64_t{c} * in.height + h) * in.width + w] = static_cast<float>(
+            at(c, h, w) * std::pow(s.lrn_k + s.lrn_alpha / s.lrn_size * sum, -double{s.lrn_beta}));
+      }
+  return y;
+}
+
+inline Tensor layer(const model::ModelPlan& plan, size_t l, const model::Weights& weights,
+                    const std::vector<const Tensor*>& xs) {
+  using model::LayerKind;
+  const model::LayerSpec& s = plan.spec.layers[l];
+  const model::LayerInfo& info = plan.layers[l];
+  const Tensor& x = *xs[0];
+  Tensor y(static_cast<size_t>(info.out.elements()));
+  switch (s.kind) {
+    case LayerKind::kConv2d:
+      return conv(s, info, weights, x);
+    case LayerKind::kMaxPool:
+    case LayerKind::kAvgPool:
+    case LayerKind::kGlobalAvgPool:
+      return pool(s, info, x);
+    case LayerKind::kRelu:
+    case LayerKind::kClip:
+    case LayerKind::kSigmoid:
+      for (size_t i = 0; i < y.size(); ++i) y[i] = activate(s, x[i]);
+      return y;
+    case LayerKind::kBatchNorm: {
+      const int64_t per = int64_t{info.in.height} * info.in.width;
+      auto p = [&](const char* n) { return weights.find(s.name + n)->data; };
+      const auto gamma = p(".weight"), beta = p(".bias"), mean = p(".running_mean"),
+                 var = p(".running_var");
+      for (size_t i = 0; i < y.size(); ++i) {
+        const size_t c = i / static_cast<size_t>(per);
+        y[i] = static_cast<float>((x[i] - double{mean[c]}) / std::sqrt(double{var[c]} + s.epsilon) *
+                                      gamma[c] +
+                                  beta[c]);
+      }
+      return y;
+    }
+    case LayerKind::kLrn:
+      return lrn(s, info, x);
+    case LayerKind::kFlatten:
+      return x;
+    case LayerKind::kFullyConnected: {
+      const auto& W = weights.find(s.name + ".weight")->data;
+      const auto& B = weights.find(s.name + ".bias")->data;
+      const int64_t n = info.in.elements();
+      for (int o = 0; o < info.out.channels; ++o) {
+        double acc = B[o];
+        for (int64_t i = 0; i < n; ++i) acc += double{W[o * n + i]} * x[i];
+        y[o] = static_cast<float>(acc);
+      }
+      return y;
+    }
+    case LayerKind::kAdd:
+      for (size_t i = 0; i < y.size(); ++i) {
+        double acc = 0.0;
+        for (const Tensor* t : xs) acc += (*t)[i];
+        y[i] = static_cast<float>(acc);
+      }
+      return y;
+    case LayerKind::kConcat: {
+      y.clear();
+      for (const Tensor* t : xs) y.insert(y.end(), t->begin(), t->end());
+      return y;
+    }
+    case LayerKind::kSoftmax: {
+      const double m = *std::max_element(x.begin(), x.end());
+      double z = 0.0;
+      for (float v : x) z += std::exp(v - m);
+      for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(std::exp(x[i] - m) / z);
+      return y;
+    }
+  }
+  return y;
+}
+
+}  // namespace detail
+
 inline std::vector<float> reference_forward(const model::ModelPlan& plan,
                                             const model::Weights& weights, std::vector<float> x) {
-  using model::LayerKind;
-  for (size_t l = 0; l < plan.spec.layers.size(); ++l) {
-    const model::LayerSpec& s = plan.spec.layers[l];
-    const model::Shape in = plan.layers[l].in, out = plan.layers[l].out;
-    std::vector<float> y(out.elements());
-    auto at = [&](int c, int h, int w) { return x[(int64_t{c} * in.height + h) * in.width + w]; };
-    switch (s.kind) {
-      case LayerKind::kConv2d: {
-        const auto& W = weights.find(s.name + ".weight")->data;
-        const auto& B = weights.find(s.name + ".bias")->data;
-        for (int o = 0; o < out.channels; ++o)
-          for (int oh = 0; oh < out.height; ++oh)
-            for (int ow = 0; ow < out.width; ++ow) {
-              double acc = B[o];
-              for (int c = 0; c < in.channels; ++c)
-                for (int kh = 0; kh < s.kernel; ++kh)
-                  for (int kw = 0; kw < s.kernel; ++kw) {
-                    const int h = oh * s.stride - s.pad + kh, w = ow * s.stride - s.pad + kw;
-                    if (h < 0 || w < 0 || h >= in.height || w >= in.width) continue;
-                    acc +=
-                        double{
-                            W[((int64_t{o} * in.channels + c) * s.kernel + kh) * s.kernel + kw]} *
-                        at(c, h, w);
-                  }
-              y[(int64_t{o} * out.height + oh) * out.width + ow] = static_cast<float>(acc);
-            }
-        break;
-      }
-      case LayerKind::kMaxPool:
-      case LayerKind::kAvgPool:
-        for (int c = 0; c < out.channels; ++c)
-          for (int oh = 0; oh < out.height; ++oh)
-            for (int ow = 0; ow < out.width; ++ow) {
-              double best = -std::numeric_limits<double>::infinity(), sum = 0.0;
-              for (int kh = 0; kh < s.kernel; ++kh)
-                for (int kw = 0; kw < s.kernel; ++kw) {
-                  const int h = oh * s.stride - s.pad + kh, w = ow * s.stride - s.pad + kw;
-                  if (h < 0 || w < 0 || h >= in.height || w >= in.width) continue;
-                  best = std::max(best, double{at(c, h, w)});
-                  sum += at(c, h, w);
-                }
-              y[(int64_t{c} * out.height + oh) * out.width + ow] = static_cast<float>(
-                  s.kind == LayerKind::kMaxPool ? best : sum / (s.kernel * s.kernel));
-            }
-        break;
-      case LayerKind::kRelu:
-        for (size_t i = 0; i < y.size(); ++i) y[i] = std::max(x[i], 0.0f);
-        break;
-      case LayerKind::kLrn:
-        for (int c = 0; c < in.channels; ++c)
-          for (int h = 0; h < in.height; ++h)
-            for (int w = 0; w < in.width; ++w) {
-              double sum = 0.0;
-              for (int j = std::max(0, c - s.lrn_size / 2);
-                   j <= std::min(in.channels - 1, c + s.lrn_size / 2); ++j)
-                sum += double{at(j, h, w)} * at(j, h, w);
-              y[(int64_t{c} * in.height + h) * in.width + w] = static_cast<float>(
-                  at(c, h, w) *
-                  std::pow(s.lrn_k + s.lrn_alpha / s.lrn_size * sum, -double{s.lrn_beta}));
-            }
-        break;
-      case LayerKind::kFlatten:
-        y = x;
-        break;
-      case LayerKind::kFullyConnected: {
-        const auto& W = weights.find(s.name + ".weight")->data;
-        const auto& B = weights.find(s.name + ".bias")->data;
-        const int64_t n = in.elements();
-        for (int o = 0; o < out.channels; ++o) {
-          double acc = B[o];
-          for (int64_t i = 0; i < n; ++i) acc += double{W[o * n + i]} * x[i];
-          y[o] = static_cast<float>(acc);
-        }
-        break;
-      }
-      case LayerKind::kSoftmax: {
-        const double m = *std::max_element(x.begin(), x.end());
-        double z = 0.0;
-        for (float v : x) z += std::exp(v - m);
-        for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(std::exp(x[i] - m) / z);
-        break;
-      }
+  std::vector<std::vector<float>> tensors(plan.layers.size());
+  for (size_t l = 0; l < plan.layers.size(); ++l) {
+    std::vector<const std::vector<float>*> inputs;
+    for (int s : plan.layers[l].sources) {
+      inputs.push_back(s < 0 ? &x : &tensors[static_cast<size_t>(s)]);
     }
-    x = std::move(y);
+    tensors[l] = detail::layer(plan, l, weights, inputs);
   }
-  return x;
+  return tensors.back();
 }
 
 }  // namespace serf::engine::testing

@@ -103,9 +103,11 @@ TEST_CASE("defaults: layer names, strides, lrn", "[model]") {
   REQUIRE(plan.ok());
   CHECK(plan->spec.layers[0].name == "conv2d0");
   CHECK(plan->spec.layers[1].name == "maxpool1");
-  CHECK(plan->spec.layers[0].stride == 1);
-  CHECK(plan->spec.layers[0].pad == 0);
-  CHECK(plan->spec.layers[1].stride == 2);  // pooling stride defaults to its kernel
+  CHECK(plan->spec.layers[0].window.stride_h == 1);
+  CHECK(plan->spec.layers[0].window.pad_top == 0);
+  CHECK(plan->spec.layers[1].window.stride_w == 2);  // pooling stride defaults to its kernel
+  CHECK(plan->spec.layers[1].inputs == std::vector<std::string>{"conv2d0"});  // the chain
+  CHECK(plan->spec.layers[0].inputs == std::vector<std::string>{"input"});
   CHECK(plan->spec.layers[2].lrn_size == 5);
   CHECK(plan->spec.layers[2].lrn_beta == Approx(0.75f));
   CHECK(plan->layers[0].out == Shape{4, 6, 6});
@@ -119,7 +121,8 @@ TEST_CASE("bad specs: one line naming the layer", "[model]") {
   CHECK(error_of(R"({"name": "t", "input": )").find("test.json: malformed JSON") == 0);
   CHECK(error_of(with_layers(R"({"type": "relu"}, {"type": "conv3d"})")) ==
         "test.json: layers[1].type: unknown layer type 'conv3d' (known: conv2d, maxpool, "
-        "avgpool, relu, lrn, flatten, fully_connected, softmax)");
+        "avgpool, global_avgpool, relu, clip, sigmoid, batchnorm, lrn, flatten, "
+        "fully_connected, add, concat, softmax)");
   CHECK(
       error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 4, "kernel": 9})")) ==
       "layers[0] (c): kernel 9 larger than its input 8x8 (use a smaller kernel or fewer "
@@ -149,8 +152,8 @@ TEST_CASE("bad specs: one line naming the layer", "[model]") {
         "layers[1] (p): softmax must be the last layer (found 1 layer(s) after it)");
   CHECK(
       error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 4, "kernal": 3})")) ==
-      "test.json: layers[0] (c): unknown field 'kernal' for a conv2d layer (allowed: kernel, "
-      "out_channels, pad, stride)");
+      "test.json: layers[0] (c): unknown field 'kernal' for a conv2d layer (allowed: dilation, "
+      "groups, kernel, out_channels, pad, stride, inputs)");
   CHECK(error_of(with_layers(R"({"name": "c", "type": "conv2d", "kernel": 3})")) ==
         "test.json: layers[0] (c).out_channels: missing field");
   CHECK(error_of(with_layers(
@@ -178,4 +181,117 @@ TEST_CASE("load_model names the file", "[model]") {
   CHECK(missing.status().code() == serf::StatusCode::kNotFound);
   CHECK(missing.status().message().find("no_such_model.json: cannot open file") !=
         std::string::npos);
+}
+
+TEST_CASE("every shipped spec loads and counts as before", "[model]") {
+  // The chain specs of the first format, and the graph specs of the zoo (configs/models/).
+  struct Count {
+    const char* name;
+    int64_t parameters, connections;
+    size_t layers;
+  };
+  const Count counts[] = {
+      {"tiny", 2054, 45856, 12},
+      {"cifar10", 711562, 28559232, 13},
+      {"imagenet1k", 62378344, 1135256096, 22},
+      {"imagenet22k", 170717936, 2196663680LL, 22},
+  };
+  for (const Count& c : counts) {
+    INFO(c.name);
+    auto plan = load_model(models_dir() + c.name + ".json");
+    REQUIRE(plan.ok());
+    CHECK(plan->parameters == c.parameters);
+    CHECK(plan->connections == c.connections);
+    CHECK(plan->layers.size() == c.layers);
+    // A chain: every layer reads the one before it.
+    for (size_t i = 1; i < plan->layers.size(); ++i) {
+      CHECK(plan->layers[i].sources == std::vector<int>{static_cast<int>(i) - 1});
+    }
+    // Written back as JSON, the spec reads the same (and stays a chain: no "inputs").
+    const auto doc = model_spec_to_json(plan->spec);
+    CHECK(doc.dump().find("\"inputs\"") == std::string::npos);
+    auto again = model_spec_from_json(nlohmann::json::parse(doc.dump()), "again");
+    REQUIRE(again.ok());
+    auto replan = infer_shapes(*again);
+    REQUIRE(replan.ok());
+    CHECK(replan->parameters == c.parameters);
+    CHECK(replan->connections == c.connections);
+  }
+}
+
+TEST_CASE("graph specs: named inputs, windows per dimension, activation peak", "[model]") {
+  auto plan = plan_from(with_layers(R"(
+      {"name": "a", "type": "conv2d", "out_channels": 4, "kernel": [3, 1], "pad": [1, 0]},
+      {"name": "b", "type": "conv2d", "out_channels": 4, "kernel": 3, "pad": [1, 1, 1, 1],
+       "inputs": ["input"]},
+      {"name": "s", "type": "add", "inputs": ["a", "b"]},
+      {"name": "d", "type": "conv2d", "out_channels": 8, "kernel": 3, "dilation": 2, "groups": 4,
+       "pad": [2, 1, 2, 3]},
+      {"name": "c", "type": "concat", "inputs": ["d", "s", "d"]},
+      {"name": "m", "type": "maxpool", "kernel": 3, "stride": 2, "ceil_mode": true},
+      {"name": "g", "type": "global_avgpool"}, {"name": "n", "type": "batchnorm"},
+      {"name": "k", "type": "clip", "min": -1, "max": 1}, {"type": "sigmoid"})"));
+  REQUIRE(plan.ok());
+  CHECK(plan->layers[0].out == Shape{4, 8, 8});
+  CHECK(plan->layers[0].parameters == 4 * 3 * 3 * 1 + 4);
+  CHECK(plan->layers[2].sources == std::vector<int>{0, 1});
+  CHECK(plan->layers[3].out == Shape{8, 8, 8});  // 8 + 2 + 2 - 5 + 1, 8 + 1 + 3 - 5 + 1
+  CHECK(plan->layers[3].parameters == 8 * 1 * 3 * 3 + 8);  // 4 groups of 1 input channel
+  CHECK(plan->layers[3].connections == 8 * 8 * 8 * 9);
+  CHECK(plan->layers[4].out == Shape{20, 8, 8});
+  CHECK(plan->layers[5].out == Shape{20, 4, 4});  // ceil((8 - 3) / 2) + 1
+  CHECK(plan->layers[6].out == Shape{20, 1, 1});
+  CHECK(plan->layers[7].parameters == 4 * 20);
+  CHECK(plan->consumers[3] == std::vector<int>{4});
+  CHECK(plan->input_consumers == std::vector<int>{0, 1});
+  // Peak: during c, the input (3x8x8) is dead; d, s and c are alive: (8 + 4 + 20) * 64 floats.
+  CHECK(plan->activation_peak_bytes == (8 + 4 + 20) * 64 * 4);
+  // The spec written back keeps its graph.
+  auto again = model_spec_from_json(nlohmann::json::parse(model_spec_to_json(plan->spec).dump()), "x");
+  REQUIRE(again.ok());
+  CHECK(again->layers[1].inputs == std::vector<std::string>{"input"});
+  CHECK(again->layers[3].window.pad_right == 3);
+  CHECK(again->layers[5].ceil_mode);
+  CHECK(again->layers[8].clip_min == -1.0f);
+}
+
+TEST_CASE("bad graphs: one line naming the layer", "[model]") {
+  CHECK(error_of(with_layers(R"({"name": "a", "type": "relu", "inputs": ["nope"]})")) ==
+        "layers[0] (a): input 'nope' is neither \"input\" nor the name of a layer");
+  CHECK(error_of(with_layers(R"({"name": "a", "type": "relu", "inputs": ["b"]},
+                                {"name": "b", "type": "relu", "inputs": ["a"]})"))
+            .find("layers[0] (a): input 'b' is a later layer (list layers so that each input is "
+                  "defined before it is read; a graph with a cycle has no such order)") == 0);
+  CHECK(error_of(with_layers(R"({"name": "a", "type": "relu"}, {"name": "b", "type": "relu",
+                                "inputs": ["input"]})")) ==
+        "layers[0] (a): its output is read by no layer (only the last layer's output leaves the "
+        "model)");
+  CHECK(error_of(with_layers(R"({"name": "a", "type": "add"})")) ==
+        "layers[0] (a): add needs at least two inputs (got 1)");
+  CHECK(error_of(with_layers(R"({"name": "a", "type": "relu", "inputs": ["input", "input"]})")) ==
+        "layers[0] (a): relu reads one input (got 2)");
+  CHECK(error_of(with_layers(R"({"name": "p", "type": "maxpool", "kernel": 2},
+                                {"name": "a", "type": "add", "inputs": ["p", "input"]})")) ==
+        "layers[1] (a): input 'input' is 3x8x8 but 'p' is 3x4x4 (add needs equal shapes)");
+  CHECK(error_of(with_layers(R"({"name": "p", "type": "maxpool", "kernel": 2},
+                                {"name": "a", "type": "concat", "inputs": ["p", "input"]})")) ==
+        "layers[1] (a): input 'input' is 3x8x8 but 'p' is 3x4x4 (concat joins channels of equal "
+        "height and width)");
+  CHECK(error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 4, "kernel": 1,
+                                "groups": 2})")) ==
+        "layers[0] (c): groups 2 must divide the input channels 3 and out_channels 4");
+  CHECK(error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 4,
+                                "kernel": [1, 2, 3]})")) ==
+        "test.json: layers[0] (c).kernel: expected an integer or [height, width]");
+  CHECK(error_of(with_layers(R"({"name": "c", "type": "avgpool", "kernel": 3, "stride": 2,
+                                "ceil_mode": true})")) ==
+        "layers[0] (c): avgpool with ceil_mode adding a partial window (4x4 instead of 3x3) is "
+        "not supported");
+  CHECK(error_of(with_layers(R"({"name": "k", "type": "clip", "min": 2, "max": 1})")) ==
+        "layers[0] (k): clip needs finite min <= max");
+  CHECK(error_of(with_layers(R"({"name": "p", "type": "maxpool", "kernel": 3, "stride": 2,
+                                "ceil_mode": "yes"})")) ==
+        "test.json: layers[0] (p).ceil_mode: expected true or false");
+  CHECK(error_of(with_layers(R"({"name": "p", "type": "relu", "inputs": []})")) ==
+        "test.json: layers[0] (p).inputs: expected a non-empty array of tensor names");
 }

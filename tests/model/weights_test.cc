@@ -2,6 +2,7 @@
 #include "model/weights.h"
 
 #include <omp.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -259,6 +260,80 @@ TEST_CASE("safetensors failures name the tensor", "[model]") {
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().code() == serf::StatusCode::kNotFound);
   }
+  SECTION("a directory") {
+    auto r = Weights::load_safetensors(dir.path.string(), plan);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message() == dir.path.string() + ": is a directory, not a safetensors file");
+  }
+  SECTION("overlapping tensor ranges") {
+    write_raw(dir.file("v.safetensors"),
+              R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
+              R"("b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})", 24);
+    auto r = read_safetensors(dir.file("v.safetensors"));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message() == dir.file("v.safetensors") +
+                                      ": tensors 'a' [0, 16) and 'b' [8, 24) overlap (each "
+                                      "tensor needs its own data range)");
+  }
+  SECTION("NaN or infinite values") {
+    for (float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+      std::map<std::string, Tensor> t = w.tensors();
+      t["fc1.bias"].data[7] = bad;
+      REQUIRE(write_safetensors(dir.file("n.safetensors"), t).ok());
+      auto r = Weights::load_safetensors(dir.file("n.safetensors"), plan);
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.status().code() == serf::StatusCode::kInvalidArgument);
+      CHECK(r.status().message() ==
+            dir.file("n.safetensors") + ": tensor 'fc1.bias' holds " +
+                (std::isnan(bad) ? "NaN" : "an infinity") +
+                " at index 7 (weights and inputs must be finite numbers)");
+    }
+    std::vector<float> x = seeded_input(plan.spec.input, 1);
+    x[100] = std::nanf("");
+    REQUIRE(save_input_safetensors(dir.file("x.safetensors"), plan.spec.input, x).ok());
+    auto r = load_input_safetensors(dir.file("x.safetensors"), plan.spec.input);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("tensor 'input' holds NaN at index 100") != std::string::npos);
+  }
+}
+
+TEST_CASE("batchnorm and grouped conv2d tensors", "[model]") {
+  auto doc = nlohmann::json::parse(R"({"name": "g", "input": {"channels": 4, "height": 5,
+      "width": 5}, "layers": [{"name": "c", "type": "conv2d", "out_channels": 6, "kernel": [3, 1],
+      "groups": 2}, {"name": "bn", "type": "batchnorm"}]})");
+  auto spec = model_spec_from_json(doc, "g");
+  REQUIRE(spec.ok());
+  auto plan = infer_shapes(*spec);
+  REQUIRE(plan.ok());
+  const auto specs = expected_tensors(*plan);
+  REQUIRE(specs.size() == 6);
+  CHECK(specs[0].shape == std::vector<int64_t>{6, 2, 3, 1});
+  CHECK(specs[0].fan_in == 6);
+  CHECK(specs[2].name == "bn.weight");
+  CHECK(specs[4].name == "bn.running_mean");
+  CHECK(specs[5].shape == std::vector<int64_t>{6});
+  const Weights w = Weights::seeded(*plan, 1);
+  for (float v : w.find("bn.running_var")->data) {
+    CHECK(v >= 0.5f);
+    CHECK(v < 1.5f);
+  }
+  for (float v : w.find("bn.weight")->data) CHECK(std::fabs(v - 1.0f) <= 0.5f);
+  CHECK(w.bytes() == plan->weight_bytes);
+}
+
+TEST_CASE("the memory check counts the address-space limit", "[model]") {
+  const ModelPlan plan = load("imagenet22k");  // 683 MB of weights
+  CHECK(check_weights_fit_memory(plan, 1).ok());
+  struct rlimit saved {};
+  REQUIRE(getrlimit(RLIMIT_AS, &saved) == 0);
+  struct rlimit low = saved;
+  low.rlim_cur = 256ull << 20;  // below this process's need for one copy
+  if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max < low.rlim_cur) low.rlim_cur = saved.rlim_max;
+  REQUIRE(setrlimit(RLIMIT_AS, &low) == 0);
+  const serf::Status s = check_weights_fit_memory(plan, 1);
+  setrlimit(RLIMIT_AS, &saved);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.message().find("under its address-space limit (ulimit -v)") != std::string::npos);
 }
 
 // Golden values from an independent Python implementation of the documented scheme

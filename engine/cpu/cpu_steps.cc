@@ -1,0 +1,491 @@
+// One step builder per layer kind: each turns a LayerStep (engine/layer_steps.h) into oneDNN
+// primitives, this rank's weight slices in the primitive's preferred layout, and the reorders
+// between the layout a tensor is stored in and the one a primitive wants.
+//
+// K = 1: a tensor stays in the layout its producer's primitive chose (blocked nChw16c after most
+// convolutions), so consecutive conv2d, batchnorm, pooling, add and activation layers exchange
+// no reorders; fully_connected and softmax read plain data (after flatten, one reorder).
+// K > 1: tensors are plain NCHW so that a rank's channels are one contiguous block for the
+// all-gather; primitives that prefer blocked layouts get reorders around them.
+#include <algorithm>
+
+#include "cpu_model.h"
+#include "engine/cpu/gemv.h"
+
+namespace serf::engine::cpu {
+
+using model::LayerKind;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+using md_t = dnnl::memory::desc;
+
+namespace {
+
+constexpr auto kForward = dnnl::prop_kind::forward_inference;
+
+md_t plain(const dnnl::memory::dims& dims) {
+  const tag t = dims.size() == 1 ? tag::a : dims.size() == 2 ? tag::ab : tag::abcd;
+  return {dims, dt::f32, t};
+}
+
+bool is_plain(const md_t& md) { return md == plain(md.dims()); }
+
+int64_t floats_of(const md_t& md) {
+  return static_cast<int64_t>((md.get_size() + sizeof(float) - 1) / sizeof(float));
+}
+
+std::string dims_str(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (int64_t d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s;
+}
+
+// The oneDNN eltwise algorithm and its alpha, beta for an activation layer.
+struct Eltwise {
+  dnnl::algorithm alg;
+  float alpha, beta;
+};
+Eltwise eltwise_of(const model::LayerSpec& l) {
+  switch (l.kind) {
+    case LayerKind::kClip:
+      return {dnnl::algorithm::eltwise_clip, l.clip_min, l.clip_max};
+    case LayerKind::kSigmoid:
+      return {dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f};
+    default:
+      return {dnnl::algorithm::eltwise_relu, 0.0f, 0.0f};
+  }
+}
+
+}  // namespace
+
+StepBuilder::StepBuilder(CpuPreparedModel& model, const model::Weights& weights)
+    : m_(model), weights_(weights), flow_(model.partition_.ranks == 1) {
+  stored_.resize(m_.plan_.layers.size());
+  const model::Shape& in = m_.plan_.spec.input;
+  input_md_ = plain(nchw(in.channels, in.height, in.width));
+}
+
+const model::LayerSpec& StepBuilder::spec(const LayerStep& s) const {
+  return m_.plan_.spec.layers[static_cast<size_t>(s.layer)];
+}
+const model::LayerInfo& StepBuilder::info(const LayerStep& s) const {
+  return m_.plan_.layers[static_cast<size_t>(s.layer)];
+}
+
+const md_t& StepBuilder::stored(const LayerStep& s, size_t k) const {
+  const int source = info(s).sources[k];
+  return source < 0 ? input_md_ : stored_[static_cast<size_t>(source)];
+}
+
+Operand StepBuilder::read(const LayerStep& s, size_t k, const dnnl::memory::dims& dims,
+                          bool as_stored, CpuStep* out) {
+  const TensorRef& ref = s.inputs[k];
+  Operand op{ref.buffer < 0 ? Space::kInput : Space::kActivation, std::max(ref.buffer, 0),
+             ref.offset, {}};
+  if (!flow_) {
+    op.md = plain(dims);
+    return op;
+  }
+  const md_t& st = stored(s, k);
+  if (st.dims() == dims && (as_stored || is_plain(st))) {
+    op.md = st;
+    return op;
+  }
+  if (is_plain(st)) {  // a view of plain data (e.g. flatten)
+    op.md = plain(dims);
+    return op;
+  }
+  op.md = st;
+  Operand flat = staging(plain(st.dims()));
+  reorder(op, flat, out);
+  flat.md = plain(dims);
+  return flat;
+}
+
+Operand StepBuilder::write(const LayerStep& s, const md_t& md) {
+  Operand op{Space::kActivation, s.output.buffer, s.output.offset, md};
+  int64_t& size = m_.buffer_floats_[static_cast<size_t>(s.output.buffer)];
+  size = std::max(size, s.output.offset + floats_of(md));
+  if (flow_) {
+    stored_[static_cast<size_t>(s.layer)] = md;
+    if (s.activation_layer >= 0) stored_[static_cast<size_t>(s.activation_layer)] = md;
+    if (s.add_layer >= 0) stored_[static_cast<size_t>(s.add_layer)] = md;
+  }
+  return op;
+}
+
+Operand StepBuilder::staging(const md_t& md) {
+  const size_t index = static_cast<size_t>(staging_used_++);
+  if (index >= m_.staging_floats_.size()) m_.staging_floats_.push_back(0);
+  m_.staging_floats_[index] = std::max(m_.staging_floats_[index], floats_of(md));
+  return {Space::kStaging, static_cast<int>(index), 0, md};
+}
+
+void StepBuilder::reorder(const Operand& from, const Operand& to, CpuStep* out) {
+  Call c;
+  c.prim = dnnl::reorder(dnnl::reorder::primitive_desc(m_.engine_, from.md, m_.engine_, to.md));
+  c.operands = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+  out->calls.push_back(std::move(c));
+}
+
+Operand StepBuilder::adapt(const Operand& have, const md_t& want, CpuStep* out) {
+  if (have.md == want) return have;
+  Operand t = staging(want);
+  reorder(have, t, out);
+  return t;
+}
+
+Call& StepBuilder::call(dnnl::primitive prim, const dnnl::primitive_desc_base& pd, CpuStep* out) {
+  Call c;
+  c.prim = std::move(prim);
+  c.scratch_md = pd.scratchpad_desc();
+  m_.scratch_bytes_ = std::max(m_.scratch_bytes_, c.scratch_md.get_size());
+  out->calls.push_back(std::move(c));
+  return out->calls.back();
+}
+
+StatusOr<const model::Tensor*> StepBuilder::tensor(const std::string& name,
+                                                   const std::vector<int64_t>& shape) const {
+  const model::Tensor* t = weights_.find(name);
+  if (t == nullptr) return NotFound("weights: tensor '" + name + "' is missing");
+  if (t->shape != shape) {
+    return InvalidArgument("weights: tensor '" + name + "' has shape " + dims_str(t->shape) +
+                           ", the model needs " + dims_str(shape));
+  }
+  return t;
+}
+
+dnnl::memory StepBuilder::pack(const model::Tensor& t, int offset, const md_t& plain_md,
+                               const md_t& md) {
+  const int64_t row = t.elements() / t.shape[0];
+  float* src = const_cast<float*>(t.data.data()) + int64_t{offset} * row;
+  dnnl::memory user(plain_md, m_.engine_, src);
+  // Our storage rather than oneDNN's: big slices go on 2 MiB pages (aligned_floats.h).
+  m_.weight_storage_.emplace_back(floats_of(md));
+  dnnl::memory packed(md, m_.engine_, m_.weight_storage_.back().data());
+  dnnl::stream stream(m_.engine_);
+  dnnl::reorder(user, packed).execute(stream, user, packed);
+  stream.wait();
+  m_.weight_bytes_ += static_cast<int64_t>(md.get_size());
+  return packed;
+}
+
+dnnl::memory StepBuilder::pack_values(const std::vector<float>& values) {
+  const md_t md({static_cast<int64_t>(values.size())}, dt::f32, tag::a);
+  m_.weight_storage_.emplace_back(static_cast<int64_t>(values.size()));
+  std::copy(values.begin(), values.end(), m_.weight_storage_.back().data());
+  m_.weight_bytes_ += static_cast<int64_t>(md.get_size());
+  return dnnl::memory(md, m_.engine_, m_.weight_storage_.back().data());
+}
+
+dnnl::primitive_attr StepBuilder::attributes(const LayerStep& s) const {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::post_ops ops;
+  if (s.accumulate) ops.append_sum(1.0f);  // out = conv(x) + b + residual, before the activation
+  if (s.activation_layer >= 0) {
+    const Eltwise e = eltwise_of(m_.plan_.spec.layers[static_cast<size_t>(s.activation_layer)]);
+    ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
+  }
+  if (ops.len() > 0) attr.set_post_ops(ops);
+  return attr;
+}
+
+Status StepBuilder::build(const LayerStep& s, CpuStep* out) {
+  out->plan = s;
+  staging_used_ = 0;
+  if (s.noop) {
+    if (flow_ && s.kind == LayerKind::kFlatten) stored_[static_cast<size_t>(s.layer)] = stored(s, 0);
+    return Status::Ok();  // a view, or run by another step (write() recorded its layout)
+  }
+  try {
+    switch (s.kind) {
+      case LayerKind::kConv2d:
+        return conv(s, out);
+      case LayerKind::kFullyConnected:
+        return fully_connected(s, out);
+      case LayerKind::kMaxPool:
+      case LayerKind::kAvgPool:
+      case LayerKind::kGlobalAvgPool:
+        return pool(s, out);
+      case LayerKind::kRelu:
+      case LayerKind::kClip:
+      case LayerKind::kSigmoid:
+        return activation(s, out);
+      case LayerKind::kBatchNorm:
+        return batchnorm(s, out);
+      case LayerKind::kLrn:
+        return lrn(s, out);
+      case LayerKind::kAdd:
+        return add(s, out);
+      case LayerKind::kConcat:
+        return concat(s, out);
+      case LayerKind::kSoftmax:
+        return softmax(s, out);
+      case LayerKind::kFlatten:
+        return Status::Ok();
+    }
+  } catch (const dnnl::error& e) {
+    return Internal("layer '" + spec(s).name + "': oneDNN: " + e.what());
+  } catch (const std::bad_alloc&) {
+    return Internal("layer '" + spec(s).name + "': out of memory for its weights");
+  }
+  return Status::Ok();
+}
+
+Status StepBuilder::conv(const LayerStep& s, CpuStep* out) {
+  const model::LayerSpec& l = spec(s);
+  const model::LayerInfo& in = info(s);
+  const model::Window& w = l.window;
+  const int groups = s.group_slice.count, per_group_in = in.in.channels / l.groups;
+  const int cin = groups * per_group_in, cout = s.out_slice.count;
+  SERF_ASSIGN_OR_RETURN(const model::Tensor* weights,
+                        tensor(l.name + ".weight",
+                               {l.out_channels, per_group_in, w.kernel_h, w.kernel_w}));
+  SERF_ASSIGN_OR_RETURN(const model::Tensor* bias, tensor(l.name + ".bias", {l.out_channels}));
+  const dnnl::memory::dims dst_dims = nchw(cout, in.out.height, in.out.width);
+  Operand src = read(s, 0, nchw(cin, in.in.height, in.in.width), true, out);
+  const bool grouped = l.groups > 1;
+  const dnnl::memory::dims wdims =
+      grouped ? dnnl::memory::dims{groups, cout / groups, per_group_in, w.kernel_h, w.kernel_w}
+              : dnnl::memory::dims{cout, cin, w.kernel_h, w.kernel_w};
+  const md_t plain_w(wdims, dt::f32, grouped ? tag::goihw : tag::oihw);
+  const md_t bias_md({cout}, dt::f32, tag::a);
+  // A residual accumulation needs the primitive's output in the residual's layout (K = 1).
+  int residual = -1;  // the add's other operand, whose buffer this step accumulates into
+  if (s.accumulate) {
+    const std::vector<int>& sources = m_.plan_.layers[static_cast<size_t>(s.add_layer)].sources;
+    residual = sources[0] == s.layer ? sources[1] : sources[0];
+  }
+  const md_t dst_request = flow_ && residual >= 0 ? stored_[static_cast<size_t>(residual)]
+                                                  : md_t(dst_dims, dt::f32, tag::any);
+  const dnnl::convolution_forward::desc d(
+      kForward, dnnl::algorithm::convolution_direct, md_t(src.md.dims(), dt::f32, tag::any),
+      md_t(wdims, dt::f32, tag::any), bias_md, dst_request, {w.stride_h, w.stride_w},
+      {w.dilation_h - 1, w.dilation_w - 1}, {w.pad_top, w.pad_left}, {w.pad_bottom, w.pad_right});
+  const dnnl::convolution_forward::primitive_desc pd(d, attributes(s), m_.engine_);
+  src = adapt(src, pd.src_desc(), out);
+  const Operand target = write(s, flow_ ? pd.dst_desc() : plain(dst_dims));
+  Operand dst = target;
+  if (pd.dst_desc() != target.md) {
+    dst = staging(pd.dst_desc());
+    if (s.accumulate) reorder(target, dst, out);  // the residual, for the sum post-op
+  }
+  Call& c = call(dnnl::convolution_forward(pd), pd, out);
+  c.operands = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
+  c.constants = {{DNNL_ARG_WEIGHTS, pack(*weights, s.out_slice.offset, plain_w, pd.weights_desc())},
+                 {DNNL_ARG_BIAS, pack(*bias, s.out_slice.offset, bias_md, pd.bias_desc())}};
+  if (dst.space != target.space || dst.buffer != target.buffer) reorder(dst, target, out);
+  return Status::Ok();
+}
+
+Status StepBuilder::fully_connected(const LayerStep& s, CpuStep* out) {
+  const model::LayerSpec& l = spec(s);
+  const model::LayerInfo& in = info(s);
+  const int64_t n_in = in.in.elements();
+  const int cout = s.out_slice.count;
+  SERF_ASSIGN_OR_RETURN(const model::Tensor* weights,
+                        tensor(l.name + ".weight", {l.out_channels, n_in}));
+  SERF_ASSIGN_OR_RETURN(const model::Tensor* bias, tensor(l.name + ".bias", {l.out_channels}));
+  const Operand src = read(s, 0, {batch_, n_in}, false, out);
+  const Operand target = write(s, plain({batch_, cout}));
+  const md_t plain_w({cout, n_in}, dt::f32, tag::oi);
+  const md_t bias_md({cout}, dt::f32, tag::a);
+  const bool relu_only =
+      s.activation_layer < 0 ||
+      m_.plan_.spec.layers[static_cast<size_t>(s.activation_layer)].kind == LayerKind::kRelu;
+  if (gemv_supported() && relu_only && batch_ == 1) {
+    // gemv_f32 reads plain [out, in] rows (engine/cpu/gemv.h).
+    out->gemv = true;
+    out->gemv_after = out->calls.size();
+    GemvCall& g = out->gemv_call;
+    g.weights = static_cast<const float*>(pack(*weights, s.out_slice.offset, plain_w, plain_w)
+                                              .get_data_handle());
+    g.bias = static_cast<const float*>(pack(*bias, s.out_slice.offset, bias_md, bias_md)
+                                           .get_data_handle());
+    g.x = src;
+    g.y = target;
+    g.rows = cout;
+    g.cols = n_in;
+    g.relu = s.activation_layer >= 0;
+    return Status::Ok();
+  }
+  // Plain [out, in] weights ("oi"): oneDNN's jit GEMV for "oi" is its fastest batch-1 kernel
+  // (the brgemm one it picks for `any` streams the weights at half the speed; bench/fc_bench).
+  const dnnl::inner_product_forward::desc d(kForward, src.md, plain_w, bias_md, target.md);
+  const dnnl::inner_product_forward::primitive_desc pd(d, attributes(s), m_.engine_);
+  Call& c = call(dnnl::inner_product_forward(pd), pd, out);
+  c.operands = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, target}};
+  c.constants = {{DNNL_ARG_WEIGHTS, pack(*weights, s.out_slice.offset, plain_w, pd.weights_desc())},
+                 {DNNL_ARG_BIAS, pack(*bias, s.out_slice.offset, bias_md, pd.bias_desc())}};
+  return Status::Ok();
+}
+
+Status StepBuilder::pool(const LayerStep& s, CpuStep* out) {
+  const model::LayerSpec& l = spec(s);
+  const model::LayerInfo& in = info(s);
+  const int channels = s.channels.count;
+  const dnnl::memory::dims dst_dims = nchw(channels, in.out.height, in.out.width);
+  Operand src = read(s, 0, nchw(channels, in.in.height, in.in.width), true, out);
+  dnnl::memory::dims kernel{in.in.height, in.in.width}, strides{1, 1}, pad_l{0, 0}, pad_r{0, 0};
+  dnnl::algorithm alg = dnnl::algorithm::pooling_avg_include_padding;
+  if (l.kind != LayerKind::kGlobalAvgPool) {
+    const model::Window& w = l.window;
+    kernel = {w.kernel_h, w.kernel_w};
+    strides = {w.stride_h, w.stride_w};
+    pad_l = {w.pad_top, w.pad_left};
+    // ceil_mode: the last window may run past the bottom/right padding (maxpool ignores it).
+    pad_r = {std::max<int64_t>(w.pad_bottom, (in.out.height - 1) * int64_t{w.stride_h} +
+                                                 w.kernel_h - in.in.height - w.pad_top),
+             std::max<int64_t>(w.pad_right, (in.out.width - 1) * int64_t{w.stride_w} +
+                                                w.kernel_w - in.in.width - w.pad_left)};
+    if (l.kind == LayerKind::kMaxPool) {
+      alg = dnnl::algorithm::pooling_max;
+    } else if (!l.count_include_pad) {
+      alg = dnnl::algorithm::pooling_avg_exclude_padding;
+    }
+  }
+  const md_t dst_request = flow_ ? md_t(dst_dims, dt::f32, tag::any) : plain(dst_dims);
+  const dnnl::pooling_forward::desc d(kForward, alg, src.md, dst_request, strides, kernel, pad_l,
+                                      pad_r);
+  const dnnl::pooling_forward::primitive_desc pd(d, attributes(s), m_.engine_);
+  src = adapt(src, pd.src_desc(), out);
+  const Operand target = write(s, pd.dst_desc());
+  Call& c = call(dnnl::pooling_forward(pd), pd, out);
+  c.operands = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, target}};
+  return Status::Ok();
+}
+
+Status StepBuilder::activation(const LayerStep& s, CpuStep* out) {
+  // Element-wise: any layout (K = 1), or this rank's part viewed as a flat vector.
+  const dnnl::memory::dims dims = flow_ ? stored(s, 0).dims() : dnnl::memory::dims{1, s.elements};
+  const Operand src = read(s, 0, dims, true, out);
+  const Eltwise e = eltwise_of(spec(s));
+  const dnnl::eltwise_forward::desc d(kForward, e.alg, src.md, e.alpha, e.beta);
+  const dnnl::eltwise_forward::primitive_desc pd(d, attributes(s), m_.engine_);
+  const Operand target = write(s, src.md);
+  Call& c = call(dnnl::eltwise_forward(pd), pd, out);
+  c.operands = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, target}};
+  return Status::Ok();
+}
+
+Status StepBuilder::batchnorm(const LayerStep& s, CpuStep* out) {
+  const model::LayerSpec& l = spec(s);
+  const model::LayerInfo& in = info(s);
+  const int channels = s.channels.count, all = in.in.channels;
+  std::vector<const model::Tensor*> params;
+  for (const char* suffix : {".weight", ".bias", ".running_mean", ".running_var"}) {
+    SERF_ASSIGN_OR_RETURN(const model::Tensor* t, tensor(l.name + suffix, {all}));
+    params.push_back(t);
+  }
+  auto slice = [&](const model::Tensor* t) {
+    return std::vector<float>(t->data.begin() + s.channels.offset,
+                              t->data.begin() + s.channels.offset + channels);
+  };
+  const Operand src = read(s, 0, nchw(channels, in.in.height, in.in.width), true, out);
+  const auto flags = dnnl::normalization_flags::use_global_stats |
+                     dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+  const dnnl::batch_normalization_forward::desc d(kForward, src.md, l.epsilon, flags);
+  const dnnl::batch_normalization_forward::primitive_desc pd(d, attributes(s), m_.engine_);
+  const Operand target = write(s, pd.dst_desc());
+  Call& c = call(dnnl::batch_normalization_forward(pd), pd, out);
+  c.operands = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, target}};
+  c.constants = {{DNNL_ARG_SCALE, pack_values(slice(params[0]))},
+                     {DNNL_ARG_SHIFT, pack_values(slice(params[1]))},
+                     {DNNL_ARG_MEAN, pack_values(slice(params[2]))},
+                     {DNNL_ARG_VARIANCE, pack_values(slice(params[3]))}};
+  return Status::Ok();
+}
+
+Status StepBuilder::lrn(const LayerStep& s, CpuStep* out) {
+  const model::LayerSpec& l = spec(s);
+  const model::LayerInfo& in = info(s);
+  const dnnl::memory::dims dims = nchw(in.in.channels, in.in.height, in.in.width);
+  // LRN is fast only in the blocked layouts: reorder around it when the data is plain.
+  const md_t want = in.in.channels % 16 == 0 ? md_t(dims, dt::f32, tag::nChw16c) : plain(dims);
+  const Operand src = adapt(read(s, 0, dims, true, out), want, out);
+  const dnnl::lrn_forward::desc d(kForward, dnnl::algorithm::lrn_across_channels, want,
+                                  l.lrn_size, l.lrn_alpha, l.lrn_beta, l.lrn_k);
+  const dnnl::lrn_forward::primitive_desc pd(d, attributes(s), m_.engine_);
+  const Operand target = write(s, flow_ ? want : plain(dims));
+  const Operand dst = target.md == want ? target : staging(want);
+  Call& c = call(dnnl::lrn_forward(pd), pd, out);
+  c.operands = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
+  if (dst.space != target.space) reorder(dst, target, out);
+  return Status::Ok();
+}
+
+Status StepBuilder::add(const LayerStep& s, CpuStep* out) {
+  const model::LayerInfo& in = info(s);
+  const dnnl::memory::dims dims = flow_ ? nchw(in.in.channels, in.in.height, in.in.width)
+                                        : dnnl::memory::dims{1, s.elements};
+  const Operand first = read(s, 0, dims, true, out);
+  const Operand target = write(s, first.md);
+  Operand acc = first;  // inputs 2.. are added into the output in turn
+  for (size_t k = 1; k < s.inputs.size(); ++k) {
+    const Operand other = adapt(read(s, k, dims, true, out), acc.md, out);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (k + 1 == s.inputs.size()) attr = attributes(s);
+    const dnnl::binary::desc d(dnnl::algorithm::binary_add, acc.md, other.md, target.md);
+    const dnnl::binary::primitive_desc pd(d, attr, m_.engine_);
+    Call& c = call(dnnl::binary(pd), pd, out);
+    c.operands = {{DNNL_ARG_SRC_0, acc}, {DNNL_ARG_SRC_1, other}, {DNNL_ARG_DST, target}};
+    acc = target;
+  }
+  return Status::Ok();
+}
+
+Status StepBuilder::concat(const LayerStep& s, CpuStep* out) {
+  const model::LayerInfo& in = info(s);
+  std::vector<Operand> srcs;
+  std::vector<md_t> mds;
+  for (size_t k = 0; k < s.inputs.size(); ++k) {
+    const model::Shape& x = in.ins[k];
+    srcs.push_back(read(s, k, nchw(x.channels, x.height, x.width), true, out));
+    mds.push_back(srcs.back().md);
+  }
+  const dnnl::memory::dims dims = nchw(in.out.channels, in.out.height, in.out.width);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::concat::primitive_desc pd(flow_ ? md_t(dims, dt::f32, tag::any) : plain(dims), 1,
+                                        mds, m_.engine_, attr);
+  const Operand target = write(s, pd.dst_desc());
+  Call& c = call(dnnl::concat(pd), pd, out);
+  for (size_t k = 0; k < srcs.size(); ++k) {
+    c.operands.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(k), srcs[k]});
+  }
+  c.operands.push_back({DNNL_ARG_DST, target});
+  return Status::Ok();
+}
+
+Status StepBuilder::softmax(const LayerStep& s, CpuStep* out) {
+  const int64_t n = info(s).in.elements();
+  const Operand src = read(s, 0, {batch_, n}, false, out);
+  const Operand target = write(s, plain({batch_, n}));
+  const dnnl::softmax_forward::desc d(kForward, src.md, 1);
+  const dnnl::softmax_forward::primitive_desc pd(d, attributes(s), m_.engine_);
+  Call& c = call(dnnl::softmax_forward(pd), pd, out);
+  c.operands = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, target}};
+  return Status::Ok();
+}
+
+Status StepBuilder::finish_output() {
+  staging_used_ = 0;
+  const size_t last = m_.plan_.layers.size() - 1;
+  const TensorRef& ref = m_.layout_.output;
+  const model::Shape out = m_.plan_.output();
+  Operand result{Space::kActivation, ref.buffer, 0, plain(nchw(out.channels, out.height, out.width))};
+  if (flow_ && !is_plain(stored_[last])) {
+    result.md = stored_[last];
+    CpuStep step;
+    const Operand flat = staging(plain(stored_[last].dims()));
+    reorder(result, flat, &step);
+    m_.output_calls = std::move(step.calls);
+    result = flat;
+  }
+  m_.output = result;
+  return Status::Ok();
+}
+
+}  // namespace serf::engine::cpu

@@ -1,0 +1,228 @@
+// Per-kind layer fields: sliding windows (scalar or per-dimension forms), pooling flags, clip
+// bounds, batchnorm epsilon, lrn parameters.
+#include "model/layer_fields.h"
+
+#include <vector>
+
+#include "serf/io/json_fields.h"
+
+namespace serf::model {
+
+using nlohmann::json;
+
+namespace {
+
+// An integer field given as a scalar or an array of `allowed` lengths.
+StatusOr<std::vector<int>> int_list(const json& obj, const std::string& key,
+                                    const std::string& named, const std::vector<size_t>& allowed,
+                                    const std::string& forms) {
+  const json& v = obj[key];
+  const std::string where = io::field_path(named, key);
+  std::vector<int> out;
+  auto one = [&](const json& x) -> Status {
+    if (x.is_number_integer()) {
+      const auto n = x.get<long long>();
+      if (n >= -(1LL << 31) && n < (1LL << 31)) {
+        out.push_back(static_cast<int>(n));
+        return Status::Ok();
+      }
+    }
+    return InvalidArgument(where + ": expected an integer or " + forms);
+  };
+  if (!v.is_array()) {
+    SERF_RETURN_IF_ERROR(one(v));
+    return out;
+  }
+  bool size_ok = false;
+  for (size_t n : allowed) size_ok = size_ok || v.size() == n;
+  if (!size_ok) return InvalidArgument(where + ": expected an integer or " + forms);
+  for (const json& x : v) SERF_RETURN_IF_ERROR(one(x));
+  return out;
+}
+
+Status optional_int(const json& obj, const std::string& key, const std::string& where, int* out) {
+  if (!obj.contains(key)) return Status::Ok();
+  SERF_ASSIGN_OR_RETURN(*out, io::get_int(obj, key, where));
+  return Status::Ok();
+}
+
+Status optional_float(const json& obj, const std::string& key, const std::string& where,
+                      float* out) {
+  if (!obj.contains(key)) return Status::Ok();
+  SERF_ASSIGN_OR_RETURN(double x, io::get_number(obj, key, where));
+  *out = static_cast<float>(x);
+  return Status::Ok();
+}
+
+Status optional_bool(const json& obj, const std::string& key, const std::string& where,
+                     bool* out) {
+  if (!obj.contains(key)) return Status::Ok();
+  if (!obj[key].is_boolean()) {
+    return InvalidArgument(io::field_path(where, key) + ": expected true or false");
+  }
+  *out = obj[key].get<bool>();
+  return Status::Ok();
+}
+
+// kernel (required), stride (default: 1 for conv2d, the kernel for pooling), pad, dilation.
+Status parse_window(const json& obj, const std::string& named, bool conv, Window* w) {
+  if (!obj.contains("kernel")) return InvalidArgument(io::field_path(named, "kernel") +
+                                                      ": missing field");
+  SERF_ASSIGN_OR_RETURN(auto k, int_list(obj, "kernel", named, {2}, "[height, width]"));
+  w->kernel_h = k[0];
+  w->kernel_w = k.size() == 2 ? k[1] : k[0];
+  w->stride_h = conv ? 1 : w->kernel_h;
+  w->stride_w = conv ? 1 : w->kernel_w;
+  if (obj.contains("stride")) {
+    SERF_ASSIGN_OR_RETURN(auto s, int_list(obj, "stride", named, {2}, "[height, width]"));
+    w->stride_h = s[0];
+    w->stride_w = s.size() == 2 ? s[1] : s[0];
+  }
+  if (obj.contains("pad")) {
+    SERF_ASSIGN_OR_RETURN(
+        auto p, int_list(obj, "pad", named, {2, 4}, "[height, width] or [top, left, bottom, right]"));
+    if (p.size() == 1) p = {p[0], p[0], p[0], p[0]};
+    if (p.size() == 2) p = {p[0], p[1], p[0], p[1]};
+    w->pad_top = p[0];
+    w->pad_left = p[1];
+    w->pad_bottom = p[2];
+    w->pad_right = p[3];
+  }
+  if (conv && obj.contains("dilation")) {
+    SERF_ASSIGN_OR_RETURN(auto d, int_list(obj, "dilation", named, {2}, "[height, width]"));
+    w->dilation_h = d[0];
+    w->dilation_w = d.size() == 2 ? d[1] : d[0];
+  }
+  return Status::Ok();
+}
+
+// A pair written as one number when both are equal.
+json pair_json(int a, int b) { return a == b ? json(a) : json::array({a, b}); }
+
+void write_window(const LayerSpec& l, bool conv, nlohmann::ordered_json* out) {
+  const Window& w = l.window;
+  (*out)["kernel"] = pair_json(w.kernel_h, w.kernel_w);
+  const bool default_stride = conv ? (w.stride_h == 1 && w.stride_w == 1)
+                                   : (w.stride_h == w.kernel_h && w.stride_w == w.kernel_w);
+  if (!default_stride) (*out)["stride"] = pair_json(w.stride_h, w.stride_w);
+  if (w.pad_top == w.pad_bottom && w.pad_left == w.pad_right) {
+    if (w.pad_top != 0 || w.pad_left != 0) (*out)["pad"] = pair_json(w.pad_top, w.pad_left);
+  } else {
+    (*out)["pad"] = json::array({w.pad_top, w.pad_left, w.pad_bottom, w.pad_right});
+  }
+  if (conv && (w.dilation_h != 1 || w.dilation_w != 1)) {
+    (*out)["dilation"] = pair_json(w.dilation_h, w.dilation_w);
+  }
+}
+
+}  // namespace
+
+std::set<std::string> allowed_layer_fields(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::kConv2d:
+      return {"out_channels", "kernel", "stride", "pad", "dilation", "groups"};
+    case LayerKind::kMaxPool:
+      return {"kernel", "stride", "pad", "ceil_mode"};
+    case LayerKind::kAvgPool:
+      return {"kernel", "stride", "pad", "ceil_mode", "count_include_pad"};
+    case LayerKind::kClip:
+      return {"min", "max"};
+    case LayerKind::kBatchNorm:
+      return {"epsilon"};
+    case LayerKind::kLrn:
+      return {"size", "alpha", "beta", "k"};
+    case LayerKind::kFullyConnected:
+      return {"out"};
+    case LayerKind::kGlobalAvgPool:
+    case LayerKind::kRelu:
+    case LayerKind::kSigmoid:
+    case LayerKind::kFlatten:
+    case LayerKind::kAdd:
+    case LayerKind::kConcat:
+    case LayerKind::kSoftmax:
+      return {};
+  }
+  return {};
+}
+
+Status parse_layer_fields(const json& obj, const std::string& named, LayerSpec* layer) {
+  switch (layer->kind) {
+    case LayerKind::kConv2d: {
+      SERF_ASSIGN_OR_RETURN(layer->out_channels, io::get_int(obj, "out_channels", named));
+      SERF_RETURN_IF_ERROR(parse_window(obj, named, /*conv=*/true, &layer->window));
+      return optional_int(obj, "groups", named, &layer->groups);
+    }
+    case LayerKind::kMaxPool:
+    case LayerKind::kAvgPool:
+      SERF_RETURN_IF_ERROR(parse_window(obj, named, /*conv=*/false, &layer->window));
+      SERF_RETURN_IF_ERROR(optional_bool(obj, "ceil_mode", named, &layer->ceil_mode));
+      return optional_bool(obj, "count_include_pad", named, &layer->count_include_pad);
+    case LayerKind::kClip:
+      SERF_RETURN_IF_ERROR(optional_float(obj, "min", named, &layer->clip_min));
+      return optional_float(obj, "max", named, &layer->clip_max);
+    case LayerKind::kBatchNorm:
+      return optional_float(obj, "epsilon", named, &layer->epsilon);
+    case LayerKind::kLrn:
+      SERF_RETURN_IF_ERROR(optional_int(obj, "size", named, &layer->lrn_size));
+      SERF_RETURN_IF_ERROR(optional_float(obj, "alpha", named, &layer->lrn_alpha));
+      SERF_RETURN_IF_ERROR(optional_float(obj, "beta", named, &layer->lrn_beta));
+      return optional_float(obj, "k", named, &layer->lrn_k);
+    case LayerKind::kFullyConnected: {
+      SERF_ASSIGN_OR_RETURN(layer->out_channels, io::get_int(obj, "out", named));
+      return Status::Ok();
+    }
+    case LayerKind::kGlobalAvgPool:
+    case LayerKind::kRelu:
+    case LayerKind::kSigmoid:
+    case LayerKind::kFlatten:
+    case LayerKind::kAdd:
+    case LayerKind::kConcat:
+    case LayerKind::kSoftmax:
+      return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+void write_layer_fields(const LayerSpec& l, nlohmann::ordered_json* out) {
+  switch (l.kind) {
+    case LayerKind::kConv2d:
+      (*out)["out_channels"] = l.out_channels;
+      write_window(l, /*conv=*/true, out);
+      if (l.groups != 1) (*out)["groups"] = l.groups;
+      break;
+    case LayerKind::kMaxPool:
+    case LayerKind::kAvgPool:
+      write_window(l, /*conv=*/false, out);
+      if (l.ceil_mode) (*out)["ceil_mode"] = true;
+      if (l.kind == LayerKind::kAvgPool && !l.count_include_pad) {
+        (*out)["count_include_pad"] = false;
+      }
+      break;
+    case LayerKind::kClip:
+      (*out)["min"] = l.clip_min;
+      (*out)["max"] = l.clip_max;
+      break;
+    case LayerKind::kBatchNorm:
+      (*out)["epsilon"] = l.epsilon;
+      break;
+    case LayerKind::kLrn:
+      (*out)["size"] = l.lrn_size;
+      (*out)["alpha"] = l.lrn_alpha;
+      (*out)["beta"] = l.lrn_beta;
+      (*out)["k"] = l.lrn_k;
+      break;
+    case LayerKind::kFullyConnected:
+      (*out)["out"] = l.out_channels;
+      break;
+    case LayerKind::kGlobalAvgPool:
+    case LayerKind::kRelu:
+    case LayerKind::kSigmoid:
+    case LayerKind::kFlatten:
+    case LayerKind::kAdd:
+    case LayerKind::kConcat:
+    case LayerKind::kSoftmax:
+      break;
+  }
+}
+
+}  // namespace serf::model

@@ -1,0 +1,178 @@
+// The graph engine: a model with every layer kind (residual add, concat, grouped / depthwise /
+// dilated conv2d, batchnorm, clip, sigmoid, global pooling, ceil-mode pooling) against the
+// plain-loop reference, unpartitioned and over K = 2..6 ranks; where the planner gathers and what
+// it fuses; a model whose last layer is too small to split.
+#include <catch2/catch.hpp>
+
+#include "engine/backend.h"
+#include "engine/layer_steps.h"
+#include "engine/simulated_unit.h"
+#include "engine_test_util.h"
+#include "model/weights.h"
+#include "reference_forward.h"
+
+using namespace serf;
+using namespace serf::engine;
+using serf::engine::testing::max_relative_error;
+
+namespace {
+
+const char* kEveryOp = R"({"name": "every_op", "input": {"channels": 6, "height": 13, "width": 13},
+ "layers": [
+  {"name": "c1", "type": "conv2d", "out_channels": 16, "kernel": 3, "pad": 1},
+  {"name": "bn1", "type": "batchnorm", "epsilon": 0.001},
+  {"name": "r1", "type": "clip", "min": 0, "max": 6},
+  {"name": "dw", "type": "conv2d", "out_channels": 16, "kernel": 3, "pad": 1, "groups": 16},
+  {"name": "r2", "type": "relu"},
+  {"name": "pw", "type": "conv2d", "out_channels": 16, "kernel": 1},
+  {"name": "sum", "type": "add", "inputs": ["pw", "r1"]},
+  {"name": "r3", "type": "relu"},
+  {"name": "g", "type": "conv2d", "out_channels": 12, "kernel": 3, "pad": [1, 0, 1, 2],
+   "dilation": 2, "groups": 4},
+  {"name": "s", "type": "sigmoid"},
+  {"name": "g2", "type": "conv2d", "out_channels": 12, "kernel": 3, "inputs": ["r3"]},
+  {"name": "r4", "type": "relu"},
+  {"name": "mix", "type": "add", "inputs": ["s", "r4"]},
+  {"name": "mp", "type": "maxpool", "kernel": 2, "stride": 2, "ceil_mode": true},
+  {"name": "ap", "type": "avgpool", "kernel": 3, "stride": 1, "pad": 1, "count_include_pad": false},
+  {"name": "ap2", "type": "avgpool", "kernel": 3, "stride": 1, "pad": 1, "inputs": ["mp"]},
+  {"name": "cat", "type": "concat", "inputs": ["ap", "ap2"]},
+  {"name": "n", "type": "lrn", "size": 3, "alpha": 0.01, "beta": 0.75, "k": 2},
+  {"name": "gap", "type": "global_avgpool"},
+  {"name": "b2", "type": "conv2d", "out_channels": 8, "kernel": 1, "inputs": ["n"]},
+  {"name": "gap2", "type": "global_avgpool"},
+  {"name": "cat2", "type": "concat", "inputs": ["gap", "gap2"]},
+  {"name": "fl", "type": "flatten"},
+  {"name": "bn2", "type": "batchnorm"},
+  {"name": "fc", "type": "fully_connected", "out": 10},
+  {"name": "fs", "type": "sigmoid"},
+  {"name": "fc2", "type": "fully_connected", "out": 5},
+  {"name": "prob", "type": "softmax"}]})";
+
+model::ModelPlan plan_from(const std::string& text) {
+  auto spec = model::model_spec_from_json(nlohmann::json::parse(text), "test");
+  INFO(spec.status().message());
+  REQUIRE(spec.ok());
+  auto plan = model::infer_shapes(*spec);
+  INFO(plan.status().message());
+  REQUIRE(plan.ok());
+  return *plan;
+}
+
+int layer(const model::ModelPlan& plan, const std::string& name) {
+  for (size_t i = 0; i < plan.spec.layers.size(); ++i) {
+    if (plan.spec.layers[i].name == name) return static_cast<int>(i);
+  }
+  FAIL("no layer " << name);
+  return -1;
+}
+
+std::vector<float> run_unit(Backend& backend, const model::ModelPlan& plan,
+                            const model::Weights& w, const std::vector<float>& input, int ranks,
+                            int threads) {
+  auto unit = SimulatedUnit::create(backend, plan, w, ranks, threads);
+  INFO(unit.status().message());
+  REQUIRE(unit.ok());
+  std::vector<float> out(static_cast<size_t>(plan.output().elements()));
+  for (int round = 0; round < 2; ++round) {  // the second reuses every buffer
+    const Status s = (*unit)->run(input.data(), out.data(), nullptr);
+    INFO(s.message());
+    REQUIRE(s.ok());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every layer kind matches the reference, unpartitioned and over K ranks", "[engine]") {
+  const model::ModelPlan plan = plan_from(kEveryOp);
+  CHECK(plan.layers[static_cast<size_t>(layer(plan, "g"))].out == model::Shape{12, 11, 11});
+  CHECK(plan.layers[static_cast<size_t>(layer(plan, "mp"))].out == model::Shape{12, 6, 6});
+  CHECK(plan.layers[static_cast<size_t>(layer(plan, "cat2"))].out == model::Shape{32, 1, 1});
+  auto backend = make_backend("cpu");
+  REQUIRE(backend.ok());
+  const model::Weights w = model::Weights::seeded(plan, 5);
+  const std::vector<float> input = model::seeded_input(plan.spec.input, 5);
+  const std::vector<float> ref = serf::engine::testing::reference_forward(plan, w, input);
+  for (int ranks = 1; ranks <= 6; ++ranks) {
+    for (int threads : {1, 2}) {
+      if (threads == 2 && ranks != 1 && ranks != 3) continue;
+      INFO("K=" << ranks << " T=" << threads);
+      CHECK(max_relative_error(run_unit(**backend, plan, w, input, ranks, threads), ref) <= 1e-4);
+    }
+  }
+}
+
+TEST_CASE("the planner gathers only where a layer needs a whole tensor", "[engine]") {
+  const model::ModelPlan plan = plan_from(kEveryOp);
+  auto steps = plan_layer_steps(plan, Partition{1, 3});
+  REQUIRE(steps.ok());
+  auto step = [&](const char* name) { return steps->steps[static_cast<size_t>(layer(plan, name))]; };
+  CHECK(step("bn1").gathers.empty());  // channel-local on the slice
+  CHECK(step("dw").gathers.empty());   // depthwise: its groups are the channels the rank holds
+  CHECK(step("dw").activation_layer == layer(plan, "r2"));
+  REQUIRE(step("pw").gathers.size() == 1);
+  CHECK(step("pw").gathers[0].charged_layer == layer(plan, "dw"));
+  // The residual add (and the relu after it) run in pw's kernel, accumulating into r1's buffer.
+  CHECK(step("pw").accumulate);
+  CHECK(step("pw").add_layer == layer(plan, "sum"));
+  CHECK(step("pw").activation_layer == layer(plan, "r3"));
+  CHECK(step("sum").noop);
+  CHECK(step("sum").fused_into == layer(plan, "pw"));
+  CHECK(step("pw").output.buffer == steps->tensor_buffer[static_cast<size_t>(layer(plan, "r1"))]);
+  CHECK(step("g").gathers.size() == 1);  // 4 groups: a slicing other than r3's 16 channels
+  CHECK(step("g").group_slice.count == 1);
+  CHECK(step("g2").gathers.empty());     // r3 was gathered in place for g
+  CHECK(step("mix").gathers.size() == 1);  // r4 sliced by channels, s by groups of 3
+  CHECK(step("mp").gathers.empty());
+  CHECK(step("gap2").gathers.empty());
+  CHECK(step("cat").gathers.size() == 2);
+  CHECK(step("fc2").gathers.size() == 1);
+  CHECK(step("prob").gathers.size() == 1);
+  CHECK(steps->output_gathers.empty());
+  CHECK_FALSE(step("g").replicated);
+
+  auto six = plan_layer_steps(plan, Partition{5, 6});
+  REQUIRE(six.ok());
+  CHECK(six->steps[static_cast<size_t>(layer(plan, "g"))].replicated);    // 4 groups < 6
+  CHECK(six->steps[static_cast<size_t>(layer(plan, "fc2"))].replicated);  // 5 outputs < 6
+  CHECK_FALSE(six->steps[static_cast<size_t>(layer(plan, "c1"))].replicated);
+
+  auto whole = plan_layer_steps(plan, Partition{0, 1});
+  REQUIRE(whole.ok());
+  for (const LayerStep& s : whole->steps) CHECK(s.gathers.empty());
+  // Liveness: far fewer buffers than tensors.
+  CHECK(whole->buffer_sizes.size() < plan.layers.size() / 2);
+}
+
+TEST_CASE("a last layer smaller than K runs whole on every rank", "[engine]") {
+  // A ranking MLP: one score out. K = 2 splits the hidden layer and replicates the last.
+  const model::ModelPlan plan = plan_from(R"({"name": "rank", "input": {"channels": 64, "height": 1, "width": 1},
+    "layers": [{"name": "h", "type": "fully_connected", "out": 32}, {"type": "relu"},
+               {"name": "score", "type": "fully_connected", "out": 1}]})");
+  CHECK(plan.spec.input == model::Shape{64, 1, 1});
+  CHECK(max_ranks(plan) == 32);
+  CHECK(validate_partition(plan, Partition{0, 2}).ok());
+  auto backend = make_backend("cpu");
+  REQUIRE(backend.ok());
+  const model::Weights w = model::Weights::seeded(plan, 2);
+  const std::vector<float> input = model::seeded_input(plan.spec.input, 2);
+  const std::vector<float> ref = serf::engine::testing::reference_forward(plan, w, input);
+  for (int ranks : {1, 2, 3, 32}) {
+    INFO("K=" << ranks);
+    CHECK(max_relative_error(run_unit(**backend, plan, w, input, ranks, 1), ref) <= 1e-5);
+  }
+  const Status too_many = validate_partition(plan, Partition{0, 33});
+  CHECK(too_many.message().find("exceeds the widest layer 'h' (32 outputs") != std::string::npos);
+}
+
+TEST_CASE("K > 1 on a model with nothing to split says why", "[engine]") {
+  const model::ModelPlan plan = plan_from(R"({"name": "pools", "input": {"channels": 4,
+    "height": 8, "width": 8}, "layers": [{"type": "maxpool", "kernel": 2}, {"type": "relu"}]})");
+  CHECK(max_ranks(plan) == 1);
+  const Status s = validate_partition(plan, Partition{0, 2});
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(s.message() ==
+        "inter-node parallelism K = 2: model pools has no conv2d or fully_connected layer to "
+        "split over ranks (every layer would run whole on every rank); use K = 1");
+}
