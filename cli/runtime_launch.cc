@@ -44,8 +44,9 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
   sub->add_option("--cores-per-node", f->cores_per_node,
                   "cores of one node, F (count); default with --emulate: the profile's");
   sub->add_option("--node-timeout", f->node_timeout_s,
-                  "seconds a node may take to answer before it is reported as hung (a dead node "
-                  "is reported when mpirun stops the job, within about 2 s)");
+                  "seconds a request or a switch may take before its node is reported as hung; "
+                  "a hung node is named within this time (a dead node is reported when mpirun "
+                  "stops the job, within about 2 s)");
   sub->add_option("--seed", f->seed, "seed of arrivals and emulated draws (integer)")
       ->check(unsigned_integer());
   sub->add_flag("--no-pin", f->no_pin, "do not pin nodes sharing a machine to disjoint cores");
@@ -175,8 +176,8 @@ class MpiSession : public RuntimeSession {
     serve::Controller controller(transport, options);
     std::unique_ptr<serve::ServiceSampler> sampler;
     if (emulation) {
-      sampler =
-          std::make_unique<serve::ServiceSampler>(*emulation, flags_.emulate_random, flags_.seed + 7);
+      sampler = std::make_unique<serve::ServiceSampler>(*emulation, flags_.emulate_random,
+                                                        flags_.seed + 7);
       controller.set_sampler(sampler.get());
     }
     transport_ = &transport;

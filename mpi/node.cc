@@ -49,7 +49,6 @@ struct NodeShared {
   WaitPolicy slot_idle{0, nullptr, 2e-3};
   FaultPlan fault;
   std::atomic<int> served{0};
-  std::atomic<bool> hung{false};
 };
 
 struct SlotState {
@@ -61,9 +60,9 @@ struct SlotState {
   int intra = 1;
 };
 
-[[noreturn]] void hang_forever(NodeShared* shared) {
-  shared->hung = true;
-  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+// The test hook's hung node: the whole process stops, as under SIGSTOP (watcher included).
+[[noreturn]] void hang_forever() {
+  for (;;) std::raise(SIGSTOP);
 }
 
 // Pins the calling slot thread (and the OpenMP threads it starts later, which inherit its mask) to
@@ -106,7 +105,7 @@ void slot_loop(SlotState* st, const RuntimeComms* comms, NodeShared* shared) {
     }
     const auto started = Clock::now();
     if (shared->world_rank == shared->fault.rank && ++shared->served > shared->fault.after) {
-      if (shared->fault.mode == FaultMode::kHang) hang_forever(shared);
+      if (shared->fault.mode == FaultMode::kHang) hang_forever();
       if (shared->fault.mode == FaultMode::kExit) std::_Exit(3);
     }
     output.clear();
@@ -130,28 +129,48 @@ void slot_loop(SlotState* st, const RuntimeComms* comms, NodeShared* shared) {
   }
 }
 
-// Watches the SIGTERM flag on a node. mpirun sends SIGTERM to every rank once one died; a live
-// node answers with a farewell so the controller can name the silent (dead) one, then dies of the
-// signal. A thread of its own, because the main and slot threads may be inside a collective.
-class FarewellWatch {
+// A node's watcher thread: answers the controller's pings and watches the SIGTERM flag. A thread
+// of its own, because the main and slot threads may be inside a collective: a node waiting in
+// MPI_Comm_split for a hung peer still answers, so the controller names the hung one alone.
+// mpirun sends SIGTERM to every rank once one died; a live node answers with a farewell so the
+// controller can name the silent (dead) one, then dies of the signal.
+class NodeWatch {
  public:
-  FarewellWatch(const std::atomic<bool>* terminated, const Communicator& control, int rank) {
-    if (terminated == nullptr) return;
-    thread_ = std::thread([this, terminated, &control, rank] {
-      while (!stop_) {
-        if (terminated->load()) farewell(control, rank);
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-    });
+  NodeWatch(const std::atomic<bool>* terminated, const Communicator& control, int rank) {
+    thread_ = std::thread([this, terminated, &control, rank] { watch(terminated, control, rank); });
   }
-  ~FarewellWatch() {
+  ~NodeWatch() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
   }
-  FarewellWatch(const FarewellWatch&) = delete;
-  FarewellWatch& operator=(const FarewellWatch&) = delete;
+  NodeWatch(const NodeWatch&) = delete;
+  NodeWatch& operator=(const NodeWatch&) = delete;
 
  private:
+  void watch(const std::atomic<bool>* terminated, const Communicator& control, int rank) {
+    ControlMessage ping;
+    Communicator::PendingRecv inbox;
+    bool posted = inbox.post(control, &ping, sizeof(ping), 0, kPingTag).ok();
+    while (!stop_) {
+      if (terminated != nullptr && terminated->load()) farewell(control, rank);
+      int from = -1;
+      if (posted) {
+        auto done = inbox.test(&from);
+        if (done.ok() && *done) {
+          NodeReply pong;
+          pong.kind = static_cast<int32_t>(ReplyKind::kPong);
+          pong.rank = rank;
+          pong.generation = ping.generation;
+          (void)control.send(pong, 0, kReplyTag, WaitPolicy{1.0});
+          posted = inbox.post(control, &ping, sizeof(ping), 0, kPingTag).ok();
+          continue;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    inbox.cancel();
+  }
+
   [[noreturn]] static void farewell(const Communicator& control, int rank) {
     NodeReply r;
     r.kind = static_cast<int32_t>(ReplyKind::kFarewell);
@@ -299,7 +318,7 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
   NodeShared shared;
   shared.world_rank = comms.control.rank();
   shared.slot_idle.max_sleep_s = options.slot_idle_poll_s;
-  FarewellWatch watch(options.terminated, comms.control, shared.world_rank);
+  NodeWatch watch(options.terminated, comms.control, shared.world_rank);
   const int node = shared.world_rank - 1;
   const int n_nodes = comms.nodes.size();
 
@@ -324,12 +343,7 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
   for (;;) {
     ControlMessage msg;
     SERF_RETURN_IF_ERROR(comms.control.recv(&msg, 0, kControlTag, kIdle));
-    if (shared.hung) hang_forever(&shared);  // a hung node answers nothing, pings included
     auto kind = static_cast<ControlKind>(msg.kind);
-    if (kind == ControlKind::kPing) {
-      SERF_RETURN_IF_ERROR(reply(ReplyKind::kPong, msg.generation, ""));
-      continue;
-    }
     // Configure or shut down: the controller has already sent every slot a stop action.
     std::string failure;
     for (auto& st : slots) {

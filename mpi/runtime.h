@@ -5,6 +5,7 @@
 // communicator, so concurrent requests never mix messages. mpi.h stays inside mpi/*.cc.
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <set>
@@ -12,10 +13,10 @@
 #include <vector>
 
 #include "mpi/communicator.h"
-#include "serve/controller.h"
 #include "mpi/environment.h"
-#include "serve/messages.h"
 #include "serf/core/profile.h"
+#include "serve/controller.h"
+#include "serve/messages.h"
 
 namespace serf::mpi {
 
@@ -24,16 +25,17 @@ using serve::ActionKind;
 using serve::ControlKind;
 using serve::ControlMessage;
 using serve::FaultMode;
+using serve::kControlTag;
+using serve::kMaxSlots;
+using serve::kPingTag;
+using serve::kReplyTag;
+using serve::kResultPayloadTag;
+using serve::kResultTag;
 using serve::NodeReply;
 using serve::ReplyKind;
 using serve::RunAction;
 using serve::RunResult;
 using serve::Transport;
-using serve::kControlTag;
-using serve::kMaxSlots;
-using serve::kReplyTag;
-using serve::kResultPayloadTag;
-using serve::kResultTag;
 
 // What a slot of one node computes. serve() runs on every node of the unit at once, with the
 // same action and input; the leader's `output` is returned to the controller.
@@ -117,7 +119,7 @@ class MpiTransport : public Transport {
   std::vector<float> take_output() override { return std::move(last_output_); }
   // Listens for the nodes' farewells (they got SIGTERM from mpirun too) for up to `window_s`.
   bool job_torn_down(double window_s) override;
-  std::string diagnose(int unit) override;
+  Status probe(int unit, double within_s) override;
   Status shutdown() override;
   // Collects the nodes' farewells for a moment: the node ranks that send none died.
   std::string diagnose_terminated() override;
@@ -126,14 +128,32 @@ class MpiTransport : public Transport {
 
  private:
   int leader_rank(int unit) const { return 1 + unit * config_.inter; }
+  // One bound shared by a sequence of waits.
+  class Deadline {
+   public:
+    explicit Deadline(double seconds);
+    double left_s() const;
+    double seconds() const { return seconds_; }
+
+   private:
+    double seconds_;
+    std::chrono::steady_clock::time_point end_;
+  };
   WaitPolicy wait(double timeout_s) const { return WaitPolicy{timeout_s, terminated_}; }
-  Status stop_slots();
-  // Stops the slots, sends `msg` to every node and collects one `reply` from each.
+  // A send that must complete by `deadline`; its error names the rank that did not take it.
+  Status send_within(const void* data, size_t bytes, int rank, int tag, const Deadline& deadline,
+                     const Communicator& comm);
+  Status stop_slots(const Deadline& deadline);
+  // Stops the slots, sends `msg` to every node and collects one `reply` from each, all within
+  // `timeout_s`.
   Status command_all(ControlMessage msg, ReplyKind reply, double timeout_s,
                      std::vector<NodeReply>* replies);
-  // Collects one reply of `kind` from every rank in `ranks`; names the ones that did not answer.
-  Status collect_replies(const std::vector<int>& ranks, ReplyKind kind, double timeout_s,
-                         std::vector<NodeReply>* replies);
+  // Collects one reply of `kind` from every rank in `ranks` until `deadline`; on a timeout the
+  // ranks that did not reply are in `*missing`. A node's error reply is InvalidArgument.
+  Status collect_replies(const std::vector<int>& ranks, ReplyKind kind, const Deadline& deadline,
+                         std::vector<NodeReply>* replies, std::vector<int>* missing);
+  // Pings `ranks` (their watcher threads); the ones that did not answer by `deadline`, ascending.
+  std::vector<int> silent_ranks(const std::vector<int>& ranks, const Deadline& deadline);
 
   const RuntimeComms& comms_;
   int nodes_;

@@ -153,7 +153,13 @@ Status Controller::configure(const Configuration& config) {
   double t0 = now_s();
   if (configured_) SERF_RETURN_IF_ERROR(drain());
   double t1 = now_s();
-  SERF_RETURN_IF_ERROR(checked(transport_.configure(config)));
+  Status applied = transport_.configure(config);
+  if (!applied.ok() && !interrupted()) {
+    applied = applied.with_context(configured_
+                                       ? "switch " + to_string(config_) + " -> " + to_string(config)
+                                       : "start " + to_string(config));
+  }
+  SERF_RETURN_IF_ERROR(checked(applied));
   double t2 = now_s();
   sw.drain_ms = (t1 - t0) * 1e3;
   sw.configure_ms = (t2 - t1) * 1e3;
@@ -239,6 +245,7 @@ Status Controller::poll_results(bool* progress) {
                       std::to_string(result->request_id) + ", which is not in flight");
     }
     in_flight_.erase(it);
+    probed_.erase(result->request_id);
     const int64_t id = result->request_id;
     RequestRecord& rec = record(id);
     rec.done_s = now_s();
@@ -256,7 +263,8 @@ Status Controller::poll_results(bool* progress) {
       continue;
     }
     planner_.answered(rec.done_s - rec.dispatch_s);
-    finish(id, Outcome::kAnswered, "", waited_for ? transport_.take_output() : std::vector<float>());
+    finish(id, Outcome::kAnswered, "",
+           waited_for ? transport_.take_output() : std::vector<float>());
   }
 }
 
@@ -288,13 +296,28 @@ Status Controller::terminated() {
 
 Status Controller::check_timeouts() {
   if (interrupted()) return terminated();
-  double now = now_s();
+  const double timeout = options_.node_timeout_s;
+  const double probe_within = probe_s(timeout);
   for (const auto& [id, dispatched_s] : in_flight_) {
-    if (now - dispatched_s > options_.node_timeout_s) {
-      return Unavailable("request " + std::to_string(id) + " on unit " +
-                         std::to_string(record(id).unit) + " not answered within " +
-                         seconds_text(options_.node_timeout_s) +
-                         " s: " + transport_.diagnose(record(id).unit));
+    const int unit = record(id).unit;
+    const std::string what =
+        "request " + std::to_string(id) + " on unit " + std::to_string(unit) + " not answered";
+    if (now_s() - dispatched_s > timeout - probe_within && probed_.count(id) == 0) {
+      Status alive = transport_.probe(unit, probe_within);
+      if (interrupted()) return terminated();
+      if (!alive.ok()) {
+        char after[32];
+        std::snprintf(after, sizeof(after), "%.1f", now_s() - dispatched_s);
+        return Unavailable(what + " after " + after + " s (node timeout " + seconds_text(timeout) +
+                           " s): " + alive.message());
+      }
+      probed_.insert(id);
+    }
+    if (now_s() - dispatched_s > timeout) {
+      return Unavailable(what + " within " + seconds_text(timeout) + " s: every rank of unit " +
+                         std::to_string(unit) +
+                         " answered a ping, so the request itself is too slow (raise "
+                         "--node-timeout)");
     }
   }
   return Status::Ok();

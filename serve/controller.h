@@ -5,6 +5,7 @@
 // path from admission to the answer. Pure logic over a Transport, so it is tested without MPI
 // against a fake transport (tests/serve/controller_test.cc).
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -15,16 +16,17 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "serve/inbox.h"
-#include "serve/messages.h"
-#include "serve/request.h"
 #include "serf/core/arrivals.h"
 #include "serf/core/planner.h"
 #include "serf/core/profile.h"
 #include "serf/core/status.h"
+#include "serve/inbox.h"
+#include "serve/messages.h"
+#include "serve/request.h"
 
 namespace serf::serve {
 
@@ -47,8 +49,10 @@ class Transport {
   // tears the job down after a rank died), found within `window_s`; false when the signal came to
   // the controller alone (an operator stopping the service: drain and finish).
   virtual bool job_torn_down(double window_s) { return false; }
-  // Called when unit `unit` did not answer in time: a line naming the ranks that are at fault.
-  virtual std::string diagnose(int unit) = 0;
+  // Called when a request on unit `unit` is close to the node timeout: asks the unit's ranks
+  // whether they are alive, waiting at most `within_s`. Ok when every rank answers (the request
+  // itself is slow), else Unavailable naming the unit's ranks and the silent ones.
+  virtual Status probe(int unit, double within_s) = 0;
   // Stops every node (after the last request).
   virtual Status shutdown() = 0;
   // Called once the job was terminated (SIGTERM): a line naming the node ranks that died, when
@@ -122,8 +126,11 @@ struct SwitchRecord {
 inline constexpr size_t kUnboundedQueue = static_cast<size_t>(-1);
 
 struct ControllerOptions {
-  double node_timeout_s = 10;  // a request not answered in this long is a fault
-  double tick_s = 0.05;        // how often the scheduler hook is asked
+  // A request not answered in this long is a fault, reported within this long too: the unit is
+  // probed (pinged) at most kProbeMaxS (and at most 20 %) before the timeout, so a dead or hung
+  // node is named when the timeout passes, not a ping window after it.
+  double node_timeout_s = 10;
+  double tick_s = 0.05;  // how often the scheduler hook is asked
   double rate_window_s = 2;
   uint64_t seed = 1;
   std::vector<float> input;  // the generator's requests carry it (empty for emulated nodes)
@@ -177,8 +184,8 @@ struct LiveStatus {
   bool draining = false;  // a stop was asked: queued and running requests finish, new ones 503
   Configuration config;
   int units = 0;
-  size_t queued = 0;     // waiting in the units' queues
-  size_t in_flight = 0;  // dispatched, not answered
+  size_t queued = 0;      // waiting in the units' queues
+  size_t in_flight = 0;   // dispatched, not answered
   double rate_per_s = 0;  // arrivals over the rate window, as the scheduler sees them
   size_t switches = 0;
   OutcomeCounts counts;
@@ -186,6 +193,11 @@ struct LiveStatus {
 
 class Controller {
  public:
+  // The longest probe of a unit before the node timeout (see ControllerOptions::node_timeout_s).
+  static constexpr double kProbeMaxS = 2.0;
+  static double probe_s(double node_timeout_s) {
+    return std::min(kProbeMaxS, 0.2 * node_timeout_s);
+  }
   Controller(Transport& transport, ControllerOptions options);
   // Emulated nodes: each action carries a service time drawn here. Without it nodes compute.
   void set_sampler(ServiceSampler* sampler) { sampler_ = sampler; }
@@ -277,6 +289,7 @@ class Controller {
   Status dispatch(int unit, int slot, int64_t id);
   // Handles every result that is ready; `progress` is set when one was.
   Status poll_results(bool* progress);
+  // Fails a request older than the node timeout; probes the unit of one close to it.
   Status check_timeouts();
   bool interrupted() const {
     return options_.interrupted != nullptr && options_.interrupted->load();
@@ -306,6 +319,7 @@ class Controller {
   std::vector<std::vector<int64_t>> slot_request_;  // per unit, per slot: request id or -1
   std::vector<int> running_;                        // per unit
   std::map<int64_t, double> in_flight_;             // request id -> dispatch time
+  std::set<int64_t> probed_;                        // in flight, their unit answered a probe
   std::map<int64_t, Pending> pending_;              // queued or running requests
   std::deque<RequestRecord> records_;
   int64_t first_id_ = 0;  // id of records_.front()

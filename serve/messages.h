@@ -75,5 +75,8 @@ inline constexpr int kResultTag = 10000;
 inline constexpr int kResultPayloadTag = 20000;
 inline constexpr int kControlTag = 1;
 inline constexpr int kReplyTag = 2;
+// Pings go to a node's watcher thread, which answers while the node's main and slot threads are
+// busy or blocked (in a collective with a hung peer): only a stopped or dead process is silent.
+inline constexpr int kPingTag = 3;
 
 }  // namespace serf::serve

@@ -6,8 +6,58 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 run() { "$MPIEXEC" --oversubscribe -np "$@"; }
 profile="$DATA/emulated_profile.json"
 out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
+stopped=""  # a rank this script stopped (SIGSTOP): killed on exit if mpirun left it behind
+trap '[ -n "$stopped" ] && kill -KILL "$stopped" 2>/dev/null; [ -n "${KEEP_OUT:-}" ] || rm -rf "$out"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+
+# start_job ARGS...: runs `mpiexec --oversubscribe ARGS` in the background (stdout $out/o, stderr
+# $out/e); sets job (mpiexec's pid) and job_start (seconds, fractional).
+start_job() {
+  "$MPIEXEC" --oversubscribe "$@" >"$out/o" 2>"$out/e" &
+  job=$!
+  job_start=$(date +%s.%N)
+}
+# rank_pid RANK: the pid of that rank of $job (a child of its mpiexec), or nothing.
+rank_pid() {
+  local p
+  for p in $(pgrep -P "$job"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && { echo "$p"; return; }
+  done
+}
+threads_of() { awk '/^Threads:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+# wait_serving: until node rank 1 runs its first configuration (its farewell watcher and a slot
+# thread on top of the threads rank 0 has), so a stop after this lands in the run, not the start.
+wait_serving() {
+  local deadline=$((SECONDS + 60)) p0 p1
+  while [ $SECONDS -lt $deadline ]; do
+    p0=$(rank_pid 0); p1=$(rank_pid 1)
+    if [ -n "$p0" ] && [ -n "$p1" ] && [ "$(threads_of "$p1")" -ge $(($(threads_of "$p0") + 2)) ]; then return 0; fi
+    sleep 0.1
+  done
+  fail "the job did not start serving within 60 s"
+}
+# stop_rank RANK: SIGSTOP it (a hung node: every thread stops); sets stopped and stop_at.
+stop_rank() {
+  stopped=$(rank_pid "$1")
+  [ -n "$stopped" ] || fail "no rank $1 to stop"
+  kill -STOP "$stopped"
+  stop_at=$(date +%s.%N)
+}
+# wait_job LIMIT_S: waits for $job (killing it after LIMIT_S); sets rc and error_after (seconds
+# from stop_at to the first "serf: error:" line of rank 0, or empty).
+wait_job() {
+  local limit=$1 t0=$SECONDS
+  error_after=""
+  while kill -0 "$job" 2>/dev/null; do
+    if [ -z "$error_after" ] && grep -q '^serf: error:' "$out/e"; then
+      error_after=$(echo "$(date +%s.%N) - $stop_at" | bc)
+    fi
+    [ $((SECONDS - t0)) -lt "$limit" ] || { kill -TERM "$job"; sleep 2; kill -KILL "$job" 2>/dev/null; }
+    sleep 0.05
+  done
+  wait "$job"; rc=$?
+  [ -n "$error_after" ] || error_after=$(echo "$(date +%s.%N) - $stop_at" | bc)
+}
 
 # expect_error NP EXPECTED_TEXT ARGS...: exit 2, one "serf: error:" line containing the text, fast.
 expect_error() {
@@ -63,6 +113,68 @@ case "$1" in
     [ -s "$out/run.json" ] && [ -s "$out/run.json.csv" ] || fail "no partial measurements written"
     grep -q "answered of" "$out/o" || fail "no summary printed"
     echo "ok: hung rank 3 reported in $took s, exit $rc"
+    ;;
+  fault_stop_switch)
+    # Rank 3 hangs (SIGSTOP) while idle: (c=1, K=2, T=1) on 3 nodes leaves it out of every unit.
+    # The switch at 3 s must name it within the node timeout (the wait for its ready reply was
+    # 60 s, and the start-up wait unbounded), write what was measured and end the job.
+    start_job -np 4 "$SERF" serve --emulate "$profile" --config 1,2,1 --rate 20 --requests 400 \
+      --schedule "3:1,1,1" --node-timeout 2 --out "$out/run.json"
+    wait_serving
+    stop_rank 3
+    wait_job 60
+    cat "$out/o"; grep '^serf: error:' "$out/e"
+    [ $rc -ne 0 ] || fail "exit 0 with a hung node"
+    line=$(grep '^serf: error:' "$out/e")
+    echo "$line" | grep -q "switch (c=1, K=2, T=1) -> (c=1, K=1, T=1): rank(s) 3 did not answer within 2 s" \
+      || { cat "$out/e"; fail "the error does not name rank 3 at the switch"; }
+    # The switch comes at most 3 s after the stop, then 2 s of node timeout.
+    [ "$(echo "$error_after < 3 + 2 + 3" | bc)" -eq 1 ] || fail "named $error_after s after the stop"
+    n=$(echo "$line" | sed -n 's/.*wrote partial measurements of \([0-9]*\) answered requests to.*/\1/p')
+    [ -n "$n" ] && [ "$n" -gt 0 ] || fail "the error does not say what it wrote"
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert sum(r['answered'] for r in d['requests']) == int(sys.argv[2])" \
+      "$out/run.json" "$n" || fail "run.json does not hold the $n answered requests"
+    [ "$(grep -c ',1$' "$out/run.json.csv")" -eq "$n" ] || fail "run.json.csv does not hold $n answered requests"
+    echo "ok: idle rank 3 stopped, named at the switch $error_after s later, exit $rc, $n answered written"
+    ;;
+  fault_stop_profile)
+    # `serf profile` on 4 nodes with K = 1: the tuples run on rank 1, ranks 2-4 idle. Rank 4 hangs
+    # (SIGSTOP): the next tuple's configuration names it within the node timeout and the finished
+    # tuples are written, marked incomplete.
+    start_job -np 5 "$SERF" profile --emulate "$profile" --inter 1 --samples 30 --warmup 2 \
+      --node-timeout 2 --out "$out/p.json"
+    wait_serving
+    stop_rank 4
+    wait_job 60
+    grep '^serf: error:' "$out/e"
+    [ $rc -ne 0 ] || fail "exit 0 with a hung node"
+    line=$(grep '^serf: error:' "$out/e")
+    echo "$line" | grep -q "rank(s) 4 did not answer within 2 s" || { cat "$out/e"; fail "the error does not name rank 4"; }
+    # A tuple takes about 0.7 s here, then the next switch waits 2 s.
+    [ "$(echo "$error_after < 2 + 2 + 3" | bc)" -eq 1 ] || fail "named $error_after s after the stop"
+    n=$(echo "$line" | sed -n 's/.*wrote the \([0-9]*\) finished tuple(s) to.*/\1/p')
+    if [ -n "$n" ]; then
+      python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['tuples']) == int(sys.argv[2]) and d['note'].startswith('incomplete')" \
+        "$out/p.json" "$n" || fail "p.json does not hold the $n tuples, marked incomplete"
+    fi
+    echo "ok: idle rank 4 stopped in profile, named $error_after s later, exit $rc, ${n:-0} tuple(s) written"
+    ;;
+  fault_stop_busy)
+    # A busy node hangs (SIGSTOP) with the default flags: named within the 10 s node timeout in
+    # total (the unit is pinged 2 s before it; the ping came after it, 12-13 s).
+    start_job -np 5 "$SERF" serve --emulate "$profile" --config 1,1,1 --rate 250 --requests 4000 \
+      --out "$out/run.json"
+    wait_serving
+    sleep 0.5
+    stop_rank 2
+    wait_job 60
+    grep '^serf: error:' "$out/e"
+    [ $rc -ne 0 ] || fail "exit 0 with a hung node"
+    grep '^serf: error:' "$out/e" | grep -q "rank(s) 2 did not answer a ping" || { cat "$out/e"; fail "the error does not name rank 2"; }
+    # 10 s from the dispatch of a request rank 2 never answered, which was at most a few ms before
+    # the stop (or after it); 1 s more for a loaded machine.
+    [ "$(echo "$error_after <= 11" | bc)" -eq 1 ] || fail "named $error_after s after the stop (want <= 10 s + 1 s slack)"
+    echo "ok: busy rank 2 stopped, named $error_after s later with the default --node-timeout"
     ;;
   fault_exit)
     # Rank 2 exits after serving 5 requests. mpirun (Open MPI 4.1) sends SIGTERM to every rank 1 s

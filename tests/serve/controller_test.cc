@@ -10,12 +10,11 @@
 #include <map>
 #include <thread>
 
-#include "profiler/tuple_profiler.h"
 #include "fake_transport.h"
+#include "profiler/tuple_profiler.h"
 
 using namespace serf;
 using namespace serf::serve;
-
 
 TEST_CASE("open loop answers every request once across switches", "[mpi][controller]") {
   FakeTransport t(4);
@@ -64,22 +63,54 @@ TEST_CASE("closed loop keeps exactly c requests running", "[mpi][controller]") {
   REQUIRE(t.max_running_seen[0] == 2);
 }
 
-TEST_CASE("a request that is not answered is a fault naming the unit", "[mpi][controller]") {
+TEST_CASE("a request on a dead unit is reported within the node timeout", "[mpi][controller]") {
   FakeTransport t(2);
   t.hang_after = 3;
+  t.dead_unit = 0;
   ControllerOptions o;
-  o.node_timeout_s = 0.2;
+  o.node_timeout_s = 1.0;
   Controller c(t, o);
-  REQUIRE(c.configure({1, 1, 1}).ok());
+  REQUIRE(c.configure({1, 2, 1}).ok());  // one unit: the fourth request goes to unit 0
   auto t0 = std::chrono::steady_clock::now();
   Status s = c.run_open_loop(poisson_arrivals(200, 20, 1), nullptr);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   REQUIRE(s.code() == StatusCode::kUnavailable);
-  REQUIRE(s.message().find("is fake") != std::string::npos);
+  REQUIRE(s.message().find("request 3 on unit 0 not answered after") != std::string::npos);
+  REQUIRE(s.message().find("unit 0 is fake and silent") != std::string::npos);
+  // Probed once, 20 % of the timeout before it, so the fault is named when the timeout passes
+  // (from the dispatch of request 3, which came after the first arrivals).
+  REQUIRE(t.probes == std::vector<int>{0});
+  REQUIRE(t.probe_windows_s[0] == Approx(0.2));
+  const double dispatched = c.records()[3].dispatch_s;
+  REQUIRE(c.now_s() - dispatched < 1.0 + 0.1);
   REQUIRE(took < 2.0);
   size_t answered = 0;
   for (const auto& r : c.records()) answered += r.answered ? 1 : 0;
   REQUIRE(answered == 3);  // what was measured before the fault stays
+}
+
+TEST_CASE("a slow request on a live unit is reported at the timeout as too slow",
+          "[mpi][controller]") {
+  FakeTransport t(2);
+  t.hang_after = 0;  // nothing is answered, but every unit answers its probe
+  ControllerOptions o;
+  o.node_timeout_s = 0.3;
+  Controller c(t, o);
+  REQUIRE(c.configure({1, 1, 1}).ok());
+  Status s = c.run_open_loop({0.0}, nullptr);
+  REQUIRE(s.code() == StatusCode::kUnavailable);
+  REQUIRE(s.message().find("not answered within 0.3 s") != std::string::npos);
+  REQUIRE(s.message().find("too slow") != std::string::npos);
+  REQUIRE(t.probes.size() == 1);  // once per request, not once per loop
+  const double age = c.now_s() - c.records()[0].dispatch_s;
+  REQUIRE(age > 0.3);
+  REQUIRE(age < 0.3 + 0.1);
+}
+
+TEST_CASE("the probe window is inside the node timeout", "[mpi][controller]") {
+  REQUIRE(Controller::probe_s(10) == Approx(2.0));  // default: probed at 8 s, named by 10 s
+  REQUIRE(Controller::probe_s(2) == Approx(0.4));
+  REQUIRE(Controller::probe_s(100) == Approx(2.0));
 }
 
 TEST_CASE("SIGTERM stops the run: measurements saved first, then the dead rank named",

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "serve/controller.h"
@@ -60,7 +61,14 @@ class FakeTransport : public Transport {
   }
   std::vector<float> take_output() override { return std::move(output_); }
   bool job_torn_down(double) override { return torn_down; }
-  std::string diagnose(int unit) override { return "unit " + std::to_string(unit) + " is fake"; }
+  // A unit is alive unless `dead_unit` names it; a dead unit's probe waits its whole window.
+  Status probe(int unit, double within_s) override {
+    probes.push_back(unit);
+    probe_windows_s.push_back(within_s);
+    if (unit != dead_unit) return Status::Ok();
+    std::this_thread::sleep_for(std::chrono::duration<double>(within_s));
+    return Unavailable("unit " + std::to_string(unit) + " is fake and silent");
+  }
   std::string diagnose_terminated() override { return "node rank 9 died (fake)"; }
   Status shutdown() override { return Status::Ok(); }
 
@@ -68,6 +76,9 @@ class FakeTransport : public Transport {
   std::map<int64_t, int> answered;
   std::map<int, int> max_running_seen;
   int hang_after = -1;
+  int dead_unit = -1;  // probe() finds this unit silent
+  std::vector<int> probes;
+  std::vector<double> probe_windows_s;
   int sent = 0;
   int64_t fail_id = -1;    // this request's result reports an error
   bool torn_down = false;  // job_torn_down's answer
