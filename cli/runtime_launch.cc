@@ -91,7 +91,19 @@ Status launch_runtime(const RuntimeFlags&, const std::function<Status(RuntimeSes
 namespace {
 
 std::atomic<bool> g_terminated{false};
-extern "C" void on_sigterm(int) { g_terminated = true; }
+std::atomic<int> g_signal{0};  // the signal that set g_terminated
+extern "C" void on_sigterm(int signal) {
+  g_signal = signal;
+  g_terminated = true;
+}
+
+// mpirun sends SIGTERM to every rank after one died (and when it is itself interrupted), SIGKILL
+// 1 s later, and forwards SIGUSR1/SIGUSR2 to every rank; an operator may signal one process.
+// Every rank handles these alike, so that none dies mute: rank 0 stops and writes what it
+// measured, a node says farewell, and rank 0 names who got which signal and who is alive.
+void install_terminate_handlers() {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) std::signal(sig, on_sigterm);
+}
 
 class MpiSession : public RuntimeSession {
  public:
@@ -151,12 +163,10 @@ class MpiSession : public RuntimeSession {
     if (agreed[0] != 0) return Status(StatusCode::kInvalidArgument, "");
     SERF_ASSIGN_OR_RETURN(comms_, mpi::make_runtime_comms());
     started = true;
-    // mpirun sends SIGTERM to every rank after one died, and SIGKILL 1 s later: rank 0 stops and
-    // writes what it measured, nodes say farewell so rank 0 can name the dead one.
-    std::signal(SIGTERM, on_sigterm);
+    install_terminate_handlers();
     if (rank != 0) {
       mpi::NodeOptions options{cores_per_node, !flags_.no_pin && emulation == nullptr,
-                               flags_.idle_poll_us * 1e-6, &g_terminated};
+                               flags_.idle_poll_us * 1e-6, &g_terminated, &g_signal};
       mpi::SlotWorkerFactory factory =
           emulation ? mpi::emulated_worker_factory() : engine_->factory();
       return mpi::run_node(comms_, options, factory);
@@ -167,7 +177,7 @@ class MpiSession : public RuntimeSession {
                  : flags_.fault_mode == "exit" ? serve::FaultMode::kExit
                                                : serve::FaultMode::kNone;
     fault.after = flags_.fault_after;
-    mpi::MpiTransport transport(comms_, flags_.node_timeout_s, fault, &g_terminated);
+    mpi::MpiTransport transport(comms_, flags_.node_timeout_s, fault, &g_terminated, &g_signal);
     serve::ControllerOptions options;
     options.node_timeout_s = flags_.node_timeout_s;
     options.seed = flags_.seed;

@@ -147,6 +147,14 @@ Status Communicator::recv_bytes(void* data, size_t bytes, int source, int tag,
   return Status::Ok();
 }
 
+StatusOr<bool> Communicator::iprobe(int source, int tag) const {
+  int flag = 0;
+  MPI_Status status;
+  int rc = MPI_Iprobe(source < 0 ? MPI_ANY_SOURCE : source, tag, impl_->comm, &flag, &status);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Iprobe");
+  return flag != 0;
+}
+
 Status Communicator::bcast_bytes(void* data, size_t bytes, int root, const WaitPolicy& wait) const {
   MPI_Request req;
   int rc = MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, root, impl_->comm, &req);

@@ -43,6 +43,8 @@ class Communicator {
   // `source` may be -1 (any); the actual source is stored in `*from` when given.
   Status recv_bytes(void* data, size_t bytes, int source, int tag, const WaitPolicy& wait,
                     int* from = nullptr) const;
+  // Whether a message from `source` (-1: any) with `tag` is waiting to be received.
+  StatusOr<bool> iprobe(int source, int tag) const;
   Status bcast_bytes(void* data, size_t bytes, int root, const WaitPolicy& wait) const;
   Status barrier(const WaitPolicy& wait) const;
   // In-place all-gather (MPI_Allgatherv with MPI_IN_PLACE): rank r's part of `full` is

@@ -29,12 +29,45 @@ double MpiTransport::Deadline::left_s() const {
 }
 
 MpiTransport::MpiTransport(const RuntimeComms& comms, double timeout_s, FaultPlan fault,
-                           const std::atomic<bool>* terminated)
+                           const std::atomic<bool>* terminated, const std::atomic<int>* signal)
     : comms_(comms),
       nodes_(comms.control.size() - 1),
       timeout_s_(timeout_s),
       fault_(fault),
-      terminated_(terminated) {}
+      terminated_(terminated),
+      signal_(signal) {}
+
+void MpiTransport::note_farewell(const NodeReply& reply) {
+  farewells_.insert(reply.rank);
+  if (!signalled() && early_farewells_.count(reply.rank) == 0) {
+    early_farewells_[reply.rank] = {Clock::now(), reply.message[0] ? reply.message : "SIGTERM"};
+  }
+}
+
+Status MpiTransport::check_lone_signals() {
+  for (;;) {
+    SERF_ASSIGN_OR_RETURN(bool waiting, comms_.control.iprobe(-1, kReplyTag));
+    if (!waiting) break;
+    NodeReply reply;
+    SERF_RETURN_IF_ERROR(comms_.control.recv(&reply, -1, kReplyTag, wait(timeout_s_)));
+    if (reply.kind == static_cast<int32_t>(ReplyKind::kFarewell)) note_farewell(reply);
+  }
+  if (signalled() || early_farewells_.empty()) return Status::Ok();
+  std::vector<int> alone;
+  std::string signal;
+  for (const auto& [rank, when] : early_farewells_) {
+    if (std::chrono::duration<double>(Clock::now() - when.first).count() < kLoneSignalS) continue;
+    alone.push_back(rank);
+    signal = when.second;
+  }
+  if (alone.empty()) return Status::Ok();
+  return Unavailable((alone.size() == 1 ? "node rank " : "node ranks ") + rank_list(alone) +
+                     " got " + signal + " (sent to " +
+                     (alone.size() == 1 ? "that process" : "those processes") +
+                     " alone: rank 0 got none within " + serve::seconds_text(kLoneSignalS) +
+                     " s, so it was not mpirun stopping the job); " +
+                     (alone.size() == 1 ? "it leaves" : "they leave") + ", so the job stops");
+}
 
 MpiTransport::~MpiTransport() { pending_.cancel(); }
 
@@ -78,7 +111,7 @@ Status MpiTransport::collect_replies(const std::vector<int>& ranks, ReplyKind ki
       return st;
     }
     if (reply.kind == static_cast<int32_t>(ReplyKind::kFarewell)) {
-      farewells_.insert(reply.rank);  // for diagnose_terminated(): this one is alive
+      note_farewell(reply);  // for diagnose_terminated(): this one is alive
       continue;
     }
     if (reply.kind == static_cast<int32_t>(ReplyKind::kError)) {
@@ -184,6 +217,7 @@ Status MpiTransport::send_run(int unit, const RunAction& action, const std::vect
 }
 
 StatusOr<std::optional<RunResult>> MpiTransport::poll_result() {
+  SERF_RETURN_IF_ERROR(check_lone_signals());
   if (!pending_.active()) {
     SERF_RETURN_IF_ERROR(pending_.post(comms_.work, &inbox_, sizeof(inbox_), -1, kResultTag));
   }
@@ -225,39 +259,83 @@ bool MpiTransport::job_torn_down(double window_s) {
         window_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     NodeReply reply;
     if (left <= 0 || !comms_.control.recv(&reply, -1, kReplyTag, WaitPolicy{left}).ok()) break;
-    if (reply.kind == static_cast<int32_t>(ReplyKind::kFarewell)) farewells_.insert(reply.rank);
+    if (reply.kind == static_cast<int32_t>(ReplyKind::kFarewell)) note_farewell(reply);
   }
   return !farewells_.empty();
 }
 
 std::string MpiTransport::diagnose_terminated() {
   if (!terminated_text_.empty()) return terminated_text_;
-  // Live nodes answer SIGTERM within milliseconds (their watcher polls every 10 ms); the window
-  // allows for nodes starved of CPU. mpirun sends SIGKILL 1 s after SIGTERM
-  // (odls_base_sigkill_timeout), and the measurements are saved before this is called.
-  constexpr double kFarewellWindowS = 0.5;
-  const auto start = std::chrono::steady_clock::now();
+  // Who got a signal and who is alive: a node that got one says farewell (its watcher polls every
+  // 10 ms), and every live node answers a ping, so the silent ones are dead. mpirun sends SIGKILL
+  // 1 s after its SIGTERM (odls_base_sigkill_timeout) and the measurements are saved before this
+  // is called: a window of 0.5 s, cut short once every node has said farewell, or has answered
+  // and 0.25 s passed (a node that got the signal too says farewell within that).
+  constexpr double kWindowS = 0.5, kSettleS = 0.25;
+  const Deadline deadline(kWindowS);
+  ControlMessage ping;
+  ping.kind = static_cast<int32_t>(ControlKind::kPing);
+  ping.generation = ++generation_;
+  for (int r = 1; r <= nodes_; ++r) {
+    if (farewells_.count(r) == 0)
+      (void)comms_.control.send(ping, r, kPingTag, WaitPolicy{std::max(deadline.left_s(), 1e-3)});
+  }
+  std::set<int> pongs;
+  auto heard = [&] {
+    for (int r = 1; r <= nodes_; ++r) {
+      if (farewells_.count(r) == 0 && pongs.count(r) == 0) return false;
+    }
+    return true;
+  };
   while (static_cast<int>(farewells_.size()) < nodes_) {
-    double left = kFarewellWindowS -
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double left = deadline.left_s();
+    if (left <= 0 || (heard() && kWindowS - left >= kSettleS)) break;
     NodeReply reply;
     // No cancel flag here: it is the flag that is set.
-    if (left <= 0 || !comms_.control.recv(&reply, -1, kReplyTag, WaitPolicy{left}).ok()) break;
-    if (reply.kind == static_cast<int32_t>(ReplyKind::kFarewell)) farewells_.insert(reply.rank);
+    if (!comms_.control.recv(&reply, -1, kReplyTag, WaitPolicy{std::min(left, 0.02)}).ok())
+      continue;
+    if (reply.kind == static_cast<int32_t>(ReplyKind::kFarewell)) note_farewell(reply);
+    if (reply.kind == static_cast<int32_t>(ReplyKind::kPong) && reply.generation == ping.generation)
+      pongs.insert(reply.rank);
   }
-  std::vector<int> dead;
+  const std::string mine = signal_name(signal_ != nullptr ? signal_->load() : 0);
+  std::vector<int> dead, alone_dead, signalled_nodes;
   for (int r = 1; r <= nodes_; ++r) {
-    if (farewells_.count(r) == 0) dead.push_back(r);
+    if (farewells_.count(r) != 0) signalled_nodes.push_back(r);
+    if (farewells_.count(r) != 0 || pongs.count(r) != 0) continue;
+    (early_farewells_.count(r) != 0 ? alone_dead : dead).push_back(r);
   }
-  const std::string alive = std::to_string(farewells_.size()) + " of " + std::to_string(nodes_);
-  if (dead.empty()) {
-    terminated_text_ = "terminated (SIGTERM) with every node rank alive (" + alive +
-                       " answered): the job was cancelled";
+  const int alive = nodes_ - static_cast<int>(dead.size() + alone_dead.size());
+  const std::string alive_text =
+      std::to_string(alive) + " of " + std::to_string(nodes_) + " node ranks are alive";
+  if (!dead.empty() || !alone_dead.empty()) {
+    std::string text;
+    if (!dead.empty()) {
+      text = (dead.size() == 1 ? "node rank " : "node ranks ") + rank_list(dead) +
+             " died (mpirun stopped the job with " + mine + "; " +
+             (dead.size() == 1 ? "it sent no farewell and answers"
+                               : "they sent no farewell and answer") +
+             " no ping)";
+    }
+    if (!alone_dead.empty()) {
+      if (!text.empty()) text += "; ";
+      text += (alone_dead.size() == 1 ? "node rank " : "node ranks ") + rank_list(alone_dead) +
+              " died after " + early_farewells_.begin()->second.second +
+              " was sent to it alone, then mpirun stopped the job";
+    }
+    terminated_text_ = text + "; " + alive_text;
+  } else if (signalled_nodes.empty()) {
+    terminated_text_ = "rank 0 got " + mine +
+                       " alone: every node rank is alive (answered a ping) and got no signal; " +
+                       "the controller was stopped from outside, not by mpirun";
+  } else if (static_cast<int>(signalled_nodes.size()) == nodes_) {
+    terminated_text_ =
+        "every rank got " + mine + " and every node rank is alive (" + std::to_string(nodes_) +
+        " farewells): the whole job was signalled (mpirun forwards SIGUSR1 and SIGUSR2, and "
+        "turns its own SIGINT or SIGTERM into SIGTERM to every rank)";
   } else {
-    terminated_text_ = (dead.size() == 1 ? "node rank " : "node ranks ") + rank_list(dead) +
-                       " died (mpirun stopped the job with SIGTERM and " +
-                       (dead.size() == 1 ? "it" : "they") + " sent no farewell; " + alive +
-                       " node ranks did)";
+    terminated_text_ = "rank 0 and node rank(s) " + rank_list(signalled_nodes) + " got " + mine +
+                       "; every node rank is alive";
   }
   return terminated_text_;
 }

@@ -136,8 +136,8 @@ void slot_loop(SlotState* st, const RuntimeComms* comms, NodeShared* shared) {
 // controller can name the silent (dead) one, then dies of the signal.
 class NodeWatch {
  public:
-  NodeWatch(const std::atomic<bool>* terminated, const Communicator& control, int rank) {
-    thread_ = std::thread([this, terminated, &control, rank] { watch(terminated, control, rank); });
+  NodeWatch(const NodeOptions& options, const Communicator& control, int rank) {
+    thread_ = std::thread([this, options, &control, rank] { watch(options, control, rank); });
   }
   ~NodeWatch() {
     stop_ = true;
@@ -147,12 +147,14 @@ class NodeWatch {
   NodeWatch& operator=(const NodeWatch&) = delete;
 
  private:
-  void watch(const std::atomic<bool>* terminated, const Communicator& control, int rank) {
+  void watch(const NodeOptions& options, const Communicator& control, int rank) {
     ControlMessage ping;
     Communicator::PendingRecv inbox;
     bool posted = inbox.post(control, &ping, sizeof(ping), 0, kPingTag).ok();
     while (!stop_) {
-      if (terminated != nullptr && terminated->load()) farewell(control, rank);
+      if (options.terminated != nullptr && options.terminated->load()) {
+        farewell(control, rank, options.signal != nullptr ? options.signal->load() : 0);
+      }
       int from = -1;
       if (posted) {
         auto done = inbox.test(&from);
@@ -171,18 +173,20 @@ class NodeWatch {
     inbox.cancel();
   }
 
-  [[noreturn]] static void farewell(const Communicator& control, int rank) {
+  [[noreturn]] static void farewell(const Communicator& control, int rank, int signal) {
     NodeReply r;
     r.kind = static_cast<int32_t>(ReplyKind::kFarewell);
     r.rank = rank;
+    r.set_message(signal_name(signal));
     (void)control.send(r, 0, kReplyTag, WaitPolicy{0.3});
     // Stay until mpirun's SIGKILL (1 s after its SIGTERM): measured with Open MPI 4.1, a node
     // that exits earlier makes mpirun kill rank 0 at once, before it wrote and reported. The
     // bound only matters when this node alone got the SIGTERM.
     std::this_thread::sleep_for(std::chrono::seconds(5));
-    std::signal(SIGTERM, SIG_DFL);
-    std::raise(SIGTERM);
-    std::_Exit(128 + SIGTERM);
+    const int sig = signal > 0 ? signal : SIGTERM;
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    std::_Exit(128 + sig);
   }
 
   std::atomic<bool> stop_{false};
@@ -190,6 +194,26 @@ class NodeWatch {
 };
 
 }  // namespace
+
+std::string signal_name(int signal) {
+  switch (signal) {
+    case 0:
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGUSR2:
+      return "SIGUSR2";
+    case SIGQUIT:
+      return "SIGQUIT";
+    default:
+      return "signal " + std::to_string(signal);
+  }
+}
 
 SlotWorkerFactory emulated_worker_factory() {
   return [](const SlotContext& ctx) -> StatusOr<std::unique_ptr<SlotWorker>> {
@@ -318,7 +342,7 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
   NodeShared shared;
   shared.world_rank = comms.control.rank();
   shared.slot_idle.max_sleep_s = options.slot_idle_poll_s;
-  NodeWatch watch(options.terminated, comms.control, shared.world_rank);
+  NodeWatch watch(options, comms.control, shared.world_rank);
   const int node = shared.world_rank - 1;
   const int n_nodes = comms.nodes.size();
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -78,7 +79,12 @@ struct NodeOptions {
   // Set by a SIGTERM handler: the node tells the controller it is alive (kFarewell), then dies of
   // the signal. mpirun sends SIGTERM to every rank after one died, so the silent one is the dead.
   const std::atomic<bool>* terminated = nullptr;
+  // The signal that set `terminated` (named in the farewell; null or 0: SIGTERM).
+  const std::atomic<int>* signal = nullptr;
 };
+
+// "SIGTERM", "SIGINT"...; "signal N" for others; 0 is SIGTERM (the usual one).
+std::string signal_name(int signal);
 
 // Ranks 1..N: applies configurations and serves requests until the controller shuts it down.
 Status run_node(const RuntimeComms& comms, const NodeOptions& options,
@@ -108,9 +114,11 @@ struct FaultPlan {
 
 class MpiTransport : public Transport {
  public:
-  // `terminated` (set by a SIGTERM handler) cancels every wait.
+  // `terminated` (set by a SIGTERM handler) cancels every wait; `signal` is the signal that set
+  // it, for the messages.
   MpiTransport(const RuntimeComms& comms, double timeout_s, FaultPlan fault = {},
-               const std::atomic<bool>* terminated = nullptr);
+               const std::atomic<bool>* terminated = nullptr,
+               const std::atomic<int>* signal = nullptr);
   ~MpiTransport() override;
   int nodes() const override { return nodes_; }
   Status configure(const Configuration& config) override;
@@ -159,8 +167,20 @@ class MpiTransport : public Transport {
   int nodes_;
   double timeout_s_;
   FaultPlan fault_;
+  bool signalled() const { return terminated_ != nullptr && terminated_->load(); }
+  // Records a node's farewell; one that comes while rank 0 got no signal is early.
+  void note_farewell(const NodeReply& reply);
+  // Replies nobody waits for (farewells, late pongs) are taken off the queue as results are
+  // polled; a node that said farewell kLoneSignalS ago while rank 0 got no signal was signalled
+  // alone (not by mpirun tearing the job down, which signals every rank): an error naming it.
+  Status check_lone_signals();
+  static constexpr double kLoneSignalS = 1.5;
+
   const std::atomic<bool>* terminated_;
-  std::set<int> farewells_;      // node ranks that said farewell (got SIGTERM, alive)
+  const std::atomic<int>* signal_;
+  std::set<int> farewells_;  // node ranks that said farewell (got a signal, alive)
+  // Farewells that came while rank 0 had no signal: rank -> (when on rank 0's clock, signal).
+  std::map<int, std::pair<std::chrono::steady_clock::time_point, std::string>> early_farewells_;
   std::string terminated_text_;  // diagnose_terminated()'s line, once made
   bool configured_ = false;
   bool shut_down_ = false;

@@ -176,6 +176,51 @@ case "$1" in
     [ "$(echo "$error_after <= 11" | bc)" -eq 1 ] || fail "named $error_after s after the stop (want <= 10 s + 1 s slack)"
     echo "ok: busy rank 2 stopped, named $error_after s later with the default --node-timeout"
     ;;
+  signals)
+    # Who got which signal, named as it happened (it said "node ranks 1, 2, 3 died" when rank 0
+    # alone got SIGTERM, and "the job was cancelled, every node rank alive" when one node did).
+    # 1. SIGTERM to rank 0 alone (serf profile): every node is alive and got none.
+    start_job -np 4 "$SERF" profile --emulate "$profile" --inter 1 --samples 40 --out "$out/p.json"
+    wait_serving
+    sleep 1
+    stop_at=$(date +%s.%N)
+    kill -TERM "$(rank_pid 0)"
+    wait_job 60
+    [ $rc -ne 0 ] || fail "SIGTERM to rank 0: exit 0"
+    [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "SIGTERM to rank 0: want one error line"; }
+    line=$(grep '^serf: error:' "$out/e")
+    echo "$line" | grep -q "rank 0 got SIGTERM alone: every node rank is alive (answered a ping) and got no signal" \
+      || fail "SIGTERM to rank 0: $line"
+    echo "ok: $line ($error_after s)"
+    # 2. SIGTERM to node rank 2 alone (serf serve): named within kLoneSignalS (1.5 s), before it
+    # leaves (5 s), with the measurements written.
+    start_job -np 5 "$SERF" serve --emulate "$profile" --config 1,1,1 --rate 50 --requests 2000 --out "$out/run.json"
+    wait_serving
+    sleep 0.5
+    stop_at=$(date +%s.%N)
+    kill -TERM "$(rank_pid 2)"
+    wait_job 60
+    [ $rc -ne 0 ] || fail "SIGTERM to rank 2: exit 0"
+    [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "SIGTERM to rank 2: want one error line"; }
+    line=$(grep '^serf: error:' "$out/e")
+    echo "$line" | grep -q "node rank 2 got SIGTERM (sent to that process alone: rank 0 got none" || fail "SIGTERM to rank 2: $line"
+    [ "$(echo "$error_after < 4.5" | bc)" -eq 1 ] || fail "SIGTERM to rank 2: named $error_after s later"
+    n=$(echo "$line" | sed -n 's/.*wrote partial measurements of \([0-9]*\) answered requests to.*/\1/p')
+    [ -n "$n" ] && [ "$(grep -c ',1$' "$out/run.json.csv")" -eq "$n" ] || fail "SIGTERM to rank 2: measurements"
+    python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$out/run.json" || fail "run.json does not parse"
+    echo "ok: $line ($error_after s)"
+    # 3. SIGUSR1 to mpirun, which forwards it to every rank (serf profile): all alive.
+    start_job -np 4 "$SERF" profile --emulate "$profile" --inter 1 --samples 40 --out "$out/p.json"
+    wait_serving
+    sleep 1
+    stop_at=$(date +%s.%N)
+    kill -USR1 "$job"
+    wait_job 60
+    [ $rc -ne 0 ] || fail "SIGUSR1: exit 0"
+    line=$(grep '^serf: error:' "$out/e")
+    echo "$line" | grep -q "every rank got SIGUSR1 and every node rank is alive (3 farewells)" || { cat "$out/e"; fail "SIGUSR1: $line"; }
+    echo "ok: $line ($error_after s)"
+    ;;
   fault_exit)
     # Rank 2 exits after serving 5 requests. mpirun (Open MPI 4.1) sends SIGTERM to every rank 1 s
     # later and SIGKILL 1 s after that: rank 0 names rank 2 (the one node that sends no farewell),
