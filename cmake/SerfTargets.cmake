@@ -1,9 +1,15 @@
 # Warnings on for every SERF target; call serf_target_defaults(tgt) once per target.
 # No target sees the source root: a room's headers reach only the targets that link its library
 # (serf_room_headers below), so an include across the layering fails to build.
+# SERF_WERROR makes every warning an error, the CUDA target's (nvcc and its host compiler) too.
 function(serf_target_defaults tgt)
   target_compile_options(${tgt} PRIVATE
-    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-unused-parameter>)
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-unused-parameter>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Wno-unused-parameter>)
+  if(SERF_WERROR)
+    target_compile_options(${tgt} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>
+                           $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Werror>)
+  endif()
   if(SERF_SANITIZE_THREAD)
     target_compile_options(${tgt} PRIVATE -fsanitize=thread -g)
     target_link_options(${tgt} PUBLIC -fsanitize=thread)
