@@ -3,7 +3,6 @@
 // Actions return a Status; main() prints an error as one line and maps it to the exit code.
 
 #include <CLI/CLI.hpp>
-#include <cmath>
 #include <functional>
 #include <memory>
 #include <string>
@@ -31,31 +30,6 @@ class CommandRegistry {
   };
   std::vector<Entry> commands_;
 };
-
-// Seeds and other unsigned options: CLI11 would silently wrap "-1" to 2^64 - 1.
-inline CLI::Validator unsigned_integer() {
-  return CLI::Validator(
-      [](std::string& v) {
-        return !v.empty() && v[0] == '-' ? std::string("must be a non-negative integer")
-                                         : std::string();
-      },
-      "UINT");
-}
-
-// A number in [lo, hi]. CLI::Range lets "nan" through (every comparison with NaN is false).
-inline CLI::Validator finite_range(double lo, double hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& v) {
-        double x = 0;
-        if (!CLI::detail::lexical_cast(v, x)) return std::string("must be a number");
-        if (!std::isfinite(x) || x < lo || x > hi) {
-          return v + " must be a finite number in [" + CLI::detail::to_string(lo) + ", " +
-                 CLI::detail::to_string(hi) + "]";
-        }
-        return std::string();
-      },
-      "FLOAT in [" + CLI::detail::to_string(lo) + " - " + CLI::detail::to_string(hi) + "]");
-}
 
 // Each room's CLI file registers its subcommands here (see main.cc).
 void register_queue_commands(CLI::App& app,

@@ -10,11 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "cli/command.h"
+#include "cli/flags.h"
+#include "cli/infer_print.h"
+#include "cli/runtime_launch.h"
 #include "engine/backend.h"
 #include "engine/simulated_unit.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "cli/infer_print.h"
 #include "cli/plot.h"
 #include "cli/runtime_launch.h"
@@ -27,7 +32,7 @@ struct InferOptions {
   std::string weights;
   std::string input;
   uint64_t seed = 1;
-  int threads = 1;
+  int intra = 1;  // T
   int inter_sim = 1;
   int inter = 0;  // > 0: K MPI node ranks under mpirun (rank 0 controls)
   RuntimeFlags runtime;
@@ -44,16 +49,6 @@ double median(std::vector<double> v) {
 }
 
 Status run_infer(const InferOptions& o) {
-  // More threads than any node has cores, or runs than anyone waits for, is a typo.
-  constexpr int kMaxThreads = 1024, kMaxRepeat = 1000000;
-  if (o.threads < 1 || o.threads > kMaxThreads) {
-    return InvalidArgument("--threads " + std::to_string(o.threads) + ": must be in [1, " +
-                           std::to_string(kMaxThreads) + "]");
-  }
-  if (o.repeat < 1 || o.repeat > kMaxRepeat) {
-    return InvalidArgument("--repeat " + std::to_string(o.repeat) + ": must be in [1, " +
-                           std::to_string(kMaxRepeat) + "]");
-  }
   if (!o.output_out.empty()) {
     SERF_RETURN_IF_ERROR(check_output_path("--output-out", o.output_out));
     if (o.output_out == o.weights || o.output_out == o.input) {
@@ -68,11 +63,8 @@ Status run_infer(const InferOptions& o) {
     f.input = o.input;
     f.seed = o.seed;
     f.backend = o.backend;
-    f.cores_per_node = o.threads;
-    return run_infer_inter(f, o.inter, o.threads, o.repeat, o.json, o.output_out);
-  }
-  if (o.inter_sim < 1) {
-    return InvalidArgument("--inter-sim " + std::to_string(o.inter_sim) + ": must be at least 1");
+    f.cores_per_node = o.intra;
+    return run_infer_inter(f, o.inter, o.intra, o.repeat, o.json, o.output_out);
   }
   SERF_ASSIGN_OR_RETURN(auto backend, engine::make_backend(o.backend));
   SERF_ASSIGN_OR_RETURN(model::ModelPlan plan, model::load_model(o.model));
@@ -95,7 +87,7 @@ Status run_infer(const InferOptions& o) {
     SERF_ASSIGN_OR_RETURN(input, model::load_input_safetensors(o.input, plan.spec.input));
   }
   SERF_ASSIGN_OR_RETURN(
-      auto unit, engine::SimulatedUnit::create(*backend, plan, weights, o.inter_sim, o.threads));
+      auto unit, engine::SimulatedUnit::create(*backend, plan, weights, o.inter_sim, o.intra));
 
   const size_t layers = plan.layers.size();
   std::vector<float> output(plan.output().elements());
@@ -117,7 +109,7 @@ Status run_infer(const InferOptions& o) {
   InferPrint p;
   p.model = plan.spec.name;
   p.backend = backend->name();
-  p.threads = o.threads;
+  p.threads = o.intra;
   p.inter = o.inter_sim;
   p.repeat = o.repeat;
   p.total_ms = total;
@@ -167,7 +159,7 @@ Status print_infer(const InferPrint& p, bool json) {
     nlohmann::json doc;
     doc["model"] = p.model;
     doc["backend"] = p.backend;
-    doc["threads"] = p.threads;
+    doc["intra"] = p.threads;
     doc["inter"] = p.inter;
     doc["repeat"] = p.repeat;
     doc["total_ms"] = median(p.total_ms);
@@ -217,27 +209,30 @@ void register_engine_commands(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--input", o->input,
                   "Input image (safetensors with tensor 'input' [1,C,H,W]); default: "
                   "seeded from --seed");
-  sub->add_option("--seed", o->seed, "Seed of the seeded weights and input (integer, default 1)")
-      ->check(unsigned_integer());
-  sub->add_option("--threads", o->threads,
-                  "Intra-node parallelism T per rank (count, default 1): OpenMP threads on cpu, "
-                  "SM units of the GPU on cuda (docs/gpu.md)");
+  add_seed(sub, &o->seed, "Seed of the seeded weights and input (integer, default 1)");
+  add_intra(sub, &o->intra, /*alias_threads=*/true,
+            "Intra-node parallelism T per rank (count, default 1): OpenMP threads on cpu, "
+            "SM units of the GPU on cuda (docs/gpu.md); --threads is the old spelling");
   sub->add_option("--inter-sim", o->inter_sim,
                   "Inter-node parallelism K, simulated by K in-process partitions "
-                  "(ranks, default 1)");
+                  "(ranks, default 1)")
+      ->check(at_least(1));
   sub->add_option("--inter", o->inter,
                   "Inter-node parallelism K over MPI: run under mpirun -np K+1 (rank 0 "
                   "controls, ranks 1..K compute; count)")
-      ->check(finite_range(1, 1e6));
+      ->check(int_range(1, kMaxNodes));
   add_runtime_flags(sub, &o->runtime, /*infer_flags=*/true);
+  // More runs than anyone waits for is a typo.
   sub->add_option("--repeat", o->repeat,
-                  "Timed runs after one warm-up; times are medians (count, default 1)");
+                  "Timed runs after one warm-up; times are medians (count, default 1)")
+      ->check(int_range(1, 1000000));
   sub->add_option("--backend", o->backend, "Backend: cpu or cuda (default cpu)");
   sub->add_flag("--json", o->json,
                 "Print one JSON object: top5, output (first 1000 values), layers [{name, ms}]");
-  sub->add_option("--output-out", o->output_out,
-                  "Also write the whole output as safetensors (tensor \"output\", [1, C] or "
-                  "[1, C, H, W], float32)");
+  add_output(sub, "--output-out", &o->output_out,
+             "Also write the whole output as safetensors (tensor \"output\", [1, C] or "
+             "[1, C, H, W], float32)",
+             false);
   registry.add(sub, [o] { return run_infer(*o); });
 }
 

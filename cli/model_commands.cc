@@ -8,9 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/command.h"
+#include "cli/flags.h"
 #include "model/model_spec.h"
 #include "model/weights.h"
-#include "cli/command.h"
 
 namespace serf::cli {
 
@@ -150,11 +151,10 @@ void register_model_commands(CLI::App& app, CommandRegistry& registry) {
       "Write deterministic seeded weights (and optionally the seeded input) as safetensors; "
       "`serf infer --seed S` uses the same values");
   init->add_option("FILE", init_opts->spec_path, "model spec JSON")->required();
-  init->add_option("--seed", init_opts->seed, "seed of the weights and the input (an integer)")
-      ->check(unsigned_integer())
+  add_seed(init, &init_opts->seed, "seed of the weights and the input (an integer)")
       ->capture_default_str();
-  init->add_option("--out", init_opts->out_path, "weights file to write (.safetensors, float32)")
-      ->required();
+  add_output(init, "--out", &init_opts->out_path, "weights file to write (.safetensors, float32)",
+             true);
   init->add_option("--input-out", init_opts->input_out_path,
                    "also write the seeded input image (tensor \"input\", shape [1, C, H, W]) here");
   registry.add(init, [init_opts]() -> Status {

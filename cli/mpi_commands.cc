@@ -12,8 +12,8 @@
 #include <optional>
 #include <sstream>
 
-#include "cli/arrival_flags.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "cli/infer_print.h"
 #include "cli/plot.h"
 #include "cli/runtime_launch.h"
@@ -39,16 +39,6 @@ struct ServeOptions {
   std::string plot;  // PNG of the run; empty: none
 };
 
-StatusOr<Configuration> parse_config(const std::string& text, const std::string& flag) {
-  Configuration c;
-  char extra = 0;
-  if (std::sscanf(text.c_str(), "%d,%d,%d%c", &c.service, &c.inter, &c.intra, &extra) != 3 ||
-      c.service < 1 || c.inter < 1 || c.intra < 1) {
-    return InvalidArgument(flag + ": expected c,K,T (positive integers), got \"" + text + "\"");
-  }
-  return c;
-}
-
 struct ScheduledSwitch {
   double at_s;
   Configuration config;
@@ -70,7 +60,8 @@ StatusOr<std::vector<ScheduledSwitch>> parse_schedule(const std::string& text) {
     if (colon == std::string::npos || !(at >= 0)) {
       return InvalidArgument("--schedule: expected \"SECONDS:c,K,T;...\", got \"" + item + "\"");
     }
-    SERF_ASSIGN_OR_RETURN(Configuration c, parse_config(item.substr(colon + 1), "--schedule"));
+    SERF_ASSIGN_OR_RETURN(Configuration c,
+                          parse_configuration(item.substr(colon + 1), "--schedule"));
     out.push_back({at, c});
   }
   return out;
@@ -98,24 +89,18 @@ StatusOr<std::vector<serve::RateStep>> parse_load(const std::string& text) {
   return out;
 }
 
-Status check_fits(const Configuration& c, int cores_per_node, const std::string& flag) {
-  if (c.batch != 1) {  // the dispatcher does not batch yet: serving b = 1 would be a silent change
-    return InvalidArgument(flag + ": " + to_string(c) +
-                           " batches requests (b > 1), which serf serve does not do yet; plan "
-                           "with --batch 1");
-  }
-  if (c.service * c.intra > cores_per_node) {
-    return InvalidArgument(
-        flag + ": " + to_string(c) + " needs c*T = " + std::to_string(c.service * c.intra) +
-        " cores per node but --cores-per-node is " + std::to_string(cores_per_node));
-  }
-  return Status::Ok();
+// The dispatcher does not batch yet: serving b = 1 instead would be a silent change.
+Status refuse_batches(const Configuration& c, const std::string& flag) {
+  if (c.batch == 1) return Status::Ok();
+  return InvalidArgument(flag + ": " + to_string(c) +
+                         " batches requests (b > 1), which serf serve does not do yet; plan "
+                         "with --batch 1");
 }
 
 Status run_serve(const ServeOptions& o) {
   // Flags are checked inside the runtime, on every rank, so only rank 0 prints the error.
   return launch_runtime(o.runtime, [&](RuntimeSession& session) -> Status {
-    SERF_ASSIGN_OR_RETURN(Configuration first, parse_config(o.config, "--config"));
+    SERF_ASSIGN_OR_RETURN(Configuration first, parse_configuration(o.config, "--config"));
     SERF_ASSIGN_OR_RETURN(std::vector<ScheduledSwitch> schedule, parse_schedule(o.schedule));
     std::vector<serve::RateStep> load;
     if (!o.load.empty()) {
@@ -132,15 +117,12 @@ Status run_serve(const ServeOptions& o) {
         return InvalidArgument("--plot: needs --out FILE.json (the plot reads it)");
       SERF_RETURN_IF_ERROR(check_plot_path("--plot", o.plot));
     }
-    SERF_ASSIGN_OR_RETURN(const ArrivalKind kind, o.arrivals.check());
+    SERF_ASSIGN_OR_RETURN(const ArrivalFlags::Resolved arrivals, o.arrivals.resolve());
     if (!(o.min_dwell_s >= 0)) return InvalidArgument("--min-dwell: must be >= 0 seconds");
     if (!(o.rate_window_s > 0)) return InvalidArgument("--rate-window: must be > 0 seconds");
-    const int f = session.cores_per_node;
-    SERF_RETURN_IF_ERROR(check_fits(first, f, "--config"));
-    SERF_RETURN_IF_ERROR(session.check_inter(first.inter, "--config"));
+    SERF_RETURN_IF_ERROR(session.check_configuration(first, "--config"));
     for (const auto& s : schedule) {
-      SERF_RETURN_IF_ERROR(check_fits(s.config, f, "--schedule"));
-      SERF_RETURN_IF_ERROR(session.check_inter(s.config.inter, "--schedule"));
+      SERF_RETURN_IF_ERROR(session.check_configuration(s.config, "--schedule"));
     }
     std::optional<ConfigurationTable> table;
     if (!o.table.empty()) {
@@ -153,8 +135,8 @@ Status run_serve(const ServeOptions& o) {
       }
       for (const TableEntry& e : table->entries) {
         if (!e.stable) continue;
-        SERF_RETURN_IF_ERROR(check_fits(e.config, f, o.table));
-        SERF_RETURN_IF_ERROR(session.check_inter(e.config.inter, o.table));
+        SERF_RETURN_IF_ERROR(session.check_configuration(e.config, o.table));
+        SERF_RETURN_IF_ERROR(refuse_batches(e.config, o.table));
       }
     }
     return session.run_controller([&](serve::Controller& controller) -> Status {
@@ -176,7 +158,7 @@ Status run_serve(const ServeOptions& o) {
       if (table) hook = serve::table_hook(*table, o.min_dwell_s);
       SERF_ASSIGN_OR_RETURN(
           std::vector<double> arrivals,
-          serve::stepped_arrivals(load, o.requests, o.runtime.seed, kind, o.arrivals.scv));
+          serve::stepped_arrivals(load, o.requests, o.runtime.seed, arrivals.kind, arrivals.scv));
       // On a fault too, and first thing on SIGTERM: the measurements so far go to disk before
       // mpirun's SIGKILL can come.
       std::optional<Status> written;
@@ -207,11 +189,7 @@ Status run_serve(const ServeOptions& o) {
 Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int repeat, bool json,
                        const std::string& output_out) {
   return launch_runtime(flags, [&](RuntimeSession& session) -> Status {
-    if (threads < 1)
-      return InvalidArgument("--threads " + std::to_string(threads) + ": must be at least 1");
-    if (repeat < 1)
-      return InvalidArgument("--repeat " + std::to_string(repeat) + ": must be at least 1");
-    SERF_RETURN_IF_ERROR(session.check_inter(inter, "--inter"));
+    SERF_RETURN_IF_ERROR(session.check_configuration({1, inter, threads}, "--inter"));
     if (inter != session.nodes) {
       return InvalidArgument("--inter " + std::to_string(inter) + ": run it under mpirun -np " +
                              std::to_string(inter + 1) +
@@ -274,7 +252,8 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--schedule", serve->schedule,
                   "switches \"SECONDS:c,K,T;...\" (seconds from the start of the run)");
   auto* rate = sub->add_option("--rate", serve->rate_per_s,
-                               "arrival rate over the whole cluster, requests/s (Poisson)");
+                               "arrival rate over the whole cluster, requests/s (Poisson)")
+                   ->check(positive_finite());
   auto* load = sub->add_option("--load", serve->load,
                                "a load that changes: \"SECONDS:RATE;...\" from 0 s (requests/s)");
   rate->excludes(load);
@@ -288,13 +267,15 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
                   "with --table: seconds at least between two switches (hysteresis)");
   sub->add_option("--rate-window", serve->rate_window_s,
                   "seconds of arrivals the rate monitor averages over");
-  sub->add_option("--requests", serve->requests, "requests to send (count)");
-  sub->add_option("--out", serve->out,
-                  "measurements: JSON here and CSV beside it (FILE.csv, also written row by row "
-                  "as results arrive, so a fault leaves it); none when empty");
-  sub->add_option("--plot", serve->plot,
-                  "also draw latency over time, the arrival rate and every switch to this PNG "
-                  "(scripts/plot_serve.py; needs --out)");
+  sub->add_option("--requests", serve->requests, "requests to send (count)")->check(at_least(1));
+  add_output(sub, "--out", &serve->out,
+             "measurements: JSON here and CSV beside it (FILE.csv, also written row by row as "
+             "results arrive, so a fault leaves it); none when not given",
+             false);
+  add_output(sub, "--plot", &serve->plot,
+             "also draw latency over time, the arrival rate and every switch to this PNG "
+             "(scripts/plot_serve.py; needs --out)",
+             false);
   registry.add(sub, [serve] { return run_serve(*serve); });
 
   register_profile_command(app, registry);

@@ -1,12 +1,13 @@
 #include "cli/plot.h"
 
 #include <spawn.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+
+#include "cli/flags.h"
 
 extern char** environ;
 
@@ -21,23 +22,6 @@ Status check_plot_path(const std::string& flag, const std::string& png) {
     return InvalidArgument(flag + ": " + png + " must name a .png file");
   }
   return check_output_path(flag, png);
-}
-
-Status check_output_path(const std::string& flag, const std::string& out) {
-  const size_t slash = out.rfind('/');
-  const std::string dir = slash == std::string::npos ? "."
-                          : slash == 0               ? "/"
-                                                     : out.substr(0, slash);
-  if (access(dir.c_str(), W_OK) != 0) {
-    return InvalidArgument(flag + ": cannot write " + out + ": directory " + dir +
-                           " does not exist or is not writable");
-  }
-  struct stat st;
-  if (stat(out.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    return InvalidArgument(flag + ": " + out + " is not a regular file (a CSV goes beside it as " +
-                           out + ".csv; leave the flag out to write nothing)");
-  }
-  return Status::Ok();
 }
 
 Status run_plot_script(const std::string& script, const std::vector<std::string>& args) {

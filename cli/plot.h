@@ -9,17 +9,12 @@
 
 namespace serf::cli {
 
-// Runs `/usr/bin/python3 <scripts dir>/<script> args...` and waits. Its output goes to this
-// process's stdout/stderr; a non-zero exit is an error naming the script.
-// InvalidArgument naming `flag` unless `png`'s directory exists and is writable: checked before a
-// command does its work, so a typo does not cost the run.
+// InvalidArgument naming `flag` unless `png` ends in .png and its directory exists and is
+// writable: checked before a command does its work, so a typo does not cost the run.
 Status check_plot_path(const std::string& flag, const std::string& png);
 
-// InvalidArgument naming `flag` unless `out` can be written before the run: its directory exists
-// and is writable, and `out` is not an existing non-regular file (`/dev/null` would put the CSV
-// written beside it, FILE.csv, into /dev).
-Status check_output_path(const std::string& flag, const std::string& out);
-
+// Runs `/usr/bin/python3 <scripts dir>/<script> args...` and waits. Its output goes to this
+// process's stdout/stderr; a non-zero exit is an error naming the script.
 Status run_plot_script(const std::string& script, const std::vector<std::string>& args);
 
 }  // namespace serf::cli

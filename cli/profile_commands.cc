@@ -6,10 +6,10 @@
 #include <iostream>
 #include <memory>
 
-#include "profiler/tuple_profiler.h"
-#include "cli/arrival_flags.h"
+#include "cli/flags.h"
 #include "cli/plot.h"
 #include "cli/runtime_launch.h"
+#include "profiler/tuple_profiler.h"
 #include "serf/core/arrivals.h"
 #include "serf/core/rate_spec.h"
 #include "serf/io/json_fields.h"
@@ -45,7 +45,6 @@ Status run_profile(const ProfileFlags& f) {
                              " (each pass measures at least one of the --samples)");
     // Tuples: 2 closed-loop requests; exhaustive: 10% of --requests more, left out of the stats.
     const int warmup = f.warmup >= 0 ? f.warmup : f.exhaustive ? f.requests / 10 : 2;
-    if (f.out.empty()) return InvalidArgument("--out: give the output file");
     SERF_RETURN_IF_ERROR(check_output_path("--out", f.out));
     std::vector<double> rates, utilizations;
     std::unique_ptr<Profile> capacity_profile;
@@ -65,14 +64,14 @@ Status run_profile(const ProfileFlags& f) {
         capacity_profile = std::make_unique<Profile>(std::move(p));
       }
       if (f.requests < 1) return InvalidArgument("--requests: give at least 1");
-      SERF_RETURN_IF_ERROR(f.arrivals.check().status());
+      SERF_RETURN_IF_ERROR(f.arrivals.resolve().status());
     }
     std::vector<int> inter;
     if (f.inter.empty()) {
       for (int k = 1; k <= session.nodes; k *= 2) inter.push_back(k);
     } else {
       SERF_ASSIGN_OR_RETURN(inter, profiler::parse_int_list(f.inter, "--inter"));
-      for (int k : inter) SERF_RETURN_IF_ERROR(session.check_inter(k, "--inter"));
+      for (int k : inter) SERF_RETURN_IF_ERROR(session.check_configuration({1, k, 1}, "--inter"));
     }
     const Hardware hw{session.nodes, session.cores_per_node};
     return session.run_controller([&](serve::Controller& controller) -> Status {
@@ -129,9 +128,10 @@ Status run_profile(const ProfileFlags& f) {
         std::cout << "wrote " << f.out << "\n";
         return Status::Ok();
       }
+      const ArrivalFlags::Resolved arrivals = *f.arrivals.resolve();  // checked above
       profiler::ExhaustiveOptions o{
-          hw,         inter,          rates,  utilizations,        capacity_profile.get(),
-          f.requests, f.runtime.seed, warmup, *f.arrivals.check(), f.arrivals.scv};
+          hw,         inter,          rates,  utilizations,  capacity_profile.get(),
+          f.requests, f.runtime.seed, warmup, arrivals.kind, arrivals.scv};
       profiler::ExhaustiveReport partial;
       auto write = [&] {
         SERF_RETURN_IF_ERROR(
@@ -189,10 +189,10 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
                   "requests run before measuring (count): per tuple and pass (default 2); with "
                   "--exhaustive, extra first arrivals of each point left out of its statistics "
                   "(default 10% of --requests)")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option(
-      "--out", f->out,
-      "output file: serf-profile/1 JSON (with --exhaustive: JSON, and CSV at FILE.csv)");
+      ->check(at_least(0));
+  add_output(sub, "--out", &f->out,
+             "output file: serf-profile/1 JSON (with --exhaustive: JSON, and CSV at FILE.csv)",
+             true);
   sub->add_flag("--exhaustive", f->exhaustive,
                 "exhaustive baseline: every configuration at every rate");
   sub->add_option("--rates", f->rates,

@@ -22,9 +22,10 @@ namespace serf::cli {
 void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
   if (infer_flags) {
     sub->add_option(
-        "--node-timeout", f->node_timeout_s,
-        "with --inter: seconds a node may take to answer before it is reported as hung (a dead "
-        "node is reported when mpirun stops the job)");
+           "--node-timeout", f->node_timeout_s,
+           "with --inter: seconds a node may take to answer before it is reported as hung (a dead "
+           "node is reported when mpirun stops the job)")
+        ->check(finite_range(0.01, 86400));
     return;
   }
   auto* model = sub->add_option("--model", f->model, "model spec file (JSON): nodes compute it");
@@ -42,13 +43,14 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
       "--emulate-random", f->emulate_random,
       "emulated service times are Gamma draws with the tuple's mean and SCV (default: the mean)");
   sub->add_option("--cores-per-node", f->cores_per_node,
-                  "cores of one node, F (count); default with --emulate: the profile's");
+                  "cores of one node, F (count); default with --emulate: the profile's")
+      ->check(int_range(1, kMaxCoresPerNode));
   sub->add_option("--node-timeout", f->node_timeout_s,
                   "seconds a request or a switch may take before its node is reported as hung; "
                   "a hung node is named within this time (a dead node is reported when mpirun "
-                  "stops the job, within about 2 s)");
-  sub->add_option("--seed", f->seed, "seed of arrivals and emulated draws (integer)")
-      ->check(unsigned_integer());
+                  "stops the job, within about 2 s)")
+      ->check(finite_range(0.01, 86400));
+  add_seed(sub, &f->seed, "seed of arrivals and emulated draws (integer)");
   sub->add_flag("--no-pin", f->no_pin, "do not pin nodes sharing a machine to disjoint cores");
   sub->add_option("--idle-poll-us", f->idle_poll_us,
                   "longest sleep of an idle slot between polls for work, microseconds: a "
@@ -63,15 +65,16 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
   sub->add_option("--test-fault-after", f->fault_after)->group("");
 }
 
-Status RuntimeSession::check_inter(int inter, const std::string& flag) const {
-  if (inter > nodes) {
-    return InvalidArgument(flag + ": K = " + std::to_string(inter) + " needs " +
-                           std::to_string(inter) + " nodes but only " + std::to_string(nodes) +
-                           " node rank(s) run; start mpirun with -np " + std::to_string(inter + 1) +
-                           " or more");
+Status RuntimeSession::check_configuration(const Configuration& config,
+                                           const std::string& flag) const {
+  Status valid = validate(config, shape());
+  if (!valid.ok() && config.inter > nodes) {
+    return InvalidArgument(flag + ": " + valid.message() + " (node ranks); start mpirun with -np " +
+                           std::to_string(config.inter + 1) + " or more");
   }
-  if (max_inter_ > 0 && inter > max_inter_) {
-    return InvalidArgument(flag + ": K = " + std::to_string(inter) +
+  if (!valid.ok()) return valid.with_context(flag);
+  if (max_inter_ > 0 && config.inter > max_inter_) {
+    return InvalidArgument(flag + ": K = " + std::to_string(config.inter) +
                            " is more than the model can be split over (" +
                            std::to_string(max_inter_) + ", its narrowest layer)");
   }
@@ -120,11 +123,6 @@ class MpiSession : public RuntimeSession {
     if (flags_.emulate.empty() && flags_.model.empty()) {
       return InvalidArgument("give --model FILE (compute) or --emulate PROFILE (emulated nodes)");
     }
-    // 0 means "the emulation profile's"; a negative count is a typo, not a request for that.
-    if (flags_.cores_per_node < 0) {
-      return InvalidArgument("--cores-per-node " + std::to_string(flags_.cores_per_node) +
-                             ": must be in [1, 1024]");
-    }
     if (!flags_.emulate.empty()) {
       SERF_ASSIGN_OR_RETURN(Profile p, io::load_profile(flags_.emulate));
       emulation = std::make_unique<Profile>(std::move(p));
@@ -145,13 +143,12 @@ class MpiSession : public RuntimeSession {
       if (cores_per_node < 1)
         return InvalidArgument("--cores-per-node: give the cores of one node (>= 1)");
     }
-    // From the flag or the emulation profile alike: a huge F hangs the tuple enumeration.
-    if (cores_per_node < 1 || cores_per_node > 1024) {
-      return InvalidArgument("--cores-per-node " + std::to_string(cores_per_node) +
-                             ": must be in [1, 1024]");
-    }
-    if (!(flags_.node_timeout_s >= 0.01 && flags_.node_timeout_s <= 86400)) {
-      return InvalidArgument("--node-timeout: must be in [0.01, 86400] seconds");
+    // The flag's validator bounds F; an emulation profile's F too: a huge F hangs the tuple
+    // enumeration.
+    if (cores_per_node > kMaxCoresPerNode) {
+      return InvalidArgument(flags_.emulate + ": hardware.cores_per_node " +
+                             std::to_string(cores_per_node) + " is more than " +
+                             std::to_string(kMaxCoresPerNode) + "; give --cores-per-node");
     }
     return Status::Ok();
   }
@@ -179,6 +176,7 @@ class MpiSession : public RuntimeSession {
     fault.after = flags_.fault_after;
     mpi::MpiTransport transport(comms_, flags_.node_timeout_s, fault, &g_terminated, &g_signal);
     serve::ControllerOptions options;
+    options.cores_per_node = cores_per_node;
     options.node_timeout_s = flags_.node_timeout_s;
     options.seed = flags_.seed;
     options.interrupted = &g_terminated;

@@ -11,10 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "serve/controller.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "serf/core/profile.h"
 #include "serf/core/status.h"
+#include "serve/controller.h"
 
 namespace serf::cli {
 
@@ -59,8 +60,11 @@ class RuntimeSession {
   // Real nodes: the request input of --input (safetensors), or seeded from --seed.
   std::vector<float> input;
   std::string backend_name;
-  // K must fit the nodes: InvalidArgument naming `flag`.
-  Status check_inter(int inter, const std::string& flag) const;
+  // The cluster the job runs: its node ranks and --cores-per-node.
+  ClusterShape shape() const { return {nodes, cores_per_node}; }
+  // validate() (serf/core/configuration.h) against shape(), and K no more than the model can be
+  // split over: InvalidArgument naming `flag`.
+  Status check_configuration(const Configuration& config, const std::string& flag) const;
   virtual Status run_controller(const ControllerMain& main) = 0;
   int max_inter_ = 0;  // 0: no limit (emulated)
   // Where the nodes run: one line per node rank ("rank 1: pinned to cores 0-1").

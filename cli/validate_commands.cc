@@ -5,9 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "profiler/validation_io.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "cli/plot.h"
+#include "profiler/validation_io.h"
 #include "serf/io/json_fields.h"
 #include "serf/io/profile_io.h"
 
@@ -57,8 +58,6 @@ void print_error_table(const profiler::ValidationReport& report,
 }
 
 Status run_validate(const ValidateFlags& f) {
-  if (f.out.empty()) return InvalidArgument("--out: give the report file (REPORT.json)");
-  if (f.nodes < 0) return InvalidArgument("--nodes: must be >= 1");
   if (!f.plot.empty()) SERF_RETURN_IF_ERROR(check_plot_path("--plot", f.plot));
   std::vector<QueueKind> queues;
   if (f.queue == "all") {
@@ -190,21 +189,22 @@ void register_validate_commands(CLI::App& app, CommandRegistry& registry) {
       "best.\n"
       "  serf validate --profile p.json --measured ex.json --queue all --out report.json");
   sub->add_option("--profile", f->profile, "serf-profile/1 file the predictions come from")
+      ->check(non_empty_path())
       ->required();
   sub->add_option("--measured", f->measured,
                   "serf-exhaustive/1 file(s) of measured mean latencies (repeat the flag for more)")
       ->required();
-  sub->add_option("--queue", f->queue,
-                  "queue model: " + queue_kind_names() + ", or all (default md-interf)");
-  sub->add_option("--nodes", f->nodes,
-                  "cluster size N, nodes (default: the measurement's, else the profile's)");
-  sub->add_option("--out", f->out,
-                  "report: serf-validation/1 JSON at FILE, one CSV row per point at FILE "
-                  "with .csv for .json")
-      ->required();
-  sub->add_option("--plot", f->plot,
-                  "also draw predicted against measured latency and the error against "
-                  "utilization to this PNG (scripts/plot_validation.py)");
+  add_queue(sub, &f->queue, /*allow_all=*/true);
+  add_nodes(sub, &f->nodes,
+            "cluster size N, nodes (default: the measurement's, else the profile's)");
+  add_output(sub, "--out", &f->out,
+             "report: serf-validation/1 JSON at FILE, one CSV row per point at FILE with .csv "
+             "for .json",
+             true);
+  add_output(sub, "--plot", &f->plot,
+             "also draw predicted against measured latency and the error against utilization to "
+             "this PNG (scripts/plot_validation.py)",
+             false);
   registry.add(sub, [f] { return run_validate(*f); });
 }
 

@@ -115,6 +115,9 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
   if (nodes < 1) return InvalidArgument("nodes must be >= 1");
   for (size_t k = 0; k < points.size(); ++k) {
     const MeasuredPoint& p = points[k];
+    if (Status valid = validate(p.config, {nodes, profile.hardware.cores_per_node}); !valid.ok()) {
+      return valid.with_context(point_name(k, p));
+    }
     if (!(std::isfinite(p.arrival_scv) && p.arrival_scv >= 0)) {
       return InvalidArgument(point_name(k, p) + ": arrival SCV must be finite and >= 0");
     }

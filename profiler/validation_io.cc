@@ -89,9 +89,7 @@ StatusOr<MeasuredSet> parse(const json& doc) {
     if (p.contains("trace")) {
       SERF_ASSIGN_OR_RETURN(mp.trace, parse_trace(p["trace"], where + ".trace"));
     }
-    if (mp.config.service < 1 || mp.config.inter < 1 || mp.config.intra < 1) {
-      return InvalidArgument(where + ": service, inter and intra must be >= 1");
-    }
+    // The configuration is checked against the cluster it is validated on (validate_predictions).
     if (!(mp.rate_per_s > 0)) return InvalidArgument(where + ".rate must be > 0 requests/s");
     if (mp.requests < 1) {
       return InvalidArgument(where + ".requests must be >= 1 (nothing was measured there)");

@@ -136,15 +136,7 @@ double Controller::to_s(SteadyTime t) const {
 }
 
 Status Controller::configure(const Configuration& config) {
-  if (config.inter < 1 || config.service < 1 || config.intra < 1) {
-    return InvalidArgument("configuration " + to_string(config) + " needs c, K, T >= 1");
-  }
-  if (config.inter > transport_.nodes()) {
-    return InvalidArgument("configuration " + to_string(config) + " needs K <= nodes (" +
-                           std::to_string(transport_.nodes()) + "); start more ranks or lower K");
-  }
-  if (config.service > kMaxSlots)
-    return InvalidArgument("at most " + std::to_string(kMaxSlots) + " slots");
+  SERF_RETURN_IF_ERROR(validate(config, {transport_.nodes(), options_.cores_per_node}));
   if (sampler_ != nullptr) SERF_RETURN_IF_ERROR(sampler_->check(config));
   SwitchRecord sw;
   sw.at_s = now_s();

@@ -126,6 +126,7 @@ struct SwitchRecord {
 inline constexpr size_t kUnboundedQueue = static_cast<size_t>(-1);
 
 struct ControllerOptions {
+  int cores_per_node = 1024;  // F: configure() refuses a configuration with c*T > F (validate())
   // A request not answered in this long is a fault, reported within this long too: the unit is
   // probed (pinged) at most kProbeMaxS (and at most 20 %) before the timeout, so a dead or hung
   // node is named when the timeout passes, not a ping window after it.

@@ -8,6 +8,8 @@
 #include <string>
 #include <type_traits>
 
+#include "serf/core/configuration.h"
+
 namespace serf::serve {
 
 // Controller -> every node, on the control communicator.
@@ -70,7 +72,7 @@ static_assert(std::is_trivially_copyable_v<RunResult>);
 
 // Tags on the work communicator: slot s of a leader receives actions with tag s; results go to
 // the controller with kResultTag, their payload with kResultPayloadTag + slot.
-inline constexpr int kMaxSlots = 4096;
+inline constexpr int kMaxSlots = kMaxSlotsPerUnit;  // serf/core/configuration.h
 inline constexpr int kResultTag = 10000;
 inline constexpr int kResultPayloadTag = 20000;
 inline constexpr int kControlTag = 1;
@@ -78,5 +80,6 @@ inline constexpr int kReplyTag = 2;
 // Pings go to a node's watcher thread, which answers while the node's main and slot threads are
 // busy or blocked (in a collective with a hung peer): only a stopped or dead process is silent.
 inline constexpr int kPingTag = 3;
+static_assert(kMaxSlots <= kResultTag, "a slot's action tag must stay below the result tags");
 
 }  // namespace serf::serve

@@ -63,19 +63,19 @@ StatusOr<int> resolve_nodes(const Profile& profile, int nodes) {
 
 StatusOr<std::vector<ConfigurationFamily>> build_families(const Profile& profile, int nodes,
                                                           QueueKind queue) {
-  // (K, T) -> mean_ms by i, for K <= nodes and T <= cores.
+  // (K, T) -> mean_ms by i, for the configurations this cluster can run (validate()).
+  const ClusterShape shape{nodes, profile.hardware.cores_per_node};
   std::map<std::pair<int, int>, std::map<int, const TupleStats*>> groups;
   for (const TupleStats& s : profile.tuples) {
-    const ParallelismTuple& t = s.tuple;
-    if (t.batch != 1) continue;  // batched tuples: the batch model's families (b > 1)
-    if (t.inter > nodes || t.intra > profile.hardware.cores_per_node) continue;
-    groups[{t.inter, t.intra}][t.service] = &s;
+    if (s.tuple.batch != 1) continue;  // batched tuples: the batch model's families (b > 1)
+    if (!validate(s.tuple, shape).ok()) continue;
+    groups[{s.tuple.inter, s.tuple.intra}][s.tuple.service] = &s;
   }
   std::vector<ConfigurationFamily> families;
   for (const auto& [kt, by_i] : groups) {
     std::vector<double> mean_ms;
     std::vector<TupleStats> stats;
-    for (int c = 1; c * kt.second <= profile.hardware.cores_per_node; ++c) {
+    for (int c = 1; validate(Configuration{c, kt.first, kt.second}, shape).ok(); ++c) {
       auto it = by_i.find(c);
       if (it == by_i.end()) break;
       stats.push_back(*it->second);
@@ -107,23 +107,10 @@ std::vector<Configuration> enumerate_configurations(const Profile& profile, int 
 
 StatusOr<QueueModel> model_for(const Profile& profile, const Configuration& config, int nodes,
                                QueueKind queue) {
-  if (config.service < 1 || config.inter < 1 || config.intra < 1) {
-    return InvalidArgument("configuration " + to_string(config) + ": c, K and T must be >= 1");
-  }
+  SERF_RETURN_IF_ERROR(validate(config, {nodes, profile.hardware.cores_per_node}));
   if (config.batch != 1) {
     return InvalidArgument("configuration " + to_string(config) +
                            ": the queue models of b = 1 cannot predict batches of b > 1");
-  }
-  if (config.inter > nodes) {
-    return InvalidArgument("configuration " + to_string(config) +
-                           " needs K = " + std::to_string(config.inter) +
-                           " nodes per request but the cluster has " + std::to_string(nodes));
-  }
-  if (static_cast<long long>(config.service) * config.intra > profile.hardware.cores_per_node) {
-    return InvalidArgument("configuration " + to_string(config) + " needs c*T = " +
-                           std::to_string(static_cast<long long>(config.service) * config.intra) +
-                           " threads per node but a node has " +
-                           std::to_string(profile.hardware.cores_per_node) + " cores");
   }
   SERF_ASSIGN_OR_RETURN(auto tuples, profile.tuples_for(config));
   std::vector<double> mean_ms;

@@ -7,22 +7,6 @@
 
 namespace serf {
 
-std::string to_string(const ParallelismTuple& t) {
-  std::ostringstream os;
-  os << "(i=" << t.service << ", K=" << t.inter << ", T=" << t.intra;
-  if (t.batch != 1) os << ", b=" << t.batch;
-  os << ")";
-  return os.str();
-}
-
-std::string to_string(const Configuration& c) {
-  std::ostringstream os;
-  os << "(c=" << c.service << ", K=" << c.inter << ", T=" << c.intra;
-  if (c.batch != 1) os << ", b=" << c.batch;
-  os << ")";
-  return os.str();
-}
-
 size_t Profile::TupleHash::operator()(const ParallelismTuple& t) const {
   uint64_t h = static_cast<uint32_t>(t.service);
   for (int v : {t.inter, t.intra, t.batch}) h = h * 0x9E3779B97F4A7C15ULL + static_cast<uint32_t>(v);

@@ -13,39 +13,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "serf/core/configuration.h"
 #include "serf/core/status.h"
 
 namespace serf {
-
-// Exactly `service` batches running at once, each of `batch` requests on `inter` nodes with
-// `intra` threads per node (batch 1: `service` requests).
-struct ParallelismTuple {
-  int service = 1;  // i
-  int inter = 1;    // K
-  int intra = 1;    // T
-  int batch = 1;    // b
-  bool operator==(const ParallelismTuple& o) const {
-    return service == o.service && inter == o.inter && intra == o.intra && batch == o.batch;
-  }
-  bool operator!=(const ParallelismTuple& o) const { return !(*this == o); }
-};
-
-// At most `service` batches at once (the admission limit c), each of at most `batch` requests, on
-// K nodes with T threads per node. batch = 1 is the paper's configuration (c, K, T).
-struct Configuration {
-  int service = 1;  // c
-  int inter = 1;    // K
-  int intra = 1;    // T
-  int batch = 1;    // b: a free slot takes up to b waiting requests
-  bool operator==(const Configuration& o) const {
-    return service == o.service && inter == o.inter && intra == o.intra && batch == o.batch;
-  }
-  bool operator!=(const Configuration& o) const { return !(*this == o); }
-};
-
-// "(i=2, K=1, T=4)" and "(c=2, K=1, T=4)"; b is shown only when > 1: "(c=2, K=1, T=4, b=8)".
-std::string to_string(const ParallelismTuple& t);
-std::string to_string(const Configuration& c);
 
 struct TupleStats {
   ParallelismTuple tuple;
@@ -62,15 +33,11 @@ struct TupleStats {
   int passes_kept = 0;
 };
 
-struct Hardware {
-  int nodes = 1;           // N
-  int cores_per_node = 1;  // F
-};
+// The hardware a profile was measured on: N nodes of F cores.
+using Hardware = ClusterShape;
 
 // The range a tuple's statistics must lie in (Profile::validate).
 inline constexpr double kMinServiceMs = 1e-6, kMaxServiceMs = 1e9, kMaxServiceScv = 1e4;
-// The largest batch size a tuple or configuration may have (requests per batch).
-inline constexpr int kMaxBatch = 4096;
 
 struct Profile {
   std::string model;

@@ -128,7 +128,7 @@ Prediction QueueModel::finish(int c, double lambda, double s0, double s1, double
   Prediction p;
   const size_t k = static_cast<size_t>(c - 1);
   const double rho = lambda * inv_mu_s_[k] / c;
-  if (!(rho < 1.0)) return p;
+  if (!stable_at(rho)) return p;
   const double om = 1.0 - rho;
   const double p_wait = t_c / om;  // sum_{n>=c} t_n (geometric tail)
   const double p0 = 1.0 / (s0 + p_wait);
@@ -263,7 +263,7 @@ Prediction QueueModel::predict_exact_mdc(int c, double lambda) const {
   Prediction p;
   const double d_s = inv_mu_s_[0];
   const double rho = lambda * d_s / c;
-  if (!(rho < 1.0)) return p;
+  if (!stable_at(rho)) return p;
   p.stable = true;
   p.utilization = rho;
   p.service_ms = 1000.0 * d_s;

@@ -28,6 +28,15 @@ const char* to_string(QueueKind kind);
 StatusOr<QueueKind> parse_queue_kind(const std::string& name);
 std::string queue_kind_names();  // "md-interf, mm-interf, ..." for help texts and errors
 
+// The one rule for "unstable", used by every command: a unit at utilization rho = lambda / (c mu_c)
+// >= 1 has no steady state (its queue grows without bound). Commands print what they can (with
+// "stable": false and no latency) and then return UnstableLoad: exit 3, as every question without
+// an answer (status.h).
+inline bool stable_at(double utilization) { return utilization < 1.0; }
+inline Status UnstableLoad(const std::string& detail) {
+  return Infeasible("unstable load: " + detail);
+}
+
 // Mean behaviour of one unit at one arrival rate. When !stable (rho >= 1) the numbers are
 // meaningless and must not be printed.
 struct Prediction {

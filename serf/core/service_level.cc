@@ -7,7 +7,6 @@ namespace serf {
 
 StatusOr<std::vector<ServiceLevel>> service_levels(const Profile& profile,
                                                    const Configuration& config) {
-  if (config.service < 1) return InvalidArgument("service parallelism c must be >= 1");
   SERF_ASSIGN_OR_RETURN(auto tuples, profile.tuples_for(config));
   std::vector<ServiceLevel> levels;
   levels.reserve(tuples.size());

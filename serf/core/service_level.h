@@ -15,7 +15,8 @@ struct ServiceLevel {
 };
 
 // The levels of configuration (c, K, T, b) with full batches: tuples (1..c, K, T, b), index i-1
-// (with b = 1, the paper's tuples (1..c, K, T)). NotFound names a missing one.
+// (with b = 1, the paper's tuples (1..c, K, T)). NotFound names a missing one. The caller has
+// checked the configuration against its cluster (validate(), configuration.h).
 StatusOr<std::vector<ServiceLevel>> service_levels(const Profile& profile,
                                                    const Configuration& config);
 

@@ -37,8 +37,8 @@ StatusOr<LatencyTail> LatencyTail::Create(const QueueModel& model, int c, double
   }
   const Prediction p = model.predict(c, rate_per_s);
   if (!p.stable) {
-    return Infeasible("unstable load: rho >= 1 at " + std::to_string(rate_per_s) +
-                      " requests/s per unit, so no latency percentile exists");
+    return UnstableLoad("rho >= 1 at " + std::to_string(rate_per_s) +
+                        " requests/s per unit, so no latency percentile exists");
   }
   LatencyTail t;
   t.levels_.assign(levels.begin(), levels.begin() + c);

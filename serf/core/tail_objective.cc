@@ -28,14 +28,15 @@ StatusOr<std::unique_ptr<LatencyObjective>> LatencyObjective::Create(
   return std::unique_ptr<LatencyObjective>(new LatencyObjective(profile, options));
 }
 
+std::string percentile_name(double percentile) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "p%.15g", percentile);
+  return buf;
+}
+
 std::string LatencyObjective::name() const {
   char buf[64];
-  if (options_.percentile > 0) {
-    std::snprintf(buf, sizeof buf, "p%g", options_.percentile);
-  } else {
-    std::snprintf(buf, sizeof buf, "mean");
-  }
-  std::string out = buf;
+  std::string out = options_.percentile > 0 ? percentile_name(options_.percentile) : "mean";
   if (options_.arrival_scv != 1.0) {
     std::snprintf(buf, sizeof buf, " (arrival SCV %g)", options_.arrival_scv);
     out += buf;
@@ -97,6 +98,35 @@ double LatencyObjective::lower_bound_ms(const ConfigurationFamily& family, int c
   // Mean: never below the fastest service time (the paper objective's bound). A percentile has
   // no such simple bound below the median, so no pruning.
   return options_.percentile == 0 ? family.model.min_latency_ms(c) : 0.0;
+}
+
+StatusOr<ConfigurationPrediction> predict_configuration(const Profile& profile,
+                                                        const Configuration& config, int nodes,
+                                                        double rate_per_s, QueueKind queue,
+                                                        const LatencyObjective* analytic,
+                                                        const Objective* score) {
+  if (!(std::isfinite(rate_per_s) && rate_per_s > 0)) {
+    return InvalidArgument("rate must be finite and > 0 requests/s (got " +
+                           std::to_string(rate_per_s) + ")");
+  }
+  SERF_ASSIGN_OR_RETURN(QueueModel model, model_for(profile, config, nodes, queue));
+  ConfigurationPrediction r;
+  r.config = config;
+  r.queue = queue;
+  r.nodes = nodes;
+  r.units = units_for(nodes, config.inter);
+  r.rate_per_s = rate_per_s;
+  r.unit_rate_per_s = rate_per_s / r.units;
+  r.unit_capacity_per_s = model.max_rate_per_s(config.service);
+  r.prediction = model.predict(config.service, r.unit_rate_per_s);
+  if (analytic != nullptr && r.prediction.stable) {
+    const ConfigurationFamily family{config.inter, config.intra, config.service, model, {}};
+    r.scored = true;
+    r.score_ms = (score != nullptr ? score : analytic)
+                     ->score_ms(family, config.service, r.unit_rate_per_s, r.prediction);
+    r.prediction = analytic->corrected(family, config.service, r.prediction);
+  }
+  return r;
 }
 
 }  // namespace serf

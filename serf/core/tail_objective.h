@@ -22,6 +22,10 @@ struct LatencyObjectiveOptions {
   int nodes = 0;
 };
 
+// "p99", "p99.9", "p99.999999": the percentile as the CLI takes it (--objective pNN), every digit
+// kept, so a label never reads as a value the CLI refuses ("p100").
+std::string percentile_name(double percentile);
+
 class LatencyObjective : public Objective {
  public:
   // `profile` must outlive the objective (it reads the tuples' SCVs).
@@ -51,5 +55,29 @@ class LatencyObjective : public Objective {
   const Profile& profile_;
   LatencyObjectiveOptions options_;
 };
+
+// `serf predict`'s question: configuration `config` on `nodes` nodes at cluster rate `rate_per_s`.
+struct ConfigurationPrediction {
+  Configuration config;
+  QueueKind queue = QueueKind::kMdInterf;
+  int nodes = 0;
+  int units = 0;                   // floor(N / K)
+  double rate_per_s = 0;           // cluster-wide
+  double unit_rate_per_s = 0;      // what one unit sees
+  double unit_capacity_per_s = 0;  // c mu_c: the unit's largest stable rate
+  Prediction prediction;  // with the bursty-arrival correction when an objective asks for it
+  bool scored = false;    // an objective was given and the load is stable
+  double score_ms = 0;    // then its value (a percentile, or the simulated mean)
+};
+
+// Checks the configuration against the cluster (validate()), then predicts. `analytic` (nullptr:
+// the paper's mean under Poisson arrivals) corrects the prediction; `score` (the analytic objective
+// or its simulation fallback) scores it. An unstable load is a result (prediction.stable false),
+// not an error: the caller prints it and returns UnstableLoad.
+StatusOr<ConfigurationPrediction> predict_configuration(const Profile& profile,
+                                                        const Configuration& config, int nodes,
+                                                        double rate_per_s, QueueKind queue,
+                                                        const LatencyObjective* analytic,
+                                                        const Objective* score);
 
 }  // namespace serf

@@ -19,7 +19,9 @@ std::string num(double x) {
   return std::string(buf, r.ptr);
 }
 
-StatusOr<TableEntry> entry_from_json(const json& e, const std::string& where) {
+// `shape`: the table's cluster; every configuration in it must run there (validate()).
+StatusOr<TableEntry> entry_from_json(const json& e, const std::string& where,
+                                     const ClusterShape& shape) {
   TableEntry entry;
   SERF_ASSIGN_OR_RETURN(entry.rate_per_s, get_number(e, "rate", where));
   SERF_ASSIGN_OR_RETURN(const json* stable, get_field(e, "stable", where));
@@ -33,12 +35,7 @@ StatusOr<TableEntry> entry_from_json(const json& e, const std::string& where) {
   if (e.contains("batch")) {  // absent: batch 1 (tables before batching)
     SERF_ASSIGN_OR_RETURN(entry.config.batch, get_int(e, "batch", where));
   }
-  if (entry.config.service < 1 || entry.config.inter < 1 || entry.config.intra < 1) {
-    return InvalidArgument(where + ": service, inter and intra must be >= 1");
-  }
-  if (entry.config.batch < 1 || entry.config.batch > kMaxBatch) {
-    return InvalidArgument(where + ".batch must lie in [1, " + std::to_string(kMaxBatch) + "]");
-  }
+  if (Status valid = validate(entry.config, shape); !valid.ok()) return valid.with_context(where);
   SERF_ASSIGN_OR_RETURN(entry.units, get_int(e, "units", where));
   SERF_ASSIGN_OR_RETURN(entry.unit_rate_per_s, get_number(e, "unit_rate_per_s", where));
   SERF_ASSIGN_OR_RETURN(entry.score_ms, get_number(e, "score_ms", where));
@@ -136,7 +133,8 @@ StatusOr<ConfigurationTable> table_from_json(const json& doc, const std::string&
     }
     SERF_ASSIGN_OR_RETURN(const json* entries, get_array(doc, "entries", ""));
     for (size_t k = 0; k < entries->size(); ++k) {
-      SERF_ASSIGN_OR_RETURN(TableEntry e, entry_from_json((*entries)[k], index_path("entries", k)));
+      SERF_ASSIGN_OR_RETURN(TableEntry e, entry_from_json((*entries)[k], index_path("entries", k),
+                                                          {t.nodes, t.cores_per_node}));
       t.entries.push_back(e);
     }
     std::vector<double> rates;

@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "serf/core/queue_model.h"
 #include "serf/sim/histogram.h"
 
 namespace serf::sim {
@@ -349,11 +350,10 @@ StatusOr<SimulationResult> simulate(const SimulationOptions& o) {
   SERF_ASSIGN_OR_RETURN(ArrivalProcess arrivals,
                         ArrivalProcess::Create(o.arrival_kind, o.rate_per_s, o.arrival_scv));
   const double rho = offered_utilization(o);
-  if (!(rho < 1.0)) {
-    return Infeasible(
-        "unstable load: utilization rho = lambda_unit / (c mu_c) = " + std::to_string(rho) +
-        " >= 1, the queue grows without bound and there is no steady state; "
-        "lower the rate or add nodes");
+  if (!stable_at(rho)) {
+    return UnstableLoad("utilization rho = lambda_unit / (c mu_c) = " + std::to_string(rho) +
+                        " >= 1, the queue grows without bound and there is no steady state; "
+                        "lower the rate or add nodes");
   }
   const SimulationResult r = with_units(
       o.semantics, o.levels, static_cast<size_t>(o.units),

@@ -29,18 +29,18 @@ P=(--profile "$profile")
 cfg=(--service 2 --inter 1 --intra 4)
 
 # --- bad input: exit 2, one line naming the problem -------------------------------------------
-expect 2 "--rate must be finite and > 0" -- predict "${P[@]}" "${cfg[@]}" --rate 0
-expect 2 "--rate must be finite and > 0" -- predict "${P[@]}" "${cfg[@]}" --rate -3
-expect 2 "--rate must be finite and > 0" -- predict "${P[@]}" "${cfg[@]}" --rate inf
-expect 2 "--rate must be finite and > 0" -- predict "${P[@]}" "${cfg[@]}" --rate nan
+expect 2 "--rate: must be a finite number > 0 (got 0)" -- predict "${P[@]}" "${cfg[@]}" --rate 0
+expect 2 "--rate: must be a finite number > 0 (got -3)" -- predict "${P[@]}" "${cfg[@]}" --rate -3
+expect 2 "--rate: must be a finite number > 0 (got inf)" -- predict "${P[@]}" "${cfg[@]}" --rate inf
+expect 2 "--rate: must be a finite number > 0 (got nan)" -- predict "${P[@]}" "${cfg[@]}" --rate nan
 expect 2 "--rate" -- predict "${P[@]}" "${cfg[@]}" --rate abc
-expect 2 "--service must be >= 1" -- predict "${P[@]}" --service 0 --inter 1 --intra 1 --rate 1
-expect 2 "--inter must be >= 1" -- predict "${P[@]}" --service 1 --inter 0 --intra 1 --rate 1
-expect 2 "--intra must be >= 1" -- predict "${P[@]}" --service 1 --inter 1 --intra -1 --rate 1
+expect 2 "--service: must be >= 1 (got 0)" -- predict "${P[@]}" --service 0 --inter 1 --intra 1 --rate 1
+expect 2 "--inter: must be >= 1 (got 0)" -- predict "${P[@]}" --service 1 --inter 0 --intra 1 --rate 1
+expect 2 "--intra: must be an integer in [1, 1024] (got -1)" -- predict "${P[@]}" --service 1 --inter 1 --intra -1 --rate 1
 expect 2 "needs K = 4 nodes per request but the cluster has 2" -- predict "${P[@]}" --service 1 --inter 4 --intra 1 --rate 1 --nodes 2
 expect 2 "needs c*T = 12 threads per node but a node has 8 cores" -- predict "${P[@]}" --service 3 --inter 1 --intra 4 --rate 1
 expect 2 "profile has no tuple (i=1, K=3, T=1)" -- predict "${P[@]}" --service 1 --inter 3 --intra 1 --rate 1
-expect 2 "--nodes must be >= 1" -- predict "${P[@]}" "${cfg[@]}" --rate 1 --nodes 0
+expect 2 "--nodes: must be an integer in [1, 1000000] (got 0)" -- predict "${P[@]}" "${cfg[@]}" --rate 1 --nodes 0
 expect 2 "unknown queue model 'mg1'" -- predict "${P[@]}" "${cfg[@]}" --rate 1 --queue mg1
 expect 2 "cannot open file" -- predict --profile "$tmp/missing.json" "${cfg[@]}" --rate 1
 expect 2 "required" -- predict "${P[@]}" --service 1 --inter 1 --rate 1
@@ -60,16 +60,45 @@ expect 2 "--rates: '5:1:1': stop is below start" -- plan "${P[@]}" --rates 5:1:1
 expect 2 "--rates: '1,x': 'x' is not a number" -- plan "${P[@]}" --rates 1,x --out "$tmp/t.json"
 expect 2 "--rates: '0:5:1': rate '0' must be finite and > 0" -- plan "${P[@]}" --rates 0:5:1 --out "$tmp/t.json"
 expect 2 "cannot write file" -- plan "${P[@]}" --rates 1:5:1 --out "$tmp/no/such/dir/t.json"
-expect 2 "--slo-ms must be finite and > 0" -- size "${P[@]}" --rate 1 --slo-ms 0
+expect 2 "--slo-ms: must be a finite number > 0 (got 0)" -- size "${P[@]}" --rate 1 --slo-ms 0
 expect 2 "give exactly one of --rate R or --rates SPEC" -- size "${P[@]}" --slo-ms 500
 expect 2 "give exactly one of --rate R or --rates SPEC" -- size "${P[@]}" --slo-ms 500 --rate 1 --rates 1,2
-expect 2 "--max-nodes must be >= 1" -- size "${P[@]}" --rate 1 --slo-ms 500 --max-nodes 0
-expect 2 "--slo-ms must be finite and > 0" -- capacity "${P[@]}" --slo-ms -1
+expect 2 "--max-nodes: must be an integer in [1, 1000000] (got 0)" -- size "${P[@]}" --rate 1 --slo-ms 500 --max-nodes 0
+expect 2 "--slo-ms: must be a finite number > 0 (got -1)" -- capacity "${P[@]}" --slo-ms -1
 
 # --- infeasible: exit 3 with the best latency reachable ----------------------------------------
 expect 3 "the best reachable is" -- size "${P[@]}" --rate 5 --slo-ms 100
 expect 3 "no configuration is even stable" -- size "${P[@]}" --rate 1000 --slo-ms 500 --max-nodes 4
 expect 3 "even at vanishing load" -- capacity "${P[@]}" --slo-ms 100
+
+# --- one rule in one place (issue 13) -----------------------------------------------------------
+# validate() of serf/core answers for every command, in the same words.
+expect 2 "needs c*T = 12 threads per node but a node has 8 cores" -- simulate "${P[@]}" --service 3 --inter 1 --intra 4 --rate 1
+expect 2 "needs K = 4 nodes per request but the cluster has 2" -- simulate "${P[@]}" --service 1 --inter 4 --intra 1 --rate 1 --nodes 2
+expect 2 "c = 5000 requests at once, more than 4096" -- predict "${P[@]}" --service 5000 --inter 1 --intra 1 --rate 1
+# An unstable load is exit 3 in every command, its result printed first.
+expect 3 "unstable load" -- simulate "${P[@]}" "${cfg[@]}" --rate 1000 --requests 2000 --json
+grep -q '"stable": false' "$tmp/out" || fail "simulate unstable: no stable false in its JSON"
+expect 3 "load levels (from" -- plan "${P[@]}" --rates 10,1000 --out "$tmp/over.json"
+[[ -s "$tmp/over.json" ]] || fail "plan with unstable levels did not write its table"
+expect 3 "cannot meet the SLO with up to 4 nodes" -- size "${P[@]}" --rates 1000 --slo-ms 500 --max-nodes 4
+grep -q "not even stable" "$tmp/out" || fail "size --rates: the unstable row is not marked"
+# predict and simulate name the same things alike.
+"$serf" predict "${P[@]}" "${cfg[@]}" --rate 10 --json >"$tmp/pj.json" || fail "predict --json"
+"$serf" simulate "${P[@]}" "${cfg[@]}" --rate 10 --requests 2000 --json >"$tmp/sj.json" || fail "simulate --json"
+/usr/bin/python3 - "$tmp/pj.json" "$tmp/sj.json" <<'PY' || fail "predict and simulate JSON disagree on field names"
+import json, sys
+p, s = (json.load(open(f)) for f in sys.argv[1:])
+for k in ("service", "inter", "intra", "nodes", "units", "rate_per_s", "unit_rate_per_s",
+          "stable", "utilization", "latency_ms", "wait_ms", "service_ms"):
+    assert k in p and k in s, k
+assert (p["service"], p["inter"], p["intra"], p["rate_per_s"]) == (s["service"], s["inter"], s["intra"], s["rate_per_s"])
+assert abs(p["utilization"] - s["utilization"]) < 1e-9, (p["utilization"], s["utilization"])
+PY
+# --intra everywhere; --threads stays an alias in infer.
+"$serf" infer --model "$(dirname "$profile")/../models/tiny.json" --intra 2 --json >"$tmp/i1.json" || fail "infer --intra"
+"$serf" infer --model "$(dirname "$profile")/../models/tiny.json" --threads 2 --json >"$tmp/i2.json" || fail "infer --threads"
+[[ $(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['intra'])" "$tmp/i2.json") == 2 ]] || fail "infer --threads 2 is not T = 2"
 
 # --- consistency on the example profile ---------------------------------------------------------
 json_field() { /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
@@ -77,7 +106,10 @@ json_field() { /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)$
 "$serf" predict "${P[@]}" "${cfg[@]}" --rate 10 --json >"$tmp/p.json" || fail "predict --json"
 [[ $(json_field '["units"]' <"$tmp/p.json") == 20 ]] || fail "predict: 20 units of K=1"
 [[ $(json_field '["unit_rate_per_s"]' <"$tmp/p.json") == 0.5 ]] || fail "predict: unit rate 10/20"
-"$serf" predict "${P[@]}" "${cfg[@]}" --rate 1000 --json >"$tmp/u.json" || fail "predict unstable"
+# An unstable load: the result (stable false, no latency) on stdout, one line on stderr, exit 3,
+# the same in predict, simulate, plan, size (docs/queueing.md, exit codes).
+expect 3 "unstable load: (c=2, K=1, T=4) at 1000 requests/s" -- predict "${P[@]}" "${cfg[@]}" --rate 1000 --json
+cp "$tmp/out" "$tmp/u.json"
 [[ $(json_field '["stable"]' <"$tmp/u.json") == False ]] || fail "predict: overload is unstable"
 [[ $(json_field '["latency_ms"]' <"$tmp/u.json") == None ]] || fail "predict: unstable has null latency"
 
@@ -133,12 +165,12 @@ PY
 expect 2 ".scv must lie in" -- predict --profile "$tmp/scv.json" "${cfg[@]}" --rate 1 --percentile 99
 expect 2 ".mean_ms must lie in" -- capacity --profile "$tmp/tiny_mean.json" --slo-ms 500 --percentile 99
 expect 2 ".mean_ms must lie in" -- simulate --profile "$tmp/huge_mean.json" --service 1 --inter 1 --intra 1 --rate 1
-expect 2 "--nodes: 2147483647" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --nodes 2147483647
-expect 2 "--nodes: -1" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --nodes -1
+expect 2 "--nodes: must be an integer in [1, 1000000] (got 2147483647)" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --nodes 2147483647
+expect 2 "--nodes: must be an integer in [1, 1000000] (got -1)" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --nodes -1
 expect 2 "--requests" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 1 --requests 99999999999
 expect 2 "no finite result" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 4.9e-324 --requests 2000
-expect 2 "--threads 100000" -- infer --model "$tiny" --threads 100000
-expect 2 "--repeat 2147483647" -- infer --model "$tiny" --repeat 2147483647
+expect 2 "--intra: must be an integer in [1, 1024] (got 100000)" -- infer --model "$tiny" --threads 100000
+expect 2 "--repeat: must be an integer in [1, 1000000] (got 2147483647)" -- infer --model "$tiny" --repeat 2147483647
 # Flags that used to be taken silently: a negative seed wrapped to 2^64 - 1, a sentinel value given
 # on purpose (--nodes 0, --arrival-scv -1, --inter -1) or NaN passing CLI11's range checks.
 expect 2 "--seed" -- infer --model "$tiny" --seed -1

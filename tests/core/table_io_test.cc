@@ -60,7 +60,8 @@ TEST_CASE("table entries carry the batch size b (absent: 1)", "[io][table]") {
   CHECK(back->entries[0].config == Configuration{2, 1, 4, 1});
   doc["entries"][0]["batch"] = 0;
   CHECK_THAT(io::table_from_json(doc, "t.json").status().message(),
-             Catch::Contains("t.json: entries[0].batch must lie in [1, 4096]"));
+             Catch::Contains("t.json: entries[0]: configuration (c=2, K=1, T=4, b=0): the batch "
+                             "size b must lie in [1, 4096] (got 0)"));
   CHECK_THAT(io::table_to_csv(t), Catch::Contains("1.5,true,2,1,4,8,4,0.375"));
 }
 
@@ -76,6 +77,15 @@ TEST_CASE("bad tables name the field", "[io][table]") {
   doc = io::table_to_json(example_table());
   doc["queue"] = "mg1";
   CHECK_THAT(io::table_from_json(doc, "t.json").status().message(), Catch::Contains("queue"));
+  // Every entry's configuration must run on the table's cluster (validate()): c*T = 12 > 8 cores.
+  doc = io::table_to_json(example_table());
+  doc["entries"][0]["service"] = 3;
+  CHECK_THAT(io::table_from_json(doc, "t.json").status().message(),
+             Catch::Contains("t.json: entries[0]: configuration (c=3, K=1, T=4) needs c*T = 12"));
+  doc = io::table_to_json(example_table());
+  doc["entries"][0]["inter"] = 8;
+  CHECK_THAT(io::table_from_json(doc, "t.json").status().message(),
+             Catch::Contains("needs K = 8 nodes per request but the cluster has 4"));
 }
 
 TEST_CASE("CSV beside the table", "[io][table]") {

@@ -37,8 +37,8 @@ assert a["output"] == b["output"] and a["top5"] == b["top5"], (a["output"], b["o
 print("ok: --seed 5 equals the files of serf model init --seed 5")
 PY
 expect_error "unknown backend" "unknown backend 'tpu'" infer --model "$tiny" --backend tpu
-expect_error "threads 0" "--threads 0" infer --model "$tiny" --threads 0
-expect_error "inter-sim 0" "--inter-sim 0" infer --model "$tiny" --inter-sim 0
+expect_error "threads 0 (the alias of --intra)" "--intra: must be an integer in .1, 1024. (got 0)" infer --model "$tiny" --threads 0
+expect_error "inter-sim 0" "--inter-sim: must be >= 1 (got 0)" infer --model "$tiny" --inter-sim 0
 expect_error "inter-sim too large" "exceeds the widest layer 'fc1'" infer --model "$tiny" --inter-sim 17
 echo '{"name": "pools", "input": {"channels": 4, "height": 8, "width": 8},
        "layers": [{"type": "maxpool", "kernel": 2}, {"type": "relu"}]}' >"$tmp/pools.json"
@@ -74,7 +74,7 @@ assert all(abs(x - y) <= 1e-6 for x, y in zip(vals, d["output"])), (vals, d["out
 print("ok: --output-out holds the output")
 PY
 expect_error "--output-out into a missing directory" "--output-out" infer --model "$tiny" --output-out "$tmp/no/dir/o.safetensors"
-expect_error "repeat 0" "--repeat 0" infer --model "$tiny" --repeat 0
+expect_error "repeat 0" "--repeat: must be an integer in .1, 1000000. (got 0)" infer --model "$tiny" --repeat 0
 expect_error "missing model" "$tmp/none.json" infer --model "$tmp/none.json"
 "$serf" model init "$root/configs/models/cifar10.json" --seed 1 --out "$tmp/cifar.safetensors" >/dev/null
 expect_error "weights of another model" "conv1.weight" infer --model "$tiny" --weights "$tmp/cifar.safetensors"

@@ -33,7 +33,13 @@ grep -q "8 tensors" "$tmp/init.txt" || fail "init output: $(cat "$tmp/init.txt")
 [ -s "$tmp/x.safetensors" ] || fail "no input file"
 "$serf" model init "$root/configs/models/tiny.json" --seed 3 --out "$tmp/w2.safetensors" > /dev/null
 cmp -s "$tmp/w.safetensors" "$tmp/w2.safetensors" || fail "init not deterministic"
-expect_error "--seed: must be a non-negative integer" model init "$root/configs/models/tiny.json" --seed -1 --out "$tmp/w3.safetensors"
+# A seed is an unsigned 64-bit integer: negative, past 2^64 - 1 or in exponent form is refused,
+# never wrapped or clamped (issue 18).
+for bad in -1 18446744073709551616 1e30 1.5; do
+  expect_error "--seed: must be an integer in [0, 18446744073709551615] (got $bad)" model init "$root/configs/models/tiny.json" --seed "$bad" --out "$tmp/w3.safetensors"
+done
+"$serf" model init "$root/configs/models/tiny.json" --seed 18446744073709551615 --out "$tmp/w4.safetensors" >/dev/null \
+  || fail "the largest seed, 2^64 - 1, is refused"
 expect_error "cannot write file" model init "$root/configs/models/tiny.json" --out "$tmp/no/dir/w.safetensors"
 "$serf" model check "$root/configs/models/tiny.json" --weights "$tmp/w.safetensors" \
     --input "$tmp/x.safetensors" > "$tmp/check.txt" || fail "check"

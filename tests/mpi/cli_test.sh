@@ -74,18 +74,19 @@ expect_error() {
 
 case "$1" in
   bad_input)
-    expect_error 3 "K = 4 needs 4 nodes" serve --emulate "$profile" --config 1,4,1 --rate 5
-    expect_error 3 "c\*T = 4 cores per node" serve --emulate "$profile" --config 2,1,2 --rate 5
+    expect_error 3 "needs K = 4 nodes per request but the cluster has 2 (node ranks)" serve --emulate "$profile" --config 1,4,1 --rate 5
+    expect_error 3 "needs c\*T = 4 threads per node but a node has 2 cores" serve --emulate "$profile" --config 2,1,2 --rate 5
     expect_error 1 "at least one node rank" serve --emulate "$profile" --rate 5
     expect_error 3 "nope.json" serve --emulate /nope.json --rate 5
-    expect_error 3 "K = 8 needs 8 nodes" profile --emulate "$profile" --inter 1,8 --out "$out/p.json"
+    expect_error 3 "needs K = 8 nodes per request" profile --emulate "$profile" --inter 1,8 --out "$out/p.json"
     expect_error 3 "give --model FILE" profile --out "$out/p.json"
     expect_error 3 "--passes: give 1..5" profile --emulate "$profile" --samples 5 --passes 6 --out "$out/p.json"
     expect_error 3 "--rates" profile --emulate "$profile" --exhaustive --rates 1,x --out "$out/x.json"
     expect_error 3 "--arrival-scv" profile --emulate "$profile" --exhaustive --rates 5 --arrivals gamma --arrival-scv 0 --out "$out/x.json"
     expect_error 3 "--arrivals" profile --emulate "$profile" --exhaustive --rates 5 --arrivals bursty --out "$out/x.json"
-    expect_error 3 "--cores-per-node 2147483647" profile --emulate "$profile" --samples 2 --cores-per-node 2147483647 --out "$out/p.json"
-    expect_error 3 "--cores-per-node -1" serve --emulate "$profile" --rate 5 --cores-per-node -1
+    expect_error 3 "--cores-per-node: must be an integer in \[1, 1024\] (got 2147483647)" profile --emulate "$profile" --samples 2 --cores-per-node 2147483647 --out "$out/p.json"
+    expect_error 3 "--cores-per-node: must be an integer in \[1, 1024\] (got -1)" serve --emulate "$profile" --rate 5 --cores-per-node -1
+    expect_error 3 "--cores-per-node: must be an integer in \[1, 1024\] (got 0)" serve --emulate "$profile" --rate 5 --cores-per-node 0
     expect_error 3 "--node-timeout" serve --emulate "$profile" --rate 5 --node-timeout 1e-300
     expect_error 3 "--idle-poll-us" serve --emulate "$profile" --rate 5 --idle-poll-us nan
     expect_error 3 "--seed" serve --emulate "$profile" --rate 5 --seed -1
@@ -380,13 +381,13 @@ PY
     diff <(sed -n 2p "$out/one.txt") <(sed -n 2p "$out/two.txt") || fail "top-5 lines differ"
     diff <(awk 'NR>2{print $1, $2}' "$out/one.txt") <(awk 'NR>2{print $1, $2}' "$out/two.txt") || fail "layer lines differ"
     # Bad input: K larger than the job, unknown model.
-    expect_error 3 "K = 4 needs 4 nodes" infer --model "$model" --inter 4
+    expect_error 3 "needs K = 4 nodes per request" infer --model "$model" --inter 4
     expect_error 3 "run it under mpirun -np 2" infer --model "$model" --inter 1
     expect_error 3 "nope.json" infer --model /nope.json --inter 2
     ;;
   table_switch)
     # SERF online: `serf plan` makes the table, `serve --table` follows a load that rises.
-    "$SERF" plan --profile "$profile" --nodes 4 --rates 10:400:10 --out "$out/table.json" >/dev/null \
+    "$SERF" plan --profile "$profile" --nodes 4 --rates 10:320:10 --out "$out/table.json" >/dev/null \
       || fail "serf plan"
     timeout 120 "$MPIEXEC" --oversubscribe -np 5 "$SERF" serve --emulate "$profile" --config 1,4,1 \
       --table "$out/table.json" --load "0:30;3:250" --requests 700 --rate-window 1 --min-dwell 1 \

@@ -160,7 +160,8 @@ TEST_CASE("configure rejects K larger than the cluster", "[mpi][controller]") {
   Controller c(t, {});
   Status s = c.configure({1, 4, 1});
   REQUIRE(s.code() == StatusCode::kInvalidArgument);
-  REQUIRE(s.message().find("K <= nodes") != std::string::npos);
+  REQUIRE(s.message().find("needs K = 4 nodes per request but the cluster has 2") !=
+          std::string::npos);
 }
 
 TEST_CASE("emulated service times come from the profile", "[mpi][controller]") {

@@ -26,7 +26,7 @@ check "another seed, another output" test "$out" != "$other"
 check "shared semantics and gamma arrivals run" "$serf" "${args[@]}" --semantics shared \
   --arrivals gamma --arrival-scv 4 >/dev/null
 out=$("$serf" "${base[@]}" --rate 1000 --json 2>/dev/null); rc=$?
-check "unstable load exits 2" test "$rc" -eq 2
+check "unstable load exits 3 (no answer), as in predict, plan and size" test "$rc" -eq 3
 check "unstable load says stable: false and no latency" "$py" -c '
 import json, sys
 d = json.loads(sys.argv[1]); assert d["stable"] is False and "latency_ms" not in d, d' "$out"

@@ -1,0 +1,365 @@
+#include "cli/flags.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "serf/io/profile_io.h"
+
+namespace serf::cli {
+
+namespace {
+
+std::string num(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+}  // namespace
+
+// ---- validators --------------------------------------------------------------------------------
+
+CLI::Validator unsigned_integer() {
+  return CLI::Validator(
+      [](std::string& v) {
+        uint64_t x = 0;
+        const char* end = v.data() + v.size();
+        const auto r = std::from_chars(v.data(), end, x);
+        if (v.empty() || r.ec != std::errc() || r.ptr != end) {
+          return "must be an integer in [0, " +
+                 std::to_string(std::numeric_limits<uint64_t>::max()) + "] (got " + v + ")";
+        }
+        return std::string();
+      },
+      "UINT64");
+}
+
+CLI::Validator finite_range(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& v) {
+        double x = 0;
+        if (!CLI::detail::lexical_cast(v, x)) return "must be a number (got " + v + ")";
+        if (!std::isfinite(x) || x < lo || x > hi) {
+          return v + " must be a finite number in [" + num(lo) + ", " + num(hi) + "]";
+        }
+        return std::string();
+      },
+      "FLOAT in [" + num(lo) + " - " + num(hi) + "]");
+}
+
+CLI::Validator at_least(int lo) {
+  return CLI::Validator(
+      [lo](std::string& v) {
+        int x = 0;
+        const char* end = v.data() + v.size();
+        const auto r = std::from_chars(v.data(), end, x);
+        if (v.empty() || r.ec != std::errc() || r.ptr != end) {
+          return "must be an integer >= " + std::to_string(lo) + " (got " + v + ")";
+        }
+        if (x < lo) return "must be >= " + std::to_string(lo) + " (got " + v + ")";
+        return std::string();
+      },
+      "INT >= " + std::to_string(lo));
+}
+
+CLI::Validator int_range(int lo, int hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& v) {
+        int x = 0;
+        const char* end = v.data() + v.size();
+        const auto r = std::from_chars(v.data(), end, x);
+        if (v.empty() || r.ec != std::errc() || r.ptr != end || x < lo || x > hi) {
+          return "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                 "] (got " + v + ")";
+        }
+        return std::string();
+      },
+      "INT in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]");
+}
+
+CLI::Validator positive_finite() {
+  return CLI::Validator(
+      [](std::string& v) {
+        double x = 0;
+        if (!CLI::detail::lexical_cast(v, x) || !std::isfinite(x) || !(x > 0)) {
+          return "must be a finite number > 0 (got " + v + ")";
+        }
+        return std::string();
+      },
+      "FLOAT > 0");
+}
+
+CLI::Validator non_empty_path() {
+  return CLI::Validator(
+      [](std::string& v) {
+        return v.empty() ? std::string("the path is empty; give a file name") : std::string();
+      },
+      "FILE");
+}
+
+// ---- the configuration -------------------------------------------------------------------------
+
+CLI::Option* add_intra(CLI::App* sub, int* intra, bool alias_threads, const std::string& help) {
+  return sub->add_option(alias_threads ? "--intra,--threads" : "--intra", *intra, help)
+      ->check(int_range(1, kMaxCoresPerNode));
+}
+
+void ConfigurationFlags::add(CLI::App* sub) {
+  sub->add_option("--service", config.service,
+                  "c: at most c requests served at once per unit (count)")
+      ->check(at_least(1))
+      ->required();
+  sub->add_option("--inter", config.inter, "K: nodes that compute each request together (count)")
+      ->check(at_least(1))
+      ->required();
+  add_intra(sub, &config.intra, false, "T: threads per node for each request (count)")->required();
+}
+
+StatusOr<Configuration> parse_configuration(const std::string& text, const std::string& flag) {
+  Configuration c;
+  char extra = 0;
+  if (std::sscanf(text.c_str(), "%d,%d,%d%c", &c.service, &c.inter, &c.intra, &extra) != 3 ||
+      c.service < 1 || c.inter < 1 || c.intra < 1) {
+    return InvalidArgument(flag + ": expected c,K,T (three integers >= 1, e.g. 2,1,4), got \"" +
+                           text + "\"");
+  }
+  return c;
+}
+
+Status check_configuration(const Configuration& config, const ClusterShape& shape,
+                           const std::string& flag) {
+  return validate(config, shape).with_context(flag);
+}
+
+CLI::Option* add_nodes(CLI::App* sub, int* nodes, const std::string& help) {
+  return sub->add_option("--nodes", *nodes, help)->check(int_range(1, kMaxNodes));
+}
+
+CLI::Option* add_queue(CLI::App* sub, std::string* queue, bool allow_all) {
+  return sub->add_option("--queue", *queue,
+                         "queueing model: " + queue_kind_names() + (allow_all ? ", or all" : "") +
+                             " (default md-interf, the paper's)");
+}
+
+CLI::Option* add_json(CLI::App* sub, bool* json) {
+  return sub->add_flag("--json", *json, "print one JSON object instead of text");
+}
+
+// ---- files -------------------------------------------------------------------------------------
+
+void ProfileFlag::add(CLI::App* sub, const std::string& help) {
+  sub->add_option(
+         "--profile", path,
+         help.empty() ? "profile of the model's parallelism tuples (serf-profile/1 JSON)" : help)
+      ->check(non_empty_path())
+      ->required();
+}
+
+StatusOr<Profile> ProfileFlag::load() const { return io::load_profile(path); }
+
+Status check_output_path(const std::string& flag, const std::string& out) {
+  if (out.empty()) return InvalidArgument(flag + ": the path is empty; give a file name");
+  const size_t slash = out.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : out.substr(0, slash);
+  if (access(dir.c_str(), W_OK) != 0) {
+    return InvalidArgument(flag + ": cannot write " + out + ": directory " + dir +
+                           " does not exist or is not writable");
+  }
+  struct stat st;
+  if (stat(out.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return InvalidArgument(flag + ": " + out + " is a directory; give a file name");
+  }
+  if (stat(out.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return InvalidArgument(flag + ": " + out + " is not a regular file (a CSV goes beside it as " +
+                           out + ".csv; leave the flag out to write nothing)");
+  }
+  return Status::Ok();
+}
+
+Status check_not_input(const std::string& out_flag, const std::string& out,
+                       const std::string& in_flag, const std::string& in) {
+  struct stat o, i;
+  if (out.empty() || in.empty() || stat(out.c_str(), &o) != 0 || stat(in.c_str(), &i) != 0) {
+    return Status::Ok();  // a file that does not exist yet cannot be the input
+  }
+  if (o.st_dev == i.st_dev && o.st_ino == i.st_ino) {
+    return InvalidArgument(out_flag + " " + out + " is the same file as " + in_flag + " " + in +
+                           ": writing it would destroy the input; give another file");
+  }
+  return Status::Ok();
+}
+
+CLI::Option* add_output(CLI::App* sub, const std::string& name, std::string* path,
+                        const std::string& help, bool required) {
+  CLI::Option* opt = sub->add_option(name, *path, help)->check(non_empty_path());
+  if (required) opt->required();
+  return opt;
+}
+
+CLI::Option* add_seed(CLI::App* sub, uint64_t* seed, const std::string& help) {
+  return sub->add_option("--seed", *seed, help)->check(unsigned_integer());
+}
+
+// ---- arrivals ----------------------------------------------------------------------------------
+
+namespace {
+constexpr double kMaxArrivalScv = 1e4;  // as the service SCV (kMaxServiceScv)
+}
+
+void ArrivalFlags::add(CLI::App* sub, const std::string& when) {
+  sub->add_option("--arrivals", kind,
+                  when +
+                      "arrival process: poisson (default), gamma (bursty, needs --arrival-scv) or "
+                      "deterministic");
+  scv_opt = sub->add_option("--arrival-scv", scv,
+                            when +
+                                "squared coefficient of variation of the inter-arrival gaps "
+                                "(dimensionless; poisson 1, deterministic 0, gamma any > 0)")
+                ->check(finite_range(0, kMaxArrivalScv));
+}
+
+void ArrivalFlags::add_scv_only(CLI::App* sub) {
+  scv_opt = sub->add_option("--arrival-scv", scv,
+                            "squared coefficient of variation of the inter-arrival gaps of the "
+                            "cluster-wide stream (dimensionless; 1 Poisson, the default; > 1 "
+                            "bursty; Allen-Cunneen correction of the wait)")
+                ->check(finite_range(0, kMaxArrivalScv));
+}
+
+StatusOr<ArrivalFlags::Resolved> ArrivalFlags::resolve() const {
+  auto parsed = parse_arrival_kind(kind);
+  if (!parsed.ok()) return parsed.status().with_context("--arrivals " + kind);
+  const bool given = scv_opt != nullptr && scv_opt->count() > 0;
+  Resolved r{*parsed, 1.0};
+  switch (r.kind) {
+    case ArrivalKind::kPoisson:
+      if (given && scv != 1.0) {
+        return InvalidArgument("--arrival-scv " + num(scv) +
+                               ": poisson arrivals have SCV 1; use --arrivals gamma for another");
+      }
+      return r;
+    case ArrivalKind::kDeterministic:
+      if (given && scv != 0.0) {
+        return InvalidArgument("--arrival-scv " + num(scv) +
+                               ": deterministic arrivals have SCV 0; use --arrivals gamma for "
+                               "another");
+      }
+      r.scv = 0;
+      return r;
+    case ArrivalKind::kGamma:
+      if (!given) {
+        return InvalidArgument("--arrivals gamma needs --arrival-scv X (X > 0; 1 is Poisson's)");
+      }
+      if (!(scv > 0)) {
+        return InvalidArgument("--arrival-scv " + num(scv) +
+                               ": gamma arrivals need an SCV > 0 (deterministic arrivals have 0)");
+      }
+      r.scv = scv;
+      return r;
+  }
+  return r;
+}
+
+// ---- tail objective ----------------------------------------------------------------------------
+
+const Objective* TailObjective::get() const {
+  if (fallback_ != nullptr) return fallback_.get();
+  return analytic_.get();
+}
+
+std::string TailObjective::note() const {
+  if (fallback_ == nullptr || fallback_->simulations() == 0) return "";
+  return "note: " + std::to_string(fallback_->simulations()) +
+         " evaluation(s) were simulated where the analytic approximation is known to be poor "
+         "(docs/simulation.md; --tail-method model to skip)\n";
+}
+
+void TailFlags::add_objective(CLI::App* sub) {
+  objective_opt = sub->add_option(
+      "--objective", objective,
+      "what the best configuration minimises: mean (the paper's mean latency, default) or a "
+      "latency percentile pNN in ms, 0 < NN < 100, e.g. p99 (tail approximation, "
+      "docs/simulation.md)");
+}
+
+void TailFlags::add_percentile(CLI::App* sub) {
+  percentile_opt = sub->add_option(
+      "--percentile", percentile,
+      "hold the SLO on this latency percentile (percent, 0 < NN < 100, e.g. 99) instead of the "
+      "mean (tail approximation, docs/simulation.md)");
+}
+
+void TailFlags::add_arrival_scv(CLI::App* sub) {
+  arrivals.add_scv_only(sub);
+  sub->add_option("--tail-method", tail_method,
+                  "auto: simulate configurations where the tail/bursty approximation is known to "
+                  "be poor (docs/simulation.md); model: the analytic approximation only")
+      ->capture_default_str();
+}
+
+StatusOr<double> TailFlags::requested_percentile() const {
+  double p = 0;
+  if (objective_opt != nullptr && objective != "mean") {
+    char* end = nullptr;
+    p = objective.size() > 1 && objective[0] == 'p' ? std::strtod(objective.c_str() + 1, &end)
+                                                    : std::nan("");
+    if (end == nullptr || *end != '\0' || !(p > 0 && p < 100)) {
+      return InvalidArgument("--objective " + objective +
+                             ": must be mean or pNN with 0 < NN < 100, e.g. p99");
+    }
+  }
+  if (percentile_opt != nullptr && percentile_opt->count() > 0) {
+    if (!(percentile > 0 && percentile < 100)) {
+      return InvalidArgument("--percentile " + num(percentile) +
+                             ": must be in (0, 100) percent, e.g. 99");
+    }
+    p = percentile;
+  }
+  return p;
+}
+
+StatusOr<TailObjective> TailFlags::make(const Profile& profile, int nodes) const {
+  if (tail_method != "auto" && tail_method != "model") {
+    return InvalidArgument("--tail-method " + tail_method + ": must be auto or model");
+  }
+  LatencyObjectiveOptions o;
+  o.arrival_scv = arrivals.scv;
+  o.nodes = nodes;
+  SERF_ASSIGN_OR_RETURN(o.percentile, requested_percentile());
+  TailObjective out;
+  if (o.percentile == 0 && o.arrival_scv == 1.0) return out;
+  SERF_ASSIGN_OR_RETURN(out.analytic_, LatencyObjective::Create(profile, o));
+  if (tail_method == "auto") {
+    out.fallback_ = std::make_unique<sim::SimulationFallbackObjective>(*out.analytic_);
+  }
+  return out;
+}
+
+std::string TailFlags::what() const {
+  auto p = requested_percentile();
+  std::string out = p.ok() && *p > 0 ? percentile_name(*p) + " latency" : "mean latency";
+  if (arrivals.scv != 1.0) out += " (arrival SCV " + num(arrivals.scv) + ")";
+  return out;
+}
+
+io::ObjectiveLabel TailFlags::label(const TailObjective& objective) const {
+  io::ObjectiveLabel l;
+  l.what = what();
+  l.arrival_scv = arrivals.scv;
+  if (!objective) return l;
+  l.active = true;
+  l.name = objective->name();
+  l.percentile = objective->options().percentile;
+  l.simulations = objective.simulations();
+  l.note = objective.note();
+  return l;
+}
+
+}  // namespace serf::cli
