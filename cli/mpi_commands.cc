@@ -217,19 +217,20 @@ Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int re
       for (int r = 0; r <= repeat; ++r) {  // run 0 warms up, as in the single-process command
         SERF_ASSIGN_OR_RETURN(serve::InferAnswer answer, controller.infer_one(input));
         if (answer.outcome != serve::Outcome::kAnswered) return Internal(answer.reason);
-        const std::vector<float>& out = answer.output;
-        if (out.size() != out_floats + 3 * layers) {
-          return Internal("the unit leader returned " + std::to_string(out.size()) +
-                          " values, expected " + std::to_string(out_floats + 3 * layers));
+        if (answer.output.size() != out_floats || answer.layers.size() != layers) {
+          return Internal("the unit leader returned " + std::to_string(answer.output.size()) +
+                          " output values and " + std::to_string(answer.layers.size()) +
+                          " layer times, expected " + std::to_string(out_floats) + " and " +
+                          std::to_string(layers));
         }
         if (r == 0) continue;
         p.total_ms.push_back(controller.records().back().service_ms);
         for (size_t i = 0; i < layers; ++i) {
-          p.compute_ms[i].push_back(out[out_floats + i]);
-          p.exchange_ms[i].push_back(out[out_floats + layers + i]);
-          p.fused[i] = out[out_floats + 2 * layers + i] != 0 ? 1 : 0;
+          p.compute_ms[i].push_back(answer.layers[i].compute_ms);
+          p.exchange_ms[i].push_back(answer.layers[i].exchange_ms);
+          p.fused[i] = answer.layers[i].fused != 0 ? 1 : 0;
         }
-        p.output.assign(out.begin(), out.begin() + static_cast<long>(out_floats));
+        p.output = std::move(answer.output);
       }
       return print_infer(p, json);
     });

@@ -14,6 +14,7 @@
 
 #ifdef SERF_HAVE_MPI
 #include "mpi/engine_worker.h"
+#include "mpi/fault_injection.h"
 #include "mpi/runtime.h"
 #endif
 
@@ -166,15 +167,16 @@ class MpiSession : public RuntimeSession {
                                flags_.idle_poll_us * 1e-6, &g_terminated, &g_signal};
       mpi::SlotWorkerFactory factory =
           emulation ? mpi::emulated_worker_factory() : engine_->factory();
-      return mpi::run_node(comms_, options, factory);
+      // The hidden test hook: one rank's workers misbehave on purpose.
+      mpi::FaultPlan fault;
+      fault.rank = flags_.fault_rank;
+      fault.mode = flags_.fault_mode == "hang"   ? mpi::FaultMode::kHang
+                   : flags_.fault_mode == "exit" ? mpi::FaultMode::kExit
+                                                 : mpi::FaultMode::kNone;
+      fault.after = flags_.fault_after;
+      return mpi::run_node(comms_, options, mpi::with_injected_fault(factory, fault, rank));
     }
-    mpi::FaultPlan fault;
-    fault.rank = flags_.fault_rank;
-    fault.mode = flags_.fault_mode == "hang"   ? serve::FaultMode::kHang
-                 : flags_.fault_mode == "exit" ? serve::FaultMode::kExit
-                                               : serve::FaultMode::kNone;
-    fault.after = flags_.fault_after;
-    mpi::MpiTransport transport(comms_, flags_.node_timeout_s, fault, &g_terminated, &g_signal);
+    mpi::MpiTransport transport(comms_, flags_.node_timeout_s, &g_terminated, &g_signal);
     serve::ControllerOptions options;
     options.cores_per_node = cores_per_node;
     options.node_timeout_s = flags_.node_timeout_s;

@@ -33,8 +33,8 @@ class MpiExchange final : public engine::ActivationExchange {
   int ranks_;
 };
 
-// The leader returns the output followed by its per-layer times: compute_ms, exchange_ms, fused
-// (3 * layers floats), so `serf infer --inter K` prints what the single-process one prints.
+// The leader returns the output and its per-layer times (a declared section of the result), so
+// `serf infer --inter K` prints what the single-process one prints.
 class EngineWorker final : public SlotWorker {
  public:
   EngineWorker(std::unique_ptr<engine::Executable> exe, const Communicator* comm,
@@ -42,17 +42,17 @@ class EngineWorker final : public SlotWorker {
       : exe_(std::move(exe)), exchange_(comm), output_elements_(output_elements) {
     timings_.resize(layers);
   }
-  Status serve(const RunAction& action, const std::vector<float>& input,
-               std::vector<float>* output) override {
+  Status serve(const RunAction& action, const std::vector<float>& input, SlotOutput* out) override {
     if (action.emulated_ms > 0) return InvalidArgument("a computing node got an emulated request");
     const size_t layers = timings_.compute_ms.size();
-    output->resize(output_elements_ + 3 * layers);
+    out->values.resize(output_elements_);
     timings_.resize(layers);  // the engine adds exchange times up within a request: start at zero
-    SERF_RETURN_IF_ERROR(exe_->run(input.data(), output->data(), exchange_, &timings_));
+    SERF_RETURN_IF_ERROR(exe_->run(input.data(), out->values.data(), exchange_, &timings_));
+    out->layers.resize(layers);
     for (size_t i = 0; i < layers; ++i) {
-      (*output)[output_elements_ + i] = static_cast<float>(timings_.compute_ms[i]);
-      (*output)[output_elements_ + layers + i] = static_cast<float>(timings_.exchange_ms[i]);
-      (*output)[output_elements_ + 2 * layers + i] = timings_.fused[i] ? 1.0f : 0.0f;
+      out->layers[i].compute_ms = static_cast<float>(timings_.compute_ms[i]);
+      out->layers[i].exchange_ms = static_cast<float>(timings_.exchange_ms[i]);
+      out->layers[i].fused = timings_.fused[i] ? 1 : 0;
     }
     return Status::Ok();
   }

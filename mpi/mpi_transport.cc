@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iterator>
 #include <set>
+#include <tuple>
 
 #include "mpi/runtime.h"
 
@@ -28,12 +29,11 @@ double MpiTransport::Deadline::left_s() const {
   return std::chrono::duration<double>(end_ - Clock::now()).count();
 }
 
-MpiTransport::MpiTransport(const RuntimeComms& comms, double timeout_s, FaultPlan fault,
+MpiTransport::MpiTransport(const RuntimeComms& comms, double timeout_s,
                            const std::atomic<bool>* terminated, const std::atomic<int>* signal)
     : comms_(comms),
       nodes_(comms.control.size() - 1),
       timeout_s_(timeout_s),
-      fault_(fault),
       terminated_(terminated),
       signal_(signal) {}
 
@@ -50,7 +50,7 @@ Status MpiTransport::check_lone_signals() {
     if (!waiting) break;
     NodeReply reply;
     SERF_RETURN_IF_ERROR(comms_.control.recv(&reply, -1, kReplyTag, wait(timeout_s_)));
-    if (reply.kind == static_cast<int32_t>(ReplyKind::kFarewell)) note_farewell(reply);
+    if (reply.kind == ReplyKind::kFarewell) note_farewell(reply);
   }
   if (signalled() || early_farewells_.empty()) return Status::Ok();
   std::vector<int> alone;
@@ -84,7 +84,7 @@ Status MpiTransport::send_within(const void* data, size_t bytes, int rank, int t
 Status MpiTransport::stop_slots(const Deadline& deadline) {
   if (!configured_) return Status::Ok();
   RunAction stop;
-  stop.kind = static_cast<int32_t>(ActionKind::kStop);
+  stop.kind = ActionKind::kStop;
   const int units = nodes_ / config_.inter;
   for (int u = 0; u < units; ++u) {
     for (int s = 0; s < config_.service; ++s) {
@@ -110,15 +110,14 @@ Status MpiTransport::collect_replies(const std::vector<int>& ranks, ReplyKind ki
         missing->assign(waiting.begin(), waiting.end());
       return st;
     }
-    if (reply.kind == static_cast<int32_t>(ReplyKind::kFarewell)) {
+    if (reply.kind == ReplyKind::kFarewell) {
       note_farewell(reply);  // for diagnose_terminated(): this one is alive
       continue;
     }
-    if (reply.kind == static_cast<int32_t>(ReplyKind::kError)) {
+    if (reply.kind == ReplyKind::kError) {
       return InvalidArgument("rank " + std::to_string(reply.rank) + ": " + reply.message);
     }
-    if (reply.kind != static_cast<int32_t>(kind) || reply.generation != generation_)
-      continue;  // stale
+    if (reply.kind != kind || reply.generation != generation_) continue;  // stale
     waiting.erase(reply.rank);
     if (replies != nullptr) replies->push_back(reply);
   }
@@ -128,7 +127,7 @@ Status MpiTransport::collect_replies(const std::vector<int>& ranks, ReplyKind ki
 std::vector<int> MpiTransport::silent_ranks(const std::vector<int>& ranks,
                                             const Deadline& deadline) {
   ControlMessage ping;
-  ping.kind = static_cast<int32_t>(ControlKind::kPing);
+  ping.kind = ControlKind::kPing;
   ping.generation = ++generation_;
   std::vector<int> sent, silent;
   for (int r : ranks) {
@@ -182,13 +181,10 @@ Status MpiTransport::command_all(ControlMessage msg, ReplyKind reply, double tim
 
 Status MpiTransport::configure(const Configuration& config) {
   ControlMessage msg;
-  msg.kind = static_cast<int32_t>(ControlKind::kConfigure);
+  msg.kind = ControlKind::kConfigure;
   msg.service = config.service;
   msg.inter = config.inter;
   msg.intra = config.intra;
-  msg.fault_rank = fault_.rank;
-  msg.fault_mode = static_cast<int32_t>(fault_.mode);
-  msg.fault_after = fault_.after;
   std::vector<NodeReply> replies;
   // Bounded by the node timeout like every wait of rank 0 on the nodes, so a node that hung while
   // idle is named at the next switch. Nodes re-prepare a real model's kernels for the new (K, T)
@@ -225,13 +221,19 @@ StatusOr<std::optional<RunResult>> MpiTransport::poll_result() {
   SERF_ASSIGN_OR_RETURN(bool done, pending_.test(&from));
   if (!done) return std::optional<RunResult>();
   RunResult result = inbox_;
-  if (result.payload_floats > 0) {
-    last_output_.resize(static_cast<size_t>(result.payload_floats));
-    Status got = comms_.work.recv_bytes(last_output_.data(), last_output_.size() * sizeof(float),
-                                        from, kResultPayloadTag + result.slot, wait(timeout_s_));
-    if (!got.ok() && !(terminated_ != nullptr && terminated_->load())) {
+  // The output, then the layer times, on one tag: MPI keeps their order.
+  last_output_.assign(static_cast<size_t>(std::max(result.payload_floats, 0)), 0.0f);
+  last_layers_.assign(static_cast<size_t>(std::max(result.timed_layers, 0)), LayerTiming{});
+  for (auto [data, bytes, what] :
+       {std::tuple<void*, size_t, const char*>{last_output_.data(),
+                                               last_output_.size() * sizeof(float), "output"},
+        {last_layers_.data(), last_layers_.size() * sizeof(LayerTiming), "layer times"}}) {
+    if (bytes == 0) continue;
+    Status got = comms_.work.recv_bytes(data, bytes, from, kResultPayloadTag + result.slot,
+                                        wait(timeout_s_));
+    if (!got.ok() && !signalled()) {
       return Unavailable("rank " + std::to_string(from) + " sent the result of request " +
-                         std::to_string(result.request_id) + " but not its output within " +
+                         std::to_string(result.request_id) + " but not its " + what + " within " +
                          serve::seconds_text(timeout_s_) + " s (dead or hung node)");
     }
     SERF_RETURN_IF_ERROR(got);
@@ -259,7 +261,7 @@ bool MpiTransport::job_torn_down(double window_s) {
         window_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     NodeReply reply;
     if (left <= 0 || !comms_.control.recv(&reply, -1, kReplyTag, WaitPolicy{left}).ok()) break;
-    if (reply.kind == static_cast<int32_t>(ReplyKind::kFarewell)) note_farewell(reply);
+    if (reply.kind == ReplyKind::kFarewell) note_farewell(reply);
   }
   return !farewells_.empty();
 }
@@ -274,7 +276,7 @@ std::string MpiTransport::diagnose_terminated() {
   constexpr double kWindowS = 0.5, kSettleS = 0.25;
   const Deadline deadline(kWindowS);
   ControlMessage ping;
-  ping.kind = static_cast<int32_t>(ControlKind::kPing);
+  ping.kind = ControlKind::kPing;
   ping.generation = ++generation_;
   for (int r = 1; r <= nodes_; ++r) {
     if (farewells_.count(r) == 0)
@@ -294,8 +296,8 @@ std::string MpiTransport::diagnose_terminated() {
     // No cancel flag here: it is the flag that is set.
     if (!comms_.control.recv(&reply, -1, kReplyTag, WaitPolicy{std::min(left, 0.02)}).ok())
       continue;
-    if (reply.kind == static_cast<int32_t>(ReplyKind::kFarewell)) note_farewell(reply);
-    if (reply.kind == static_cast<int32_t>(ReplyKind::kPong) && reply.generation == ping.generation)
+    if (reply.kind == ReplyKind::kFarewell) note_farewell(reply);
+    if (reply.kind == ReplyKind::kPong && reply.generation == ping.generation)
       pongs.insert(reply.rank);
   }
   const std::string mine = signal_name(signal_ != nullptr ? signal_->load() : 0);
@@ -343,7 +345,7 @@ std::string MpiTransport::diagnose_terminated() {
 Status MpiTransport::shutdown() {
   if (shut_down_) return Status::Ok();
   ControlMessage msg;
-  msg.kind = static_cast<int32_t>(ControlKind::kShutdown);
+  msg.kind = ControlKind::kShutdown;
   SERF_RETURN_IF_ERROR(command_all(msg, ReplyKind::kBye, timeout_s_, nullptr));
   shut_down_ = true;
   return Status::Ok();

@@ -30,8 +30,7 @@ const WaitPolicy kBusy{0, nullptr, 100e-6};
 class EmulatedWorker : public SlotWorker {
  public:
   explicit EmulatedWorker(const Communicator* comm) : comm_(comm) {}
-  Status serve(const RunAction& action, const std::vector<float>& input,
-               std::vector<float>* output) override {
+  Status serve(const RunAction& action, const std::vector<float>&, SlotOutput*) override {
     if (action.emulated_ms <= 0) {
       return InvalidArgument("emulated node got a request without a service time");
     }
@@ -47,8 +46,6 @@ struct NodeShared {
   int world_rank = 0;
   std::vector<int> cores;  // the node's cores when it is pinned (see pin_slot)
   WaitPolicy slot_idle{0, nullptr, 2e-3};
-  FaultPlan fault;
-  std::atomic<int> served{0};
 };
 
 struct SlotState {
@@ -59,11 +56,6 @@ struct SlotState {
   int slot = 0;
   int intra = 1;
 };
-
-// The test hook's hung node: the whole process stops, as under SIGSTOP (watcher included).
-[[noreturn]] void hang_forever() {
-  for (;;) std::raise(SIGSTOP);
-}
 
 // Pins the calling slot thread (and the OpenMP threads it starts later, which inherit its mask) to
 // the slot's T cores of a pinned node, counted from the node's last core: a request computing
@@ -83,7 +75,8 @@ void pin_slot(const SlotState& st, const std::vector<int>& cores) {
 void slot_loop(SlotState* st, const RuntimeComms* comms, NodeShared* shared) {
   pin_slot(*st, shared->cores);
   const bool leader = st->comm.rank() == 0;
-  std::vector<float> input, output;
+  std::vector<float> input;
+  SlotOutput output;
   for (;;) {
     RunAction action;
     if (leader) {
@@ -97,18 +90,15 @@ void slot_loop(SlotState* st, const RuntimeComms* comms, NodeShared* shared) {
       }
     }
     st->status = st->comm.bcast_bytes(&action, sizeof(action), 0, shared->slot_idle);
-    if (!st->status.ok() || action.kind == static_cast<int32_t>(ActionKind::kStop)) return;
+    if (!st->status.ok() || action.kind == ActionKind::kStop) return;
     input.resize(static_cast<size_t>(std::max(action.payload_floats, 0)));
     if (!input.empty()) {
       st->status = st->comm.bcast_bytes(input.data(), input.size() * sizeof(float), 0, kBusy);
       if (!st->status.ok()) return;
     }
     const auto started = Clock::now();
-    if (shared->world_rank == shared->fault.rank && ++shared->served > shared->fault.after) {
-      if (shared->fault.mode == FaultMode::kHang) hang_forever();
-      if (shared->fault.mode == FaultMode::kExit) std::_Exit(3);
-    }
-    output.clear();
+    output.values.clear();
+    output.layers.clear();
     Status served = st->worker->serve(action, input, &output);
     const auto finished = Clock::now();
     if (!leader) continue;
@@ -119,11 +109,18 @@ void slot_loop(SlotState* st, const RuntimeComms* comms, NodeShared* shared) {
     result.ok = served.ok() ? 1 : 0;
     if (!served.ok()) result.set_message(served.message());
     result.service_ms = std::chrono::duration<double, std::milli>(finished - started).count();
-    result.payload_floats = static_cast<int32_t>(output.size());
+    result.payload_floats = static_cast<int32_t>(output.values.size());
+    result.timed_layers = static_cast<int32_t>(output.layers.size());
     st->status = comms->work.send(result, 0, kResultTag, kIdle);
-    if (st->status.ok() && !output.empty()) {
-      st->status = comms->work.send_bytes(output.data(), output.size() * sizeof(float), 0,
-                                          kResultPayloadTag + st->slot, kIdle);
+    if (st->status.ok() && !output.values.empty()) {
+      st->status =
+          comms->work.send_bytes(output.values.data(), output.values.size() * sizeof(float), 0,
+                                 kResultPayloadTag + st->slot, kIdle);
+    }
+    if (st->status.ok() && !output.layers.empty()) {
+      st->status =
+          comms->work.send_bytes(output.layers.data(), output.layers.size() * sizeof(LayerTiming),
+                                 0, kResultPayloadTag + st->slot, kIdle);
     }
     if (!st->status.ok()) return;
   }
@@ -160,7 +157,7 @@ class NodeWatch {
         auto done = inbox.test(&from);
         if (done.ok() && *done) {
           NodeReply pong;
-          pong.kind = static_cast<int32_t>(ReplyKind::kPong);
+          pong.kind = ReplyKind::kPong;
           pong.rank = rank;
           pong.generation = ping.generation;
           (void)control.send(pong, 0, kReplyTag, WaitPolicy{1.0});
@@ -175,7 +172,7 @@ class NodeWatch {
 
   [[noreturn]] static void farewell(const Communicator& control, int rank, int signal) {
     NodeReply r;
-    r.kind = static_cast<int32_t>(ReplyKind::kFarewell);
+    r.kind = ReplyKind::kFarewell;
     r.rank = rank;
     r.set_message(signal_name(signal));
     (void)control.send(r, 0, kReplyTag, WaitPolicy{0.3});
@@ -358,7 +355,7 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
   Communicator unit;
   auto reply = [&](ReplyKind kind, int generation, const std::string& message) {
     NodeReply r;
-    r.kind = static_cast<int32_t>(kind);
+    r.kind = kind;
     r.rank = shared.world_rank;
     r.generation = generation;
     r.set_message(message);
@@ -367,7 +364,7 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
   for (;;) {
     ControlMessage msg;
     SERF_RETURN_IF_ERROR(comms.control.recv(&msg, 0, kControlTag, kIdle));
-    auto kind = static_cast<ControlKind>(msg.kind);
+    auto kind = msg.kind;
     // Configure or shut down: the controller has already sent every slot a stop action.
     std::string failure;
     for (auto& st : slots) {
@@ -377,7 +374,6 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
     slots.clear();
     unit = Communicator();
     if (kind == ControlKind::kShutdown) return reply(ReplyKind::kBye, msg.generation, failure);
-    shared.fault = {msg.fault_rank, static_cast<FaultMode>(msg.fault_mode), msg.fault_after};
 
     const Configuration config{msg.service, msg.inter, msg.intra};
     const int units = n_nodes / config.inter;

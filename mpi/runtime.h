@@ -25,26 +25,32 @@ namespace serf::mpi {
 using serve::ActionKind;
 using serve::ControlKind;
 using serve::ControlMessage;
-using serve::FaultMode;
 using serve::kControlTag;
 using serve::kMaxSlots;
 using serve::kPingTag;
 using serve::kReplyTag;
 using serve::kResultPayloadTag;
 using serve::kResultTag;
+using serve::LayerTiming;
 using serve::NodeReply;
 using serve::ReplyKind;
 using serve::RunAction;
 using serve::RunResult;
 using serve::Transport;
 
+// What the leader of a unit returns for one request.
+struct SlotOutput {
+  std::vector<float> values;        // the output tensor (empty for emulated nodes)
+  std::vector<LayerTiming> layers;  // per-layer times (real nodes)
+};
+
 // What a slot of one node computes. serve() runs on every node of the unit at once, with the
-// same action and input; the leader's `output` is returned to the controller.
+// same action and input; the leader's `out` is returned to the controller.
 class SlotWorker {
  public:
   virtual ~SlotWorker() = default;
   virtual Status serve(const RunAction& action, const std::vector<float>& input,
-                       std::vector<float>* output) = 0;
+                       SlotOutput* out) = 0;
 };
 
 struct SlotContext {
@@ -105,18 +111,11 @@ NodePlacement pin_node_to_cores(int index, int count, int cores_per_node);
 // CPUs of a Linux cpulist such as "0-3,8,10-11"; empty when it is malformed.
 std::vector<int> parse_cpu_list(const std::string& text);
 
-// Hidden test hook: make one rank hang or exit after serving `after` requests.
-struct FaultPlan {
-  int rank = -1;
-  FaultMode mode = FaultMode::kNone;
-  int after = 0;
-};
-
 class MpiTransport : public Transport {
  public:
   // `terminated` (set by a SIGTERM handler) cancels every wait; `signal` is the signal that set
   // it, for the messages.
-  MpiTransport(const RuntimeComms& comms, double timeout_s, FaultPlan fault = {},
+  MpiTransport(const RuntimeComms& comms, double timeout_s,
                const std::atomic<bool>* terminated = nullptr,
                const std::atomic<int>* signal = nullptr);
   ~MpiTransport() override;
@@ -125,6 +124,7 @@ class MpiTransport : public Transport {
   Status send_run(int unit, const RunAction& action, const std::vector<float>& input) override;
   StatusOr<std::optional<RunResult>> poll_result() override;
   std::vector<float> take_output() override { return std::move(last_output_); }
+  std::vector<LayerTiming> take_layer_timings() override { return std::move(last_layers_); }
   // Listens for the nodes' farewells (they got SIGTERM from mpirun too) for up to `window_s`.
   bool job_torn_down(double window_s) override;
   Status probe(int unit, double within_s) override;
@@ -166,7 +166,6 @@ class MpiTransport : public Transport {
   const RuntimeComms& comms_;
   int nodes_;
   double timeout_s_;
-  FaultPlan fault_;
   bool signalled() const { return terminated_ != nullptr && terminated_->load(); }
   // Records a node's farewell; one that comes while rank 0 got no signal is early.
   void note_farewell(const NodeReply& reply);
@@ -188,7 +187,8 @@ class MpiTransport : public Transport {
   int generation_ = 0;
   RunResult inbox_;
   Communicator::PendingRecv pending_;
-  std::vector<float> last_output_;  // the payload of the last result, until taken
+  std::vector<float> last_output_;
+  std::vector<LayerTiming> last_layers_;  // the payload of the last result, until taken
   std::string placement_;
 };
 

@@ -194,7 +194,7 @@ Status Controller::dispatch(int unit, int slot, int64_t id) {
   rec.config = config_;
   rec.generation = generation_;
   RunAction action;
-  action.kind = static_cast<int32_t>(ActionKind::kRun);
+  action.kind = ActionKind::kRun;
   action.slot = slot;
   action.request_id = rec.id;
   action.running = rec.running;
@@ -255,8 +255,11 @@ Status Controller::poll_results(bool* progress) {
       continue;
     }
     planner_.answered(rec.done_s - rec.dispatch_s);
-    finish(id, Outcome::kAnswered, "",
-           waited_for ? transport_.take_output() : std::vector<float>());
+    if (waited_for) {
+      finish(id, Outcome::kAnswered, "", transport_.take_output(), transport_.take_layer_timings());
+    } else {
+      finish(id, Outcome::kAnswered, "");
+    }
   }
 }
 

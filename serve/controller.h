@@ -45,6 +45,8 @@ class Transport {
   // The output payload of the result poll_result() returned last (moved out; empty when the
   // workers send none).
   virtual std::vector<float> take_output() { return {}; }
+  // The per-layer times of that result (moved out; empty when the workers send none).
+  virtual std::vector<LayerTiming> take_layer_timings() { return {}; }
   // Called once a stop was asked by a signal: true when the nodes are being terminated too (mpirun
   // tears the job down after a rank died), found within `window_s`; false when the signal came to
   // the controller alone (an operator stopping the service: drain and finish).
@@ -275,7 +277,7 @@ class Controller {
   void admit_inbox();
   // Ends request `id` with `outcome`: its completion, the answer hooks, the counts.
   void finish(int64_t id, Outcome outcome, const std::string& reason,
-              std::vector<float> output = {});
+              std::vector<float> output = {}, std::vector<LayerTiming> layers = {});
   // Queued requests whose deadline passed end kTimedOut.
   void expire_deadlines(double now);
   // Every queued and running request ends kFailed (the run ended on a fault).

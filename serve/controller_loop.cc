@@ -54,7 +54,7 @@ void Controller::admit(InferRequest request, bool client) {
 }
 
 void Controller::finish(int64_t id, Outcome outcome, const std::string& reason,
-                        std::vector<float> output) {
+                        std::vector<float> output, std::vector<LayerTiming> layers) {
   RequestRecord& rec = record(id);
   rec.outcome = outcome;
   rec.answered = outcome == Outcome::kAnswered;
@@ -83,6 +83,7 @@ void Controller::finish(int64_t id, Outcome outcome, const std::string& reason,
     a.outcome = outcome;
     a.reason = reason;
     a.output = std::move(output);
+    a.layers = std::move(layers);
     if (rec.dispatch_s > 0) {
       a.queue_s = rec.dispatch_s - rec.arrival_s;
       a.compute_s = rec.done_s - rec.dispatch_s;

@@ -12,20 +12,16 @@
 
 namespace serf::serve {
 
-// Controller -> every node, on the control communicator.
+// Controller -> every node, on the control communicator. Kinds are typed with their enums (an
+// enum class of int32_t is the same four bytes); a zero kind is unset.
 enum class ControlKind : int32_t { kConfigure = 1, kPing = 2, kShutdown = 3 };
-// Hidden test hook: a node that misbehaves on purpose so fault handling can be tested.
-enum class FaultMode : int32_t { kNone = 0, kHang = 1, kExit = 2 };
 
 struct ControlMessage {
-  int32_t kind = 0;        // ControlKind
+  ControlKind kind{};
   int32_t generation = 0;  // configuration number, echoed in replies
   int32_t service = 1;     // c
   int32_t inter = 1;       // K
   int32_t intra = 1;       // T
-  int32_t fault_rank = -1;
-  int32_t fault_mode = 0;   // FaultMode
-  int32_t fault_after = 0;  // requests the faulty rank serves before it misbehaves
 };
 
 // Node -> controller, on the control communicator. kFarewell: the node got SIGTERM (mpirun tears
@@ -33,7 +29,7 @@ struct ControlMessage {
 enum class ReplyKind : int32_t { kReady = 1, kPong = 2, kError = 3, kBye = 4, kFarewell = 5 };
 
 struct NodeReply {
-  int32_t kind = 0;  // ReplyKind
+  ReplyKind kind{};
   int32_t rank = 0;
   int32_t generation = 0;
   char message[232] = {};
@@ -45,7 +41,7 @@ struct NodeReply {
 enum class ActionKind : int32_t { kRun = 1, kStop = 2 };
 
 struct RunAction {
-  int32_t kind = 0;  // ActionKind
+  ActionKind kind{};
   int32_t slot = 0;
   int64_t request_id = -1;
   int32_t running = 0;         // i: requests running in this unit at dispatch, this one included
@@ -53,14 +49,25 @@ struct RunAction {
   double emulated_ms = 0;      // > 0: emulated node, sleep this long instead of computing
 };
 
-// Unit leader -> controller; followed by `payload_floats` output values when non-zero.
+// Per-layer times of one request on the unit leader (real nodes; `serf infer --inter` prints
+// them as the single-process command does).
+struct LayerTiming {
+  float compute_ms = 0;   // this rank's compute of the layer
+  float exchange_ms = 0;  // its all-gather
+  int32_t fused = 0;      // 1: fused into the previous layer's step (no time of its own)
+};
+
+// Unit leader -> controller (kResultTag). Then, on kResultPayloadTag + slot and in this order
+// (MPI keeps the order of messages between two ranks on one tag): `payload_floats` output values
+// when non-zero, then `timed_layers` LayerTiming records when non-zero.
 struct RunResult {
   int64_t request_id = -1;
   int32_t slot = 0;
   int32_t leader_rank = 0;
   int32_t ok = 1;
-  int32_t payload_floats = 0;
-  double service_ms = 0;  // started -> finished on the leader's clock
+  int32_t payload_floats = 0;  // output values that follow
+  int32_t timed_layers = 0;    // LayerTiming records that follow the output
+  double service_ms = 0;       // started -> finished on the leader's clock
   char message[200] = {};
   void set_message(const std::string& m) { std::strncpy(message, m.c_str(), sizeof(message) - 1); }
 };
@@ -69,9 +76,11 @@ static_assert(std::is_trivially_copyable_v<ControlMessage>);
 static_assert(std::is_trivially_copyable_v<NodeReply>);
 static_assert(std::is_trivially_copyable_v<RunAction>);
 static_assert(std::is_trivially_copyable_v<RunResult>);
+static_assert(std::is_trivially_copyable_v<LayerTiming>);
+static_assert(sizeof(ControlKind) == 4 && sizeof(ReplyKind) == 4 && sizeof(ActionKind) == 4);
 
 // Tags on the work communicator: slot s of a leader receives actions with tag s; results go to
-// the controller with kResultTag, their payload with kResultPayloadTag + slot.
+// the controller with kResultTag, their output and layer times with kResultPayloadTag + slot.
 inline constexpr int kMaxSlots = kMaxSlotsPerUnit;  // serf/core/configuration.h
 inline constexpr int kResultTag = 10000;
 inline constexpr int kResultPayloadTag = 20000;

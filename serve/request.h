@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "serf/core/planner.h"
+#include "serve/messages.h"
 
 namespace serf::serve {
 
@@ -27,12 +28,13 @@ const char* outcome_name(Outcome outcome);  // "answered", "rejected", "timed_ou
 
 struct InferAnswer {
   Outcome outcome = Outcome::kFailed;
-  std::string reason;         // why it was not answered (empty when answered)
-  std::vector<float> output;  // the request's output tensor as the unit leader sent it
-  double queue_s = 0;         // arrival to dispatch
-  double compute_s = 0;       // dispatch to answer (the slot's occupancy)
-  double total_s = 0;         // arrival to answer
-  Configuration config;       // the configuration that served it (answered only)
+  std::string reason;               // why it was not answered (empty when answered)
+  std::vector<float> output;        // the request's output tensor as the unit leader sent it
+  std::vector<LayerTiming> layers;  // per-layer times on the unit leader (real nodes)
+  double queue_s = 0;               // arrival to dispatch
+  double compute_s = 0;             // dispatch to answer (the slot's occupancy)
+  double total_s = 0;               // arrival to answer
+  Configuration config;             // the configuration that served it (answered only)
 };
 
 // Called once per request by the controller's thread: keep it short (hand the answer over to the
