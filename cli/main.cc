@@ -84,7 +84,9 @@ int main(int argc, char** argv) {
     status = serf::Internal(e.what());
   }
   if (!status.ok()) {
-    std::cerr << "serf: error: " << status.message() << "\n";
+    // Under mpirun every rank returns the same Status (launch_runtime agrees on it): rank 0 says
+    // it.
+    if (!serf::cli::quiet_rank()) std::cerr << "serf: error: " << status.message() << "\n";
     return status.exit_code();
   }
   return 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <iomanip>
@@ -109,9 +110,14 @@ void install_terminate_handlers() {
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) std::signal(sig, on_sigterm);
 }
 
+// MPI lives until the process exits: MPI_Finalize waits for every rank, so no node can exit (and
+// make mpirun kill the job) before rank 0 returned from main(), its error line printed.
+std::unique_ptr<mpi::Environment> g_environment;
+
 class MpiSession : public RuntimeSession {
  public:
-  MpiSession(mpi::Environment& env, const RuntimeFlags& flags) : env_(env), flags_(flags) {}
+  MpiSession(mpi::Environment& env, const RuntimeFlags& flags, double timeout_s)
+      : env_(env), flags_(flags), timeout_s_(timeout_s) {}
 
   Status prepare() {
     rank = env_.rank();
@@ -157,10 +163,10 @@ class MpiSession : public RuntimeSession {
   Status run_controller(const ControllerMain& main) override {
     // Every rank checked the same flags and files; agree before starting, so a rank that failed
     // alone (an unreadable file on one machine) stops every rank instead of hanging them.
-    agreed = env_.agree_max({0, 0});
-    if (agreed[0] != 0) return Status(StatusCode::kInvalidArgument, "");
-    SERF_ASSIGN_OR_RETURN(comms_, mpi::make_runtime_comms());
+    SERF_RETURN_IF_ERROR(agree(Status::Ok()));
+    // From here a peer may die or hang: a fault ends the job (launch_runtime).
     started = true;
+    SERF_ASSIGN_OR_RETURN(comms_, mpi::make_runtime_comms(timeout_s_));
     install_terminate_handlers();
     if (rank != 0) {
       mpi::NodeOptions options{cores_per_node, !flags_.no_pin && emulation == nullptr,
@@ -199,12 +205,28 @@ class MpiSession : public RuntimeSession {
 
   std::string placement() const override { return transport_ ? transport_->placement() : ""; }
 
-  bool started = false;
-  std::vector<int> agreed;  // {largest exit code, whether rank 0 failed}, once agreed
+  // The start-up agreement (once per rank): every rank returns the same verdict. The nodes read
+  // the same files as rank 0, more slowly when they share its cores: rank 0 waits for them the
+  // node timeout plus twice its own time (an emulation profile: the node timeout; imagenet1k's
+  // seeded weights on a loaded 2-core machine: about 9 s more).
+  Status agree(const Status& mine) {
+    agreed = true;
+    const double own_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - created_).count();
+    Status verdict = env_.agree(mine, timeout_s_ + 2 * own_s, &complete);
+    if (!complete) started = true;  // a rank is missing: only an abort ends it
+    return verdict;
+  }
+
+  bool started = false;  // the runtime started (or must be torn down like it had)
+  bool agreed = false;   // this rank took part in the start-up agreement
+  bool complete = true;  // every rank took part in it
 
  private:
   mpi::Environment& env_;
   const RuntimeFlags& flags_;
+  double timeout_s_;  // the node timeout (valid even when the flag is not)
+  std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   mpi::RuntimeComms comms_;
   std::unique_ptr<mpi::EngineSlots> engine_;
   mpi::MpiTransport* transport_ = nullptr;
@@ -214,44 +236,39 @@ class MpiSession : public RuntimeSession {
 
 Status launch_runtime(const RuntimeFlags& flags,
                       const std::function<Status(RuntimeSession&)>& body) {
-  auto env_or = mpi::Environment::Create();
-  if (!env_or.ok()) return env_or.status();
-  std::unique_ptr<mpi::Environment> env = std::move(env_or).value();
+  // The bound of every wait on the other ranks; a bad flag is reported below, after the agreement.
+  const double timeout_s = flags.node_timeout_s >= 0.01 && flags.node_timeout_s <= 86400
+                               ? flags.node_timeout_s
+                               : RuntimeFlags().node_timeout_s;
+  // MPI_Init also waits for mpirun to start every rank, which takes seconds for dozens of ranks
+  // on a loaded machine: a longer bound.
+  SERF_ASSIGN_OR_RETURN(g_environment, mpi::Environment::Create(std::max(3 * timeout_s, 10.0)));
+  mpi::Environment* env = g_environment.get();
+  env->set_finish_bound_s(timeout_s);
+  const int rank = env->rank();
   Status status;
   bool started = false;
-  std::vector<int> agreed;
   {
-    MpiSession session(*env, flags);
+    MpiSession session(*env, flags, timeout_s);
     status = session.prepare();
     if (status.ok()) status = body(session);
+    // Every rank takes part in the agreement once: in run_controller when its checks passed,
+    // here when they failed.
+    if (!session.agreed) status = session.agree(status);
     started = session.started;
-    agreed = session.agreed;
   }
-  if (status.ok()) return status;
-  const int rank = env->rank();
-  if (started) {
-    // After start a peer may be dead or hung: report, then tear every rank down.
-    std::cerr << "serf: error: " << (rank == 0 ? "" : "rank " + std::to_string(rank) + ": ")
-              << status.message() << "\n";
-    std::cerr.flush();
-    env->abort(status.exit_code());
+  if (status.ok() || !started) {
+    // The one way out: the same Status on every rank; main() prints it on rank 0 only and exits
+    // with its code, and MPI is finalised at that exit (bounded).
+    return status;
   }
-  // Before start: the ranks that found an error say so (rank 0 for all when it found it too),
-  // then every rank exits with the same code once the message is out.
-  if (agreed.empty()) {
-    const int mine = status.exit_code();
-    agreed = env->agree_max({mine, rank == 0 ? mine : 0});
-  }
-  const int code = agreed[0];
-  const bool rank0_failed = agreed[1] != 0;
-  if (!status.message().empty() && (rank == 0 || !rank0_failed)) {
-    std::cerr << "serf: error: " << (rank == 0 ? "" : "rank " + std::to_string(rank) + ": ")
-              << status.message() << "\n";
-    std::cerr.flush();
-  }
-  env->barrier();
-  env.reset();
-  std::exit(std::max(code, 1));
+  // A fault after the start: a peer may be dead or hung, so MPI_Finalize (which waits for every
+  // rank) could block and nodes inside collectives cannot be told to stop. The rank that found it
+  // reports it and MPI_Abort ends every process of the job with its code.
+  std::cerr << "serf: error: " << (rank == 0 ? "" : "rank " + std::to_string(rank) + ": ")
+            << status.message() << "\n";
+  std::cerr.flush();
+  env->abort(status.exit_code());
 }
 
 #endif

@@ -71,8 +71,11 @@ class RuntimeSession {
   virtual std::string placement() const = 0;
 };
 
-// Starts MPI, checks the flags on every rank, runs `body`; on a user error every rank exits 2 and
-// only rank 0 prints; a fault after start tears the job down (MPI_Abort) with a non-zero code.
+// Starts MPI, checks the flags on every rank, runs `body`. Returns on every rank the same Status
+// (the start-up agreement's verdict on bad input, or the run's), MPI finalised: main() prints it on
+// rank 0 only and exits with its code. The exception is a fault after the start (a node dead or
+// hung, or a rank missing at the agreement): the rank that found it prints one line and tears the
+// job down (MPI_Abort) with the Status's exit code, as MPI needs there.
 Status launch_runtime(const RuntimeFlags& flags,
                       const std::function<Status(RuntimeSession&)>& body);
 

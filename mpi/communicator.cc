@@ -85,9 +85,19 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
   return *this;
 }
 
-Communicator Communicator::world() {
+StatusOr<Communicator> Communicator::world(const WaitPolicy& wait) {
   Communicator c;
-  MPI_Comm_dup(MPI_COMM_WORLD, &c.impl_->comm);
+  MPI_Request req;
+  int rc = MPI_Comm_idup(MPI_COMM_WORLD, &c.impl_->comm, &req);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Comm_idup");
+  WaitPolicy w = wait;
+  w.cancel = nullptr;  // a collective cannot be cancelled
+  Status st = wait_polled(&req, w, "MPI_Comm_idup");
+  if (!st.ok()) {
+    // The duplicate was never made: nothing to free.
+    c.impl_->comm = MPI_COMM_NULL;
+    return st;
+  }
   MPI_Comm_set_errhandler(c.impl_->comm, MPI_ERRORS_RETURN);
   return c;
 }
@@ -116,6 +126,20 @@ StatusOr<Communicator> Communicator::dup() const {
   Communicator c;
   int rc = MPI_Comm_dup(impl_->comm, &c.impl_->comm);
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Comm_dup");
+  return c;
+}
+
+StatusOr<Communicator> Communicator::tail_group(int first, int tag) const {
+  MPI_Group all, tail;
+  MPI_Comm_group(impl_->comm, &all);
+  int range[1][3] = {{first, size() - 1, 1}};
+  MPI_Group_range_incl(all, 1, range, &tail);
+  Communicator c;
+  int rc = MPI_Comm_create_group(impl_->comm, tail, tag, &c.impl_->comm);
+  MPI_Group_free(&tail);
+  MPI_Group_free(&all);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Comm_create_group");
+  MPI_Comm_set_errhandler(c.impl_->comm, MPI_ERRORS_RETURN);
   return c;
 }
 

@@ -27,7 +27,8 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  static Communicator world();  // a duplicate of MPI_COMM_WORLD
+  // A duplicate of MPI_COMM_WORLD (collective over every rank, bounded by `wait`).
+  static StatusOr<Communicator> world(const WaitPolicy& wait);
   bool valid() const;
   int rank() const;
   int size() const;
@@ -35,6 +36,9 @@ class Communicator {
   // Collective over this communicator. color < 0: this rank joins no group (null communicator).
   StatusOr<Communicator> split(int color, int key) const;
   StatusOr<Communicator> dup() const;
+  // A communicator of this one's ranks [first, size): collective over those ranks only
+  // (MPI_Comm_create_group), so the others never wait in it.
+  StatusOr<Communicator> tail_group(int first, int tag) const;
   // Ranks sharing this rank's machine (MPI_COMM_TYPE_SHARED).
   StatusOr<Communicator> split_shared() const;
 

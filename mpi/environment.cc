@@ -1,16 +1,102 @@
 #include "mpi/environment.h"
 
 #include <mpi.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <thread>
 
 namespace serf::mpi {
 
-StatusOr<std::unique_ptr<Environment>> Environment::Create() {
+namespace {
+
+// The rank mpirun gave this process, before MPI knows it (0 when not under a launcher).
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return std::atoi(v);
+  }
+  return 0;
+}
+
+// Ends the process when a blocking MPI call on every rank (MPI_Init, MPI_Finalize) does not return
+// within its bound: the call cannot be cancelled, and a rank that is stopped or dead would hold
+// this one there forever. Rank 0 says why; the exit makes mpirun end the job.
+class Watchdog {
+ public:
+  Watchdog(double seconds, std::string message) {
+    if (!(seconds > 0)) return;
+    thread_ = std::thread([this, seconds, message = std::move(message)] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; }))
+        return;
+      if (launcher_rank() == 0) std::cerr << "serf: error: " << message << "\n";
+      std::cout.flush();
+      std::cerr.flush();
+      std::fflush(nullptr);
+      _exit(1);
+    });
+  }
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", s);
+  return buf;
+}
+
+// The start-up agreement's message: a StatusCode and its text.
+struct Verdict {
+  int32_t code = 0;
+  char message[1000] = {};
+};
+constexpr int kAgreeTag = 7001;  // on MPI_COMM_WORLD, which carries nothing else point to point
+
+Verdict verdict_of(const Status& st) {
+  Verdict v;
+  v.code = static_cast<int32_t>(st.code());
+  std::strncpy(v.message, st.message().c_str(), sizeof(v.message) - 1);
+  return v;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Environment>> Environment::Create(double start_bound_s) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) return Internal("MPI is already initialised in this process");
   int provided = 0;
-  if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
-    return Unavailable("MPI_Init_thread failed");
+  {
+    Watchdog watchdog(start_bound_s,
+                      "MPI did not start within " + seconds_text(start_bound_s) +
+                          " s: a rank of the job did not reach MPI_Init (dead or hung)");
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+      return Unavailable("MPI_Init_thread failed");
+    }
   }
   // Failures come back as error codes (and become a Status), they do not abort inside MPI.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -28,17 +114,72 @@ StatusOr<std::unique_ptr<Environment>> Environment::Create() {
 Environment::~Environment() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  Watchdog watchdog(finish_bound_s_, "rank 0 finished, but MPI_Finalize waited " +
+                                         seconds_text(finish_bound_s_) +
+                                         " s for the other ranks: a node rank hung at the end");
+  MPI_Finalize();
 }
 
-std::vector<int> Environment::agree_max(std::vector<int> values) const {
-  std::vector<int> out(values.size());
-  MPI_Allreduce(values.data(), out.data(), static_cast<int>(values.size()), MPI_INT, MPI_MAX,
-                MPI_COMM_WORLD);
-  return out;
+Status Environment::agree(const Status& mine, double timeout_s, bool* complete) {
+  *complete = true;
+  if (rank_ != 0) {
+    Verdict v = verdict_of(mine);
+    MPI_Send(&v, sizeof(v), MPI_BYTE, 0, kAgreeTag, MPI_COMM_WORLD);
+    MPI_Recv(&v, sizeof(v), MPI_BYTE, 0, kAgreeTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return Status(static_cast<StatusCode>(v.code), v.message);
+  }
+  const int nodes = size_ - 1;
+  std::vector<Verdict> got(static_cast<size_t>(nodes));
+  std::vector<MPI_Request> pending(static_cast<size_t>(nodes), MPI_REQUEST_NULL);
+  for (int r = 1; r <= nodes; ++r) {
+    MPI_Irecv(&got[static_cast<size_t>(r - 1)], sizeof(Verdict), MPI_BYTE, r, kAgreeTag,
+              MPI_COMM_WORLD, &pending[static_cast<size_t>(r - 1)]);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<int> missing;
+  for (;;) {
+    int all = 0;
+    MPI_Testall(nodes, pending.data(), &all, MPI_STATUSES_IGNORE);
+    if (all) break;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+        timeout_s) {
+      for (int r = 1; r <= nodes; ++r) {
+        MPI_Request& req = pending[static_cast<size_t>(r - 1)];
+        if (req == MPI_REQUEST_NULL) continue;
+        missing.push_back(r);
+        MPI_Cancel(&req);
+        MPI_Request_free(&req);
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!missing.empty()) {
+    *complete = false;
+    std::string ranks;
+    for (size_t i = 0; i < missing.size(); ++i)
+      ranks += (i ? ", " : "") + std::to_string(missing[i]);
+    return Unavailable("rank(s) " + ranks + " did not reach the start within " +
+                       seconds_text(std::round(timeout_s * 10) / 10) +
+                       " s of rank 0 (dead or hung, or slower to read their files by more than "
+                       "--node-timeout)");
+  }
+  Status verdict = mine;
+  for (int r = 1; r <= nodes && verdict.ok(); ++r) {
+    const Verdict& v = got[static_cast<size_t>(r - 1)];
+    if (v.code != 0) {
+      verdict =
+          Status(static_cast<StatusCode>(v.code), "rank " + std::to_string(r) + ": " + v.message);
+    }
+  }
+  // Small messages go out at once (eager): the nodes reported, so they are there to take them.
+  const Verdict out = verdict_of(verdict);
+  for (int r = 1; r <= nodes; ++r) {
+    MPI_Send(&out, sizeof(out), MPI_BYTE, r, kAgreeTag, MPI_COMM_WORLD);
+  }
+  return verdict;
 }
-
-void Environment::barrier() const { MPI_Barrier(MPI_COMM_WORLD); }
 
 void Environment::abort(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);

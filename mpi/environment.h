@@ -2,6 +2,8 @@
 // RAII MPI environment. Only commands that need MPI create one, so `serf predict` and friends run
 // without mpirun. MPI is initialised with MPI_THREAD_MULTIPLE (slots of one node are threads that
 // communicate at once); a library that cannot provide it is an error, not a silent downgrade.
+// Every wait on the other ranks is bounded, as the runtime's are: MPI_Init and MPI_Finalize (which
+// wait for every rank) by a watchdog, the start-up agreement by a deadline.
 
 #include <memory>
 #include <vector>
@@ -12,17 +14,23 @@ namespace serf::mpi {
 
 class Environment {
  public:
-  static StatusOr<std::unique_ptr<Environment>> Create();
-  ~Environment();  // MPI_Finalize, unless abort() was called
+  // MPI_Init waits for every rank of the job; past `start_bound_s` (> 0) rank 0 says a rank did
+  // not start, and the process exits 1 (mpirun then ends the job).
+  static StatusOr<std::unique_ptr<Environment>> Create(double start_bound_s = 0);
+  // MPI_Finalize, unless abort() was called; bounded by set_finish_bound_s as MPI_Init is.
+  ~Environment();
   Environment(const Environment&) = delete;
   Environment& operator=(const Environment&) = delete;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  // Collective over every rank: the element-wise largest of the ranks' `values` (all ranks pass the
-  // same length), so ranks agree whether to stop together.
-  std::vector<int> agree_max(std::vector<int> values) const;
-  void barrier() const;
+  // The start-up agreement, so every rank stops together when one found bad input. Every rank
+  // passes its own outcome; rank 0 collects them within `timeout_s` and sends every rank the
+  // verdict: rank 0's own error, else the lowest failing rank's ("rank 3: ..."), else Ok. On rank
+  // 0, `*complete` is false when a rank did not report in time (the verdict then names it): that
+  // rank cannot be told anything, so the caller must abort. Nodes wait for the verdict.
+  Status agree(const Status& mine, double timeout_s, bool* complete);
+  void set_finish_bound_s(double seconds) { finish_bound_s_ = seconds; }
   // Tears the whole job down (every rank) with `code`; used after a fault, where a rank may hang.
   [[noreturn]] void abort(int code);
 
@@ -30,6 +38,7 @@ class Environment {
   Environment() = default;
   int rank_ = 0;
   int size_ = 1;
+  double finish_bound_s_ = 0;
 };
 
 }  // namespace serf::mpi

@@ -1,6 +1,7 @@
 // Rank 0's side of the runtime: the Transport the Controller drives, over MPI.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iterator>
 #include <set>
@@ -117,7 +118,8 @@ Status MpiTransport::collect_replies(const std::vector<int>& ranks, ReplyKind ki
     if (reply.kind == ReplyKind::kError) {
       return InvalidArgument("rank " + std::to_string(reply.rank) + ": " + reply.message);
     }
-    if (reply.kind != kind || reply.generation != generation_) continue;  // stale
+    const int want = kind == ReplyKind::kPong ? ping_generation_ : generation_;
+    if (reply.kind != kind || reply.generation != want) continue;  // stale
     waiting.erase(reply.rank);
     if (replies != nullptr) replies->push_back(reply);
   }
@@ -128,7 +130,7 @@ std::vector<int> MpiTransport::silent_ranks(const std::vector<int>& ranks,
                                             const Deadline& deadline) {
   ControlMessage ping;
   ping.kind = ControlKind::kPing;
-  ping.generation = ++generation_;
+  ping.generation = ++ping_generation_;
   std::vector<int> sent, silent;
   for (int r : ranks) {
     if (send_within(&ping, sizeof(ping), r, kPingTag, deadline, comms_.control).ok()) {
@@ -145,38 +147,53 @@ std::vector<int> MpiTransport::silent_ranks(const std::vector<int>& ranks,
 }
 
 Status MpiTransport::command_all(ControlMessage msg, ReplyKind reply, double timeout_s,
-                                 std::vector<NodeReply>* replies) {
-  // One bound for the whole exchange: stop actions, commands, every node's reply, and pings to
-  // the ranks that did not reply, which tell a hung node from the live ones it holds up (nodes
-  // rebuild their communicators together, so one hung node stops them all).
-  const Deadline deadline(timeout_s);
-  const Deadline replies_by(timeout_s - serve::Controller::probe_s(timeout_s));
+                                 double cap_s, std::vector<NodeReply>* replies) {
+  // Every node's reply is awaited in windows of the node timeout; the ranks that have not replied
+  // 20 % (at most 2 s) before a window ends are pinged. A silent one is dead or hung: named when
+  // the window ends (within the node timeout of a node that hung while idle). When every one
+  // answers, they are alive and slow (a real model's kernels are re-prepared, or one node waits
+  // for another inside a collective): the wait goes on, up to `cap_s` in all.
+  const auto start = Clock::now();
+  const double probe = serve::Controller::probe_s(timeout_s);
+  auto window = std::make_unique<Deadline>(timeout_s);
   pending_.cancel();
-  SERF_RETURN_IF_ERROR(stop_slots(deadline));
+  SERF_RETURN_IF_ERROR(stop_slots(*window));
   msg.generation = ++generation_;
-  std::vector<int> ranks;
+  std::vector<int> waiting;
   for (int r = 1; r <= nodes_; ++r) {
-    SERF_RETURN_IF_ERROR(send_within(&msg, sizeof(msg), r, kControlTag, deadline, comms_.control));
-    ranks.push_back(r);
+    SERF_RETURN_IF_ERROR(send_within(&msg, sizeof(msg), r, kControlTag, *window, comms_.control));
+    waiting.push_back(r);
   }
-  std::vector<int> missing;
-  Status st = collect_replies(ranks, reply, replies_by, replies, &missing);
-  if (st.ok() || missing.empty()) return st;
-  const std::vector<int> silent = silent_ranks(missing, deadline);
-  if (terminated_ != nullptr && terminated_->load()) return st;
-  std::vector<int> alive;
-  std::set_difference(missing.begin(), missing.end(), silent.begin(), silent.end(),
-                      std::back_inserter(alive));
-  const std::string within = " within " + serve::seconds_text(timeout_s) + " s";
-  if (silent.empty()) {
-    return Unavailable("rank(s) " + rank_list(alive) + " answer pings but did not finish" + within +
-                       " (raise --node-timeout: a switch rebuilds every node's "
-                       "communicators and re-prepares a model's kernels)");
+  auto elapsed = [&] {  // "2", "2.1": seconds since the command, to 0.1 s
+    const double s = std::chrono::duration<double>(Clock::now() - start).count();
+    return serve::seconds_text(std::round(s * 10) / 10);
+  };
+  for (;;) {
+    std::vector<int> missing;
+    Status st =
+        collect_replies(waiting, reply, Deadline(window->left_s() - probe), replies, &missing);
+    if (st.ok() || missing.empty()) return st;
+    const std::vector<int> silent = silent_ranks(missing, *window);
+    if (signalled()) return st;
+    std::vector<int> alive;
+    std::set_difference(missing.begin(), missing.end(), silent.begin(), silent.end(),
+                        std::back_inserter(alive));
+    if (!silent.empty()) {
+      std::string text = "rank(s) " + rank_list(silent) + " did not answer within " + elapsed() +
+                         " s, not even a ping (dead or hung node)";
+      if (!alive.empty()) text += "; rank(s) " + rank_list(alive) + " answer pings, held up by it";
+      return Unavailable(text);
+    }
+    const double left = cap_s - std::chrono::duration<double>(Clock::now() - start).count();
+    if (left <= 0) {
+      return Unavailable("rank(s) " + rank_list(alive) +
+                         " answer pings but did not finish within " + elapsed() +
+                         " s (a switch rebuilds every node's communicators and " +
+                         "re-prepares a model's kernels; raise --node-timeout)");
+    }
+    waiting = alive;
+    window = std::make_unique<Deadline>(std::min(timeout_s, left));
   }
-  std::string text = "rank(s) " + rank_list(silent) + " did not answer" + within +
-                     ", not even a ping (dead or hung node)";
-  if (!alive.empty()) text += "; rank(s) " + rank_list(alive) + " answer pings, held up by it";
-  return Unavailable(text);
 }
 
 Status MpiTransport::configure(const Configuration& config) {
@@ -186,10 +203,11 @@ Status MpiTransport::configure(const Configuration& config) {
   msg.inter = config.inter;
   msg.intra = config.intra;
   std::vector<NodeReply> replies;
-  // Bounded by the node timeout like every wait of rank 0 on the nodes, so a node that hung while
-  // idle is named at the next switch. Nodes re-prepare a real model's kernels for the new (K, T)
-  // meanwhile (imagenet1k: 0.5-0.8 s here): the timeout must allow that.
-  SERF_RETURN_IF_ERROR(command_all(msg, ReplyKind::kReady, timeout_s_, &replies));
+  // A node that hung while idle is named within the node timeout, at the next switch. Live nodes
+  // re-prepare a real model's kernels for the new (K, T) meanwhile (imagenet1k: 0.5-0.8 s here,
+  // several seconds on a loaded machine): they get up to 6 node timeouts, at least 60 s.
+  SERF_RETURN_IF_ERROR(
+      command_all(msg, ReplyKind::kReady, timeout_s_, std::max(6 * timeout_s_, 60.0), &replies));
   std::sort(replies.begin(), replies.end(),
             [](const NodeReply& a, const NodeReply& b) { return a.rank < b.rank; });
   placement_.clear();
@@ -277,7 +295,7 @@ std::string MpiTransport::diagnose_terminated() {
   const Deadline deadline(kWindowS);
   ControlMessage ping;
   ping.kind = ControlKind::kPing;
-  ping.generation = ++generation_;
+  ping.generation = ++ping_generation_;
   for (int r = 1; r <= nodes_; ++r) {
     if (farewells_.count(r) == 0)
       (void)comms_.control.send(ping, r, kPingTag, WaitPolicy{std::max(deadline.left_s(), 1e-3)});
@@ -346,7 +364,9 @@ Status MpiTransport::shutdown() {
   if (shut_down_) return Status::Ok();
   ControlMessage msg;
   msg.kind = ControlKind::kShutdown;
-  SERF_RETURN_IF_ERROR(command_all(msg, ReplyKind::kBye, timeout_s_, nullptr));
+  Status st = command_all(msg, ReplyKind::kBye, timeout_s_, timeout_s_, nullptr);
+  if (!st.ok() && !signalled()) return st.with_context("stopping the nodes after the run");
+  SERF_RETURN_IF_ERROR(st);
   shut_down_ = true;
   return Status::Ok();
 }

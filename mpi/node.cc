@@ -218,12 +218,21 @@ SlotWorkerFactory emulated_worker_factory() {
   };
 }
 
-StatusOr<RuntimeComms> make_runtime_comms() {
+StatusOr<RuntimeComms> make_runtime_comms(double timeout_s) {
   RuntimeComms comms;
-  comms.control = Communicator::world();
-  comms.work = Communicator::world();
-  const int rank = comms.control.rank();
-  SERF_ASSIGN_OR_RETURN(comms.nodes, comms.control.split(rank == 0 ? -1 : 0, rank));
+  const WaitPolicy wait{timeout_s};
+  const std::string hung = "a rank did not join the runtime's communicators within " +
+                           serve::seconds_text(timeout_s) + " s (dead or hung node)";
+  auto control = Communicator::world(wait);
+  if (!control.ok()) return Unavailable(hung);
+  comms.control = std::move(control).value();
+  auto work = Communicator::world(wait);
+  if (!work.ok()) return Unavailable(hung);
+  comms.work = std::move(work).value();
+  // The nodes' communicator is made by the nodes alone: rank 0 does not wait in it.
+  if (comms.control.rank() != 0) {
+    SERF_ASSIGN_OR_RETURN(comms.nodes, comms.control.tail_group(1, 0));
+  }
   return comms;
 }
 

@@ -73,7 +73,8 @@ struct RuntimeComms {
   Communicator work;     // controller <-> unit leaders: actions and results
   Communicator nodes;    // ranks 1..N only (null on rank 0): units and slots are split from it
 };
-StatusOr<RuntimeComms> make_runtime_comms();
+// `timeout_s` (> 0) bounds rank 0's wait for the others.
+StatusOr<RuntimeComms> make_runtime_comms(double timeout_s = 0);
 
 struct NodeOptions {
   int cores_per_node = 1;  // F
@@ -152,9 +153,9 @@ class MpiTransport : public Transport {
   Status send_within(const void* data, size_t bytes, int rank, int tag, const Deadline& deadline,
                      const Communicator& comm);
   Status stop_slots(const Deadline& deadline);
-  // Stops the slots, sends `msg` to every node and collects one `reply` from each, all within
-  // `timeout_s`.
-  Status command_all(ControlMessage msg, ReplyKind reply, double timeout_s,
+  // Stops the slots, sends `msg` to every node and collects one `reply` from each: a silent node
+  // is named within `timeout_s`, live ones that are slow get up to `cap_s`.
+  Status command_all(ControlMessage msg, ReplyKind reply, double timeout_s, double cap_s,
                      std::vector<NodeReply>* replies);
   // Collects one reply of `kind` from every rank in `ranks` until `deadline`; on a timeout the
   // ranks that did not reply are in `*missing`. A node's error reply is InvalidArgument.
@@ -184,7 +185,8 @@ class MpiTransport : public Transport {
   bool configured_ = false;
   bool shut_down_ = false;
   Configuration config_;
-  int generation_ = 0;
+  int generation_ = 0;       // of commands, echoed by the nodes' replies
+  int ping_generation_ = 0;  // of pings, echoed by the pongs
   RunResult inbox_;
   Communicator::PendingRecv pending_;
   std::vector<float> last_output_;
