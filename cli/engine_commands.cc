@@ -18,11 +18,6 @@
 #include "engine/simulated_unit.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
-#include "cli/command.h"
-#include "cli/flags.h"
-#include "cli/infer_print.h"
-#include "cli/plot.h"
-#include "cli/runtime_launch.h"
 
 namespace serf::cli {
 namespace {

@@ -11,7 +11,9 @@
 #include "cli/command.h"
 #include "cli/flags.h"
 #include "model/model_spec.h"
+#include "model/onnx_import.h"
 #include "model/weights.h"
+#include "serf/io/json_fields.h"
 
 namespace serf::cli {
 
@@ -111,6 +113,40 @@ struct CheckOptions {
   std::string input_path;
 };
 
+struct ImportOptions {
+  std::string onnx_path;
+  std::string out_path;
+  std::string weights_path;
+  std::string name;
+};
+
+// serf model import: every check and the whole translation happen before anything is written.
+Status run_import(const ImportOptions& o) {
+  SERF_RETURN_IF_ERROR(check_output_path("--out", o.out_path));
+  SERF_RETURN_IF_ERROR(check_output_path("--weights", o.weights_path));
+  if (o.out_path == o.weights_path || o.out_path == o.onnx_path || o.weights_path == o.onnx_path) {
+    return InvalidArgument("--out " + o.out_path + ", --weights " + o.weights_path +
+                           " and the ONNX file must be three different files");
+  }
+  SERF_ASSIGN_OR_RETURN(model::OnnxImport imported, model::import_onnx(o.onnx_path, o.name));
+  SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::infer_shapes(imported.spec));
+  SERF_RETURN_IF_ERROR(imported.weights.save_safetensors(o.weights_path));
+  SERF_RETURN_IF_ERROR(
+      io::write_text_file(o.out_path, model::model_spec_to_json(imported.spec).dump(1) + "\n"));
+  std::printf("imported %s: %d ONNX nodes -> %zu layers (%d batchnorms folded into the layer "
+              "before, %d constant nodes folded, %d views and no-ops dropped)\n",
+              o.onnx_path.c_str(), imported.nodes, plan.layers.size(), imported.folded_batchnorms,
+              imported.folded_constants, imported.dropped);
+  std::printf("model %s: input %s, output %s, %s parameters, %s multiply-adds per image\n",
+              plan.spec.name.c_str(), shape_str(plan.spec.input).c_str(),
+              shape_str(plan.output()).c_str(), grouped(plan.parameters).c_str(),
+              grouped(plan.connections).c_str());
+  std::printf("wrote %s and %s (%zu tensors, %.1f MiB)\n", o.out_path.c_str(),
+              o.weights_path.c_str(), imported.weights.tensors().size(),
+              mib(imported.weights.bytes()));
+  return Status::Ok();
+}
+
 struct InitOptions {
   std::string spec_path;
   uint64_t seed = 1;
@@ -144,6 +180,21 @@ void register_model_commands(CLI::App& app, CommandRegistry& registry) {
     }
     return Status::Ok();
   });
+
+  auto import_opts = std::make_shared<ImportOptions>();
+  auto* import = model_cmd->add_subcommand(
+      "import",
+      "Translate an ONNX model (Conv, BatchNormalization, Relu, Clip, Sigmoid, MaxPool, "
+      "AveragePool, GlobalAveragePool, Gemm, MatMul, Add, Concat, Flatten, Reshape, Softmax, LRN, "
+      "Dropout, Identity) into a spec and its weights");
+  import->add_option("MODEL", import_opts->onnx_path, "ONNX file (.onnx, float32)")->required();
+  import->add_option("--out", import_opts->out_path, "spec JSON to write")->required();
+  import->add_option("--weights", import_opts->weights_path,
+                     "weights to write (.safetensors, float32)")
+      ->required();
+  import->add_option("--name", import_opts->name,
+                     "model name (default: the ONNX graph's name, else the file name)");
+  registry.add(import, [import_opts] { return run_import(*import_opts); });
 
   auto init_opts = std::make_shared<InitOptions>();
   auto* init = model_cmd->add_subcommand(

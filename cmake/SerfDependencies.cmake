@@ -4,6 +4,9 @@ find_package(Boost 1.74 REQUIRED)                 # Boost.Math is header-only
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 2.1 REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
+# ONNX import (model/): libonnx-dev's CMake package; its targets need protobuf's.
+find_package(Protobuf REQUIRED)
+find_package(ONNX 1.12 REQUIRED)
 # Debian's dnnl-config.cmake insists on OpenCL (its GPU runtime); we use the CPU engine only, so
 # find the library and headers directly.
 find_library(SERF_DNNL_LIBRARY dnnl REQUIRED)

@@ -154,6 +154,11 @@ StatusOr<ModelSpec> load_model_spec(const std::string& path);
 // a chain spec is written as the first format.
 nlohmann::ordered_json model_spec_to_json(const ModelSpec& spec);
 StatusOr<ModelPlan> infer_shapes(const ModelSpec& spec);
+// The shape and counts of one layer reading tensors of shapes `ins`: infer_shapes's per-layer
+// checks without the graph's (the ONNX import builds a spec layer by layer). Errors start with
+// `where`.
+StatusOr<LayerInfo> infer_layer_shape(const LayerSpec& layer, const std::vector<Shape>& ins,
+                                      const std::string& where);
 // load_model_spec + infer_shapes.
 StatusOr<ModelPlan> load_model(const std::string& path);
 

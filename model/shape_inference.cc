@@ -169,9 +169,8 @@ Status infer_join(const std::string& layer, const LayerSpec& l, LayerInfo* info)
   return Status::Ok();
 }
 
-// The shape and counts of layer i (its inputs are resolved into info->ins).
-Status infer_layer(const ModelSpec& spec, size_t i, const std::string& layer, LayerInfo* info) {
-  const LayerSpec& l = spec.layers[i];
+// The shape and counts of layer l (its inputs are resolved into info->ins).
+Status infer_layer(const LayerSpec& l, const std::string& layer, LayerInfo* info) {
   const bool join = l.kind == LayerKind::kAdd || l.kind == LayerKind::kConcat;
   if (!join && info->ins.size() != 1) {
     return InvalidArgument(layer + ": " + to_string(l.kind) + " reads one input (got " +
@@ -229,12 +228,7 @@ Status infer_layer(const ModelSpec& spec, size_t i, const std::string& layer, La
     case LayerKind::kConcat:
       return infer_join(layer, l, info);
     case LayerKind::kSoftmax:
-      SERF_RETURN_IF_ERROR(check_flat(layer, "softmax", in));
-      if (i + 1 != spec.layers.size()) {
-        return InvalidArgument(layer + ": softmax must be the last layer (found " +
-                               std::to_string(spec.layers.size() - 1 - i) + " layer(s) after it)");
-      }
-      return Status::Ok();
+      return check_flat(layer, "softmax", in);
   }
   return Status::Ok();
 }
@@ -300,6 +294,20 @@ int64_t activation_peak_bytes(const ModelPlan& plan) {
 
 }  // namespace
 
+StatusOr<LayerInfo> infer_layer_shape(const LayerSpec& layer, const std::vector<Shape>& ins,
+                                      const std::string& where) {
+  LayerInfo info;
+  if (ins.empty()) return InvalidArgument(where + ": no inputs");
+  info.ins = ins;
+  info.in = ins[0];
+  SERF_RETURN_IF_ERROR(infer_layer(layer, where, &info));
+  if (info.out.elements() > std::numeric_limits<int>::max()) {
+    return InvalidArgument(where + ": output " + shape_str(info.out) + " is too large");
+  }
+  info.weight_bytes = info.parameters * static_cast<int64_t>(sizeof(float));
+  return info;
+}
+
 StatusOr<ModelPlan> infer_shapes(const ModelSpec& spec) {
   ModelPlan plan;
   plan.spec = spec;
@@ -320,7 +328,11 @@ StatusOr<ModelPlan> infer_shapes(const ModelSpec& spec) {
     if (l.inputs.empty()) return InvalidArgument(layer + ": no inputs");
     LayerInfo info;
     SERF_RETURN_IF_ERROR(resolve_inputs(spec, i, layer, index, plan, &info));
-    SERF_RETURN_IF_ERROR(infer_layer(spec, i, layer, &info));
+    SERF_RETURN_IF_ERROR(infer_layer(l, layer, &info));
+    if (l.kind == LayerKind::kSoftmax && i + 1 != spec.layers.size()) {
+      return InvalidArgument(layer + ": softmax must be the last layer (found " +
+                             std::to_string(spec.layers.size() - 1 - i) + " layer(s) after it)");
+    }
     if (info.out.elements() > std::numeric_limits<int>::max()) {
       return InvalidArgument(layer + ": output " + shape_str(info.out) + " is too large");
     }

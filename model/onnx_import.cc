@@ -1,0 +1,589 @@
+// ONNX import: read the file with libonnx's protobuf classes, check the header (opset, the one
+// float32 input with a fixed shape but for the batch), order the nodes that lead to the output
+// (cycles and dangling inputs are errors), fold constant subgraphs and translate the rest
+// operator by operator (onnx_ops.cc) into a spec whose shapes are checked as it grows.
+#include "model/onnx_import.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "onnx_importer.h"
+
+namespace serf::model {
+
+namespace onnx_import {
+
+int64_t Value::elements() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+std::string dtype_name(int dtype) {
+  if (!onnx::TensorProto_DataType_IsValid(dtype)) return "type " + std::to_string(dtype);
+  return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(dtype));
+}
+
+namespace {
+
+template <typename T>
+bool read_raw(const std::string& raw, int64_t n, std::vector<double>* out) {
+  if (raw.size() != static_cast<size_t>(n) * sizeof(T)) return false;
+  out->resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, raw.data() + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+    (*out)[static_cast<size_t>(i)] = static_cast<double>(v);
+  }
+  return true;
+}
+
+}  // namespace
+
+StatusOr<Value> constant_from(const onnx::TensorProto& t, const std::string& where) {
+  Value v;
+  v.constant = true;
+  v.dtype = t.data_type();
+  v.origin = t.name();
+  for (int64_t d : t.dims()) {
+    if (d < 0) return InvalidArgument(where + ": tensor '" + t.name() + "' has a negative dim");
+    v.dims.push_back(d);
+  }
+  const int64_t n = v.elements();
+  if (n > (int64_t{1} << 34)) return InvalidArgument(where + ": tensor '" + t.name() + "' is too large");
+  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+    return InvalidArgument(where + ": tensor '" + t.name() +
+                           "' keeps its data in an external file (save the model with its data "
+                           "inside: onnx.save(model, path, save_as_external_data=False))");
+  }
+  const std::string bad = where + ": tensor '" + t.name() + "' holds a number of values that "
+                          "does not match its shape (truncated file?)";
+  const bool raw = t.has_raw_data();
+  switch (t.data_type()) {
+    case onnx::TensorProto_DataType_FLOAT:
+      if (raw) {
+        if (!read_raw<float>(t.raw_data(), n, &v.data)) return InvalidArgument(bad);
+      } else {
+        if (t.float_data_size() != n) return InvalidArgument(bad);
+        v.data.assign(t.float_data().begin(), t.float_data().end());
+      }
+      break;
+    case onnx::TensorProto_DataType_INT64:
+      if (raw) {
+        if (!read_raw<int64_t>(t.raw_data(), n, &v.data)) return InvalidArgument(bad);
+      } else {
+        if (t.int64_data_size() != n) return InvalidArgument(bad);
+        v.data.assign(t.int64_data().begin(), t.int64_data().end());
+      }
+      break;
+    case onnx::TensorProto_DataType_INT32:
+      if (raw) {
+        if (!read_raw<int32_t>(t.raw_data(), n, &v.data)) return InvalidArgument(bad);
+      } else {
+        if (t.int32_data_size() != n) return InvalidArgument(bad);
+        v.data.assign(t.int32_data().begin(), t.int32_data().end());
+      }
+      break;
+    default:
+      break;  // kept with its dtype: an error where a float or a shape is needed
+  }
+  return v;
+}
+
+Attributes::Attributes(const onnx::NodeProto& node, std::string where)
+    : node_(node), where_(std::move(where)) {}
+
+const onnx::AttributeProto* Attributes::find(const std::string& name) const {
+  for (const onnx::AttributeProto& a : node_.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+Status Attributes::only(const std::set<std::string>& known) const {
+  for (const onnx::AttributeProto& a : node_.attribute()) {
+    if (known.count(a.name()) == 0) {
+      std::string list;
+      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+      return InvalidArgument(where_ + ": attribute '" + a.name() + "' is not supported (known: " +
+                             (list.empty() ? "none" : list) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Attributes::type_error(const onnx::AttributeProto& a, const char* want) const {
+  return InvalidArgument(where_ + ": attribute '" + a.name() + "' must be " + want);
+}
+
+StatusOr<int64_t> Attributes::integer(const std::string& name, int64_t fallback) const {
+  const onnx::AttributeProto* a = find(name);
+  if (a == nullptr) return fallback;
+  if (a->type() != onnx::AttributeProto_AttributeType_INT) return type_error(*a, "an integer");
+  return a->i();
+}
+
+StatusOr<float> Attributes::real(const std::string& name, float fallback) const {
+  const onnx::AttributeProto* a = find(name);
+  if (a == nullptr) return fallback;
+  if (a->type() != onnx::AttributeProto_AttributeType_FLOAT) return type_error(*a, "a float");
+  return a->f();
+}
+
+StatusOr<std::string> Attributes::text(const std::string& name, const std::string& fallback) const {
+  const onnx::AttributeProto* a = find(name);
+  if (a == nullptr) return fallback;
+  if (a->type() != onnx::AttributeProto_AttributeType_STRING) return type_error(*a, "a string");
+  return a->s();
+}
+
+StatusOr<std::vector<int64_t>> Attributes::integers(const std::string& name,
+                                                    const std::vector<int64_t>& fallback) const {
+  const onnx::AttributeProto* a = find(name);
+  if (a == nullptr) return fallback;
+  if (a->type() != onnx::AttributeProto_AttributeType_INTS) {
+    return type_error(*a, "a list of integers");
+  }
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+std::string Importer::where(const onnx::NodeProto& node) {
+  return "node '" + node.name() + "' (" + node.op_type() + ")";
+}
+
+Status Importer::unsupported(const onnx::NodeProto& node, const std::string& what) const {
+  return InvalidArgument(where(node) + ": " + what);
+}
+
+bool Importer::has_input(const onnx::NodeProto& node, int k) const {
+  return k < node.input_size() && !node.input(k).empty();
+}
+
+StatusOr<const Value*> Importer::value(const onnx::NodeProto& node, int k) const {
+  if (!has_input(node, k)) {
+    return InvalidArgument(where(node) + ": input " + std::to_string(k) + " is missing");
+  }
+  auto it = values_.find(node.input(k));
+  if (it == values_.end()) return Internal(where(node) + ": input '" + node.input(k) + "' unset");
+  return &it->second;
+}
+
+StatusOr<const Value*> Importer::activation_input(const onnx::NodeProto& node, int k) const {
+  SERF_ASSIGN_OR_RETURN(const Value* v, value(node, k));
+  if (v->constant) {
+    return InvalidArgument(where(node) + ": input '" + node.input(k) +
+                           "' is a constant where a tensor computed from the model's input is "
+                           "expected");
+  }
+  return v;
+}
+
+StatusOr<const Value*> Importer::weight_input(const onnx::NodeProto& node, int k, int rank) const {
+  SERF_ASSIGN_OR_RETURN(const Value* v, value(node, k));
+  if (!v->constant) {
+    return InvalidArgument(where(node) + ": input '" + node.input(k) +
+                           "' must be a constant (an initializer): weights computed at run time "
+                           "are not supported");
+  }
+  if (v->dtype != onnx::TensorProto_DataType_FLOAT) {
+    return InvalidArgument(where(node) + ": weight '" + node.input(k) + "' has type " +
+                           dtype_name(v->dtype) + " (only FLOAT, float32, is supported)");
+  }
+  if (rank >= 0 && static_cast<int>(v->dims.size()) != rank) {
+    return InvalidArgument(where(node) + ": weight '" + node.input(k) + "' has " +
+                           std::to_string(v->dims.size()) + " dims, expected " +
+                           std::to_string(rank));
+  }
+  return v;
+}
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// PyTorch's scoped node names, "/layer1/layer1.0/relu_1/Relu", read as "layer1.0.relu_1": scope
+// components that prefix the next are dropped, and the operator's when the module names it.
+std::string scoped_name(const std::string& name, const std::string& op) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= name.size()) {
+    const size_t slash = name.find('/', start);
+    const std::string part = name.substr(start, slash == std::string::npos ? slash : slash - start);
+    if (!part.empty()) parts.push_back(part);
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  if (parts.empty()) return name;
+  std::string suffix;
+  if (lower(parts.back()).rfind(lower(op), 0) == 0) {
+    suffix = lower(parts.back());
+    parts.pop_back();
+  }
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i + 1 < parts.size() && parts[i + 1].rfind(parts[i] + ".", 0) == 0) continue;
+    out += (out.empty() ? "" : ".") + parts[i];
+  }
+  if (!suffix.empty() && (out.empty() || lower(out).find(lower(op)) == std::string::npos)) {
+    out += (out.empty() ? "" : ".") + suffix;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Importer::layer_name(const onnx::NodeProto& node, const std::string& weights_from) {
+  std::string base = node.name().find('/') != std::string::npos
+                         ? scoped_name(node.name(), node.op_type())
+                         : node.name();
+  const std::string suffix = ".weight";
+  if (!weights_from.empty() && weights_from.rfind("onnx::", 0) != 0 &&
+      weights_from.size() > suffix.size() &&
+      weights_from.compare(weights_from.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    base = weights_from.substr(0, weights_from.size() - suffix.size());
+  }
+  std::string name;
+  for (char c : base) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-';
+    if (ok) {
+      name += c;
+    } else if (!name.empty() && name.back() != '_') {
+      name += '_';
+    }
+  }
+  while (!name.empty() && name.back() == '_') name.pop_back();
+  if (name.empty() || name == kModelInputName) {
+    name = lower(node.op_type()) + "_" + std::to_string(layers_.size());
+  }
+  std::string unique = name;
+  for (int k = 2; names_.count(unique) > 0; ++k) unique = name + "_" + std::to_string(k);
+  names_.insert(unique);
+  return unique;
+}
+
+Status Importer::add_layer(const onnx::NodeProto& node, LayerSpec layer,
+                           const std::vector<const Value*>& inputs, int rank,
+                           const std::string& weights_from) {
+  layer.name = layer_name(node, weights_from);
+  std::vector<Shape> shapes;
+  for (const Value* v : inputs) {
+    layer.inputs.push_back(v->tensor);
+    shapes.push_back(v->shape);
+  }
+  SERF_ASSIGN_OR_RETURN(LayerInfo info, infer_layer_shape(layer, shapes, where(node)));
+  Value out;
+  out.tensor = layer.name;
+  out.shape = info.out;
+  out.rank = rank;
+  layer_of_[layer.name] = layers_.size();
+  layers_.push_back(std::move(layer));
+  tensor_uses_[out.tensor] += uses_[node.output(0)];
+  values_[node.output(0)] = std::move(out);
+  return Status::Ok();
+}
+
+void Importer::alias(const onnx::NodeProto& node, int out, const Value& v) {
+  ++dropped;
+  if (!v.constant) tensor_uses_[v.tensor] += uses_[node.output(out)];
+  values_[node.output(out)] = v;
+}
+
+void Importer::set_constant(const std::string& name, Value v) {
+  v.constant = true;
+  values_[name] = std::move(v);
+}
+
+LayerSpec* Importer::sole_writer(const Value& v, LayerKind kind_a, LayerKind kind_b) {
+  if (v.constant || tensor_uses_[v.tensor] != 1) return nullptr;
+  auto it = layer_of_.find(v.tensor);
+  if (it == layer_of_.end()) return nullptr;
+  LayerSpec& l = layers_[it->second];
+  return l.kind == kind_a || l.kind == kind_b ? &l : nullptr;
+}
+
+Status Importer::check_header() {
+  if (!model_.has_graph() || model_.ir_version() <= 0) {
+    return InvalidArgument("not an ONNX model (no graph or no IR version)");
+  }
+  bool found = false;
+  for (const onnx::OperatorSetIdProto& op : model_.opset_import()) {
+    if (op.domain().empty() || op.domain() == "ai.onnx") {
+      found = true;
+      opset_ = static_cast<int>(op.version());
+    }
+  }
+  if (!found) return InvalidArgument("no opset for the default ONNX domain in opset_import");
+  if (opset_ > kMaxOnnxOpset) {
+    return InvalidArgument("opset " + std::to_string(opset_) + " is newer than the newest "
+                           "supported, " + std::to_string(kMaxOnnxOpset) +
+                           " (export with opset_version <= " + std::to_string(kMaxOnnxOpset) + ")");
+  }
+  if (opset_ < 7) {
+    return InvalidArgument("opset " + std::to_string(opset_) +
+                           " is older than the oldest supported, 7");
+  }
+  return Status::Ok();
+}
+
+Status Importer::read_initializers() {
+  for (const onnx::TensorProto& t : model_.graph().initializer()) {
+    SERF_ASSIGN_OR_RETURN(Value v, constant_from(t, "initializer '" + t.name() + "'"));
+    values_[t.name()] = std::move(v);
+  }
+  return Status::Ok();
+}
+
+Status Importer::read_input() {
+  const onnx::ValueInfoProto* input = nullptr;
+  for (const onnx::ValueInfoProto& in : model_.graph().input()) {
+    if (values_.count(in.name()) > 0) continue;  // an initializer listed as an input
+    if (input != nullptr) {
+      return InvalidArgument("the graph has more than one input ('" + input->name() + "', '" +
+                             in.name() + "'); one image tensor is supported");
+    }
+    input = &in;
+  }
+  if (input == nullptr) return InvalidArgument("the graph has no input");
+  const std::string what = "input '" + input->name() + "'";
+  if (!input->type().has_tensor_type()) return InvalidArgument(what + " is not a tensor");
+  const onnx::TypeProto_Tensor& type = input->type().tensor_type();
+  if (type.elem_type() != onnx::TensorProto_DataType_FLOAT) {
+    return InvalidArgument(what + " has type " + dtype_name(type.elem_type()) +
+                           " (only FLOAT, float32, is supported)");
+  }
+  const int rank = type.shape().dim_size();
+  if (!type.has_shape() || (rank != 4 && rank != 2)) {
+    return InvalidArgument(what + " has rank " + std::to_string(rank) +
+                           " (supported: [N, C, H, W] images and [N, F] vectors)");
+  }
+  std::vector<int> dims;
+  for (int k = 0; k < rank; ++k) {
+    const onnx::TensorShapeProto_Dimension& d = type.shape().dim(k);
+    if (k == 0) {
+      if (d.has_dim_value() && d.dim_value() != 1) {
+        return InvalidArgument(what + " has batch dimension " + std::to_string(d.dim_value()) +
+                               " (a request is one image: 1, or a symbolic batch)");
+      }
+      continue;
+    }
+    if (!d.has_dim_value() || d.dim_value() <= 0 || d.dim_value() > (1 << 30)) {
+      return InvalidArgument(what + ": dimension " + std::to_string(k) + " is dynamic ('" +
+                             d.dim_param() + "'); only the batch dimension may be (export with a "
+                             "fixed input size)");
+    }
+    dims.push_back(static_cast<int>(d.dim_value()));
+  }
+  input_shape_ = rank == 4 ? Shape{dims[0], dims[1], dims[2]} : Shape{dims[0], 1, 1};
+  Value v;
+  v.tensor = kModelInputName;
+  v.shape = input_shape_;
+  v.rank = rank;
+  tensor_uses_[v.tensor] += uses_[input->name()];
+  values_[input->name()] = std::move(v);
+  return Status::Ok();
+}
+
+StatusOr<std::vector<const onnx::NodeProto*>> Importer::order_nodes() {
+  const onnx::GraphProto& g = model_.graph();
+  std::map<std::string, int> producer;  // value -> node index
+  for (int n = 0; n < g.node_size(); ++n) {
+    for (const std::string& out : g.node(n).output()) {
+      if (!out.empty()) producer[out] = n;
+    }
+  }
+  // The nodes the output depends on (others are dead code: dropped).
+  std::vector<char> live(static_cast<size_t>(g.node_size()), 0);
+  std::vector<std::string> pending;
+  for (const onnx::ValueInfoProto& out : g.output()) pending.push_back(out.name());
+  while (!pending.empty()) {
+    const std::string name = pending.back();
+    pending.pop_back();
+    auto it = producer.find(name);
+    if (it == producer.end() || live[static_cast<size_t>(it->second)]) continue;
+    live[static_cast<size_t>(it->second)] = 1;
+    for (const std::string& in : g.node(it->second).input()) {
+      if (!in.empty()) pending.push_back(in);
+    }
+  }
+  std::set<std::string> inputs;
+  for (const onnx::ValueInfoProto& in : g.input()) inputs.insert(in.name());
+  std::vector<int> waiting(static_cast<size_t>(g.node_size()), 0);
+  for (int n = 0; n < g.node_size(); ++n) {
+    if (!live[static_cast<size_t>(n)]) continue;
+    for (const std::string& in : g.node(n).input()) {
+      if (in.empty()) continue;
+      ++uses_[in];
+      if (producer.count(in) > 0) {
+        ++waiting[static_cast<size_t>(n)];
+      } else if (values_.count(in) == 0 && inputs.count(in) == 0) {
+        return InvalidArgument(where(g.node(n)) + ": input '" + in +
+                               "' is produced by no node, initializer or graph input "
+                               "(a dangling input)");
+      }
+    }
+  }
+  for (const onnx::ValueInfoProto& out : g.output()) ++uses_[out.name()];
+  // Kahn's order, keeping the file's order among ready nodes.
+  std::vector<const onnx::NodeProto*> order;
+  std::vector<char> done(static_cast<size_t>(g.node_size()), 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int n = 0; n < g.node_size(); ++n) {
+      if (!live[static_cast<size_t>(n)] || done[static_cast<size_t>(n)] ||
+          waiting[static_cast<size_t>(n)] > 0) {
+        continue;
+      }
+      done[static_cast<size_t>(n)] = 1;
+      progress = true;
+      order.push_back(&g.node(n));
+      for (const std::string& out : g.node(n).output()) {
+        for (int m = 0; m < g.node_size(); ++m) {
+          if (!live[static_cast<size_t>(m)]) continue;
+          for (const std::string& in : g.node(m).input()) {
+            if (!out.empty() && in == out) --waiting[static_cast<size_t>(m)];
+          }
+        }
+      }
+    }
+  }
+  for (int n = 0; n < g.node_size(); ++n) {
+    if (live[static_cast<size_t>(n)] && !done[static_cast<size_t>(n)]) {
+      return InvalidArgument(where(g.node(n)) +
+                             ": the graph has a cycle through this node (no order computes its "
+                             "inputs first)");
+    }
+  }
+  return order;
+}
+
+StatusOr<OnnxImport> Importer::run(const std::string& name) {
+  SERF_RETURN_IF_ERROR(check_header());
+  SERF_RETURN_IF_ERROR(read_initializers());
+  SERF_ASSIGN_OR_RETURN(std::vector<const onnx::NodeProto*> order, order_nodes());
+  SERF_RETURN_IF_ERROR(read_input());
+  for (const onnx::NodeProto* node : order) {
+    if (!node->domain().empty() && node->domain() != "ai.onnx") {
+      return unsupported(*node, "operator " + node->domain() + "::" + node->op_type() +
+                                    " is not supported (only the default ONNX domain)");
+    }
+    for (int k = 1; k < node->output_size(); ++k) {
+      if (!node->output(k).empty() && uses_[node->output(k)] > 0) {
+        return unsupported(*node, "output " + std::to_string(k) + " ('" + node->output(k) +
+                                      "') is read by the graph; only the first output is "
+                                      "supported");
+      }
+    }
+    if (foldable(*node)) {
+      SERF_RETURN_IF_ERROR(fold(*node));
+      ++folded_constants;
+    } else {
+      SERF_RETURN_IF_ERROR(translate(*node));
+    }
+    for (const std::string& in : node->input()) {  // this node's reads are done
+      auto it = values_.find(in);
+      if (!in.empty() && it != values_.end() && !it->second.constant) {
+        --tensor_uses_[it->second.tensor];
+      }
+    }
+  }
+  OnnxImport out;
+  out.nodes = static_cast<int>(order.size());
+  SERF_RETURN_IF_ERROR(finish(name, &out));
+  return out;
+}
+
+Status Importer::finish(const std::string& name, OnnxImport* out) {
+  const onnx::GraphProto& g = model_.graph();
+  if (g.output_size() != 1) {
+    return InvalidArgument("the graph has " + std::to_string(g.output_size()) +
+                           " outputs; one is supported");
+  }
+  const onnx::ValueInfoProto& output = g.output(0);
+  if (output.type().has_tensor_type() &&
+      output.type().tensor_type().elem_type() != onnx::TensorProto_DataType_FLOAT) {
+    return InvalidArgument("output '" + output.name() + "' has type " +
+                           dtype_name(output.type().tensor_type().elem_type()) +
+                           " (only FLOAT, float32, is supported)");
+  }
+  auto it = values_.find(output.name());
+  if (it == values_.end() || it->second.constant || it->second.tensor == kModelInputName) {
+    return InvalidArgument("output '" + output.name() +
+                           "' is not computed from the input by any supported layer");
+  }
+  // Keep the layers the output depends on (a tensor read only by Shape, say, is not needed).
+  std::set<std::string> needed = {it->second.tensor};
+  for (size_t k = layers_.size(); k-- > 0;) {
+    if (needed.count(layers_[k].name) == 0) continue;
+    for (const std::string& in : layers_[k].inputs) needed.insert(in);
+  }
+  ModelSpec& spec = out->spec;
+  spec.name = name;
+  spec.input = input_shape_;
+  spec.description = "Imported from " + path_ + " (ONNX opset " + std::to_string(opset_) +
+                     (model_.producer_name().empty()
+                          ? std::string()
+                          : ", " + model_.producer_name() + " " + model_.producer_version()) +
+                     ")";
+  for (LayerSpec& l : layers_) {
+    if (needed.count(l.name) > 0) spec.layers.push_back(std::move(l));
+  }
+  if (spec.layers.back().name != it->second.tensor) {
+    return Internal("the output layer is not the last one");
+  }
+  SERF_ASSIGN_OR_RETURN(ModelPlan plan, infer_shapes(spec));
+  for (const TensorSpec& t : expected_tensors(plan)) {
+    const Tensor* w = weights_.find(t.name);
+    if (w == nullptr || w->shape != t.shape) {
+      return Internal("tensor '" + t.name + "' was not written with the shape the spec needs");
+    }
+    out->weights.set(t.name, *w);
+  }
+  out->folded_batchnorms = folded_batchnorms;
+  out->folded_constants = folded_constants;
+  out->dropped = dropped;
+  return Status::Ok();
+}
+
+}  // namespace onnx_import
+
+StatusOr<OnnxImport> import_onnx(const std::string& path, const std::string& name) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == EACCES) return InvalidArgument(path + ": permission denied");
+    return NotFound(path + ": cannot open file (does it exist?)");
+  }
+  if (S_ISDIR(st.st_mode)) return InvalidArgument(path + ": is a directory, not an ONNX file");
+  if (!S_ISREG(st.st_mode)) return InvalidArgument(path + ": not a regular file (an ONNX file is needed)");
+  if (::access(path.c_str(), R_OK) != 0) return InvalidArgument(path + ": permission denied");
+  if (st.st_size == 0) return InvalidArgument(path + ": empty file, not an ONNX model");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(path + ": cannot open file");
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in)) {
+    return InvalidArgument(path + ": not an ONNX model, or a truncated one (its protobuf does "
+                           "not parse)");
+  }
+  std::string model_name = name;
+  if (model_name.empty()) model_name = model.graph().name();
+  if (model_name.empty() || model_name == "torch_jit" || model_name == "main_graph") {
+    const size_t slash = path.find_last_of('/');
+    model_name = path.substr(slash == std::string::npos ? 0 : slash + 1);
+    const size_t dot = model_name.rfind('.');
+    if (dot != std::string::npos && dot > 0) model_name = model_name.substr(0, dot);
+  }
+  onnx_import::Importer importer(model, path);
+  StatusOr<OnnxImport> result = importer.run(model_name);
+  if (!result.ok()) return result.status().with_context(path);
+  return result;
+}
+
+}  // namespace serf::model

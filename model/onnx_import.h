@@ -1,0 +1,41 @@
+#pragma once
+// ONNX import (`serf model import`): reads an ONNX model with Debian's libonnx (C++ protobuf
+// classes) and translates it into a model spec (model_spec.h) and its weights.
+//
+// Operators: Conv (strides, pads, auto_pad, dilations, group), BatchNormalization (folded into
+// the Conv / Gemm / MatMul before it when that layer's output is read by the batchnorm alone;
+// otherwise a batchnorm layer), Relu, Clip (ReLU6 and other bounded clips), Sigmoid, MaxPool,
+// AveragePool, GlobalAveragePool, Gemm, MatMul (+ Add of a constant: the bias), Add, Concat,
+// Flatten, Reshape of the flatten kind, Softmax, LRN, Dropout and Identity (dropped). Initializers
+// become weights; subgraphs of constants (Shape of a known shape, Gather, Unsqueeze, Concat, ...,
+// which exporters emit to compute a Reshape's target) are folded. The batch dimension may be
+// symbolic; every other dimension must be fixed.
+//
+// Anything else is an error of one line naming the operator, the node and what is unsupported,
+// or what is wrong with the file (not ONNX, truncated, an opset newer than kMaxOpset, a cycle, a
+// dangling input, a weight whose shape disagrees with its input, a type other than float32).
+
+#include <string>
+#include <vector>
+
+#include "model/model_spec.h"
+#include "model/weights.h"
+
+namespace serf::model {
+
+// The newest default-domain opset the importer knows (ONNX 1.12's).
+inline constexpr int kMaxOnnxOpset = 17;
+
+struct OnnxImport {
+  ModelSpec spec;  // checked: infer_shapes(spec) succeeds
+  Weights weights;  // exactly expected_tensors(plan)
+  int nodes = 0;                 // ONNX nodes read
+  int folded_batchnorms = 0;     // BatchNormalization nodes folded into the layer before
+  int folded_constants = 0;      // nodes evaluated at import (constant subgraphs)
+  int dropped = 0;               // Identity, Dropout and view-only nodes
+};
+
+// `name`: the model's name (empty: the ONNX graph's name, else the file name without extension).
+StatusOr<OnnxImport> import_onnx(const std::string& path, const std::string& name);
+
+}  // namespace serf::model

@@ -1,0 +1,134 @@
+#pragma once
+// Internal to model/: the ONNX importer's state (onnx_import.cc reads and orders the graph,
+// onnx_ops.cc translates each operator, onnx_fold.cc evaluates constant subgraphs).
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "model/onnx_import.h"
+
+namespace serf::model::onnx_import {
+
+// A value of the ONNX graph: an activation (a tensor of the spec being built) or a constant.
+struct Value {
+  bool constant = false;
+  // Activation: the spec tensor ("input" or a layer's name), its shape and ONNX rank (4: N, C,
+  // H, W; 2: N, F, held as F x 1 x 1).
+  std::string tensor;
+  Shape shape;
+  int rank = 4;
+  // Constant: dims and every element (integers are exact below 2^53).
+  std::vector<int64_t> dims;
+  std::vector<double> data;
+  int dtype = onnx::TensorProto_DataType_FLOAT;
+  std::string origin;  // the initializer it came from, "" when computed
+  int64_t elements() const;
+};
+
+// A node's attributes, checked against the names its operator knows.
+class Attributes {
+ public:
+  Attributes(const onnx::NodeProto& node, std::string where);
+  // InvalidArgument naming the first attribute not in `known`.
+  Status only(const std::set<std::string>& known) const;
+  bool has(const std::string& name) const { return find(name) != nullptr; }
+  StatusOr<int64_t> integer(const std::string& name, int64_t fallback) const;
+  StatusOr<float> real(const std::string& name, float fallback) const;
+  StatusOr<std::string> text(const std::string& name, const std::string& fallback) const;
+  StatusOr<std::vector<int64_t>> integers(const std::string& name,
+                                          const std::vector<int64_t>& fallback) const;
+  const onnx::AttributeProto* find(const std::string& name) const;
+
+ private:
+  Status type_error(const onnx::AttributeProto& a, const char* want) const;
+  const onnx::NodeProto& node_;
+  std::string where_;
+};
+
+// The name of a tensor data type ("FLOAT16").
+std::string dtype_name(int dtype);
+// A constant from a TensorProto (initializer or Constant's value); unsupported types keep their
+// dtype and no data (an error where they are used).
+StatusOr<Value> constant_from(const onnx::TensorProto& t, const std::string& where);
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, std::string path) : model_(model), path_(std::move(path)) {}
+  StatusOr<OnnxImport> run(const std::string& name);
+
+  // onnx_ops.cc: one translator per operator.
+  Status translate(const onnx::NodeProto& node);
+  // onnx_fold.cc: a node whose inputs are all constants (Shape reads only an input's shape).
+  Status fold(const onnx::NodeProto& node);
+  bool foldable(const onnx::NodeProto& node) const;
+
+ private:
+  // Reading the model (onnx_import.cc).
+  Status check_header();
+  Status read_initializers();
+  Status read_input();
+  StatusOr<std::vector<const onnx::NodeProto*>> order_nodes();
+  Status finish(const std::string& name, OnnxImport* out);
+
+  // Operators (onnx_ops.cc).
+  Status conv(const onnx::NodeProto& node);
+  Status batchnorm(const onnx::NodeProto& node);
+  Status gemm(const onnx::NodeProto& node);
+  Status matmul(const onnx::NodeProto& node);
+  Status add(const onnx::NodeProto& node);
+  Status pool(const onnx::NodeProto& node);
+  Status global_pool(const onnx::NodeProto& node);
+  Status activation(const onnx::NodeProto& node, LayerKind kind);
+  Status clip(const onnx::NodeProto& node);
+  Status lrn(const onnx::NodeProto& node);
+  Status softmax(const onnx::NodeProto& node);
+  Status flatten(const onnx::NodeProto& node);
+  Status reshape(const onnx::NodeProto& node);
+  Status concat(const onnx::NodeProto& node);
+  Status dropout(const onnx::NodeProto& node);
+
+ public:
+  // Helpers shared by the translators.
+  static std::string where(const onnx::NodeProto& node);
+  StatusOr<const Value*> value(const onnx::NodeProto& node, int k) const;  // input k
+  StatusOr<const Value*> activation_input(const onnx::NodeProto& node, int k) const;
+  // A float32 constant input k with `rank` dims (-1: any).
+  StatusOr<const Value*> weight_input(const onnx::NodeProto& node, int k, int rank) const;
+  bool has_input(const onnx::NodeProto& node, int k) const;
+  // Appends a layer reading `inputs` (spec tensors), names it, checks its shape; output 0 of
+  // `node` becomes its tensor. `weights_from` names it after a weight initializer when given.
+  Status add_layer(const onnx::NodeProto& node, LayerSpec layer,
+                   const std::vector<const Value*>& inputs, int rank,
+                   const std::string& weights_from = "");
+  // Output `out` of `node` is the activation `v` under another name (Identity, Dropout, views).
+  void alias(const onnx::NodeProto& node, int out, const Value& v);
+  void set_constant(const std::string& name, Value v);
+  // The layer that wrote activation `v`, when only one reader remains (the node reading it now):
+  // its weights may be changed in place (batchnorm and bias folding). nullptr otherwise.
+  LayerSpec* sole_writer(const Value& v, LayerKind kind_a, LayerKind kind_b);
+  Status unsupported(const onnx::NodeProto& node, const std::string& what) const;
+  int opset() const { return opset_; }
+  Weights& weights() { return weights_; }
+  int folded_batchnorms = 0, folded_constants = 0, dropped = 0;
+
+ private:
+  std::string layer_name(const onnx::NodeProto& node, const std::string& weights_from);
+
+  const onnx::ModelProto& model_;
+  std::string path_;
+  int opset_ = 0;
+  std::map<std::string, Value> values_;
+  std::map<std::string, int> uses_;         // ONNX value -> readers (nodes, graph output)
+  std::map<std::string, int> tensor_uses_;  // spec tensor -> ONNX readers left of its aliases
+  std::vector<LayerSpec> layers_;
+  std::map<std::string, size_t> layer_of_;  // spec tensor -> index in layers_
+  std::set<std::string> names_;
+  Weights weights_;
+  Shape input_shape_;
+};
+
+}  // namespace serf::model::onnx_import

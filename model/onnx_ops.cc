@@ -1,0 +1,546 @@
+// One translator per ONNX operator: each checks its attributes and inputs, writes the weights
+// in the spec's layouts and appends a layer (or folds itself into the layer before it, or is a
+// view of its input).
+#include <cmath>
+#include <limits>
+
+#include "onnx_importer.h"
+
+namespace serf::model::onnx_import {
+
+namespace {
+
+std::string dims_str(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+std::vector<float> to_floats(const std::vector<double>& v) {
+  return std::vector<float>(v.begin(), v.end());
+}
+
+// ONNX pads [top, left, bottom, right] from auto_pad / pads for a window over in_h x in_w.
+StatusOr<Window> window_from(const Attributes& a, const std::string& where, int in_h, int in_w,
+                             int64_t kh, int64_t kw, bool conv) {
+  Window w;
+  SERF_ASSIGN_OR_RETURN(auto strides, a.integers("strides", {1, 1}));
+  SERF_ASSIGN_OR_RETURN(auto dilations, a.integers("dilations", {1, 1}));
+  SERF_ASSIGN_OR_RETURN(auto pads, a.integers("pads", {0, 0, 0, 0}));
+  SERF_ASSIGN_OR_RETURN(std::string auto_pad, a.text("auto_pad", "NOTSET"));
+  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) {
+    return InvalidArgument(where + ": strides, dilations and pads must describe 2 spatial "
+                           "dimensions (only 2-D windows are supported)");
+  }
+  if (!conv && (dilations[0] != 1 || dilations[1] != 1)) {
+    return InvalidArgument(where + ": dilations " + dims_str(dilations) +
+                           " are not supported for pooling (only 1)");
+  }
+  const int64_t limit = 1 << 20;
+  for (int64_t v : {kh, kw, strides[0], strides[1], dilations[0], dilations[1], pads[0], pads[1],
+                    pads[2], pads[3]}) {
+    if (v < 0 || v > limit) return InvalidArgument(where + ": window value " + std::to_string(v) + " out of range");
+  }
+  w.kernel_h = static_cast<int>(kh);
+  w.kernel_w = static_cast<int>(kw);
+  w.stride_h = static_cast<int>(strides[0]);
+  w.stride_w = static_cast<int>(strides[1]);
+  w.dilation_h = static_cast<int>(dilations[0]);
+  w.dilation_w = static_cast<int>(dilations[1]);
+  if (auto_pad == "NOTSET") {
+    w.pad_top = static_cast<int>(pads[0]);
+    w.pad_left = static_cast<int>(pads[1]);
+    w.pad_bottom = static_cast<int>(pads[2]);
+    w.pad_right = static_cast<int>(pads[3]);
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    // Output = ceil(in / stride); the odd padding goes after (UPPER) or before (LOWER).
+    auto same = [&](int in, int k, int s, int d, int* before, int* after) {
+      const int64_t out = (int64_t{in} + s - 1) / s;
+      const int64_t total = std::max<int64_t>(0, (out - 1) * s + int64_t{d} * (k - 1) + 1 - in);
+      const int small = static_cast<int>(total / 2), big = static_cast<int>(total - total / 2);
+      *before = auto_pad == "SAME_UPPER" ? small : big;
+      *after = auto_pad == "SAME_UPPER" ? big : small;
+    };
+    same(in_h, w.kernel_h, w.stride_h, w.dilation_h, &w.pad_top, &w.pad_bottom);
+    same(in_w, w.kernel_w, w.stride_w, w.dilation_w, &w.pad_left, &w.pad_right);
+  } else if (auto_pad != "VALID") {
+    return InvalidArgument(where + ": auto_pad '" + auto_pad +
+                           "' is not supported (NOTSET, SAME_UPPER, SAME_LOWER, VALID)");
+  }
+  return w;
+}
+
+// A per-output-channel constant of `n` values (shape [n], [1, n], [n, 1, 1] or [1, n, 1, 1]) or
+// a scalar; empty when it is neither.
+std::vector<double> per_channel(const Value& c, int n) {
+  if (c.elements() == 1) return std::vector<double>(static_cast<size_t>(n), c.data.at(0));
+  if (c.elements() != n) return {};
+  int64_t big = 0;
+  for (int64_t d : c.dims) big += d != 1;
+  if (big > 1) return {};
+  if (c.dims.size() == 4 && c.dims[1] != n) return {};
+  if (c.dims.size() == 3 && c.dims[0] != n) return {};
+  if (c.dims.size() == 2 && c.dims[1] != n) return {};
+  return c.data;
+}
+
+}  // namespace
+
+Status Importer::translate(const onnx::NodeProto& node) {
+  const std::string& op = node.op_type();
+  if (op == "Conv") return conv(node);
+  if (op == "BatchNormalization") return batchnorm(node);
+  if (op == "Gemm") return gemm(node);
+  if (op == "MatMul") return matmul(node);
+  if (op == "Add") return add(node);
+  if (op == "MaxPool" || op == "AveragePool") return pool(node);
+  if (op == "GlobalAveragePool") return global_pool(node);
+  if (op == "Relu") return activation(node, LayerKind::kRelu);
+  if (op == "Sigmoid") return activation(node, LayerKind::kSigmoid);
+  if (op == "Clip") return clip(node);
+  if (op == "LRN") return lrn(node);
+  if (op == "Softmax") return softmax(node);
+  if (op == "Flatten") return flatten(node);
+  if (op == "Reshape") return reshape(node);
+  if (op == "Concat") return concat(node);
+  if (op == "Dropout") return dropout(node);
+  if (op == "Identity") {
+    SERF_ASSIGN_OR_RETURN(const Value* x, value(node, 0));
+    alias(node, 0, *x);
+    return Status::Ok();
+  }
+  return unsupported(node, "operator " + op +
+                               " is not supported (supported: Conv, BatchNormalization, Relu, "
+                               "Clip, Sigmoid, MaxPool, AveragePool, GlobalAveragePool, Gemm, "
+                               "MatMul, Add, Concat, Flatten, Reshape, Softmax, LRN, Dropout, "
+                               "Identity, and constant subgraphs)");
+}
+
+Status Importer::conv(const onnx::NodeProto& node) {
+  const Attributes a(node, where(node));
+  SERF_RETURN_IF_ERROR(a.only({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}));
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  if (x->rank != 4) return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only 2-D images)");
+  SERF_ASSIGN_OR_RETURN(const Value* w, weight_input(node, 1, 4));
+  SERF_ASSIGN_OR_RETURN(int64_t group, a.integer("group", 1));
+  const int c = x->shape.channels;
+  const int64_t o = w->dims[0];
+  if (group < 1 || c % group != 0 || o % group != 0 || w->dims[1] * group != c) {
+    return unsupported(node, "weight '" + node.input(1) + "' has shape " + dims_str(w->dims) +
+                                 " but the input has " + std::to_string(c) + " channels and group " +
+                                 std::to_string(group) + " (needs [O, " +
+                                 std::to_string(group > 0 ? c / group : c) + ", kh, kw])");
+  }
+  SERF_ASSIGN_OR_RETURN(auto kernel, a.integers("kernel_shape", {w->dims[2], w->dims[3]}));
+  if (kernel != std::vector<int64_t>{w->dims[2], w->dims[3]}) {
+    return unsupported(node, "kernel_shape " + dims_str(kernel) + " disagrees with weight '" +
+                                 node.input(1) + "' of shape " + dims_str(w->dims));
+  }
+  LayerSpec l;
+  l.kind = LayerKind::kConv2d;
+  l.out_channels = static_cast<int>(o);
+  l.groups = static_cast<int>(group);
+  SERF_ASSIGN_OR_RETURN(l.window, window_from(a, where(node), x->shape.height, x->shape.width,
+                                              w->dims[2], w->dims[3], true));
+  std::vector<double> bias(static_cast<size_t>(o), 0.0);
+  if (has_input(node, 2)) {
+    SERF_ASSIGN_OR_RETURN(const Value* b, weight_input(node, 2, 1));
+    if (b->elements() != o) {
+      return unsupported(node, "bias '" + node.input(2) + "' has shape " + dims_str(b->dims) +
+                                   ", the weight needs [" + std::to_string(o) + "]");
+    }
+    bias = b->data;
+  }
+  const std::vector<float> wdata = to_floats(w->data);
+  const std::vector<int64_t> wdims = w->dims;
+  SERF_RETURN_IF_ERROR(add_layer(node, l, {x}, 4, w->origin));
+  const std::string& name = layers_.back().name;
+  weights_.set(name + ".weight", Tensor{wdims, wdata});
+  weights_.set(name + ".bias", Tensor{{o}, to_floats(bias)});
+  return Status::Ok();
+}
+
+Status Importer::batchnorm(const onnx::NodeProto& node) {
+  const Attributes a(node, where(node));
+  SERF_RETURN_IF_ERROR(a.only({"epsilon", "momentum", "training_mode", "spatial"}));
+  SERF_ASSIGN_OR_RETURN(int64_t training, a.integer("training_mode", 0));
+  SERF_ASSIGN_OR_RETURN(int64_t spatial, a.integer("spatial", 1));
+  if (training != 0) return unsupported(node, "training_mode 1 (export the model in eval mode)");
+  if (spatial != 1) return unsupported(node, "spatial 0 (per-element statistics)");
+  SERF_ASSIGN_OR_RETURN(float epsilon, a.real("epsilon", 1e-5f));
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  const int c = x->shape.channels;
+  std::vector<std::vector<double>> p;  // scale, bias, mean, var
+  for (int k = 1; k <= 4; ++k) {
+    SERF_ASSIGN_OR_RETURN(const Value* v, weight_input(node, k, 1));
+    if (v->elements() != c) {
+      return unsupported(node, "'" + node.input(k) + "' has shape " + dims_str(v->dims) +
+                                   " but the input has " + std::to_string(c) + " channels");
+    }
+    p.push_back(v->data);
+  }
+  // Folded into the conv2d / fully_connected that wrote the input when nothing else reads it:
+  // w' = w * s, b' = (b - mean) * s + bias, s = scale / sqrt(var + epsilon).
+  if (LayerSpec* writer = sole_writer(*x, LayerKind::kConv2d, LayerKind::kFullyConnected)) {
+    Tensor& w = weights_.at(writer->name + ".weight");
+    Tensor& b = weights_.at(writer->name + ".bias");
+    const int64_t per = w.elements() / c;
+    for (int o = 0; o < c; ++o) {
+      const double s = p[0][o] / std::sqrt(p[3][o] + double{epsilon});
+      for (int64_t i = 0; i < per; ++i) {
+        float& v = w.data[static_cast<size_t>(o * per + i)];
+        v = static_cast<float>(v * s);
+      }
+      b.data[static_cast<size_t>(o)] = static_cast<float>((b.data[o] - p[2][o]) * s + p[1][o]);
+    }
+    ++folded_batchnorms;
+    alias(node, 0, *x);
+    --dropped;  // counted as folded, not dropped
+    return Status::Ok();
+  }
+  LayerSpec l;
+  l.kind = LayerKind::kBatchNorm;
+  l.epsilon = epsilon;
+  const int rank = x->rank;
+  SERF_RETURN_IF_ERROR(add_layer(node, l, {x}, rank));
+  const std::string& name = layers_.back().name;
+  const char* fields[] = {".weight", ".bias", ".running_mean", ".running_var"};
+  for (int k = 0; k < 4; ++k) weights_.set(name + fields[k], Tensor{{c}, to_floats(p[static_cast<size_t>(k)])});
+  return Status::Ok();
+}
+
+Status Importer::gemm(const onnx::NodeProto& node) {
+  const Attributes a(node, where(node));
+  SERF_RETURN_IF_ERROR(a.only({"alpha", "beta", "transA", "transB", "broadcast"}));
+  SERF_ASSIGN_OR_RETURN(int64_t trans_a, a.integer("transA", 0));
+  SERF_ASSIGN_OR_RETURN(int64_t trans_b, a.integer("transB", 0));
+  SERF_ASSIGN_OR_RETURN(float alpha, a.real("alpha", 1.0f));
+  SERF_ASSIGN_OR_RETURN(float beta, a.real("beta", 1.0f));
+  if (trans_a != 0) return unsupported(node, "transA 1 (the input must be [N, F])");
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  if (x->shape.height != 1 || x->shape.width != 1) {
+    return unsupported(node, "input is not flat (Flatten it first)");
+  }
+  SERF_ASSIGN_OR_RETURN(const Value* b, weight_input(node, 1, 2));
+  const int64_t f = x->shape.channels;
+  const int64_t o = trans_b ? b->dims[0] : b->dims[1];
+  if ((trans_b ? b->dims[1] : b->dims[0]) != f) {
+    return unsupported(node, "weight '" + node.input(1) + "' has shape " + dims_str(b->dims) +
+                                 " (transB " + std::to_string(trans_b) + ") but the input has " +
+                                 std::to_string(f) + " features");
+  }
+  std::vector<float> w(static_cast<size_t>(o * f));
+  for (int64_t r = 0; r < o; ++r) {
+    for (int64_t k = 0; k < f; ++k) {
+      const double v = trans_b ? b->data[static_cast<size_t>(r * f + k)]
+                               : b->data[static_cast<size_t>(k * o + r)];
+      w[static_cast<size_t>(r * f + k)] = static_cast<float>(alpha * v);
+    }
+  }
+  std::vector<double> bias(static_cast<size_t>(o), 0.0);
+  if (has_input(node, 2)) {
+    SERF_ASSIGN_OR_RETURN(const Value* c, weight_input(node, 2, -1));
+    bias = per_channel(*c, static_cast<int>(o));
+    if (bias.empty()) {
+      return unsupported(node, "bias '" + node.input(2) + "' of shape " + dims_str(c->dims) +
+                                   " does not broadcast per output (" + std::to_string(o) + ")");
+    }
+    for (double& v : bias) v *= beta;
+  }
+  LayerSpec l;
+  l.kind = LayerKind::kFullyConnected;
+  l.out_channels = static_cast<int>(o);
+  const std::string origin = b->origin;
+  SERF_RETURN_IF_ERROR(add_layer(node, l, {x}, 2, origin));
+  const std::string& name = layers_.back().name;
+  weights_.set(name + ".weight", Tensor{{o, f}, std::move(w)});
+  weights_.set(name + ".bias", Tensor{{o}, to_floats(bias)});
+  return Status::Ok();
+}
+
+Status Importer::matmul(const onnx::NodeProto& node) {
+  SERF_RETURN_IF_ERROR(Attributes(node, where(node)).only({}));
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  if (x->rank != 2) return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only [N, F])");
+  SERF_ASSIGN_OR_RETURN(const Value* b, weight_input(node, 1, 2));
+  const int64_t f = x->shape.channels, o = b->dims[1];
+  if (b->dims[0] != f) {
+    return unsupported(node, "weight '" + node.input(1) + "' has shape " + dims_str(b->dims) +
+                                 " but the input has " + std::to_string(f) + " features");
+  }
+  std::vector<float> w(static_cast<size_t>(o * f));  // [F, O] -> [O, F]
+  for (int64_t r = 0; r < o; ++r) {
+    for (int64_t k = 0; k < f; ++k) {
+      w[static_cast<size_t>(r * f + k)] = static_cast<float>(b->data[static_cast<size_t>(k * o + r)]);
+    }
+  }
+  LayerSpec l;
+  l.kind = LayerKind::kFullyConnected;
+  l.out_channels = static_cast<int>(o);
+  SERF_RETURN_IF_ERROR(add_layer(node, l, {x}, 2, b->origin));
+  const std::string& name = layers_.back().name;
+  weights_.set(name + ".weight", Tensor{{o, f}, std::move(w)});
+  weights_.set(name + ".bias", Tensor{{o}, std::vector<float>(static_cast<size_t>(o), 0.0f)});
+  return Status::Ok();
+}
+
+Status Importer::add(const onnx::NodeProto& node) {
+  SERF_RETURN_IF_ERROR(Attributes(node, where(node)).only({}));
+  SERF_ASSIGN_OR_RETURN(const Value* a, value(node, 0));
+  SERF_ASSIGN_OR_RETURN(const Value* b, value(node, 1));
+  if (!a->constant && !b->constant) {
+    if (a->shape != b->shape) {
+      return unsupported(node, "inputs of different shapes (broadcasting is not supported)");
+    }
+    LayerSpec l;
+    l.kind = LayerKind::kAdd;
+    return add_layer(node, l, {a, b}, a->rank);
+  }
+  // A tensor plus a constant: the bias of the conv2d / fully_connected that wrote the tensor.
+  const Value* x = a->constant ? b : a;
+  const Value* c = a->constant ? a : b;
+  if (c->dtype != onnx::TensorProto_DataType_FLOAT) {
+    return unsupported(node, "constant of type " + dtype_name(c->dtype) + " (only FLOAT)");
+  }
+  LayerSpec* writer = sole_writer(*x, LayerKind::kConv2d, LayerKind::kFullyConnected);
+  const std::vector<double> bias = per_channel(*c, x->shape.channels);
+  if (writer == nullptr || bias.empty()) {
+    return unsupported(node, "adding a constant is supported only as the per-channel bias of the "
+                             "Conv, Gemm or MatMul whose output it alone reads");
+  }
+  Tensor& t = weights_.at(writer->name + ".bias");
+  for (size_t o = 0; o < t.data.size(); ++o) t.data[o] = static_cast<float>(t.data[o] + bias[o]);
+  alias(node, 0, *x);
+  return Status::Ok();
+}
+
+Status Importer::pool(const onnx::NodeProto& node) {
+  const bool max = node.op_type() == "MaxPool";
+  const Attributes a(node, where(node));
+  if (max) {
+    SERF_RETURN_IF_ERROR(a.only({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
+                                 "storage_order", "strides"}));
+  } else {
+    SERF_RETURN_IF_ERROR(a.only({"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape",
+                                 "pads", "strides"}));
+  }
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  if (x->rank != 4) return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only 2-D images)");
+  SERF_ASSIGN_OR_RETURN(auto kernel, a.integers("kernel_shape", {}));
+  if (kernel.size() != 2) return unsupported(node, "kernel_shape must give 2 spatial dimensions");
+  LayerSpec l;
+  l.kind = max ? LayerKind::kMaxPool : LayerKind::kAvgPool;
+  SERF_ASSIGN_OR_RETURN(l.window, window_from(a, where(node), x->shape.height, x->shape.width,
+                                              kernel[0], kernel[1], false));
+  SERF_ASSIGN_OR_RETURN(int64_t ceil_mode, a.integer("ceil_mode", 0));
+  SERF_ASSIGN_OR_RETURN(int64_t include, a.integer("count_include_pad", 0));
+  SERF_ASSIGN_OR_RETURN(int64_t storage, a.integer("storage_order", 0));
+  if (storage != 0) return unsupported(node, "storage_order 1 (column-major indices)");
+  l.ceil_mode = ceil_mode != 0;
+  l.count_include_pad = include != 0;
+  return add_layer(node, l, {x}, 4);
+}
+
+Status Importer::global_pool(const onnx::NodeProto& node) {
+  SERF_RETURN_IF_ERROR(Attributes(node, where(node)).only({}));
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  if (x->rank != 4) return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only 2-D images)");
+  LayerSpec l;
+  l.kind = LayerKind::kGlobalAvgPool;
+  return add_layer(node, l, {x}, 4);
+}
+
+Status Importer::activation(const onnx::NodeProto& node, LayerKind kind) {
+  SERF_RETURN_IF_ERROR(Attributes(node, where(node)).only({}));
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  LayerSpec l;
+  l.kind = kind;
+  return add_layer(node, l, {x}, x->rank);
+}
+
+Status Importer::clip(const onnx::NodeProto& node) {
+  const Attributes a(node, where(node));
+  double lo = -std::numeric_limits<double>::infinity(), hi = -lo;
+  if (opset() < 11) {
+    SERF_RETURN_IF_ERROR(a.only({"min", "max"}));
+    if (a.has("min")) {
+      SERF_ASSIGN_OR_RETURN(lo, a.real("min", 0.0f));
+    }
+    if (a.has("max")) {
+      SERF_ASSIGN_OR_RETURN(hi, a.real("max", 0.0f));
+    }
+  } else {
+    SERF_RETURN_IF_ERROR(a.only({}));
+    for (int k : {1, 2}) {
+      if (!has_input(node, k)) continue;
+      SERF_ASSIGN_OR_RETURN(const Value* v, value(node, k));
+      if (!v->constant || v->elements() != 1 || v->data.empty()) {
+        return unsupported(node, "min and max must be constant scalars");
+      }
+      (k == 1 ? lo : hi) = v->data[0];
+    }
+  }
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  LayerSpec l;
+  if (lo == 0.0 && std::isinf(hi) && hi > 0) {
+    l.kind = LayerKind::kRelu;
+  } else if (std::isfinite(lo) && std::isfinite(hi) && lo <= hi) {
+    l.kind = LayerKind::kClip;
+    l.clip_min = static_cast<float>(lo);
+    l.clip_max = static_cast<float>(hi);
+  } else {
+    return unsupported(node, "min " + std::to_string(lo) + ", max " + std::to_string(hi) +
+                                 " (supported: min 0 without max, i.e. ReLU, or finite min <= max)");
+  }
+  return add_layer(node, l, {x}, x->rank);
+}
+
+Status Importer::lrn(const onnx::NodeProto& node) {
+  const Attributes a(node, where(node));
+  SERF_RETURN_IF_ERROR(a.only({"alpha", "beta", "bias", "size"}));
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  LayerSpec l;
+  l.kind = LayerKind::kLrn;
+  SERF_ASSIGN_OR_RETURN(l.lrn_alpha, a.real("alpha", 1e-4f));
+  SERF_ASSIGN_OR_RETURN(l.lrn_beta, a.real("beta", 0.75f));
+  SERF_ASSIGN_OR_RETURN(l.lrn_k, a.real("bias", 1.0f));
+  SERF_ASSIGN_OR_RETURN(int64_t size, a.integer("size", 0));
+  if (size < 1 || size > (1 << 20)) return unsupported(node, "size " + std::to_string(size));
+  l.lrn_size = static_cast<int>(size);
+  return add_layer(node, l, {x}, x->rank);
+}
+
+Status Importer::softmax(const onnx::NodeProto& node) {
+  const Attributes a(node, where(node));
+  SERF_RETURN_IF_ERROR(a.only({"axis"}));
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  SERF_ASSIGN_OR_RETURN(int64_t axis, a.integer("axis", opset() < 13 ? 1 : -1));
+  if (axis < 0) axis += x->rank;
+  const bool flat = x->shape.height == 1 && x->shape.width == 1;
+  if (axis != 1 || !flat) {
+    return unsupported(node, "softmax over axis " + std::to_string(axis) + " of a rank-" +
+                                 std::to_string(x->rank) +
+                                 " tensor (only over the features of a flat [N, F] tensor)");
+  }
+  LayerSpec l;
+  l.kind = LayerKind::kSoftmax;
+  return add_layer(node, l, {x}, x->rank);
+}
+
+Status Importer::flatten(const onnx::NodeProto& node) {
+  const Attributes a(node, where(node));
+  SERF_RETURN_IF_ERROR(a.only({"axis"}));
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  SERF_ASSIGN_OR_RETURN(int64_t axis, a.integer("axis", 1));
+  if (axis < 0) axis += x->rank;
+  if (axis != 1) {
+    return unsupported(node, "axis " + std::to_string(axis) +
+                                 " (only axis 1: [N, C, H, W] -> [N, C*H*W])");
+  }
+  if (x->rank == 2 || (x->shape.height == 1 && x->shape.width == 1)) {
+    Value v = *x;  // already flat: a view
+    v.rank = 2;
+    alias(node, 0, v);
+    return Status::Ok();
+  }
+  LayerSpec l;
+  l.kind = LayerKind::kFlatten;
+  return add_layer(node, l, {x}, 2);
+}
+
+Status Importer::reshape(const onnx::NodeProto& node) {
+  const Attributes a(node, where(node));
+  SERF_RETURN_IF_ERROR(a.only({"allowzero"}));
+  SERF_ASSIGN_OR_RETURN(int64_t allowzero, a.integer("allowzero", 0));
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  SERF_ASSIGN_OR_RETURN(const Value* shape, value(node, 1));
+  if (!shape->constant || shape->dtype != onnx::TensorProto_DataType_INT64 ||
+      shape->dims.size() != 1) {
+    return unsupported(node, "the target shape must be a constant 1-D INT64 tensor (or a "
+                             "constant subgraph the importer folds)");
+  }
+  const std::vector<int64_t> in =
+      x->rank == 4 ? std::vector<int64_t>{1, x->shape.channels, x->shape.height, x->shape.width}
+                   : std::vector<int64_t>{1, x->shape.channels};
+  std::vector<int64_t> target;
+  int64_t known = 1, infer = -1;
+  for (size_t k = 0; k < shape->data.size(); ++k) {
+    int64_t d = static_cast<int64_t>(shape->data[k]);
+    if (d == 0 && allowzero == 0) d = k < in.size() ? in[k] : 0;
+    if (d == -1) {
+      if (infer >= 0) return unsupported(node, "two -1 dims in the target shape");
+      infer = static_cast<int64_t>(k);
+    } else if (d <= 0) {
+      return unsupported(node, "target dim " + std::to_string(d));
+    } else {
+      known *= d;
+    }
+    target.push_back(d);
+  }
+  const int64_t total = x->shape.elements();
+  if (infer >= 0) {
+    if (known <= 0 || total % known != 0) return unsupported(node, "target shape does not divide the input");
+    target[static_cast<size_t>(infer)] = total / known;
+  }
+  if (target == in) {
+    alias(node, 0, *x);
+    return Status::Ok();
+  }
+  if (target == std::vector<int64_t>{1, total}) {
+    Value v = *x;
+    if (x->rank == 2 || (x->shape.height == 1 && x->shape.width == 1)) {
+      v.rank = 2;
+      alias(node, 0, v);
+      return Status::Ok();
+    }
+    LayerSpec l;
+    l.kind = LayerKind::kFlatten;
+    return add_layer(node, l, {x}, 2);
+  }
+  std::vector<int64_t> target_shown = target;
+  return unsupported(node, "reshape of " + dims_str(in) + " to " + dims_str(target_shown) +
+                               " (only the flatten kind, to [N, C*H*W], is supported)");
+}
+
+Status Importer::concat(const onnx::NodeProto& node) {
+  const Attributes a(node, where(node));
+  SERF_RETURN_IF_ERROR(a.only({"axis"}));
+  SERF_ASSIGN_OR_RETURN(int64_t axis, a.integer("axis", 1));
+  std::vector<const Value*> xs;
+  for (int k = 0; k < node.input_size(); ++k) {
+    SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, k));
+    xs.push_back(x);
+  }
+  if (xs.empty()) return unsupported(node, "no inputs");
+  const int rank = xs[0]->rank;
+  if (axis < 0) axis += rank;
+  if (axis != 1) {
+    return unsupported(node, "axis " + std::to_string(axis) + " (only the channel axis 1)");
+  }
+  for (const Value* x : xs) {
+    if (x->rank != rank) return unsupported(node, "inputs of different ranks");
+  }
+  if (xs.size() == 1) {
+    alias(node, 0, *xs[0]);
+    return Status::Ok();
+  }
+  LayerSpec l;
+  l.kind = LayerKind::kConcat;
+  return add_layer(node, l, xs, rank);
+}
+
+Status Importer::dropout(const onnx::NodeProto& node) {
+  const Attributes a(node, where(node));
+  SERF_RETURN_IF_ERROR(a.only({"ratio", "is_test", "seed"}));
+  if (has_input(node, 2)) {
+    SERF_ASSIGN_OR_RETURN(const Value* training, value(node, 2));
+    if (!training->constant || training->data.empty() || training->data[0] != 0.0) {
+      return unsupported(node, "training_mode that is not a constant false");
+    }
+  }
+  SERF_ASSIGN_OR_RETURN(const Value* x, value(node, 0));
+  alias(node, 0, *x);
+  return Status::Ok();
+}
+
+}  // namespace serf::model::onnx_import

@@ -1,0 +1,258 @@
+#!/usr/bin/python3
+"""Small ONNX models for tests/model/onnx_import_test.sh (made at test time, nothing committed).
+
+  onnx_test_models.py DIR
+
+Good models, each with DIR/NAME.onnx, DIR/NAME.input.safetensors and DIR/NAME.ref.json (the
+output PyTorch computes for that input, {"output": [...], "top5": [...]}):
+  every_op   a PyTorch module exported with torch.onnx: Conv (strides, pads, dilation, groups,
+             depthwise) + BatchNormalization (folded), a BatchNormalization after an Add (kept),
+             Relu, Clip (ReLU6), Sigmoid, Add, MaxPool (ceil_mode), AveragePool (without the
+             padding in the divisor), Concat, GlobalAveragePool, the Shape -> Gather ->
+             Unsqueeze -> Concat -> Reshape subgraph of x.view(x.size(0), -1) (dynamic batch),
+             Gemm, Softmax
+  helper     built with onnx.helper: Conv with auto_pad SAME_UPPER, LRN (torch.onnx decomposes
+             LocalResponseNorm), MaxPool with auto_pad SAME_LOWER, Clip with min/max inputs,
+             Identity, Dropout, Flatten, MatMul + Add of a constant (the bias), Relu, Gemm
+             (transB 0, alpha, beta), Reshape to a constant
+  opset10    onnx.helper, opset 10: Conv + BatchNormalization, Clip with min/max attributes,
+             AveragePool (padding counted), Flatten, Gemm
+Bad models, DIR/bad_*.onnx, and DIR/bad.tsv: one line per file, "FILE<TAB>expected error text".
+
+Needs Debian's python3-torch and python3-onnx (run with /usr/bin/python3); exit 77 without them.
+"""
+
+import json
+import os
+import struct
+import sys
+
+try:
+    import numpy as np
+    import onnx
+    import torch
+    import torch.nn.functional as F
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError as e:  # pragma: no cover - depends on the machine
+    print(f"onnx_test_models.py: skipped: {e}", file=sys.stderr)
+    sys.exit(77)
+
+
+def write_input(path, x):
+    data = x.detach().numpy().astype("<f4").tobytes()
+    header = json.dumps({"input": {"dtype": "F32", "shape": list(x.shape),
+                                   "data_offsets": [0, len(data)]}}).encode()
+    header += b" " * ((8 - len(header) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header + data)
+
+
+def save_good(out, name, x, y):
+    write_input(os.path.join(out, name + ".input.safetensors"), x)
+    y = y.reshape(-1).double().numpy()
+    with open(os.path.join(out, name + ".ref.json"), "w") as f:
+        json.dump({"output": [float(v) for v in y],
+                   "top5": [int(i) for i in np.argsort(-y, kind="stable")[:5]]}, f)
+
+
+class EveryOp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(3)
+        self.c1 = torch.nn.Conv2d(3, 8, 3, stride=1, padding=1)
+        self.bn1 = torch.nn.BatchNorm2d(8)
+        self.dw = torch.nn.Conv2d(8, 8, 3, padding=2, dilation=2, groups=8)
+        self.bn2 = torch.nn.BatchNorm2d(8)
+        self.g = torch.nn.Conv2d(8, 8, (3, 1), stride=1, padding=(1, 0), groups=2)
+        self.bn3 = torch.nn.BatchNorm2d(8)
+        self.pool = torch.nn.MaxPool2d(3, 2, padding=1, ceil_mode=True)
+        self.avg = torch.nn.AvgPool2d(3, 1, padding=1, count_include_pad=False)
+        self.fc = torch.nn.Linear(16, 10)
+        with torch.no_grad():
+            for bn in (self.bn1, self.bn2, self.bn3):
+                bn.weight.copy_(0.5 + torch.rand(8, generator=g))
+                bn.bias.copy_(0.2 * torch.rand(8, generator=g) - 0.1)
+                bn.running_mean.copy_(0.2 * torch.rand(8, generator=g) - 0.1)
+                bn.running_var.copy_(0.5 + torch.rand(8, generator=g))
+
+    def forward(self, x):
+        a = torch.relu(self.bn1(self.c1(x)))
+        b = F.relu6(self.bn2(self.dw(a)))
+        s = torch.sigmoid(self.g(b))
+        t = self.bn3(s + a)  # after an add: not foldable
+        m = self.pool(t)
+        p = self.avg(m)
+        c = torch.cat([m, p], 1)
+        v = F.adaptive_avg_pool2d(c, 1)
+        v = v.view(v.size(0), -1)
+        return torch.softmax(self.fc(v), dim=1)
+
+
+def every_op(out):
+    torch.manual_seed(5)
+    model = EveryOp().eval()
+    x = torch.rand(1, 3, 12, 12) * 2 - 1
+    path = os.path.join(out, "every_op.onnx")
+    torch.onnx.export(model, x, path, opset_version=13, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+                      training=torch.onnx.TrainingMode.PRESERVE)
+    with torch.inference_mode():
+        save_good(out, "every_op", x, model(x))
+
+
+def init(name, array):
+    return numpy_helper.from_array(np.asarray(array, dtype=np.float32), name)
+
+
+def save_model(path, nodes, inits, input_shape, output_name="y", opset=13, elem=TensorProto.FLOAT):
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", elem, input_shape)],
+        [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    onnx.save(model, path)
+
+
+def same_pads(size, k, s):
+    out = -(-size // s)
+    total = max(0, (out - 1) * s + k - size)
+    return total // 2, total - total // 2  # (small, big)
+
+
+def helper_model(out):
+    rng = np.random.default_rng(7)
+    w1 = rng.uniform(-0.3, 0.3, (6, 3, 3, 3))
+    b1 = rng.uniform(-0.1, 0.1, 6)
+    m1 = rng.uniform(-0.2, 0.2, (6 * 4 * 4, 12))
+    a1 = rng.uniform(-0.1, 0.1, 12)
+    g1 = rng.uniform(-0.3, 0.3, (12, 5))  # Gemm B [F, O] (transB 0)
+    c1 = rng.uniform(-0.1, 0.1, 5)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c"], name="conv_same",
+                         kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
+        helper.make_node("LRN", ["c"], ["cl"], name="lrn", size=3, alpha=0.02, beta=0.75,
+                         bias=1.5),
+        helper.make_node("Identity", ["cl"], ["ci"], name="id"),
+        helper.make_node("Clip", ["ci", "lo", "hi"], ["k"], name="clip"),
+        helper.make_node("MaxPool", ["k"], ["p"], name="pool_same", kernel_shape=[2, 2],
+                         strides=[2, 2], auto_pad="SAME_LOWER"),
+        helper.make_node("Dropout", ["p"], ["d"], name="drop"),
+        helper.make_node("Flatten", ["d"], ["f"], name="flat", axis=1),
+        helper.make_node("MatMul", ["f", "m1"], ["mm"], name="matmul"),
+        helper.make_node("Add", ["mm", "a1"], ["ma"], name="bias"),
+        helper.make_node("Relu", ["ma"], ["r"], name="relu"),
+        helper.make_node("Reshape", ["r", "shape"], ["rr"], name="reshape"),
+        helper.make_node("Gemm", ["rr", "g1", "c1"], ["y"], name="gemm", alpha=0.5, beta=2.0),
+    ]
+    inits = [init("w1", w1), init("b1", b1), init("lo", -0.5), init("hi", 0.8),
+             init("m1", m1), init("a1", a1), init("g1", g1), init("c1", c1),
+             numpy_helper.from_array(np.array([1, -1], dtype=np.int64), "shape")]
+    save_model(os.path.join(out, "helper.onnx"), nodes, inits, [1, 3, 13, 13])
+    x = torch.rand(1, 3, 13, 13, generator=torch.Generator().manual_seed(2)) * 2 - 1
+    t = torch.from_numpy
+    ph = same_pads(13, 3, 2)
+    c = F.conv2d(F.pad(x, (ph[0], ph[1], ph[0], ph[1])), t(w1).float(), t(b1).float(), stride=2)
+    k = torch.clamp(F.local_response_norm(c, 3, alpha=0.02, beta=0.75, k=1.5), -0.5, 0.8)
+    pp = same_pads(k.shape[2], 2, 2)  # SAME_LOWER: the odd padding before
+    p = F.max_pool2d(F.pad(k, (pp[1], pp[0], pp[1], pp[0]), value=float("-inf")), 2, 2)
+    r = torch.relu(p.reshape(1, -1) @ t(m1).float() + t(a1).float())
+    y = 0.5 * (r @ t(g1).float()) + 2.0 * t(c1).float()
+    save_good(out, "helper", x, y)
+
+
+def opset10_model(out):
+    rng = np.random.default_rng(9)
+    w = rng.uniform(-0.3, 0.3, (4, 2, 3, 3))
+    gamma, beta = rng.uniform(0.5, 1.5, 4), rng.uniform(-0.1, 0.1, 4)
+    mean, var = rng.uniform(-0.1, 0.1, 4), rng.uniform(0.5, 1.5, 4)
+    fw, fb = rng.uniform(-0.3, 0.3, (3, 4 * 3 * 3)), rng.uniform(-0.1, 0.1, 3)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["b"],
+                         name="bn", epsilon=1e-3),
+        helper.make_node("Clip", ["b"], ["k"], name="relu6", min=0.0, max=6.0),
+        helper.make_node("AveragePool", ["k"], ["p"], name="avg", kernel_shape=[3, 3],
+                         strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1),
+        helper.make_node("Flatten", ["p"], ["f"], name="flat"),
+        helper.make_node("Gemm", ["f", "fw", "fb"], ["y"], name="fc", transB=1),
+    ]
+    inits = [init(n, v) for n, v in [("w", w), ("gamma", gamma), ("beta", beta), ("mean", mean),
+                                      ("var", var), ("fw", fw), ("fb", fb)]]
+    save_model(os.path.join(out, "opset10.onnx"), nodes, inits, [1, 2, 6, 6], opset=10)
+    x = torch.rand(1, 2, 6, 6, generator=torch.Generator().manual_seed(4)) * 2 - 1
+    t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float32))
+    c = F.conv2d(x, t(w), padding=1)
+    b = F.batch_norm(c, t(mean), t(var), t(gamma), t(beta), eps=1e-3)
+    p = F.avg_pool2d(torch.clamp(b, 0, 6), 3, 2, padding=1, count_include_pad=True)
+    save_good(out, "opset10", x, p.reshape(1, -1) @ t(fw).T + t(fb))
+
+
+def bad_models(out):
+    lines = []
+
+    def bad(name, expect, nodes=None, inits=(), shape=(1, 3, 8, 8), opset=13,
+            elem=TensorProto.FLOAT, raw=None):
+        path = os.path.join(out, f"bad_{name}.onnx")
+        if raw is not None:
+            with open(path, "wb") as f:
+                f.write(raw)
+        else:
+            save_model(path, nodes, list(inits), list(shape), opset=opset, elem=elem)
+        lines.append(f"bad_{name}.onnx\t{expect}")
+
+    relu = [helper.make_node("Relu", ["x"], ["y"], name="r")]
+    w3 = init("w", np.zeros((4, 3, 3, 3)))
+    bad("not_onnx", "not an ONNX model, or a truncated one", raw=b"hello, this is not a model\n")
+    good = open(os.path.join(out, "every_op.onnx"), "rb").read()
+    bad("truncated", "not an ONNX model, or a truncated one", raw=good[:len(good) - 7])
+    bad("opset", "opset 18 is newer than the newest supported, 17", relu, opset=18)
+    bad("op", "node 't' (Tanh): operator Tanh is not supported",
+        [helper.make_node("Tanh", ["x"], ["y"], name="t")])
+    bad("attribute", "node 'p' (MaxPool): dilations [2, 2] are not supported for pooling",
+        [helper.make_node("MaxPool", ["x"], ["y"], name="p", kernel_shape=[2, 2],
+                          dilations=[2, 2])])
+    bad("unknown_attribute", "node 'c' (Conv): attribute 'bogus' is not supported",
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="c", bogus=1)], [w3])
+    bad("dynamic", "input 'x': dimension 2 is dynamic ('height'); only the batch dimension may be",
+        relu, shape=("N", 3, "height", 8))
+    bad("batch", "input 'x' has batch dimension 4", relu, shape=(4, 3, 8, 8))
+    bad("fp16_input", "input 'x' has type FLOAT16 (only FLOAT, float32, is supported)", relu,
+        elem=TensorProto.FLOAT16)
+    bad("fp64_weight", "node 'c' (Conv): weight 'w' has type DOUBLE (only FLOAT",
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="c")],
+        [numpy_helper.from_array(np.zeros((4, 3, 3, 3)), "w")])
+    bad("cycle", "node 'a' (Relu): the graph has a cycle through this node",
+        [helper.make_node("Relu", ["x2"], ["x1"], name="a"),
+         helper.make_node("Add", ["x", "x1"], ["x2"], name="b"),
+         helper.make_node("Relu", ["x2"], ["y"], name="c")])
+    bad("dangling", "node 'r' (Relu): input 'ghost' is produced by no node, initializer or "
+        "graph input", [helper.make_node("Relu", ["ghost"], ["y"], name="r")])
+    bad("weight_shape", "node 'c' (Conv): weight 'w' has shape [4, 5, 3, 3] but the input has 3 "
+        "channels", [helper.make_node("Conv", ["x", "w"], ["y"], name="c")],
+        [init("w", np.zeros((4, 5, 3, 3)))])
+    bad("reshape", "node 'r' (Reshape): reshape of [1, 3, 8, 8] to [1, 3, 64] (only the flatten "
+        "kind", [helper.make_node("Reshape", ["x", "s"], ["y"], name="r")],
+        [numpy_helper.from_array(np.array([1, 3, 64], dtype=np.int64), "s")])
+    bad("bias_shape", "node 'c' (Conv): bias 'b' has shape [3], the weight needs [4]",
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="c")], [w3, init("b", [0, 0, 0])])
+    with open(os.path.join(out, "bad.tsv"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: onnx_test_models.py DIR", file=sys.stderr)
+        return 2
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    torch.set_num_threads(1)
+    every_op(out)
+    helper_model(out)
+    opset10_model(out)
+    bad_models(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
