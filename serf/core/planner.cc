@@ -73,16 +73,17 @@ StatusOr<std::vector<ConfigurationFamily>> build_families(const Profile& profile
   }
   std::vector<ConfigurationFamily> families;
   for (const auto& [kt, by_i] : groups) {
-    std::vector<double> mean_ms;
+    std::vector<double> mean_ms, scv;
     std::vector<TupleStats> stats;
     for (int c = 1; validate(Configuration{c, kt.first, kt.second}, shape).ok(); ++c) {
       auto it = by_i.find(c);
       if (it == by_i.end()) break;
       stats.push_back(*it->second);
       mean_ms.push_back(it->second->mean_ms);
+      scv.push_back(it->second->scv);
     }
     if (mean_ms.empty()) continue;
-    SERF_ASSIGN_OR_RETURN(QueueModel model, QueueModel::Create(queue, mean_ms, stats.front().scv));
+    SERF_ASSIGN_OR_RETURN(QueueModel model, QueueModel::Create(queue, mean_ms, scv));
     families.push_back(ConfigurationFamily{kt.first, kt.second, static_cast<int>(mean_ms.size()),
                                            std::move(model), std::move(stats)});
   }
@@ -113,10 +114,12 @@ StatusOr<QueueModel> model_for(const Profile& profile, const Configuration& conf
                            ": the queue models of b = 1 cannot predict batches of b > 1");
   }
   SERF_ASSIGN_OR_RETURN(auto tuples, profile.tuples_for(config));
-  std::vector<double> mean_ms;
-  mean_ms.reserve(tuples.size());
-  for (const TupleStats* s : tuples) mean_ms.push_back(s->mean_ms);
-  return QueueModel::Create(queue, mean_ms, tuples.front()->scv);
+  std::vector<double> mean_ms, scv;
+  for (const TupleStats* s : tuples) {
+    mean_ms.push_back(s->mean_ms);
+    scv.push_back(s->scv);
+  }
+  return QueueModel::Create(queue, mean_ms, scv);
 }
 
 Status validate_rates(const std::vector<double>& rates, const std::string& what) {

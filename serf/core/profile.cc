@@ -9,7 +9,8 @@ namespace serf {
 
 size_t Profile::TupleHash::operator()(const ParallelismTuple& t) const {
   uint64_t h = static_cast<uint32_t>(t.service);
-  for (int v : {t.inter, t.intra, t.batch}) h = h * 0x9E3779B97F4A7C15ULL + static_cast<uint32_t>(v);
+  for (int v : {t.inter, t.intra, t.batch})
+    h = h * 0x9E3779B97F4A7C15ULL + static_cast<uint32_t>(v);
   return std::hash<uint64_t>()(h);
 }
 

@@ -20,6 +20,7 @@ constexpr struct {
     {QueueKind::kMmc, "mmc"},
     {QueueKind::kAllenCunneen, "allen-cunneen"},
     {QueueKind::kMdcExact, "mdc-exact"},
+    {QueueKind::kMgInterf, "mg-interf"},
 };
 
 bool is_oblivious(QueueKind k) {
@@ -60,7 +61,15 @@ StatusOr<QueueKind> parse_queue_kind(const std::string& name) {
 
 StatusOr<QueueModel> QueueModel::Create(QueueKind kind, const std::vector<double>& mean_ms,
                                         double scv_1) {
+  return Create(kind, mean_ms, std::vector<double>(mean_ms.size(), scv_1));
+}
+
+StatusOr<QueueModel> QueueModel::Create(QueueKind kind, const std::vector<double>& mean_ms,
+                                        const std::vector<double>& scv) {
   if (mean_ms.empty()) return InvalidArgument("a queue model needs at least the tuple i = 1");
+  if (scv.size() != mean_ms.size()) {
+    return InvalidArgument("a queue model needs one SCV per mean service time");
+  }
   if (mean_ms.size() > 1000000) return InvalidArgument("at most 1,000,000 servers are supported");
   for (size_t i = 0; i < mean_ms.size(); ++i) {
     if (!std::isfinite(mean_ms[i]) || mean_ms[i] <= 0) {
@@ -68,12 +77,15 @@ StatusOr<QueueModel> QueueModel::Create(QueueKind kind, const std::vector<double
                              " must be finite and > 0 ms");
     }
   }
-  if (!std::isfinite(scv_1) || scv_1 < 0) return InvalidArgument("scv must be finite and >= 0");
+  for (double s : scv) {
+    if (!std::isfinite(s) || s < 0) return InvalidArgument("scv must be finite and >= 0");
+  }
 
   QueueModel m;
   m.kind_ = kind;
   m.oblivious_ = is_oblivious(kind);
-  m.scv_1_ = scv_1;
+  m.scv_1_ = scv.front();
+  m.scv_ = scv;
   const size_t n = mean_ms.size();
   m.inv_mu_s_.resize(n);
   m.q_.resize(n);
@@ -122,6 +134,18 @@ double QueueModel::min_latency_ms(int c) const {
   return 1000.0 * min_service_s_[static_cast<size_t>(c - 1)];
 }
 
+// Kimura's two-moment interpolation (1994) between the waits of deterministic and exponential
+// service, W(s) = (1 + s) / (2 s / W_M + (1 - s) / W_D): W_D at s = 0, W_M at s = 1, and
+// Pollaczek-Khinchine exactly at c = 1 (where W_D = W_M / 2). W_D is the paper's Eq. 10, W_M the
+// birth-death chain's wait, both from the same p_c / lambda (`base`).
+double QueueModel::two_moment_wait(double base, double rho, double cosmetatos, double scv) {
+  const double om = 1.0 - rho;
+  const double wm = base * rho / (om * om);
+  const double wd = 0.5 * base * (rho / (om * om) + cosmetatos / om);
+  if (!(wm > 0) || !(wd > 0)) return 0.0;
+  return (1.0 + scv) * wd * wm / (2.0 * scv * wd + (1.0 - scv) * wm);
+}
+
 // From the birth-death sums of configuration c, all relative to one common scale:
 // s0 = sum_{n<c} t_n, s1 = sum_{n<c} t_n / mu_{n+1}, t_c, where t_n = prod_{i<=n} lambda/(i mu_i).
 Prediction QueueModel::finish(int c, double lambda, double s0, double s1, double t_c) const {
@@ -150,6 +174,9 @@ Prediction QueueModel::finish(int c, double lambda, double s0, double s1, double
       break;
     case QueueKind::kAllenCunneen:
       wait_s = base * rho / (om * om) * 0.5 * (1.0 + scv_1_);
+      break;
+    case QueueKind::kMgInterf:
+      wait_s = two_moment_wait(base, rho, cosmetatos_[k], scv_[k]);
       break;
     case QueueKind::kMdcExact:
       return predict_exact_mdc(c, lambda);

@@ -21,9 +21,10 @@ enum class QueueKind {
   kMmc,           // M/M/c (Erlang C), interference-oblivious
   kAllenCunneen,  // G/G/c Allen-Cunneen with mu_1 and the scv of tuple (1, K, T)
   kMdcExact,      // exact M/D/c with D = 1/mu_1 (roots of z^c = exp(a (z - 1)))
+  kMgInterf,      // two-moment: md-interf and mm-interf waits interpolated by the service SCV
 };
 
-// "md-interf", "mm-interf", "mdc", "mmc", "allen-cunneen", "mdc-exact".
+// "md-interf", "mm-interf", "mdc", "mmc", "allen-cunneen", "mdc-exact", "mg-interf".
 const char* to_string(QueueKind kind);
 StatusOr<QueueKind> parse_queue_kind(const std::string& name);
 std::string queue_kind_names();  // "md-interf, mm-interf, ..." for help texts and errors
@@ -50,9 +51,13 @@ struct Prediction {
 class QueueModel {
  public:
   // mean_ms[i-1] is the mean service time of tuple (i, K, T), i = 1..m; scv_1 is the squared
-  // coefficient of variation of tuple (1, K, T) (used by Allen-Cunneen only).
+  // coefficient of variation of tuple (1, K, T) (used by Allen-Cunneen; mg-interf takes it for
+  // every level).
   static StatusOr<QueueModel> Create(QueueKind kind, const std::vector<double>& mean_ms,
                                      double scv_1 = 0.0);
+  // The same with every level's SCV: scv[i-1] of tuple (i, K, T) (mg-interf uses scv[c-1]).
+  static StatusOr<QueueModel> Create(QueueKind kind, const std::vector<double>& mean_ms,
+                                     const std::vector<double>& scv);
 
   QueueKind kind() const { return kind_; }
   int max_servers() const { return static_cast<int>(inv_mu_s_.size()); }
@@ -85,6 +90,7 @@ class QueueModel {
   void run_chain_log(int c_max, double lambda, Sink& sink) const;
   Prediction finish(int c, double lambda, double s0, double s1, double t_c) const;
   Prediction predict_exact_mdc(int c, double lambda) const;
+  static double two_moment_wait(double base, double rho, double cosmetatos, double scv);
 
   QueueKind kind_ = QueueKind::kMdInterf;
   bool oblivious_ = false;             // every server at mu_1
@@ -94,7 +100,8 @@ class QueueModel {
   std::vector<double> cosmetatos_;     // f(c) = (c-1)(sqrt(4+5c)-2)/(16c), index c-1
   std::vector<double> min_service_s_;  // min_{i<=c} 1/mu_i, index c-1
   double scv_1_ = 0;
-  bool fast_ok_ = true;  // the rescaled linear-space kernel is exact to double precision here
+  std::vector<double> scv_;  // scv of tuple (i, K, T), index i-1
+  bool fast_ok_ = true;      // the rescaled linear-space kernel is exact to double precision here
   bool force_log_ = false;
 };
 

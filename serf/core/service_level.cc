@@ -16,13 +16,13 @@ StatusOr<std::vector<ServiceLevel>> service_levels(const Profile& profile,
 
 StatusOr<ServiceTable> ServiceTable::Create(int c, int b, std::vector<ServiceLevel> levels) {
   if (c < 1 || b < 1 || b > kMaxBatch) {
-    return InvalidArgument("a service table needs c >= 1 and 1 <= b <= " +
-                           std::to_string(kMaxBatch) + " (got c = " + std::to_string(c) +
-                           ", b = " + std::to_string(b) + ")");
+    return InvalidArgument(
+        "a service table needs c >= 1 and 1 <= b <= " + std::to_string(kMaxBatch) +
+        " (got c = " + std::to_string(c) + ", b = " + std::to_string(b) + ")");
   }
   if (levels.size() != static_cast<size_t>(c) * static_cast<size_t>(b)) {
-    return InvalidArgument("a service table of c = " + std::to_string(c) + ", b = " +
-                           std::to_string(b) + " needs c * b levels");
+    return InvalidArgument("a service table of c = " + std::to_string(c) +
+                           ", b = " + std::to_string(b) + " needs c * b levels");
   }
   for (size_t k = 0; k < levels.size(); ++k) {
     const ServiceLevel& l = levels[k];
@@ -42,7 +42,8 @@ StatusOr<ServiceTable> ServiceTable::Create(int c, int b, std::vector<ServiceLev
 StatusOr<ServiceTable> ServiceTable::Uniform(const std::vector<ServiceLevel>& levels, int b) {
   std::vector<ServiceLevel> all;
   if (b >= 1 && b <= kMaxBatch) all.reserve(levels.size() * static_cast<size_t>(b));
-  for (const ServiceLevel& l : levels) all.insert(all.end(), static_cast<size_t>(std::max(b, 0)), l);
+  for (const ServiceLevel& l : levels)
+    all.insert(all.end(), static_cast<size_t>(std::max(b, 0)), l);
   return Create(static_cast<int>(levels.size()), b, std::move(all));
 }
 
@@ -61,8 +62,8 @@ std::vector<ServiceLevel> ServiceTable::single_requests() const {
 StatusOr<ServiceTable> service_table(const Profile& profile, const Configuration& config) {
   if (config.service < 1) return InvalidArgument("service parallelism c must be >= 1");
   if (config.batch < 1 || config.batch > kMaxBatch) {
-    return InvalidArgument("batch size b must lie in [1, " + std::to_string(kMaxBatch) +
-                           "] (got " + std::to_string(config.batch) + ")");
+    return InvalidArgument("batch size b must lie in [1, " + std::to_string(kMaxBatch) + "] (got " +
+                           std::to_string(config.batch) + ")");
   }
   // The endpoints: batches of 1 and of b at every i (tuples_for names a missing one).
   Configuration single = config;
@@ -75,7 +76,8 @@ StatusOr<ServiceTable> service_table(const Profile& profile, const Configuration
     // Profiled batch sizes at (i, K, T), ascending; 1 and b are among them.
     std::vector<const TupleStats*> known;
     for (int n = 1; n <= b; ++n) {
-      if (const TupleStats* s = profile.find({i, config.inter, config.intra, n})) known.push_back(s);
+      if (const TupleStats* s = profile.find({i, config.inter, config.intra, n}))
+        known.push_back(s);
     }
     size_t hi = 0;
     for (int n = 1; n <= b; ++n) {
@@ -90,8 +92,8 @@ StatusOr<ServiceTable> service_table(const Profile& profile, const Configuration
       const double w = static_cast<double>(n - below.tuple.batch) /
                        static_cast<double>(above.tuple.batch - below.tuple.batch);
       const double mean = (1 - w) * below.mean_ms + w * above.mean_ms;
-      const double sd = (1 - w) * below.mean_ms * std::sqrt(below.scv) +
-                        w * above.mean_ms * std::sqrt(above.scv);
+      const double sd =
+          (1 - w) * below.mean_ms * std::sqrt(below.scv) + w * above.mean_ms * std::sqrt(above.scv);
       l = {mean, (sd / mean) * (sd / mean)};
     }
   }

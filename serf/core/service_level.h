@@ -41,7 +41,8 @@ class ServiceTable {
   int service() const { return c_; }
   int batch() const { return b_; }
   const ServiceLevel& at(int i, int n) const {
-    return levels_[static_cast<size_t>(i - 1) * static_cast<size_t>(b_) + static_cast<size_t>(n - 1)];
+    return levels_[static_cast<size_t>(i - 1) * static_cast<size_t>(b_) +
+                   static_cast<size_t>(n - 1)];
   }
   // at(i, b) for i = 1..c.
   std::vector<ServiceLevel> full_batches() const;

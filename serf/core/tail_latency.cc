@@ -131,6 +131,7 @@ double model_service_scv(QueueKind kind, double profiled_scv_c) {
     case QueueKind::kMdcExact:
     case QueueKind::kMdInterf:
     case QueueKind::kAllenCunneen:
+    case QueueKind::kMgInterf:
       break;
   }
   return profiled_scv_c;
@@ -144,6 +145,7 @@ double service_scv_wait_factor(QueueKind kind, double profiled_scv_c) {
       assumed = 1.0;
       break;
     case QueueKind::kAllenCunneen:
+    case QueueKind::kMgInterf:  // already two-moment
       assumed = profiled_scv_c;
       break;
     case QueueKind::kMdc:

@@ -69,8 +69,9 @@ double arrival_scv_wait_factor(double unit_arrival_scv, double service_scv);
 double model_service_scv(QueueKind kind, double profiled_scv_c);
 // The service-SCV correction the tail approximation adds: the model's W_q assumes service SCV
 // `assumed` (0 for md-interf, mdc, mdc-exact; 1 for mm-interf, mmc; the profiled one for
-// Allen-Cunneen) while the profile measured `profiled`: W_q scales by (1 + profiled)/(1 + assumed)
-// (Allen-Cunneen again). Not applied to the mean objective, which stays the paper's.
+// Allen-Cunneen and mg-interf) while the profile measured `profiled`: W_q scales by (1 +
+// profiled)/(1 + assumed) (Allen-Cunneen again). Not applied to the mean objective, which stays the
+// paper's.
 double service_scv_wait_factor(QueueKind kind, double profiled_scv_c);
 // The prediction with W_q scaled by `factor` (W = S + W_q).
 Prediction scale_wait(Prediction p, double factor);

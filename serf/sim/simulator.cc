@@ -23,9 +23,15 @@ const char* service_semantics_name(ServiceSemantics s) {
 }
 
 double offered_utilization(const SimulationOptions& o) {
-  if (o.levels.empty() || o.units < 1) return std::numeric_limits<double>::infinity();
-  const double c = static_cast<double>(o.levels.size());
+  if (o.units < 1) return std::numeric_limits<double>::infinity();
   const double lambda_unit_per_ms = o.rate_per_s / 1000.0 / o.units;
+  if (o.batching) {
+    const ServiceTable& t = *o.batching;
+    return lambda_unit_per_ms * t.at(t.service(), t.batch()).mean_ms /
+           (static_cast<double>(t.service()) * t.batch());
+  }
+  if (o.levels.empty()) return std::numeric_limits<double>::infinity();
+  const double c = static_cast<double>(o.levels.size());
   return lambda_unit_per_ms * o.levels.back().mean_ms / c;
 }
 
@@ -127,6 +133,8 @@ struct Queued {
 class Fifo {
  public:
   bool empty() const { return head_ == items_.size(); }
+  size_t size() const { return items_.size() - head_; }
+  const Queued& front() const { return items_[head_]; }
   void push(Queued q) { items_.push_back(q); }
   Queued pop() {
     const Queued q = items_[head_++];
@@ -182,6 +190,74 @@ class StartUnit {
   }
 
   std::vector<TimeSampler> samplers_;
+  std::vector<double> ends_;
+  Fifo queue_;
+};
+
+// Batching (start semantics): a free slot takes up to b waiting requests as one batch, whose
+// service time is fixed at its start; slot end times in a min-heap as in StartUnit, plus the
+// batch-delay timer (the oldest waiting request's arrival + D) while a slot is free.
+class BatchUnit {
+ public:
+  BatchUnit(const ServiceTable& table, double max_delay_ms)
+      : c_(static_cast<size_t>(table.service())),
+        b_(static_cast<size_t>(table.batch())),
+        delay_ms_(max_delay_ms) {
+    for (int i = 1; i <= table.service(); ++i) {
+      for (int n = 1; n <= table.batch(); ++n) samplers_.emplace_back(table.at(i, n));
+    }
+    ends_.reserve(c_);
+  }
+
+  void arrive(double t, int64_t id, Rng& rng, Recorder& rec) {
+    advance(t, rng, rec);
+    queue_.push({t, id});
+    dispatch(t, rng, rec);
+  }
+  void drain(Rng& rng, Recorder& rec) {
+    advance(std::numeric_limits<double>::infinity(), rng, rec);
+  }
+
+ private:
+  static constexpr double kNever = std::numeric_limits<double>::infinity();
+
+  // Starts batches while a slot is free and the queue may go (full batch, no delay, or timed out).
+  void dispatch(double now, Rng& rng, Recorder& rec) {
+    while (ends_.size() < c_ && !queue_.empty()) {
+      if (queue_.size() < b_ && delay_ms_ > 0 && now < queue_.front().arrival_ms + delay_ms_) {
+        return;
+      }
+      start(now, rng, rec);
+    }
+  }
+  void advance(double t, Rng& rng, Recorder& rec) {
+    for (;;) {
+      const double next_end = ends_.empty() ? kNever : ends_.front();
+      const double timer =
+          ends_.size() < c_ && !queue_.empty() ? queue_.front().arrival_ms + delay_ms_ : kNever;
+      const double next = std::min(next_end, timer);
+      if (next > t || next == kNever) return;  // (drain passes t = kNever)
+      if (next_end <= timer) {
+        std::pop_heap(ends_.begin(), ends_.end(), std::greater<double>());
+        ends_.pop_back();
+      }
+      dispatch(next, rng, rec);
+    }
+  }
+  void start(double now, Rng& rng, Recorder& rec) {
+    const size_t n = std::min(queue_.size(), b_);
+    const double end = now + samplers_[ends_.size() * b_ + (n - 1)].draw(rng);
+    ends_.push_back(end);
+    std::push_heap(ends_.begin(), ends_.end(), std::greater<double>());
+    for (size_t k = 0; k < n; ++k) {
+      const Queued q = queue_.pop();
+      rec.record(q.id, q.arrival_ms, now, end);
+    }
+  }
+
+  size_t c_, b_;
+  double delay_ms_;
+  std::vector<TimeSampler> samplers_;  // level (i, n) at (i - 1) * b + (n - 1)
   std::vector<double> ends_;
   Fifo queue_;
 };
@@ -335,7 +411,19 @@ StatusOr<std::vector<double>> replay_latencies(const std::vector<ServiceLevel>& 
 }
 
 StatusOr<SimulationResult> simulate(const SimulationOptions& o) {
-  SERF_RETURN_IF_ERROR(check_levels(o.levels));
+  if (o.batching) {
+    if (o.semantics != ServiceSemantics::kStart) {
+      return InvalidArgument("batching is simulated with start semantics only");
+    }
+    if (!std::isfinite(o.max_batch_delay_ms) || o.max_batch_delay_ms < 0) {
+      return InvalidArgument("the max batch delay must be finite and >= 0 ms");
+    }
+  } else {
+    SERF_RETURN_IF_ERROR(check_levels(o.levels));
+    if (o.max_batch_delay_ms != 0) {
+      return InvalidArgument("a max batch delay needs batching (b > 1)");
+    }
+  }
   if (o.units < 1) return InvalidArgument("the cluster needs at least one serving unit");
   if (o.batches < 2) return InvalidArgument("batch means need at least 2 batches");
   if (!(o.percentile >= 0 && o.percentile < 100)) {
@@ -355,9 +443,15 @@ StatusOr<SimulationResult> simulate(const SimulationOptions& o) {
                         " >= 1, the queue grows without bound and there is no steady state; "
                         "lower the rate or add nodes");
   }
-  const SimulationResult r = with_units(
-      o.semantics, o.levels, static_cast<size_t>(o.units),
-      [&](auto servers) { return run(o, std::move(arrivals), std::move(servers), warmup); });
+  const SimulationResult r =
+      o.batching
+          ? run(o, std::move(arrivals),
+                std::vector<BatchUnit>(static_cast<size_t>(o.units),
+                                       BatchUnit(*o.batching, o.max_batch_delay_ms)),
+                warmup)
+          : with_units(o.semantics, o.levels, static_cast<size_t>(o.units), [&](auto servers) {
+              return run(o, std::move(arrivals), std::move(servers), warmup);
+            });
   if (!std::isfinite(r.latency_ms) || !std::isfinite(r.latency_ci95_ms) ||
       !std::isfinite(r.simulated_s)) {
     return InvalidArgument(

@@ -14,12 +14,20 @@
 // Service times are Gamma distributed with the tuple's mean and SCV (exponential when scv = 1,
 // deterministic when scv = 0).
 //
+// Batching (SimulationOptions::batching, b > 1; start semantics): a slot serves a batch. When a
+// slot is free and requests wait, it takes the first min(queue length, b) of them as one batch,
+// at once by default; with a max batch delay D > 0 it starts only when b wait or the oldest has
+// waited D (so a lone request waits up to D for company). The batch's service time is drawn at
+// its start from level (i, n): n requests, i batches running including itself; every request of
+// the batch waits from its arrival to the batch's start and leaves at the batch's end.
+//
 // Statistics cover the requests after the warm-up (by arrival index); every request is run to
 // completion. Percentiles come from a streaming log-linear histogram (relative error <= 0.05%,
 // see histogram.h); the 95% confidence half-width of the mean latency uses batch means
 // (consecutive completions in `batches` batches, Student t).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +45,11 @@ const char* service_semantics_name(ServiceSemantics s);
 using serf::ServiceLevel;  // service statistics while exactly i run (index i-1)
 
 struct SimulationOptions {
-  std::vector<ServiceLevel> levels;  // size c = service slots per unit
+  std::vector<ServiceLevel> levels;  // size c = service slots per unit (batches of one request)
+  // Batching: when set, the service of a batch of n = 1..b requests while i = 1..c run; it
+  // replaces `levels` (which may be left empty). Start semantics only.
+  std::optional<ServiceTable> batching;
+  double max_batch_delay_ms = 0;  // with batching: wait up to this long for a batch to fill
   int units = 1;
   ServiceSemantics semantics = ServiceSemantics::kStart;
   ArrivalKind arrival_kind = ArrivalKind::kPoisson;
@@ -62,7 +74,8 @@ struct SimulationResult {
   double simulated_s = 0;       // simulated time
 };
 
-// rho = lambda_unit / (c * mu_c): the load a unit must carry with all c slots busy.
+// rho = lambda_unit / (c * mu_c): the load a unit must carry with all c slots busy; with batching
+// lambda_unit * mean_ms(c, b) / (c * b), the load over the capacity with full batches.
 double offered_utilization(const SimulationOptions& options);
 
 // InvalidArgument for bad options; Infeasible when the load is unstable (rho >= 1): the queue grows
