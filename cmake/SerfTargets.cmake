@@ -18,20 +18,24 @@ endfunction()
 
 # A Catch2 test executable registered with CTest.
 #   serf_add_test(NAME name SOURCES a.cc ... LIBS lib ... [MPI_RANKS n] [LABELS l ...])
-# MPI_RANKS runs it under mpiexec with n ranks (oversubscribed, allowed as root).
+# MPI_RANKS runs it under mpiexec with n ranks (oversubscribed, allowed as root). Catch2 runs with
+# -w NoAssertions: a test case that asserts nothing fails. A case that cannot run on this machine
+# uses SERF_SKIP (tests/test_skip.h) and gets its own entry: serf_add_test_run(... SKIPPABLE).
 function(serf_add_test)
   cmake_parse_arguments(T "" "NAME;MPI_RANKS;TIMEOUT" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   serf_target_defaults(${T_NAME})
   target_link_libraries(${T_NAME} PRIVATE serf_test_main ${T_LIBS})
+  target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   if(T_MPI_RANKS)
     add_test(NAME ${T_NAME}
              COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${T_MPI_RANKS}
-                     --oversubscribe --allow-run-as-root $<TARGET_FILE:${T_NAME}> ${T_ARGS})
+                     --oversubscribe --allow-run-as-root $<TARGET_FILE:${T_NAME}>
+                     -w NoAssertions ${T_ARGS})
     list(APPEND T_LABELS mpi)
   else()
-    add_test(NAME ${T_NAME} COMMAND ${T_NAME} ${T_ARGS})
+    add_test(NAME ${T_NAME} COMMAND ${T_NAME} -w NoAssertions ${T_ARGS})
   endif()
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 600)
@@ -39,6 +43,22 @@ function(serf_add_test)
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
   if(T_MPI_RANKS)
     serf_mpi_test_properties(${T_NAME} ${T_MPI_RANKS})
+  endif()
+endfunction()
+
+# Another CTest entry for the test cases of an existing Catch2 executable that a tag selects.
+#   serf_add_test_run(NAME name TEST executable ARGS "[tag]" [SKIPPABLE] [TIMEOUT s] [LABELS l ...])
+# SKIPPABLE: the cases may SERF_SKIP (tests/test_skip.h); CTest then reports the entry as skipped.
+# Keep such cases out of the executable's main entry (ARGS "~[tag]" there), or a skip would fail it.
+function(serf_add_test_run)
+  cmake_parse_arguments(T "SKIPPABLE" "NAME;TEST;TIMEOUT" "LABELS;ARGS" ${ARGN})
+  add_test(NAME ${T_NAME} COMMAND ${T_TEST} -w NoAssertions ${T_ARGS})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 600)
+  endif()
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+  if(T_SKIPPABLE)
+    set_tests_properties(${T_NAME} PROPERTIES SKIP_REGULAR_EXPRESSION "SKIPPED \\(")
   endif()
 endfunction()
 

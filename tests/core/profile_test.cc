@@ -1,105 +1,10 @@
+// serf/core/profile.h: configurations and tuples, the batch service table, tuple lookup. Reading
+// and writing profiles: tests/io/profile_io_test.cc.
 #include "serf/core/profile.h"
-
-#include "serf/core/service_level.h"
 
 #include <catch2/catch.hpp>
 
-#include "serf/io/json_fields.h"
-#include "serf/io/profile_io.h"
-
-using nlohmann::json;
-
-namespace {
-
-json good_profile() {
-  return json::parse(
-      R"({"format":"serf-profile/1","model":"m","hardware":{"nodes":4,"cores_per_node":8},
-    "tuples":[{"service":1,"inter":1,"intra":1,"mean_ms":10.0,"scv":0.01,"samples":5},
-              {"service":2,"inter":1,"intra":1,"mean_ms":12.5,"scv":0.02,"samples":5}]})");
-}
-
-std::string error_of(const json& doc) {
-  auto p = serf::io::profile_from_json(doc, "p.json");
-  REQUIRE_FALSE(p.ok());
-  CHECK(p.status().exit_code() == 2);
-  return p.status().message();
-}
-
-}  // namespace
-
-TEST_CASE("a valid profile parses and round-trips", "[core][io]") {
-  auto p = serf::io::profile_from_json(good_profile(), "p.json");
-  REQUIRE(p.ok());
-  CHECK(p->hardware.nodes == 4);
-  CHECK(p->hardware.cores_per_node == 8);
-  REQUIRE(p->find({2, 1, 1}) != nullptr);
-  CHECK(p->find({2, 1, 1})->mean_ms == 12.5);
-  CHECK(p->find({3, 1, 1}) == nullptr);
-  auto again = serf::io::profile_from_json(serf::io::profile_to_json(*p), "again");
-  REQUIRE(again.ok());
-  CHECK(again->tuples.size() == 2);
-  CHECK(again->tuples[1].scv == 0.02);
-}
-
-TEST_CASE("node_ms (the nodes' share of a measured service time) round-trips", "[core][io]") {
-  json doc = good_profile();
-  doc["tuples"][0]["node_ms"] = 9.5;
-  auto p = serf::io::profile_from_json(doc, "p.json");
-  REQUIRE(p.ok());
-  CHECK(p->tuples[0].node_ms == 9.5);
-  CHECK(p->tuples[1].node_ms == 0);
-  auto again = serf::io::profile_from_json(serf::io::profile_to_json(*p), "again");
-  REQUIRE(again.ok());
-  CHECK(again->tuples[0].node_ms == 9.5);
-  CHECK_FALSE(serf::io::profile_to_json(*p)["tuples"][1].contains("node_ms"));
-  doc["tuples"][0]["node_ms"] = 10.5;  // more than mean_ms
-  CHECK_THAT(error_of(doc), Catch::Contains("tuples[0].node_ms"));
-}
-
-TEST_CASE("passes and passes_kept round-trip and are checked", "[core][io]") {
-  json doc = good_profile();
-  doc["tuples"][0]["passes"] = 5;
-  doc["tuples"][0]["passes_kept"] = 4;
-  auto p = serf::io::profile_from_json(doc, "p.json");
-  REQUIRE(p.ok());
-  CHECK(p->tuples[0].passes == 5);
-  CHECK(p->tuples[0].passes_kept == 4);
-  CHECK(p->tuples[1].passes == 0);
-  const json out = serf::io::profile_to_json(*p);
-  CHECK(out["tuples"][0]["passes_kept"] == 4);
-  CHECK_FALSE(out["tuples"][1].contains("passes"));
-  doc["tuples"][0]["passes_kept"] = 6;  // more than passes
-  CHECK_THAT(error_of(doc), Catch::Contains("tuples[0].passes_kept"));
-  doc["tuples"][0].erase("passes_kept");
-  CHECK_THAT(error_of(doc), Catch::Contains("passes_kept"));
-}
-
-TEST_CASE("tuples carry the batch size b; files without it load as b = 1", "[core][io]") {
-  json doc = good_profile();
-  doc["tuples"].push_back(json::parse(
-      R"({"service":1,"inter":1,"intra":1,"batch":4,"mean_ms":25.0,"scv":0.04,"samples":5})"));
-  auto p = serf::io::profile_from_json(doc, "p.json");
-  REQUIRE(p.ok());
-  CHECK(p->tuples[0].tuple.batch == 1);
-  CHECK(p->find({1, 1, 1})->mean_ms == 10.0);
-  CHECK(p->find({1, 1, 1, 4})->mean_ms == 25.0);
-  CHECK(p->find({2, 1, 1, 4}) == nullptr);
-  CHECK(p->batch_sizes(1, 1) == std::vector<int>{1, 4});
-  CHECK(p->batch_sizes(2, 1).empty());
-  const json out = serf::io::profile_to_json(*p);
-  CHECK(out["tuples"][0]["batch"] == 1);
-  CHECK(out["tuples"][2]["batch"] == 4);
-  auto again = serf::io::profile_from_json(out, "again");
-  REQUIRE(again.ok());
-  CHECK(again->find({1, 1, 1, 4})->scv == 0.04);
-
-  doc["tuples"][2]["batch"] = 0;
-  CHECK_THAT(error_of(doc), Catch::Contains("tuples[2].batch must lie in [1, 4096]"));
-  doc["tuples"][2]["batch"] = "four";
-  CHECK_THAT(error_of(doc), Catch::Contains("tuples[2].batch: expected an integer"));
-  doc["tuples"][2]["batch"] = 1;  // the same tuple as tuples[0]
-  CHECK_THAT(error_of(doc), Catch::Contains("duplicate tuple (i=1, K=1, T=1)"));
-}
+#include "serf/core/service_level.h"
 
 TEST_CASE("to_string shows b only when b > 1", "[core]") {
   CHECK(serf::to_string(serf::Configuration{2, 1, 4}) == "(c=2, K=1, T=4)");
@@ -113,8 +18,10 @@ TEST_CASE("a batch of n < b is served by linear interpolation between profiled s
   serf::Profile p;
   p.hardware = {1, 8};
   // i = 1: batches 1, 2 and 8 profiled; i = 2: batches 1 and 8.
-  p.tuples = {{{1, 1, 1, 1}, 10.0, 0.04, 5}, {{1, 1, 1, 2}, 12.0, 0.0, 5},
-              {{1, 1, 1, 8}, 30.0, 0.01, 5}, {{2, 1, 1, 1}, 11.0, 0.0, 5},
+  p.tuples = {{{1, 1, 1, 1}, 10.0, 0.04, 5},
+              {{1, 1, 1, 2}, 12.0, 0.0, 5},
+              {{1, 1, 1, 8}, 30.0, 0.01, 5},
+              {{2, 1, 1, 1}, 11.0, 0.0, 5},
               {{2, 1, 1, 8}, 32.0, 0.0, 5}};
   p.reindex();
   auto t = serf::service_table(p, {2, 1, 1, 8});
@@ -140,48 +47,12 @@ TEST_CASE("a batch of n < b is served by linear interpolation between profiled s
 }
 
 TEST_CASE("tuples_for names the missing tuple", "[core]") {
-  auto p = serf::io::profile_from_json(good_profile(), "p.json");
-  REQUIRE(p.ok());
-  CHECK(p->tuples_for({2, 1, 1}).ok());
-  auto missing = p->tuples_for({3, 1, 1});
+  serf::Profile p;
+  p.hardware = {4, 8};
+  p.tuples = {{{1, 1, 1}, 10.0, 0.01, 5}, {{2, 1, 1}, 12.5, 0.02, 5}};
+  p.reindex();
+  CHECK(p.tuples_for({2, 1, 1}).ok());
+  auto missing = p.tuples_for({3, 1, 1});
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.status().message(), Catch::Contains("(i=3, K=1, T=1)"));
-}
-
-TEST_CASE("bad profiles give one clear message naming the field", "[core][io]") {
-  json doc = good_profile();
-  doc["format"] = "serf-profile/0";
-  CHECK_THAT(error_of(doc), Catch::Contains("format"));
-
-  doc = good_profile();
-  doc["tuples"][1]["mean_ms"] = -1.0;
-  CHECK_THAT(error_of(doc), Catch::Contains("tuples[1].mean_ms"));
-
-  doc = good_profile();
-  doc["tuples"][0]["scv"] = -0.5;
-  CHECK_THAT(error_of(doc), Catch::Contains("tuples[0].scv"));
-
-  doc = good_profile();
-  doc["tuples"][0]["service"] = "one";
-  CHECK_THAT(error_of(doc), Catch::Contains("tuples[0].service: expected an integer"));
-
-  doc = good_profile();
-  doc["hardware"]["nodes"] = 0;
-  CHECK_THAT(error_of(doc), Catch::Contains("hardware.nodes"));
-
-  doc = good_profile();
-  doc["tuples"][1] = doc["tuples"][0];
-  CHECK_THAT(error_of(doc), Catch::Contains("duplicate"));
-
-  doc = good_profile();
-  doc.erase("hardware");
-  CHECK_THAT(error_of(doc), Catch::Contains("hardware: missing field"));
-
-  auto bad = serf::io::parse_json("{\"format\": ", "x.json");
-  REQUIRE_FALSE(bad.ok());
-  CHECK_THAT(bad.status().message(), Catch::Contains("x.json: malformed JSON"));
-
-  auto missing = serf::io::load_profile("/nonexistent/profile.json");
-  REQUIRE_FALSE(missing.ok());
-  CHECK_THAT(missing.status().message(), Catch::Contains("/nonexistent/profile.json"));
 }

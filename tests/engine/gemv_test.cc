@@ -1,25 +1,28 @@
 // engine/cpu/gemv.h: the hand-written batch-1 fully connected kernel against a double-precision
-// loop, on sizes with row and column remainders, and row slices against the whole layer.
+// loop, on sizes with row and column remainders, and row slices against the whole layer. Tag
+// [avx512]: on a CPU without it these cases skip (CTest entry test_engine_gemv shows the skip).
+#include "engine/cpu/gemv.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
 
-#include "engine/cpu/gemv.h"
+#include "test_skip.h"
 
 namespace serf::engine {
 namespace {
 
 std::vector<float> values(size_t n, unsigned seed) {
   std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 2654435761u + seed) % 2001) / 1000.0f - 1.0f;
+  for (size_t i = 0; i < n; ++i)
+    v[i] = static_cast<float>((i * 2654435761u + seed) % 2001) / 1000.0f - 1.0f;
   return v;
 }
 
-TEST_CASE("gemv_f32 matches a double loop, with remainders, relu and threads", "[engine]") {
-  if (!gemv_supported()) {
-    WARN("no AVX-512 on this CPU: the engine uses oneDNN's inner product instead");
-    return;
-  }
+constexpr const char* kNoAvx512 = "no AVX-512 on this CPU: the engine uses oneDNN's inner product";
+
+TEST_CASE("gemv_f32 matches a double loop, with remainders, relu and threads", "[engine][avx512]") {
+  if (!gemv_supported()) SERF_SKIP(kNoAvx512);
   for (int64_t out : {1, 3, 4, 7, 9, 64}) {
     for (int64_t in : {1, 15, 16, 17, 100, 9216}) {
       const std::vector<float> w = values(static_cast<size_t>(out * in), 1), x = values(in, 2),
@@ -42,16 +45,17 @@ TEST_CASE("gemv_f32 matches a double loop, with remainders, relu and threads", "
   }
 }
 
-TEST_CASE("gemv_f32 on a slice of rows gives the whole layer's values bit for bit", "[engine]") {
-  if (!gemv_supported()) return;
+TEST_CASE("gemv_f32 on a slice of rows gives the whole layer's values bit for bit",
+          "[engine][avx512]") {
+  if (!gemv_supported()) SERF_SKIP(kNoAvx512);
   const int64_t out = 23, in = 37;
   const std::vector<float> w = values(out * in, 4), x = values(in, 5), b = values(out, 6);
   std::vector<float> whole(out), sliced(out);
   gemv_f32(w.data(), x.data(), b.data(), whole.data(), out, in, true, 2);
   for (int64_t begin : {0, 5, 11, 22}) {
     const int64_t end = std::min(out, begin + 6);
-    gemv_f32(w.data() + begin * in, x.data(), b.data() + begin, sliced.data() + begin,
-             end - begin, in, true, 1);
+    gemv_f32(w.data() + begin * in, x.data(), b.data() + begin, sliced.data() + begin, end - begin,
+             in, true, 1);
     for (int64_t o = begin; o < end; ++o) CHECK(sliced[o] == whole[o]);
   }
 }
