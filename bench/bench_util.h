@@ -64,6 +64,7 @@ class Triad {
 struct TorchTimes {
   double median_ms = -1.0;  // negative: torch not available
   double min_ms = -1.0;
+  double conv_median_ms = -1.0;  // the convolutions alone (separate runs)
 };
 // Batch-1 latency of PyTorch (scripts/torch_reference.py --bench).
 inline TorchTimes torch_times_ms(const std::string& root, const std::string& spec, int threads,
@@ -79,7 +80,8 @@ inline TorchTimes torch_times_ms(const std::string& root, const std::string& spe
   if (pclose(pipe) != 0) return {};
   try {
     const auto doc = nlohmann::json::parse(text);
-    return {doc.at("median_ms").get<double>(), doc.at("min_ms").get<double>()};
+    return {doc.at("median_ms").get<double>(), doc.at("min_ms").get<double>(),
+            doc.value("conv_median_ms", -1.0)};
   } catch (const std::exception&) {
     return {};
   }

@@ -1,7 +1,9 @@
 // engine_bench: batch-1 latency of the CPU engine against PyTorch at the same thread count, in the
-// same run, and the big fully connected layers' achieved bandwidth against a STREAM triad.
+// same run; the big fully connected layers' bandwidth against a STREAM triad; every convolution's
+// GFLOP/s against this core's FP32 peak measured with an FMA loop in the same run.
 //   engine_bench [--root DIR] [--models a,b] [--threads 1,2] [--repeat n] [--no-torch]
-// Goals (issue 3): engine <= 0.8x PyTorch; fully connected >= 80 % of triad bandwidth.
+//                [--conv-layers all|none|zoo]
+// Goals (issues 3 and 15): engine <= 0.8x PyTorch; fully connected >= 80 % of triad bandwidth.
 #include <algorithm>
 #include <cstring>
 #include <iostream>
@@ -9,6 +11,7 @@
 
 #include "bench_util.h"
 #include "engine/backend.h"
+#include "fma_peak.h"
 #include "model/weights.h"
 
 using namespace serf;
@@ -35,14 +38,133 @@ bool has_big_fc(const model::ModelPlan& plan) {
   return false;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   std::string root = SERF_SOURCE_DIR;
-  std::vector<std::string> models = {"cifar10", "imagenet1k", "imagenet22k"};
-  std::vector<int> thread_counts = {1, 2};
+  std::vector<std::string> models = {"cifar10",  "imagenet1k", "imagenet22k",
+                                     "resnet50", "vgg16",      "mobilenet_v2"};
+  std::vector<int> threads = {1, 2};
   int repeat = 20;
   bool torch = true;
+  std::string conv_layers = "zoo";  // per-layer conv rows: all, none, zoo (the imported models)
+};
+
+struct FcRow {
+  std::string model, layer;
+  int threads;
+  double mb, ms, gbs, triad, ratio;
+};
+
+struct ConvRow {
+  std::string model, layer;
+  int threads;
+  double gmac, ms, gflops, peak;
+};
+
+struct ConvSummary {
+  std::string model;
+  int threads;
+  int layers;
+  double gmac, serf_ms, torch_ms, peak;
+  std::vector<double> percents;  // per layer, of peak
+};
+
+// One (model, T): whole requests, then per-layer runs; appends to the tables.
+struct Measured {
+  std::vector<double> total_ms;
+  std::vector<std::vector<double>> layer_ms;
+  std::vector<double> triads;
+  std::vector<std::vector<double>> fc_ratio;
+};
+
+StatusOr<Measured> measure(engine::Backend& backend, const model::ModelPlan& plan,
+                           const model::Weights& weights, const std::vector<float>& input, int T,
+                           int repeat, bench::Triad& triad) {
+  SERF_ASSIGN_OR_RETURN(auto prepared, backend.prepare(plan, weights, engine::Partition{0, 1}, T));
+  SERF_ASSIGN_OR_RETURN(auto slot, prepared->new_slot());
+  std::vector<float> output(static_cast<size_t>(plan.output().elements()));
+  engine::LocalExchange local;
+  engine::LayerTimings timings;
+  timings.resize(plan.layers.size());
+  for (int w = 0; w < 3; ++w) SERF_RETURN_IF_ERROR(slot->run(input.data(), output.data(), local, nullptr));
+  Measured m;
+  // Whole-request latency without per-layer clocks ...
+  for (int r = 0; r < repeat; ++r) {
+    const double t0 = bench::now_ms();
+    SERF_RETURN_IF_ERROR(slot->run(input.data(), output.data(), local, nullptr));
+    m.total_ms.push_back(bench::now_ms() - t0);
+  }
+  // ... and per-layer times in separate runs; with big fully connected layers each run right
+  // after a triad with the same T (this machine's bandwidth moves 2x within seconds).
+  m.layer_ms.resize(plan.layers.size());
+  m.fc_ratio.resize(plan.layers.size());
+  const bool fc = has_big_fc(plan);
+  for (int r = 0; r < repeat; ++r) {
+    if (fc) m.triads.push_back(triad.gb_per_s(T));
+    SERF_RETURN_IF_ERROR(slot->run(input.data(), output.data(), local, &timings));
+    for (size_t i = 0; i < plan.layers.size(); ++i) {
+      m.layer_ms[i].push_back(timings.compute_ms[i]);
+      if (fc && big_fc(plan, i)) {
+        m.fc_ratio[i].push_back(plan.layers[i].weight_bytes / (timings.compute_ms[i] * 1e6) /
+                                m.triads.back());
+      }
+    }
+  }
+  return m;
+}
+
+void add_conv_rows(const std::string& name, const model::ModelPlan& plan, const Measured& m,
+                   int T, double peak, double torch_conv_ms, std::vector<ConvRow>* rows,
+                   std::vector<ConvSummary>* summaries) {
+  ConvSummary s{name, T, 0, 0.0, 0.0, torch_conv_ms, peak, {}};
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    if (plan.spec.layers[i].kind != model::LayerKind::kConv2d) continue;
+    const double ms = bench::median(m.layer_ms[i]);
+    const double gmac = plan.layers[i].connections / 1e9;
+    const double gflops = ms > 0 ? 2.0 * gmac / (ms / 1e3) : 0.0;
+    rows->push_back({name, plan.spec.layers[i].name, T, gmac, ms, gflops, peak});
+    ++s.layers;
+    s.gmac += gmac;
+    s.serf_ms += ms;
+    s.percents.push_back(100.0 * gflops / peak);
+  }
+  if (s.layers > 0) summaries->push_back(std::move(s));
+}
+
+void print_conv_tables(const std::vector<ConvSummary>& summaries, const std::vector<ConvRow>& rows,
+                       const Options& o, int repeat) {
+  std::printf("\nconvolutions: sum of per-layer medians (%d runs) against this core's FP32 peak, "
+              "measured by an FMA loop with the same T right before; torch_conv_ms: PyTorch's "
+              "Conv2d layers alone\n", repeat);
+  std::printf("%-12s %2s %6s %9s %10s %13s %10s %9s %7s  %s\n", "model", "T", "convs", "GMAC",
+              "serf_ms", "torch_conv_ms", "conv_ratio", "GFLOP/s", "%peak",
+              "per-layer %peak min/median/max");
+  for (const ConvSummary& s : summaries) {
+    const double gflops = 2.0 * s.gmac / (s.serf_ms / 1e3);
+    std::vector<double> p = s.percents;
+    std::sort(p.begin(), p.end());
+    char torch_cols[64];
+    if (s.torch_ms > 0) {
+      std::snprintf(torch_cols, sizeof torch_cols, "%13.3f %10.2f", s.torch_ms,
+                    s.serf_ms / s.torch_ms);
+    } else {
+      std::snprintf(torch_cols, sizeof torch_cols, "%13s %10s", "n/a", "n/a");
+    }
+    std::printf("%-12s %2d %6d %9.3f %10.3f %s %9.1f %6.0f%%  %.0f/%.0f/%.0f %% of %.1f GFLOP/s\n",
+                s.model.c_str(), s.threads, s.layers, s.gmac, s.serf_ms, torch_cols, gflops,
+                100.0 * gflops / s.peak, p.front(), bench::median(p), p.back(), s.peak);
+  }
+  if (o.conv_layers == "none") return;
+  std::printf("\nper convolution (median of %d runs)\n%-12s %-28s %2s %9s %9s %9s %7s\n", repeat,
+              "model", "layer", "T", "MMAC", "ms", "GFLOP/s", "%peak");
+  for (const ConvRow& r : rows) {
+    const bool zoo = r.model == "resnet50" || r.model == "vgg16" || r.model == "mobilenet_v2";
+    if (o.conv_layers == "zoo" && !zoo) continue;
+    std::printf("%-12s %-28s %2d %9.2f %9.4f %9.1f %6.0f%%\n", r.model.c_str(), r.layer.c_str(),
+                r.threads, r.gmac * 1e3, r.ms, r.gflops, 100.0 * r.gflops / r.peak);
+  }
+}
+
+bool parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -52,50 +174,77 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--root")
-      root = next();
-    else if (a == "--models")
-      models = split(next());
-    else if (a == "--threads") {
-      thread_counts.clear();
-      for (const auto& t : split(next())) thread_counts.push_back(std::atoi(t.c_str()));
-    } else if (a == "--repeat")
-      repeat = std::atoi(next().c_str());
-    else if (a == "--no-torch")
-      torch = false;
-    else {
+    if (a == "--root") {
+      o->root = next();
+    } else if (a == "--models") {
+      o->models = split(next());
+    } else if (a == "--threads") {
+      o->threads.clear();
+      for (const auto& t : split(next())) o->threads.push_back(std::atoi(t.c_str()));
+    } else if (a == "--repeat") {
+      o->repeat = std::atoi(next().c_str());
+    } else if (a == "--no-torch") {
+      o->torch = false;
+    } else if (a == "--conv-layers") {
+      o->conv_layers = next();
+    } else {
       std::cerr << "engine_bench: error: unknown argument " << a
-                << " (use --root DIR --models a,b --threads 1,2 --repeat n --no-torch)\n";
-      return 2;
+                << " (use --root DIR --models a,b --threads 1,2 --repeat n --no-torch "
+                   "--conv-layers all|none|zoo)\n";
+      return false;
     }
   }
-  if (repeat < 1) {
+  if (o->repeat < 1) {
     std::cerr << "engine_bench: error: --repeat must be at least 1\n";
-    return 2;
+    return false;
   }
-  for (int t : thread_counts) {
+  for (int t : o->threads) {
     if (t < 1) {
       std::cerr << "engine_bench: error: --threads values must be at least 1\n";
-      return 2;
+      return false;
     }
   }
+  if (o->conv_layers != "all" && o->conv_layers != "none" && o->conv_layers != "zoo") {
+    std::cerr << "engine_bench: error: --conv-layers must be all, none or zoo\n";
+    return false;
+  }
+  return true;
+}
+
+void print_latency(const std::string& name, int T, int repeat, const std::vector<double>& total,
+                   const bench::TorchTimes& torch_ms) {
+  const double serf_ms = bench::median(total);
+  const double serf_min = *std::min_element(total.begin(), total.end());
+  if (torch_ms.median_ms > 0) {
+    const double ratio = serf_ms / torch_ms.median_ms;
+    std::printf("%-12s %2d %5d %10.3f %10.3f %7.2f %10.3f %10.3f %9.2f  %s\n", name.c_str(), T,
+                repeat, serf_ms, torch_ms.median_ms, ratio, serf_min, torch_ms.min_ms,
+                serf_min / torch_ms.min_ms, ratio <= 0.8 ? "met" : "NOT met");
+  } else {
+    std::printf("%-12s %2d %5d %10.3f %10s %7s %10.3f %10s %9s\n", name.c_str(), T, repeat,
+                serf_ms, "n/a", "n/a", serf_min, "n/a", "n/a");
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!parse(argc, argv, &o)) return 2;
   auto backend = engine::make_backend("cpu");
   if (!backend.ok()) {
     std::cerr << "engine_bench: error: " << backend.status().message() << "\n";
     return 2;
   }
-
   std::printf("\n%-12s %2s %5s %10s %10s %7s %10s %10s %9s  %s\n", "model", "T", "runs", "serf_ms",
               "torch_ms", "ratio", "serf_min", "torch_min", "min_ratio", "goal: ratio <= 0.80");
-  struct FcRow {
-    std::string model, layer;
-    int threads;
-    double mb, ms, gbs, triad, ratio;
-  };
   std::vector<FcRow> fc_rows;
+  std::vector<ConvRow> conv_rows;
+  std::vector<ConvSummary> summaries;
   bench::Triad triad;
-  for (const std::string& name : models) {
-    const std::string spec = root + "/configs/models/" + name + ".json";
+  for (const std::string& name : o.models) {
+    const std::string spec = o.root + "/configs/models/" + name + ".json";
     auto plan = model::load_model(spec);
     if (!plan.ok()) {
       std::cerr << "engine_bench: error: " << plan.status().message() << "\n";
@@ -105,67 +254,24 @@ int main(int argc, char** argv) {
     const model::Weights weights = model::Weights::seeded(*plan, 1);
     const double init_ms = bench::now_ms() - t_init;
     const std::vector<float> input = model::seeded_input(plan->spec.input, 1);
-    std::vector<float> output(plan->output().elements());
-    for (size_t k = 0; k < thread_counts.size(); ++k) {
-      const int T = thread_counts[k];
-      auto prepared = (*backend)->prepare(*plan, weights, engine::Partition{0, 1}, T);
-      if (!prepared.ok()) {
-        std::cerr << "engine_bench: error: " << prepared.status().message() << "\n";
+    for (int T : o.threads) {
+      const double peak = bench::fma_peak_gflops(T);
+      auto m = measure(**backend, *plan, weights, input, T, o.repeat, triad);
+      if (!m.ok()) {
+        std::cerr << "engine_bench: error: " << m.status().message() << "\n";
         return 1;
       }
-      auto slot = (*prepared)->new_slot();
-      if (!slot.ok()) return 1;
-      engine::LocalExchange local;
-      engine::LayerTimings timings;
-      timings.resize(plan->layers.size());
-      for (int w = 0; w < 3; ++w) (*slot)->run(input.data(), output.data(), local, nullptr);
-      std::vector<double> total;
-      std::vector<std::vector<double>> layer_ms(plan->layers.size());
-      // Whole-request latency without per-layer synchronisation ...
-      for (int r = 0; r < repeat; ++r) {
-        const double t0 = bench::now_ms();
-        (*slot)->run(input.data(), output.data(), local, nullptr);
-        total.push_back(bench::now_ms() - t0);
-      }
-      // ... and per-layer times in separate runs, each right after a triad with the same T: this
-      // machine's load moves bandwidth by 2x within seconds, so each layer time is compared with
-      // the bandwidth of its own moment and the ratios' median is reported.
-      std::vector<double> triads;
-      std::vector<std::vector<double>> layer_ratio(plan->layers.size());
-      if (has_big_fc(*plan)) {
-        for (int r = 0; r < repeat; ++r) {
-          triads.push_back(triad.gb_per_s(T));
-          (*slot)->run(input.data(), output.data(), local, &timings);
-          for (size_t i = 0; i < layer_ms.size(); ++i) {
-            layer_ms[i].push_back(timings.compute_ms[i]);
-            if (big_fc(*plan, i)) {
-              layer_ratio[i].push_back(plan->layers[i].weight_bytes /
-                                       (timings.compute_ms[i] * 1e6) / triads.back());
-            }
-          }
-        }
-      }
-      const double serf_ms = bench::median(total);
-      const double serf_min = *std::min_element(total.begin(), total.end());
       const bench::TorchTimes torch_ms =
-          torch ? bench::torch_times_ms(root, spec, T, repeat) : bench::TorchTimes{};
-      if (torch_ms.median_ms > 0) {
-        const double ratio = serf_ms / torch_ms.median_ms;
-        std::printf("%-12s %2d %5d %10.3f %10.3f %7.2f %10.3f %10.3f %9.2f  %s\n", name.c_str(), T,
-                    repeat, serf_ms, torch_ms.median_ms, ratio, serf_min, torch_ms.min_ms,
-                    serf_min / torch_ms.min_ms, ratio <= 0.8 ? "met" : "NOT met");
-      } else {
-        std::printf("%-12s %2d %5d %10.3f %10s %7s %10.3f %10s %9s\n", name.c_str(), T, repeat,
-                    serf_ms, "n/a", "n/a", serf_min, "n/a", "n/a");
-      }
-      std::fflush(stdout);
+          o.torch ? bench::torch_times_ms(o.root, spec, T, o.repeat) : bench::TorchTimes{};
+      print_latency(name, T, o.repeat, m->total_ms, torch_ms);
+      add_conv_rows(name, *plan, *m, T, peak, torch_ms.conv_median_ms, &conv_rows, &summaries);
       for (size_t i = 0; i < plan->layers.size(); ++i) {
         const auto& info = plan->layers[i];
         if (!big_fc(*plan, i)) continue;
-        const double ms = bench::median(layer_ms[i]);
+        const double ms = bench::median(m->layer_ms[i]);
         fc_rows.push_back({name, plan->spec.layers[i].name, T, info.weight_bytes / 1e6, ms,
-                           info.weight_bytes / (ms * 1e6), bench::median(triads),
-                           bench::median(layer_ratio[i])});
+                           info.weight_bytes / (ms * 1e6), bench::median(m->triads),
+                           bench::median(m->fc_ratio[i])});
       }
     }
     std::fprintf(stderr, "(%s: seeded %.0f MB of weights in %.0f ms)\n", name.c_str(),
@@ -173,12 +279,13 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "\nbig fully connected layers: weight bytes / time; each run right after a STREAM triad "
-      "(same T, 2 MiB pages), median of %d; goal >= 80 %% of triad\n", repeat);
-  std::printf("%-12s %-6s %2s %10s %10s %8s %12s %8s\n", "model", "layer", "T", "weight_MB", "ms",
-              "GB/s", "triad_GB/s", "%triad");
+      "(same T, 2 MiB pages), median of %d; goal >= 80 %% of triad\n", o.repeat);
+  std::printf("%-12s %-14s %2s %10s %10s %8s %12s %8s\n", "model", "layer", "T", "weight_MB",
+              "ms", "GB/s", "triad_GB/s", "%triad");
   for (const FcRow& r : fc_rows) {
-    std::printf("%-12s %-6s %2d %10.1f %10.3f %8.2f %12.2f %7.0f%%\n", r.model.c_str(),
+    std::printf("%-12s %-14s %2d %10.1f %10.3f %8.2f %12.2f %7.0f%%\n", r.model.c_str(),
                 r.layer.c_str(), r.threads, r.mb, r.ms, r.gbs, r.triad, 100.0 * r.ratio);
   }
+  print_conv_tables(summaries, conv_rows, o, o.repeat);
   return 0;
 }

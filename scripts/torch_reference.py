@@ -14,7 +14,8 @@ same safetensors weights and input and runs one image (batch 1). Modes:
   --check-counts I compare parameters and connections, per layer and in total, with
                    `serf model info --json` output I (built on torch's meta device: no memory)
   --bench          batch-1 latency: --threads T (torch.set_num_threads), --repeat n, median of n
-                   runs under torch.inference_mode() after --warmup runs; prints one JSON line.
+                   runs under torch.inference_mode() after --warmup runs; then n more runs timing
+                   the Conv2d layers alone (conv_median_ms: median of their sums); one JSON line.
                    Weights from --weights, else random (latency does not depend on the values).
 
 Get weights and input with: serf model init SPEC --seed S --out W.safetensors --input-out X.safetensors
@@ -144,10 +145,15 @@ class Graph(nn.Module):
         self.layers = nn.ModuleList(mods)
         self.names, self.sources = names, sources
 
-    def forward(self, x, keep=None):
+    def forward(self, x, keep=None, conv_seconds=None):
         tensors = {"input": x}
         for mod, name, srcs in zip(self.layers, self.names, self.sources):
-            tensors[name] = mod(*[tensors[s] for s in srcs])
+            if conv_seconds is not None and isinstance(weighted(mod), nn.Conv2d):
+                start = time.perf_counter()
+                tensors[name] = mod(*[tensors[s] for s in srcs])
+                conv_seconds[0] += time.perf_counter() - start
+            else:
+                tensors[name] = mod(*[tensors[s] for s in srcs])
             if keep is not None:
                 keep.append(tensors[name])
         return tensors[self.names[-1]]
@@ -339,7 +345,7 @@ def bench(spec, args):
         load_weights(model, names, args.weights)
     shape = (1, spec["input"]["channels"], spec["input"]["height"], spec["input"]["width"])
     x = load_input(spec, args.input) if args.input else torch.rand(shape) * 2 - 1
-    times_ms = []
+    times_ms, conv_ms = [], []
     with torch.inference_mode():
         for _ in range(args.warmup):
             model(x)
@@ -347,10 +353,16 @@ def bench(spec, args):
             start = time.perf_counter()
             model(x)
             times_ms.append((time.perf_counter() - start) * 1e3)
+        # The convolutions alone, in separate runs (timing each layer costs a little).
+        for _ in range(args.repeat):
+            seconds = [0.0]
+            model(x, conv_seconds=seconds)
+            conv_ms.append(seconds[0] * 1e3)
     print(json.dumps({"model": spec["name"], "framework": f"torch {torch.__version__}",
                       "threads": args.threads, "repeat": args.repeat,
                       "median_ms": statistics.median(times_ms), "min_ms": min(times_ms),
-                      "mean_ms": statistics.fmean(times_ms)}))
+                      "mean_ms": statistics.fmean(times_ms),
+                      "conv_median_ms": statistics.median(conv_ms)}))
     return 0
 
 
