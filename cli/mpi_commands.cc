@@ -17,6 +17,7 @@
 #include "cli/infer_print.h"
 #include "cli/plot.h"
 #include "cli/runtime_launch.h"
+#include "cli/serve_frontends.h"
 #include "serf/core/arrivals.h"
 #include "serf/io/table_io.h"
 
@@ -37,7 +38,13 @@ struct ServeOptions {
   int requests = 100;
   std::string out;
   std::string plot;  // PNG of the run; empty: none
+  FrontendFlags frontends;  // --http, --grpc and their limits
 };
+
+// Requests waiting per unit when clients are served and --max-queue is not given.
+constexpr size_t kDefaultMaxQueue = 64;
+// Finished requests a service keeps in memory for --out.
+constexpr size_t kServiceRecords = 20000;
 
 struct ScheduledSwitch {
   double at_s;
@@ -107,9 +114,12 @@ Status run_serve(const ServeOptions& o) {
       SERF_ASSIGN_OR_RETURN(load, parse_load(o.load));
     } else if (o.rate_per_s > 0) {
       load.push_back({0, o.rate_per_s});
-    } else {
-      return InvalidArgument("--rate: give the arrival rate in requests/s (> 0), or --load");
+    } else if (!o.frontends.any()) {
+      return InvalidArgument(
+          "--rate: give the arrival rate in requests/s (> 0), or --load, or serve clients with "
+          "--http/--grpc");
     }
+    SERF_RETURN_IF_ERROR(check_frontend_flags(o.frontends));
     if (o.requests < 1) return InvalidArgument("--requests: give at least 1");
     if (!o.out.empty()) SERF_RETURN_IF_ERROR(check_output_path("--out", o.out));
     if (!o.plot.empty()) {
@@ -124,9 +134,10 @@ Status run_serve(const ServeOptions& o) {
     for (const auto& s : schedule) {
       SERF_RETURN_IF_ERROR(session.check_configuration(s.config, "--schedule"));
     }
-    std::optional<ConfigurationTable> table;
+    std::shared_ptr<const ConfigurationTable> table;
     if (!o.table.empty()) {
-      SERF_ASSIGN_OR_RETURN(table, io::load_table(o.table));
+      SERF_ASSIGN_OR_RETURN(ConfigurationTable loaded, io::load_table(o.table));
+      table = std::make_shared<const ConfigurationTable>(std::move(loaded));
       if (table->nodes != session.nodes) {
         return InvalidArgument(o.table + ": planned for " + std::to_string(table->nodes) +
                                " nodes but " + std::to_string(session.nodes) +
@@ -141,12 +152,25 @@ Status run_serve(const ServeOptions& o) {
     }
     return session.run_controller([&](serve::Controller& controller) -> Status {
       controller.set_rate_window_s(o.rate_window_s);
+      const bool clients = o.frontends.any();
+      if (o.frontends.max_queue >= 0 || clients) {
+        controller.set_max_queue(o.frontends.max_queue >= 0
+                                     ? static_cast<size_t>(o.frontends.max_queue)
+                                     : kDefaultMaxQueue);
+      }
+      // A service runs for days: keep its newest requests for --out (the journal has them all).
+      if (clients) controller.set_max_records(kServiceRecords);
       SERF_ASSIGN_OR_RETURN(std::shared_ptr<RunJournal> journal, RunJournal::Open(o.out));
       if (journal) {
-        controller.set_answer_hook([journal](const serve::RequestRecord& r) { journal->add(r); });
+        controller.add_answer_hook([journal](const serve::RequestRecord& r) { journal->add(r); });
       }
       SERF_RETURN_IF_ERROR(controller.configure(first));
       if (!session.emulation) std::cout << session.placement();
+      std::unique_ptr<ServeFrontends> frontends;
+      if (clients) {
+        SERF_ASSIGN_OR_RETURN(frontends, ServeFrontends::Start(o.frontends, o.runtime, session,
+                                                               controller, table));
+      }
       size_t next = 0;
       serve::SchedulerHook hook = [&](double now_s, double) -> std::optional<Configuration> {
         std::optional<Configuration> want;
@@ -156,15 +180,19 @@ Status run_serve(const ServeOptions& o) {
         return want;
       };
       if (table) hook = serve::table_hook(*table, o.min_dwell_s);
-      SERF_ASSIGN_OR_RETURN(
-          std::vector<double> arrivals,
-          serve::stepped_arrivals(load, o.requests, o.runtime.seed, arrivals.kind, arrivals.scv));
+      std::vector<double> arrival_s;
+      if (!load.empty()) {
+        SERF_ASSIGN_OR_RETURN(arrival_s, serve::stepped_arrivals(load, o.requests, o.runtime.seed,
+                                                                 arrivals.kind, arrivals.scv));
+      }
       // On a fault too, and first thing on SIGTERM: the measurements so far go to disk before
       // mpirun's SIGKILL can come.
       std::optional<Status> written;
       controller.set_terminated_hook(
           [&] { written = write_run_report(controller, o.out, session.model_name); });
-      Status run = controller.run_open_loop(arrivals, hook);
+      Status run = clients ? controller.serve(hook, load.empty() ? nullptr : &arrival_s)
+                           : controller.run_open_loop(arrival_s, hook);
+      if (frontends) frontends->stop();  // every request they handed over has ended
       controller.set_terminated_hook(nullptr);
       if (!written) written = write_run_report(controller, o.out, session.model_name);
       print_run_summary(controller, std::cout);
@@ -247,6 +275,11 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
       "arrival).\n"
       "  mpirun -np 5 serf serve --emulate profile.json --config 1,1,1 --rate 50 --requests 500");
   add_runtime_flags(sub, &serve->runtime);
+  serve->runtime.graceful_stop = true;
+  // serve --emulate P --model M: emulated nodes, the front ends take M's tensor shapes.
+  sub->get_option("--model")->remove_excludes(sub->get_option("--emulate"));
+  sub->get_option("--emulate")->remove_excludes(sub->get_option("--model"));
+  add_frontend_flags(sub, &serve->frontends);
   sub->add_option(
       "--config", serve->config,
       "initial configuration c,K,T (requests at once, nodes per request, threads per node)");

@@ -96,7 +96,7 @@ Status launch_runtime(const RuntimeFlags&, const std::function<Status(RuntimeSes
 namespace {
 
 std::atomic<bool> g_terminated{false};
-std::atomic<int> g_signal{0};  // the signal that set g_terminated
+std::atomic<int> g_signal{0};  // the signal that set g_terminated (or g_stop)
 extern "C" void on_sigterm(int signal) {
   g_signal = signal;
   g_terminated = true;
@@ -113,6 +113,24 @@ void install_terminate_handlers() {
 // MPI lives until the process exits: MPI_Finalize waits for every rank, so no node can exit (and
 // make mpirun kill the job) before rank 0 returned from main(), its error line printed.
 std::unique_ptr<mpi::Environment> g_environment;
+
+// serve: an operator's stop (SIGINT/SIGTERM to rank 0, SIGUSR1 forwarded by mpirun to every rank)
+// drains: rank 0 takes no new requests, finishes the ones it has and stops the nodes. When the
+// nodes got the signal too and say farewell, mpirun is tearing the job down (it turns SIGINT and
+// SIGTERM to itself into SIGTERM to every rank, and SIGKILL 1 s later: too short to drain), and
+// rank 0 takes the path above instead (the controller's begin_stop()).
+std::atomic<bool> g_stop{false};
+extern "C" void on_stop(int signal) {
+  g_signal = signal;
+  g_stop = true;
+}
+void install_stop_handlers(bool controller) {
+  if (controller) {
+    for (int sig : {SIGINT, SIGTERM, SIGUSR1}) std::signal(sig, on_stop);
+  } else {
+    std::signal(SIGUSR1, SIG_IGN);  // forwarded by mpirun for rank 0; the nodes keep serving
+  }
+}
 
 class MpiSession : public RuntimeSession {
  public:
@@ -168,6 +186,7 @@ class MpiSession : public RuntimeSession {
     started = true;
     SERF_ASSIGN_OR_RETURN(comms_, mpi::make_runtime_comms(timeout_s_));
     install_terminate_handlers();
+    if (flags_.graceful_stop) install_stop_handlers(rank == 0);
     if (rank != 0) {
       mpi::NodeOptions options{cores_per_node, !flags_.no_pin && emulation == nullptr,
                                flags_.idle_poll_us * 1e-6, &g_terminated, &g_signal};
@@ -188,6 +207,7 @@ class MpiSession : public RuntimeSession {
     options.node_timeout_s = flags_.node_timeout_s;
     options.seed = flags_.seed;
     options.interrupted = &g_terminated;
+    if (flags_.graceful_stop) options.stop = &g_stop;
     options.input = input;
     serve::Controller controller(transport, options);
     std::unique_ptr<serve::ServiceSampler> sampler;

@@ -31,6 +31,9 @@ struct RuntimeFlags {
   uint64_t seed = 1;
   bool no_pin = false;
   double idle_poll_us = 200;  // longest sleep of an idle slot between polls
+  // serve: SIGINT, SIGTERM (to rank 0) and SIGUSR1 (to mpirun, which forwards it) stop the
+  // service gracefully; nodes ignore SIGUSR1.
+  bool graceful_stop = false;
   // Hidden test hooks (fault handling tests).
   int fault_rank = -1;
   std::string fault_mode = "none";

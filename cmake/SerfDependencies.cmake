@@ -7,6 +7,9 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 # ONNX import (model/): libonnx-dev's CMake package; its targets need protobuf's.
 find_package(Protobuf REQUIRED)
 find_package(ONNX 1.12 REQUIRED)
+# KServe v2 over HTTP: Debian's cpp-httplib 0.11, a compiled library found through pkg-config.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib>=0.11)
 # Debian's dnnl-config.cmake insists on OpenCL (its GPU runtime); we use the CPU engine only, so
 # find the library and headers directly.
 find_library(SERF_DNNL_LIBRARY dnnl REQUIRED)

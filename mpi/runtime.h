@@ -167,7 +167,11 @@ class MpiTransport : public Transport {
   const RuntimeComms& comms_;
   int nodes_;
   double timeout_s_;
-  bool signalled() const { return terminated_ != nullptr && terminated_->load(); }
+  // Rank 0 got a signal: one that tears it down (terminated_), or serve's stop (signal_ alone).
+  bool signalled() const {
+    return (terminated_ != nullptr && terminated_->load()) ||
+           (signal_ != nullptr && signal_->load() != 0);
+  }
   // Records a node's farewell; one that comes while rank 0 got no signal is early.
   void note_farewell(const NodeReply& reply);
   // Replies nobody waits for (farewells, late pongs) are taken off the queue as results are

@@ -205,6 +205,8 @@ class Controller {
   // Emulated nodes: each action carries a service time drawn here. Without it nodes compute.
   void set_sampler(ServiceSampler* sampler) { sampler_ = sampler; }
   void set_rate_window_s(double window_s) { options_.rate_window_s = window_s; }
+  void set_max_queue(size_t max_queue) { options_.max_queue = max_queue; }
+  void set_max_records(size_t max_records) { options_.max_records = max_records; }
   void set_answer_hook(AnswerHook hook) { answer_hooks_ = {std::move(hook)}; }
   void add_answer_hook(AnswerHook hook) { answer_hooks_.push_back(std::move(hook)); }
   // Called once when the job is being torn down (SIGTERM), before the transport spends part of

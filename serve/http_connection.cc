@@ -1,0 +1,198 @@
+#include "serve/http_connection.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+namespace serf::serve {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+thread_local bool t_rejecting = false;
+
+// Waits until `fd` is ready for `events` or `timeout_s` passed (EINTR resumes the wait).
+bool wait_fd(int fd, short events, double timeout_s) {
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(std::max(timeout_s, 0.0)));
+  for (;;) {
+    const double left = std::chrono::duration<double>(end - Clock::now()).count();
+    pollfd p{fd, events, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::max(left, 0.0) * 1e3 + 0.999));
+    if (n > 0) return true;
+    if (n == 0 || errno != EINTR || left <= 0) return false;
+  }
+}
+
+void address_of(const sockaddr_storage& addr, std::string& ip, int& port) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof(buf));
+    port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof(buf));
+    port = ntohs(a->sin6_port);
+  }
+  ip = buf;
+}
+
+}  // namespace
+
+void DeadlineStream::start_request() {
+  deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(read_timeout_s_));
+}
+
+bool DeadlineStream::is_readable() const {
+  return wait_fd(fd_, POLLIN, std::chrono::duration<double>(deadline_ - Clock::now()).count());
+}
+
+bool DeadlineStream::is_writable() const { return wait_fd(fd_, POLLOUT, write_timeout_s_); }
+
+ssize_t DeadlineStream::read(char* ptr, size_t size) {
+  if (!is_readable()) return -1;  // the request did not arrive whole in time
+  for (;;) {
+    const ssize_t n = ::recv(fd_, ptr, size, 0);
+    if (n >= 0 || errno != EINTR) return n;
+  }
+}
+
+ssize_t DeadlineStream::write(const char* ptr, size_t size) {
+  if (!is_writable()) return -1;
+  for (;;) {
+    const ssize_t n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
+    if (n >= 0 || errno != EINTR) return n;
+  }
+}
+
+void DeadlineStream::get_remote_ip_and_port(std::string& ip, int& port) const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) address_of(addr, ip, port);
+}
+
+void DeadlineStream::get_local_ip_and_port(std::string& ip, int& port) const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) address_of(addr, ip, port);
+}
+
+ConnectionPool::ConnectionPool(int workers) : workers_(workers) {
+  for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { work(false); });
+  threads_.emplace_back([this] { work(true); });
+}
+
+ConnectionPool::~ConnectionPool() { shutdown(); }
+
+bool ConnectionPool::rejecting_connection() { return t_rejecting; }
+
+void ConnectionPool::enqueue(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (busy_ + static_cast<int>(jobs_.size()) < workers_) {
+      jobs_.push_back(std::move(fn));
+    } else {
+      overflow_.push_back(std::move(fn));
+    }
+  }
+  cv_.notify_all();
+}
+
+void ConnectionPool::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_ && threads_.empty()) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+void ConnectionPool::work(bool rejecter) {
+  t_rejecting = rejecter;
+  auto& queue = rejecter ? overflow_ : jobs_;
+  for (;;) {
+    std::function<void()> fn;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return stopping_ || !queue.empty(); });
+      if (queue.empty()) return;  // stopping, nothing left
+      fn = std::move(queue.front());
+      queue.pop_front();
+      if (!rejecter) ++busy_;
+    }
+    fn();
+    if (!rejecter) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --busy_;
+    }
+  }
+}
+
+BoundedServer::BoundedServer(ConnectionLimits limits, std::function<void()> on_reject)
+    : limits_(limits), on_reject_(std::move(on_reject)) {
+  new_task_queue = [connections = limits_.connections] { return new ConnectionPool(connections); };
+}
+
+bool BoundedServer::wait_for_request(int fd) const {
+  // In slices, so that a stopping server closes idle connections at once.
+  constexpr double kSliceS = 0.05;
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(limits_.keep_alive_s));
+  while (Clock::now() < end) {
+    if (svr_sock_ == INVALID_SOCKET) return false;
+    if (wait_fd(fd, POLLIN, kSliceS)) return true;
+  }
+  return false;
+}
+
+void BoundedServer::reject(int fd) const {
+  const std::string body = "{\"error\":\"too many connections: the server serves " +
+                           std::to_string(limits_.connections) +
+                           " at once (--http-connections); retry later\"}";
+  const std::string response =
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
+      "application/json\r\nConnection: close\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  if (wait_fd(fd, POLLOUT, 1.0)) (void)::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+  // Read what the client sent for a moment, so that closing does not reset the connection
+  // before it read the answer.
+  char sink[4096];
+  while (wait_fd(fd, POLLIN, 0.1) && ::recv(fd, sink, sizeof(sink), 0) > 0) {
+  }
+}
+
+bool BoundedServer::process_and_close_socket(socket_t sock) {
+  if (ConnectionPool::rejecting_connection()) {
+    if (on_reject_) on_reject_();
+    reject(sock);
+    ::close(sock);
+    return true;
+  }
+  const int one = 1;
+  setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // small answers leave at once
+  DeadlineStream stream(sock, limits_.read_timeout_s, limits_.write_timeout_s);
+  bool ok = true;
+  for (size_t left = keep_alive_max_count_; left > 0 && wait_for_request(sock); --left) {
+    stream.start_request();
+    bool closed = false;
+    ok = process_request(stream, left == 1 || svr_sock_ == INVALID_SOCKET, closed, nullptr);
+    if (!ok || closed) break;
+  }
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+  return ok;
+}
+
+}  // namespace serf::serve

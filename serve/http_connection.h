@@ -1,0 +1,84 @@
+#pragma once
+// The connection layer under the HTTP front end: cpp-httplib parses and routes, this decides how
+// long a client may take and how many are served at once. httplib's own socket reads time out
+// per read only, so a client that trickles its headers a byte at a time would hold a thread for
+// ever; here each request must arrive whole within a deadline.
+
+#include <httplib.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace serf::serve {
+
+// A socket stream whose reads share one deadline per request.
+class DeadlineStream : public httplib::Stream {
+ public:
+  DeadlineStream(int fd, double read_timeout_s, double write_timeout_s)
+      : fd_(fd), read_timeout_s_(read_timeout_s), write_timeout_s_(write_timeout_s) {}
+  // A new request begins: it must be read whole within the read timeout from now.
+  void start_request();
+  bool is_readable() const override;
+  bool is_writable() const override;
+  ssize_t read(char* ptr, size_t size) override;
+  ssize_t write(const char* ptr, size_t size) override;
+  void get_remote_ip_and_port(std::string& ip, int& port) const override;
+  void get_local_ip_and_port(std::string& ip, int& port) const override;
+  socket_t socket() const override { return fd_; }
+
+ private:
+  int fd_;
+  double read_timeout_s_, write_timeout_s_;
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+// httplib's task queue: `workers` threads serve one connection each; a connection that finds
+// them all busy is handed to a thread that answers 503 and closes it (handlers see
+// rejecting_connection() true there).
+class ConnectionPool : public httplib::TaskQueue {
+ public:
+  explicit ConnectionPool(int workers);
+  ~ConnectionPool() override;
+  void enqueue(std::function<void()> fn) override;
+  void shutdown() override;
+  static bool rejecting_connection();
+
+ private:
+  void work(bool rejecter);
+  int workers_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_, overflow_;
+  int busy_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+struct ConnectionLimits {
+  int connections = 64;
+  double read_timeout_s = 10;
+  double write_timeout_s = 10;
+  double keep_alive_s = 5;
+};
+
+// httplib's server with the connection loop above; `on_reject` is called for each connection
+// answered 503 for lack of a thread.
+class BoundedServer : public httplib::Server {
+ public:
+  BoundedServer(ConnectionLimits limits, std::function<void()> on_reject);
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+  // Waits for the next request on a keep-alive connection; false: idle too long or stopping.
+  bool wait_for_request(int fd) const;
+  void reject(int fd) const;
+  ConnectionLimits limits_;
+  std::function<void()> on_reject_;
+};
+
+}  // namespace serf::serve

@@ -1,0 +1,251 @@
+#include "serve/http_frontend.h"
+
+#include <cstdlib>
+#include <thread>
+
+#include "serve/http_connection.h"
+#include "serve/kserve.h"
+#include "serve/metrics.h"
+
+namespace serf::serve {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using httplib::Request;
+using httplib::Response;
+
+constexpr const char* kJson = "application/json";
+// /v2/models/NAME[/versions/VERSION]: the model's part of a path, captured as (1) and (2).
+// A keep-alive connection is closed after this many requests (a client then reconnects).
+constexpr size_t kRequestsPerConnection = 100000;
+const std::string kModelPath = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
+
+// Front-end time of the request this thread handles (receive to hand-over, answer to send).
+thread_local Clock::time_point t_answered;
+thread_local double t_frontend_s = 0;
+
+void json_error(Response& res, int status, const std::string& message) {
+  res.status = status;
+  res.set_content(error_body(message), kJson);
+}
+
+int status_of(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kAnswered:
+      return 200;
+    case Outcome::kRejected:
+      return 503;
+    case Outcome::kTimedOut:
+      return 504;
+    case Outcome::kFailed:
+      return 500;
+  }
+  return 500;
+}
+
+}  // namespace
+
+Status parse_listen_address(const std::string& text, const std::string& flag, std::string* host,
+                            int* port) {
+  const auto colon = text.rfind(':');
+  const std::string fix = flag + " " + text + ": expected HOST:PORT, e.g. 127.0.0.1:8000 " +
+                          "(port 0..65535, 0: any free port)";
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
+    return InvalidArgument(fix);
+  }
+  char* end = nullptr;
+  const std::string digits = text.substr(colon + 1);
+  const long p = std::strtol(digits.c_str(), &end, 10);
+  if (*end != '\0' || p < 0 || p > 65535 ||
+      digits.find_first_not_of("0123456789") != std::string::npos) {
+    return InvalidArgument(fix);
+  }
+  *host = text.substr(0, colon);
+  if (host->size() > 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);  // [::1]:8000
+  }
+  *port = static_cast<int>(p);
+  return Status::Ok();
+}
+
+class HttpFrontend::Impl {
+ public:
+  Impl(InferenceService& service, const HttpOptions& o)
+      : service_(service),
+        options_(o),
+        server_(
+            ConnectionLimits{o.connections, o.read_timeout_s, o.write_timeout_s, o.keep_alive_s},
+            [this] {
+              if (service_.metrics()) service_.metrics()->count_refused_connection();
+            }) {}
+
+  Status start() {
+    server_.set_payload_max_length(options_.max_body_bytes);
+    server_.set_keep_alive_timeout(static_cast<time_t>(std::max(1.0, options_.keep_alive_s)));
+    server_.set_keep_alive_max_count(kRequestsPerConnection);
+    routes();
+    port_ = options_.port == 0
+                ? server_.bind_to_any_port(options_.host)
+                : (server_.bind_to_port(options_.host, options_.port) ? options_.port : -1);
+    if (port_ < 0) {
+      return InvalidArgument("--http " + options_.host + ":" + std::to_string(options_.port) +
+                             ": cannot listen there (in use, or not an address of this host)");
+    }
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    return Status::Ok();
+  }
+
+  void stop() {
+    if (!thread_.joinable()) return;
+    server_.stop();
+    thread_.join();
+  }
+
+  int port() const { return port_; }
+
+ private:
+  void routes();
+  void infer(const Request& req, Response& res);
+  void handle_error(const Request& req, Response& res);
+  // The model named by the path; false (and a 400 written) when it is not the served one.
+  bool model_ok(const Request& req, Response& res) {
+    Status st = service_.check_model(req.matches[1], req.matches[2]);
+    if (st.ok()) return true;
+    invalid();
+    json_error(res, 400, st.message());
+    return false;
+  }
+  void invalid() {
+    if (service_.metrics()) service_.metrics()->count_invalid("http");
+  }
+
+  InferenceService& service_;
+  HttpOptions options_;
+  BoundedServer server_;
+  int port_ = -1;
+  std::thread thread_;
+};
+
+void HttpFrontend::Impl::routes() {
+  auto health = [](bool ok, Response& res) { res.status = ok ? 200 : 400; };
+  server_.Get("/v2/health/live",
+              [&, health](const Request&, Response& res) { health(service_.live(), res); });
+  server_.Get("/v2/health/ready",
+              [&, health](const Request&, Response& res) { health(service_.ready(), res); });
+  server_.Get("/v2", [](const Request&, Response& res) {
+    res.set_content(server_metadata().dump(), kJson);
+  });
+  server_.Get(kModelPath, [&](const Request& req, Response& res) {
+    if (model_ok(req, res)) res.set_content(model_metadata(service_.model()).dump(), kJson);
+  });
+  server_.Get(kModelPath + "/ready", [&, health](const Request& req, Response& res) {
+    if (model_ok(req, res)) health(service_.ready(), res);
+  });
+  auto stats = [&](const Request& req, Response& res) {
+    if (req.matches.size() > 1 && !model_ok(req, res)) return;
+    if (service_.metrics() == nullptr) return json_error(res, 500, "no statistics are kept");
+    res.set_content(service_.metrics()->triton_stats(service_.model()).dump(), kJson);
+  };
+  server_.Get(kModelPath + "/stats", stats);
+  server_.Get("/v2/models/stats", stats);
+  server_.Get("/metrics", [&](const Request&, Response& res) {
+    if (service_.metrics() == nullptr) return json_error(res, 500, "no metrics are kept");
+    res.set_content(service_.metrics()->prometheus_text(service_.status()),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server_.Post(kModelPath + "/infer", [&](const Request& req, Response& res) { infer(req, res); });
+  server_.set_error_handler([&](const Request& req, Response& res) { handle_error(req, res); });
+  server_.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what += std::string(": ") + e.what();
+    } catch (...) {
+    }
+    json_error(res, 500, what);
+  });
+  server_.set_logger([&](const Request& req, const Response&) {
+    // Called once the response is written: the answer-to-send part of the front end's time.
+    if (req.path.size() < 6 || req.path.compare(req.path.size() - 6, 6, "/infer") != 0) return;
+    if (service_.metrics() == nullptr || t_frontend_s < 0) return;
+    t_frontend_s += std::chrono::duration<double>(Clock::now() - t_answered).count();
+    service_.metrics()->observe_frontend(t_frontend_s);
+  });
+}
+
+void HttpFrontend::Impl::handle_error(const Request& req, Response& res) {
+  if (!res.body.empty()) return;  // a handler's own {"error": ...}
+  if (res.status == 413) {
+    invalid();
+    return json_error(res, 413,
+                      "request body over " + std::to_string(options_.max_body_bytes >> 20) +
+                          " MiB (--max-body-mb)");
+  }
+  if (res.status == 404) {
+    return json_error(res, 404,
+                      "no endpoint " + req.method + " " + req.path +
+                          " (KServe v2: /v2, /v2/health/{live,ready}, "
+                          "/v2/models/NAME[/ready|/infer|/stats], /metrics)");
+  }
+  if (res.status == 400) {
+    invalid();
+    return json_error(res, 400, "malformed HTTP request");
+  }
+  if (res.status >= 400) json_error(res, res.status, "HTTP status " + std::to_string(res.status));
+}
+
+void HttpFrontend::Impl::infer(const Request& req, Response& res) {
+  const Clock::time_point received = Clock::now();
+  t_frontend_s = -1;  // not an answered request unless set below
+  if (!model_ok(req, res)) return;
+  std::optional<size_t> header_length;
+  if (req.has_header("Inference-Header-Content-Length")) {
+    const std::string v = req.get_header_value("Inference-Header-Content-Length");
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || v.find_first_not_of("0123456789") != std::string::npos) {
+      invalid();
+      return json_error(res, 400,
+                        "Inference-Header-Content-Length: \"" + v + "\" is not a byte count");
+    }
+    header_length = static_cast<size_t>(n);
+  }
+  StatusOr<InferCall> call = parse_infer_request(service_.model(), req.body, header_length);
+  if (!call.ok()) {
+    invalid();
+    return json_error(res, 400, call.status().message());
+  }
+  const double parse_s = std::chrono::duration<double>(Clock::now() - received).count();
+  InferAnswer answer = service_.infer(std::move(call->input), received, call->timeout_us);
+  t_answered = Clock::now();
+  if (answer.outcome != Outcome::kAnswered) {
+    return json_error(res, status_of(answer.outcome), answer.reason);
+  }
+  EncodedResponse encoded = encode_infer_response(service_.model(), *call, answer.output);
+  if (encoded.header_length) {
+    res.set_header("Inference-Header-Content-Length", std::to_string(*encoded.header_length));
+    res.set_content(std::move(encoded.body), "application/octet-stream");
+  } else {
+    res.set_content(std::move(encoded.body), kJson);
+  }
+  t_frontend_s = parse_s;
+}
+
+HttpFrontend::HttpFrontend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpFrontend::~HttpFrontend() { stop(); }
+
+StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(InferenceService& service,
+                                                            const HttpOptions& options) {
+  auto impl = std::make_unique<Impl>(service, options);
+  SERF_RETURN_IF_ERROR(impl->start());
+  return std::unique_ptr<HttpFrontend>(new HttpFrontend(std::move(impl)));
+}
+
+int HttpFrontend::port() const { return impl_->port(); }
+
+void HttpFrontend::stop() { impl_->stop(); }
+
+}  // namespace serf::serve

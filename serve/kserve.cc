@@ -1,0 +1,385 @@
+#include "serve/kserve.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+namespace serf::serve {
+
+namespace {
+
+using nlohmann::json;
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+const char* type_name(const json& j) { return j.type_name(); }
+
+// A JSON number as FP32: finite and in float range.
+Status to_float(const json& j, const std::string& where, float* out) {
+  if (!j.is_number()) {
+    return InvalidArgument(where + ": expected a number, got " + std::string(type_name(j)));
+  }
+  const double v = j.get<double>();
+  if (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<float>::max()) {
+    return InvalidArgument(where + ": " + j.dump() + " is not a finite FP32 value");
+  }
+  *out = static_cast<float>(v);
+  return Status::Ok();
+}
+
+// Row-major values of `data`, either flat or nested exactly as `shape`.
+Status flatten(const json& data, const std::vector<int64_t>& shape, size_t dim,
+               const std::string& where, std::vector<float>* out) {
+  if (dim == shape.size()) {
+    float v = 0;
+    SERF_RETURN_IF_ERROR(to_float(data, where, &v));
+    out->push_back(v);
+    return Status::Ok();
+  }
+  if (!data.is_array()) {
+    return InvalidArgument(where + ": expected an array of " + std::to_string(shape[dim]) +
+                           " (shape " + shape_text(shape) + "), got " + type_name(data));
+  }
+  if (static_cast<int64_t>(data.size()) != shape[dim]) {
+    return InvalidArgument(where + ": " + std::to_string(data.size()) + " values where shape " +
+                           shape_text(shape) + " needs " + std::to_string(shape[dim]));
+  }
+  for (size_t i = 0; i < data.size(); ++i) {
+    SERF_RETURN_IF_ERROR(
+        flatten(data[i], shape, dim + 1, where + "[" + std::to_string(i) + "]", out));
+  }
+  return Status::Ok();
+}
+
+Status decode_json_data(const json& data, const std::vector<int64_t>& shape, int64_t elements,
+                        const std::string& where, std::vector<float>* out) {
+  if (!data.is_array()) {
+    return InvalidArgument(where + ": expected an array, got " + std::string(type_name(data)));
+  }
+  out->reserve(static_cast<size_t>(std::max<int64_t>(elements, 0)));
+  if (!data.empty() && data[0].is_array()) return flatten(data, shape, 0, where, out);
+  if (elements >= 0 && static_cast<int64_t>(data.size()) != elements) {
+    return InvalidArgument(where + ": " + std::to_string(data.size()) + " values, but shape " +
+                           shape_text(shape) + " holds " + std::to_string(elements));
+  }
+  for (size_t i = 0; i < data.size(); ++i) {
+    float v = 0;
+    SERF_RETURN_IF_ERROR(to_float(data[i], where + "[" + std::to_string(i) + "]", &v));
+    out->push_back(v);
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<int64_t>> read_shape(const json& tensor, const std::string& where) {
+  auto it = tensor.find("shape");
+  if (it == tensor.end() || !it->is_array()) {
+    return InvalidArgument(where + ".shape: required, an array of dimensions");
+  }
+  std::vector<int64_t> shape;
+  for (const json& d : *it) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+      return InvalidArgument(where + ".shape: " + it->dump() + " must hold non-negative integers");
+    }
+    shape.push_back(d.get<int64_t>());
+  }
+  return shape;
+}
+
+StatusOr<std::string> read_string(const json& obj, const char* key, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string()) {
+    return InvalidArgument(where + "." + key + ": required, a string");
+  }
+  return it->get<std::string>();
+}
+
+const json& parameters_of(const json& obj, const std::string& where, Status* st) {
+  static const json kEmpty = json::object();
+  auto it = obj.find("parameters");
+  if (it == obj.end()) return kEmpty;
+  if (!it->is_object()) *st = InvalidArgument(where + ".parameters: expected an object");
+  return *it;
+}
+
+// The input tensor's values: JSON "data" or `binary_data_size` bytes taken from `binary`.
+Status read_input(const ModelInfo& model, const json& tensor, std::string_view* binary,
+                  bool has_binary, std::vector<float>* out) {
+  const std::string where = "inputs[0]";
+  if (!tensor.is_object()) return InvalidArgument(where + ": expected an object");
+  SERF_ASSIGN_OR_RETURN(std::string name, read_string(tensor, "name", where));
+  SERF_ASSIGN_OR_RETURN(std::string datatype, read_string(tensor, "datatype", where));
+  SERF_ASSIGN_OR_RETURN(std::vector<int64_t> shape, read_shape(tensor, where));
+  SERF_RETURN_IF_ERROR(check_input(model, name, datatype, shape));
+  int64_t elements = 1;
+  for (int64_t d : shape) elements *= d;
+  Status st;
+  const json& params = parameters_of(tensor, where, &st);
+  SERF_RETURN_IF_ERROR(st);
+  auto size_it = params.find("binary_data_size");
+  const bool has_data = tensor.contains("data");
+  if (size_it == params.end()) {
+    if (!has_data) return InvalidArgument(where + ": give \"data\" or binary_data_size");
+    return decode_json_data(tensor["data"], shape, elements, where + ".data", out);
+  }
+  if (has_data) return InvalidArgument(where + ": both \"data\" and binary_data_size given");
+  if (!has_binary) {
+    return InvalidArgument(where +
+                           ": binary_data_size given but no Inference-Header-Content-Length "
+                           "header says where the JSON ends");
+  }
+  if (!size_it->is_number_integer() || size_it->get<int64_t>() < 0) {
+    return InvalidArgument(where + ".parameters.binary_data_size: " + size_it->dump() +
+                           " is not a byte count");
+  }
+  const auto bytes = static_cast<uint64_t>(size_it->get<int64_t>());
+  if (bytes != static_cast<uint64_t>(elements) * sizeof(float)) {
+    return InvalidArgument(where + ".parameters.binary_data_size: " + std::to_string(bytes) +
+                           " bytes, but " + std::to_string(elements) + " FP32 values of shape " +
+                           shape_text(shape) + " take " + std::to_string(elements * 4));
+  }
+  if (bytes > binary->size()) {
+    return InvalidArgument(where + ".parameters.binary_data_size: " + std::to_string(bytes) +
+                           " bytes, but the body holds " + std::to_string(binary->size()) +
+                           " after the JSON header");
+  }
+  out->resize(static_cast<size_t>(elements));
+  std::memcpy(out->data(), binary->data(), bytes);
+  binary->remove_prefix(bytes);
+  for (float v : *out) {
+    if (!std::isfinite(v))
+      return InvalidArgument(where + ": the binary data holds NaN or infinity");
+  }
+  return Status::Ok();
+}
+
+Status read_outputs(const ModelInfo& model, const json& doc, const json& params, InferCall* call) {
+  auto flag = params.find("binary_data_output");
+  if (flag != params.end()) {
+    if (!flag->is_boolean()) {
+      return InvalidArgument("parameters.binary_data_output: expected true or false");
+    }
+    call->output.binary = flag->get<bool>();
+  }
+  auto it = doc.find("outputs");
+  if (it == doc.end()) return Status::Ok();
+  if (!it->is_array() || it->size() > 1) {
+    return InvalidArgument("outputs: expected an array naming at most the one output \"" +
+                           model.output.name + "\"");
+  }
+  for (const json& o : *it) {
+    if (!o.is_object()) return InvalidArgument("outputs[0]: expected an object");
+    SERF_ASSIGN_OR_RETURN(std::string name, read_string(o, "name", "outputs[0]"));
+    Status st;
+    const json& p = parameters_of(o, "outputs[0]", &st);
+    SERF_RETURN_IF_ERROR(st);
+    SERF_ASSIGN_OR_RETURN(RequestedOutput r, check_output(model, name, p));
+    if (!p.contains("binary_data")) r.binary = call->output.binary;
+    call->output = r;
+  }
+  return Status::Ok();
+}
+
+void append_bytes_element(const std::string& s, std::string* out) {
+  const auto n = static_cast<uint32_t>(s.size());
+  const char len[4] = {static_cast<char>(n & 0xff), static_cast<char>((n >> 8) & 0xff),
+                       static_cast<char>((n >> 16) & 0xff), static_cast<char>((n >> 24) & 0xff)};
+  out->append(len, 4);
+  out->append(s);
+}
+
+}  // namespace
+
+Status check_input(const ModelInfo& model, const std::string& name, const std::string& datatype,
+                   const std::vector<int64_t>& shape) {
+  if (name != model.input.name) {
+    return InvalidArgument("unknown input \"" + name + "\": model " + model.name +
+                           " has one input, \"" + model.input.name + "\"");
+  }
+  if (datatype != model.input.datatype) {
+    return InvalidArgument("input \"" + name + "\": datatype " + datatype + ", the model takes " +
+                           model.input.datatype);
+  }
+  if (model.input.elements() < 0) return Status::Ok();  // any shape
+  if (shape != model.input.shape) {
+    return InvalidArgument("input \"" + name + "\": shape " + shape_text(shape) +
+                           ", the model takes " + shape_text(model.input.shape));
+  }
+  return Status::Ok();
+}
+
+StatusOr<RequestedOutput> check_output(const ModelInfo& model, const std::string& name,
+                                       const json& parameters) {
+  if (name != model.output.name) {
+    return InvalidArgument("unknown output \"" + name + "\": model " + model.name +
+                           " has one output, \"" + model.output.name + "\"");
+  }
+  RequestedOutput r;
+  auto binary = parameters.find("binary_data");
+  if (binary != parameters.end()) {
+    if (!binary->is_boolean()) {
+      return InvalidArgument("output \"" + name + "\": binary_data must be true or false");
+    }
+    r.binary = binary->get<bool>();
+  }
+  auto k = parameters.find("classification");
+  if (k != parameters.end()) {
+    const int64_t limit = model.emulated ? 0 : model.output.elements();
+    if (!k->is_number_integer() || k->get<int64_t>() < 1 || k->get<int64_t>() > limit) {
+      return InvalidArgument("output \"" + name + "\": classification " + k->dump() +
+                             " must be an integer in [1, " + std::to_string(limit) + "]" +
+                             (model.emulated ? " (emulated nodes return no output)" : ""));
+    }
+    r.classification = static_cast<int>(k->get<int64_t>());
+  }
+  return r;
+}
+
+StatusOr<double> timeout_parameter(const json& parameters) {
+  auto it = parameters.find("timeout");
+  if (it == parameters.end()) return 0.0;
+  if (!it->is_number() || !(it->get<double>() >= 0) || !std::isfinite(it->get<double>())) {
+    return InvalidArgument("parameters.timeout: " + it->dump() +
+                           " must be a number of microseconds >= 0");
+  }
+  return it->get<double>();
+}
+
+StatusOr<InferCall> parse_infer_request(const ModelInfo& model, std::string_view body,
+                                        std::optional<size_t> header_length) {
+  std::string_view header = body, binary;
+  if (header_length) {
+    if (*header_length > body.size()) {
+      return InvalidArgument("Inference-Header-Content-Length " + std::to_string(*header_length) +
+                             " is more than the body's " + std::to_string(body.size()) + " bytes");
+    }
+    header = body.substr(0, *header_length);
+    binary = body.substr(*header_length);
+  }
+  json doc;
+  try {
+    doc = json::parse(header.begin(), header.end());
+  } catch (const json::parse_error& e) {
+    std::string hint;
+    if (!header_length && e.byte < body.size()) {
+      hint =
+          " (a body of JSON followed by binary tensors needs the "
+          "Inference-Header-Content-Length header)";
+    }
+    return InvalidArgument(std::string("malformed JSON: ") + e.what() + hint);
+  }
+  if (!doc.is_object()) return InvalidArgument("the request must be a JSON object");
+  InferCall call;
+  if (doc.contains("id")) {
+    if (!doc["id"].is_string()) return InvalidArgument("id: expected a string");
+    call.id = doc["id"].get<std::string>();
+  }
+  Status st;
+  const json& params = parameters_of(doc, "request", &st);
+  SERF_RETURN_IF_ERROR(st);
+  SERF_ASSIGN_OR_RETURN(call.timeout_us, timeout_parameter(params));
+  auto inputs = doc.find("inputs");
+  if (inputs == doc.end() || !inputs->is_array() || inputs->size() != 1) {
+    return InvalidArgument("inputs: expected an array with the one input \"" + model.input.name +
+                           "\"");
+  }
+  SERF_RETURN_IF_ERROR(
+      read_input(model, (*inputs)[0], &binary, header_length.has_value(), &call.input));
+  if (!binary.empty()) {
+    return InvalidArgument("the body holds " + std::to_string(binary.size()) +
+                           " bytes after the JSON header and the binary inputs it names");
+  }
+  SERF_RETURN_IF_ERROR(read_outputs(model, doc, params, &call));
+  return call;
+}
+
+std::vector<std::string> classification(const std::vector<float>& output, int k) {
+  std::vector<int> order(output.size());
+  std::iota(order.begin(), order.end(), 0);
+  const size_t top = std::min(static_cast<size_t>(std::max(k, 0)), order.size());
+  std::partial_sort(
+      order.begin(), order.begin() + static_cast<long>(top), order.end(), [&](int a, int b) {
+        return output[static_cast<size_t>(a)] > output[static_cast<size_t>(b)] ||
+               (output[static_cast<size_t>(a)] == output[static_cast<size_t>(b)] && a < b);
+      });
+  std::vector<std::string> out;
+  for (size_t i = 0; i < top; ++i) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%f:%d", output[static_cast<size_t>(order[i])], order[i]);
+    out.emplace_back(buf);
+  }
+  return out;
+}
+
+std::vector<int64_t> answer_shape(const ModelInfo& model, size_t output_elements) {
+  if (model.emulated || model.output.elements() < 0) {
+    return {1, static_cast<int64_t>(output_elements)};
+  }
+  return model.output.shape;
+}
+
+EncodedResponse encode_infer_response(const ModelInfo& model, const InferCall& call,
+                                      const std::vector<float>& output) {
+  json out{{"name", model.output.name}};
+  std::string raw;
+  if (call.output.classification > 0) {
+    std::vector<std::string> top = classification(output, call.output.classification);
+    out["datatype"] = "BYTES";
+    out["shape"] = {1, static_cast<int64_t>(top.size())};
+    if (call.output.binary) {
+      for (const std::string& s : top) append_bytes_element(s, &raw);
+    } else {
+      out["data"] = top;
+    }
+  } else {
+    out["datatype"] = "FP32";
+    out["shape"] = answer_shape(model, output.size());
+    if (call.output.binary) {
+      raw.assign(reinterpret_cast<const char*>(output.data()), output.size() * sizeof(float));
+    } else {
+      out["data"] = output;
+    }
+  }
+  if (call.output.binary) out["parameters"] = {{"binary_data_size", raw.size()}};
+  json doc{{"model_name", model.name}, {"model_version", model.version}};
+  if (!call.id.empty()) doc["id"] = call.id;
+  if (model.emulated) doc["parameters"] = {{"emulated", true}};
+  doc["outputs"] = json::array({out});
+  EncodedResponse r;
+  r.body = doc.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (call.output.binary) {
+    r.header_length = r.body.size();
+    r.body += raw;
+  }
+  return r;
+}
+
+json server_metadata() {
+  return {{"name", "serf"},
+          {"version", "0.1.0"},
+          {"extensions", {"binary_tensor_data", "classification", "statistics"}}};
+}
+
+json model_metadata(const ModelInfo& model) {
+  auto tensor = [](const TensorInfo& t) {
+    return json{{"name", t.name}, {"datatype", t.datatype}, {"shape", t.shape}};
+  };
+  return {{"name", model.name},
+          {"versions", {model.version}},
+          {"platform", model.platform},
+          {"inputs", {tensor(model.input)}},
+          {"outputs", {tensor(model.output)}}};
+}
+
+std::string error_body(const std::string& message) {
+  // A message may quote bytes of a malformed request: never throw on invalid UTF-8.
+  return json{{"error", message}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace serf::serve

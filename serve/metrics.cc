@@ -1,0 +1,269 @@
+#include "serve/metrics.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace serf::serve {
+
+namespace {
+
+std::string number(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (std::isnan(v)) return "NaN";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
+void family(const std::string& name, const char* type, const std::string& help, std::string* out) {
+  *out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+void sample(const std::string& name, double value, std::string* out,
+            const std::string& labels = "") {
+  *out += name + (labels.empty() ? "" : "{" + labels + "}") + " " + number(value) + "\n";
+}
+
+void gauge(const std::string& name, const std::string& help, double value, std::string* out) {
+  family(name, "gauge", help, out);
+  sample(name, value, out);
+}
+
+// Bounds in seconds: 100 us to 10 s for requests, 5 us to 50 ms for the front end.
+const std::vector<double> kRequestBounds = {1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025,
+                                            0.05, 0.1,    0.25, 0.5,  1,      2.5,  5,    10};
+const std::vector<double> kFrontendBounds = {5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4,
+                                             5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.05};
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  size_t i = 0;
+  while (i < bounds_.size() && value > bounds_[i]) ++i;
+  ++counts_[i];
+  ++count_;
+  sum_ += value;
+}
+
+void Histogram::write(const std::string& name, const std::string& help, std::string* out) const {
+  family(name, "histogram", help, out);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    const double le = i < bounds_.size() ? bounds_[i] : INFINITY;
+    sample(name + "_bucket", static_cast<double>(cumulative), out, "le=\"" + number(le) + "\"");
+  }
+  sample(name + "_sum", sum_, out);
+  sample(name + "_count", static_cast<double>(count_), out);
+}
+
+LatencyPredictor::LatencyPredictor(std::shared_ptr<const Profile> profile,
+                                   std::shared_ptr<const ConfigurationTable> table, int nodes,
+                                   QueueKind queue)
+    : profile_(std::move(profile)), table_(std::move(table)), nodes_(nodes), queue_(queue) {}
+
+std::optional<double> LatencyPredictor::mean_ms(const Configuration& config,
+                                                double rate_per_s) const {
+  if (!(rate_per_s > 0) || config.inter < 1) return std::nullopt;
+  if (profile_) {
+    auto model = model_for(*profile_, config, nodes_, queue_);
+    const int units = units_for(nodes_, config.inter);
+    if (!model.ok() || units < 1) return std::nullopt;
+    const Prediction p = model->predict(config.service, rate_per_s / units);
+    return p.stable ? std::optional<double>(p.latency_ms) : std::nullopt;
+  }
+  if (table_) {
+    ConfigurationTable::Lookup hit = table_->lookup(rate_per_s);
+    if (hit.entry == nullptr || hit.beyond_table || !hit.entry->stable ||
+        !(hit.entry->config == config)) {
+      return std::nullopt;
+    }
+    return hit.entry->prediction.latency_ms;
+  }
+  return std::nullopt;
+}
+
+ServeMetrics::ServeMetrics(LatencyPredictor predictor, double window_s)
+    : predictor_(std::move(predictor)),
+      window_s_(std::max(window_s, 1.0)),
+      start_(std::chrono::steady_clock::now()),
+      request_s_(kRequestBounds),
+      queue_s_(kRequestBounds),
+      compute_s_(kRequestBounds),
+      frontend_s_(kFrontendBounds),
+      seconds_(static_cast<size_t>(std::ceil(window_s_)) + 1) {}
+
+double ServeMetrics::now_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+ServeMetrics::Second& ServeMetrics::bucket(double at_s) {
+  const auto at = static_cast<int64_t>(at_s);
+  Second& b = seconds_[static_cast<size_t>(at) % seconds_.size()];
+  if (b.at != at) b = Second{at};
+  return b;
+}
+
+void ServeMetrics::record(const RequestRecord& r) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++outcomes_[r.outcome];
+  Second& b = bucket(now_s());
+  ++b.ended;
+  if (!r.answered) {
+    failed_latency_sum_s_ += std::max(r.done_s - r.arrival_s, 0.0);
+    return;
+  }
+  const double total = r.done_s - r.arrival_s;
+  request_s_.observe(total);
+  queue_s_.observe(r.dispatch_s - r.arrival_s);
+  compute_s_.observe(r.done_s - r.dispatch_s);
+  ++b.answered;
+  b.latency_sum_s += total;
+  last_answer_epoch_ms_ =
+      std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+}
+
+void ServeMetrics::count_invalid(const std::string& protocol) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++invalid_[protocol];
+}
+
+void ServeMetrics::count_refused_connection() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++refused_connections_;
+}
+
+void ServeMetrics::observe_frontend(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  frontend_s_.observe(seconds);
+}
+
+double ServeMetrics::window_span_s() const { return std::min(window_s_, std::max(now_s(), 1e-3)); }
+
+void ServeMetrics::totals(uint64_t* ended, uint64_t* answered, double* latency_sum_s) const {
+  const double now = now_s();
+  *ended = *answered = 0;
+  *latency_sum_s = 0;
+  for (const Second& b : seconds_) {
+    if (b.at < 0 || static_cast<double>(b.at) <= now - window_s_ - 1) continue;
+    *ended += b.ended;
+    *answered += b.answered;
+    *latency_sum_s += b.latency_sum_s;
+  }
+}
+
+double ServeMetrics::window_rate_per_s() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t ended = 0, answered = 0;
+  double sum = 0;
+  totals(&ended, &answered, &sum);
+  return static_cast<double>(ended) / window_span_s();
+}
+
+std::optional<double> ServeMetrics::window_mean_s() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t ended = 0, answered = 0;
+  double sum = 0;
+  totals(&ended, &answered, &sum);
+  if (answered == 0) return std::nullopt;
+  return sum / static_cast<double>(answered);
+}
+
+std::string ServeMetrics::prometheus_text(const LiveStatus& live) const {
+  const double rate = window_rate_per_s();
+  const std::optional<double> observed = window_mean_s();
+  const std::optional<double> predicted_ms = predictor_.mean_ms(live.config, rate);
+  const std::string window = std::to_string(static_cast<int>(window_s_)) + " s";
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string out;
+  family("serf_requests_total", "counter",
+         "Requests that ended, by outcome (received = answered + rejected + timed_out + failed).",
+         &out);
+  for (Outcome o : {Outcome::kAnswered, Outcome::kRejected, Outcome::kTimedOut, Outcome::kFailed}) {
+    auto it = outcomes_.find(o);
+    sample("serf_requests_total", it == outcomes_.end() ? 0.0 : static_cast<double>(it->second),
+           &out, std::string("outcome=\"") + outcome_name(o) + "\"");
+  }
+  family("serf_invalid_requests_total", "counter",
+         "Requests refused as malformed (HTTP 400/413, gRPC INVALID_ARGUMENT), by protocol.", &out);
+  for (const char* p : {"http", "grpc"}) {
+    auto it = invalid_.find(p);
+    sample("serf_invalid_requests_total",
+           it == invalid_.end() ? 0.0 : static_cast<double>(it->second), &out,
+           std::string("protocol=\"") + p + "\"");
+  }
+  family("serf_refused_connections_total", "counter",
+         "HTTP connections answered 503 because every connection thread was busy.", &out);
+  sample("serf_refused_connections_total", static_cast<double>(refused_connections_), &out);
+  request_s_.write("serf_request_duration_seconds",
+                   "Arrival to answer of answered requests (queue plus compute).", &out);
+  queue_s_.write("serf_queue_duration_seconds",
+                 "Arrival to dispatch to a unit of answered requests.", &out);
+  compute_s_.write("serf_compute_duration_seconds",
+                   "Dispatch to answer of answered requests (a slot's occupancy).", &out);
+  frontend_s_.write("serf_frontend_duration_seconds",
+                    "The front end's own time per answered request: parsing and hand-over, "
+                    "encoding and sending.",
+                    &out);
+  gauge("serf_queue_depth", "Requests waiting in the units' queues.",
+        static_cast<double>(live.queued), &out);
+  gauge("serf_requests_in_flight", "Requests dispatched to a unit and not answered yet.",
+        static_cast<double>(live.in_flight), &out);
+  family("serf_configuration", "gauge",
+         "The running configuration (c requests at once per unit, K nodes per request, T threads "
+         "per node), as labels; the value is 1.",
+         &out);
+  sample("serf_configuration", 1, &out,
+         "service=\"" + std::to_string(live.config.service) + "\",inter=\"" +
+             std::to_string(live.config.inter) + "\",intra=\"" + std::to_string(live.config.intra) +
+             "\"");
+  gauge("serf_serving_units", "Serving units of K nodes (floor(N / K)).", live.units, &out);
+  family("serf_configuration_switches_total", "counter", "Configuration switches.", &out);
+  sample("serf_configuration_switches_total", static_cast<double>(live.switches), &out);
+  gauge("serf_arrival_rate_per_second",
+        "Arrival rate the scheduler sees (its rate window), requests per second.", live.rate_per_s,
+        &out);
+  gauge("serf_window_rate_per_second",
+        "Requests that ended per second over the last " + window + ".", rate, &out);
+  gauge("serf_observed_mean_latency_seconds",
+        "Mean latency of the requests answered over the last " + window + ".",
+        observed.value_or(NAN), &out);
+  gauge("serf_predicted_mean_latency_seconds",
+        "The queue model's mean latency for the running configuration at the rate of the last " +
+            window + " (NaN: no prediction, or unstable at that rate).",
+        predicted_ms ? *predicted_ms / 1e3 : NAN, &out);
+  gauge("serf_ready", "1 when every node prepared the model and the server takes requests.",
+        live.ready ? 1 : 0, &out);
+  return out;
+}
+
+nlohmann::json ServeMetrics::triton_stats(const ModelInfo& model) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto duration = [](uint64_t count, double seconds) {
+    return nlohmann::json{{"count", count},
+                          {"ns", static_cast<uint64_t>(std::llround(seconds * 1e9))}};
+  };
+  uint64_t not_answered = 0;
+  for (const auto& [o, n] : outcomes_) not_answered += o == Outcome::kAnswered ? 0 : n;
+  const uint64_t answered = request_s_.count();
+  nlohmann::json infer{{"success", duration(answered, request_s_.sum())},
+                       {"fail", duration(not_answered, failed_latency_sum_s_)},
+                       {"queue", duration(answered, queue_s_.sum())},
+                       {"compute_input", duration(0, 0)},
+                       {"compute_infer", duration(answered, compute_s_.sum())},
+                       {"compute_output", duration(0, 0)}};
+  nlohmann::json stats{{"name", model.name},
+                       {"version", model.version},
+                       {"last_inference", static_cast<uint64_t>(last_answer_epoch_ms_)},
+                       {"inference_count", answered},
+                       {"execution_count", answered},
+                       {"inference_stats", infer},
+                       {"batch_stats", nlohmann::json::array()}};
+  return {{"model_stats", {stats}}};
+}
+
+}  // namespace serf::serve

@@ -1,0 +1,99 @@
+#pragma once
+// What an operator scrapes: counters by outcome, histograms of request, queue, compute and
+// front-end seconds, queue depth, the running configuration, switches, the arrival rate, and the
+// queue model's predicted mean latency at the observed rate next to the observed rolling mean
+// (Prometheus text exposition format), and Triton's statistics extension (JSON).
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "serf/core/planner.h"
+#include "serf/core/profile.h"
+#include "serve/controller.h"
+#include "serve/model_info.h"
+
+namespace serf::serve {
+
+// Cumulative histogram with fixed upper bounds (seconds), as Prometheus exposes it.
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double value);
+  // The family's # HELP, # TYPE, _bucket{le=...}, _sum and _count lines.
+  void write(const std::string& name, const std::string& help, std::string* out) const;
+  uint64_t count() const { return count_; }
+  double sum() const { return sum_; }
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // per bound, not cumulative; the last is +Inf
+  uint64_t count_ = 0;
+  double sum_ = 0;
+};
+
+// The model's mean latency of a configuration at a cluster arrival rate: from the profile's
+// tuples through the queue model when there is a profile, else from the table entry the rate
+// falls in when that entry names the configuration.
+class LatencyPredictor {
+ public:
+  LatencyPredictor() = default;
+  LatencyPredictor(std::shared_ptr<const Profile> profile,
+                   std::shared_ptr<const ConfigurationTable> table, int nodes, QueueKind queue);
+  // nullopt: no prediction (nothing to predict from, or unstable at that rate).
+  std::optional<double> mean_ms(const Configuration& config, double rate_per_s) const;
+
+ private:
+  std::shared_ptr<const Profile> profile_;
+  std::shared_ptr<const ConfigurationTable> table_;
+  int nodes_ = 0;
+  QueueKind queue_ = QueueKind::kMdInterf;
+};
+
+class ServeMetrics {
+ public:
+  // `window_s`: the span of the observed rolling mean and of the rate it is predicted at.
+  explicit ServeMetrics(LatencyPredictor predictor = {}, double window_s = 30);
+  // Every request as it ends (the controller's answer hook).
+  void record(const RequestRecord& r);
+  void count_invalid(const std::string& protocol);  // "http", "grpc": 400 / INVALID_ARGUMENT
+  void count_refused_connection();                  // too many connections
+  // The front end's own time for one answered request (receive to hand-over, answer to send).
+  void observe_frontend(double seconds);
+
+  std::string prometheus_text(const LiveStatus& live) const;
+  nlohmann::json triton_stats(const ModelInfo& model) const;
+  // Over the window: requests ended per second and the mean latency of the answered ones (s).
+  double window_rate_per_s() const;
+  std::optional<double> window_mean_s() const;
+
+ private:
+  struct Second {
+    int64_t at = -1;  // whole seconds since start
+    uint64_t ended = 0, answered = 0;
+    double latency_sum_s = 0;
+  };
+  double now_s() const;
+  Second& bucket(double at_s);
+  double window_span_s() const;
+  void totals(uint64_t* ended, uint64_t* answered, double* latency_sum_s) const;
+
+  LatencyPredictor predictor_;
+  double window_s_;
+  std::chrono::steady_clock::time_point start_;
+  mutable std::mutex mutex_;
+  std::map<Outcome, uint64_t> outcomes_;
+  std::map<std::string, uint64_t> invalid_;
+  uint64_t refused_connections_ = 0;
+  Histogram request_s_, queue_s_, compute_s_, frontend_s_;
+  double failed_latency_sum_s_ = 0;  // time to the end of requests not answered
+  double last_answer_epoch_ms_ = 0;
+  std::vector<Second> seconds_;  // ring over the window
+};
+
+}  // namespace serf::serve

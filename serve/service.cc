@@ -1,0 +1,59 @@
+#include "serve/service.h"
+
+#include <future>
+#include <memory>
+
+namespace serf::serve {
+
+InferenceService::InferenceService(Controller& controller, ModelInfo model, ServeMetrics* metrics)
+    : controller_(controller), model_(std::move(model)), metrics_(metrics) {}
+
+Status InferenceService::check_model(const std::string& name, const std::string& version) const {
+  if (name != model_.name) {
+    return InvalidArgument("unknown model \"" + name + "\": this server serves \"" + model_.name +
+                           "\"");
+  }
+  if (!version.empty() && version != model_.version) {
+    return InvalidArgument("unknown version \"" + version + "\" of model \"" + name +
+                           "\": it has version \"" + model_.version + "\"");
+  }
+  return Status::Ok();
+}
+
+InferAnswer InferenceService::infer(std::vector<float> input, SteadyTime arrival,
+                                    double timeout_us) {
+  auto promise = std::make_shared<std::promise<InferAnswer>>();
+  std::future<InferAnswer> answer = promise->get_future();
+  InferRequest r;
+  r.input = std::make_shared<const std::vector<float>>(std::move(input));
+  r.arrival = arrival;
+  if (timeout_us > 0) {
+    r.deadline = arrival + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double, std::micro>(timeout_us));
+  }
+  r.done = [promise](InferAnswer&& a) { promise->set_value(std::move(a)); };
+  if (!controller_.inbox().push(std::move(r))) {
+    InferAnswer a;
+    a.outcome = Outcome::kRejected;
+    a.reason = "the server is stopping: it finishes the requests it has and takes no new ones";
+    return a;
+  }
+  InferAnswer a = answer.get();
+  if (a.outcome != Outcome::kAnswered || model_.emulated) {
+    if (model_.emulated) a.output.clear();
+    return a;
+  }
+  // Real nodes send the output tensor followed by their per-layer times.
+  const auto want = static_cast<size_t>(model_.output.elements());
+  if (a.output.size() < want) {
+    a.outcome = Outcome::kFailed;
+    a.reason = "the unit leader returned " + std::to_string(a.output.size()) +
+               " values, the model's output has " + std::to_string(want);
+    a.output.clear();
+    return a;
+  }
+  a.output.resize(want);
+  return a;
+}
+
+}  // namespace serf::serve

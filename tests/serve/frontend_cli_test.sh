@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# `serf serve --http` end to end under mpiexec. Usage: frontend_cli_test.sh CASE, with SERF,
+# MPIEXEC, ROOT and PROMTOOL set (tests/CMakeLists.txt does). Cases:
+#   http_emulated  every endpoint, bad requests, /metrics through promtool, SIGTERM to rank 0
+#   http_overload  503 (queue full), 504 (timeout), SIGUSR1 through mpirun, the accounting line
+#   infer_equal    the HTTP answer equals `serf infer` for the same input (cifar10, K = 1 and 2)
+set -uo pipefail
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+out="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
+  rm -rf "$out"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; [ -f "$out/o" ] && cat "$out/o" "$out/e"; exit 1; }
+client() { /usr/bin/python3 "$ROOT/tests/serve/kserve_client.py" "$@"; }
+profile="$ROOT/tests/mpi/emulated_profile.json"
+
+# start NP ARGS...: starts `serf serve ARGS` under mpiexec, waits for its HTTP line; sets URL,
+# RANK0 (rank 0's pid) and server_pid (mpiexec's).
+start() {
+  local np=$1; shift
+  "$MPIEXEC" --oversubscribe -np "$np" "$SERF" serve --http 127.0.0.1:0 "$@" >"$out/o" 2>"$out/e" &
+  server_pid=$!
+  for _ in $(seq 1 600); do
+    URL=$(sed -n 's|^serf: KServe v2 HTTP on \(http://[0-9.:]*\).*|\1|p' "$out/o")
+    RANK0=$(sed -n 's|.*rank 0 is pid \([0-9]*\).*|\1|p' "$out/o")
+    [ -n "$URL" ] && [ -n "$RANK0" ] && return 0
+    kill -0 "$server_pid" 2>/dev/null || fail "the server exited before listening"
+    sleep 0.1
+  done
+  fail "no 'KServe v2 HTTP on' line within 60 s"
+}
+
+# finish: waits for mpiexec (at most 30 s); RC is its exit code.
+finish() {
+  local start=$SECONDS
+  while kill -0 "$server_pid" 2>/dev/null; do
+    [ $((SECONDS - start)) -lt 30 ] || fail "the server did not stop within 30 s"
+    sleep 0.1
+  done
+  wait "$server_pid"; RC=$?
+  server_pid=""
+}
+
+# accounting: "received R = answered A + rejected J + timed out T + failed F" -> R A J T F
+accounting() {
+  sed -n 's/^received \([0-9]*\) = answered \([0-9]*\) + rejected \([0-9]*\) + timed out \([0-9]*\) + failed \([0-9]*\)$/\1 \2 \3 \4 \5/p' "$out/o"
+}
+
+case "$1" in
+  http_emulated)
+    start 3 --emulate "$profile" --model "$ROOT/configs/models/tiny.json" --out "$out/run.json"
+    client check "$URL" tiny || fail "client check"
+    curl -sf "$URL/metrics" >"$out/metrics.txt" || fail "GET /metrics"
+    "$PROMTOOL" check metrics <"$out/metrics.txt" || fail "promtool check metrics"
+    grep -q '^serf_requests_total{outcome="answered"} 2$' "$out/metrics.txt" || fail "answered counter"
+    grep -q '^serf_invalid_requests_total{protocol="http"} 4$' "$out/metrics.txt" || fail "invalid counter"
+    grep -q '^serf_configuration{service="1",inter="1",intra="1"} 1$' "$out/metrics.txt" || fail "configuration gauge"
+    grep -q '^serf_predicted_mean_latency_seconds 0\.0' "$out/metrics.txt" || fail "no prediction"
+    echo "ok: /metrics passes promtool check metrics"
+    kill -TERM "$RANK0"
+    finish
+    [ $RC -eq 0 ] || fail "exit $RC after SIGTERM to rank 0 (want 0)"
+    read -r r a j t f <<<"$(accounting)"
+    [ "$r" = 2 ] && [ "$a" = 2 ] && [ "$j" = 0 ] || fail "accounting: $(accounting)"
+    [ "$(grep -c '"answered": true' "$out/run.json")" -eq 2 ] || fail "--out holds 2 answered requests"
+    echo "ok: SIGTERM to rank 0 drained and stopped: $(grep '^received' "$out/o")"
+    ;;
+  http_overload)
+    # c = 1 on 2 emulated nodes (21 ms a request), no waiting room: most of 16 concurrent
+    # requests find their unit busy (503); with room, requests waiting past 5 ms end 504.
+    start 3 --emulate "$profile" --max-queue 0
+    counts=$(client overload "$URL" emulated-small 16 5000) || fail "client overload"
+    echo "$counts"
+    kill -USR1 "$server_pid"  # mpirun forwards SIGUSR1 to every rank: rank 0 drains
+    finish
+    [ $RC -eq 0 ] || fail "exit $RC after SIGUSR1 to mpirun (want 0)"
+    read -r r a j t f <<<"$(accounting)"
+    [ "$r" -eq 32 ] && [ $((a + j + t + f)) -eq 32 ] || fail "accounting: $(accounting)"
+    [ "$j" -ge 1 ] || fail "no request rejected: $(accounting)"
+    /usr/bin/python3 -c "import json,sys; c=json.loads(sys.argv[1]); \
+      assert c.get('200',0)==$a and c.get('503',0)==$j and c.get('504',0)==$t, c" "$counts" \
+      || fail "the client's statuses $counts differ from rank 0's $(accounting)"
+    echo "ok: SIGUSR1 through mpirun: $(grep '^received' "$out/o")"
+    start 3 --emulate "$profile" --max-queue 100
+    counts=$(client overload "$URL" emulated-small 16 5000) || fail "client overload"
+    echo "$counts"
+    kill -TERM "$RANK0"
+    finish
+    read -r r a j t f <<<"$(accounting)"
+    [ "$t" -ge 1 ] && [ "$j" -eq 0 ] && [ $((a + t)) -eq 32 ] || fail "accounting: $(accounting)"
+    echo "ok: timeouts: $(grep '^received' "$out/o")"
+    ;;
+  infer_equal)
+    model="$ROOT/configs/models/cifar10.json"
+    "$SERF" model init "$model" --seed 3 --out "$out/w.safetensors" --input-out "$out/x.safetensors" >/dev/null \
+      || fail "model init"
+    "$SERF" infer --model "$model" --weights "$out/w.safetensors" --input "$out/x.safetensors" --json \
+      >"$out/infer.json" || fail "serf infer"
+    for k in 1 2; do
+      start $((k + 1)) --model "$model" --weights "$out/w.safetensors" --cores-per-node 1 --config "1,$k,1"
+      client infer "$URL" cifar10 "$out/x.safetensors" "$out/http$k.json" || fail "client infer K=$k"
+      kill -TERM "$RANK0"
+      finish
+      [ $RC -eq 0 ] || fail "K=$k: exit $RC"
+      /usr/bin/python3 - "$out/infer.json" "$out/http$k.json" <<'PY' || fail "K=$k: the answers differ from serf infer"
+import json, struct, sys
+f32 = lambda xs: [struct.unpack("f", struct.pack("f", x))[0] for x in xs]
+want = f32(json.load(open(sys.argv[1]))["output"])
+got = json.load(open(sys.argv[2]))
+assert len(want) == 10, want
+for kind in ("binary", "json"):
+    assert f32(got[kind]) == want, (kind, got[kind], want)
+print("ok: binary and JSON answers equal serf infer's 10 outputs exactly")
+PY
+    done
+    ;;
+  *) fail "unknown case $1" ;;
+esac

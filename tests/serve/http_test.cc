@@ -1,0 +1,377 @@
+// The KServe v2 HTTP front end end to end over loopback, against a controller on a fake transport
+// (no MPI): endpoints, JSON and binary tensors, every kind of bad request, 413, 503, 504, slow
+// headers, too many connections, and the drain.
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "fake_transport.h"
+#include "serve/http_frontend.h"
+#include "serve/metrics.h"
+#include "serve/service.h"
+
+using namespace serf;
+using namespace serf::serve;
+using nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ModelInfo test_model() {
+  ModelInfo m;
+  m.name = "m";
+  m.input = {"input", "FP32", {1, 2, 2}};
+  m.output = {"output", "FP32", {1, 4}};
+  return m;
+}
+
+// A controller serving on its own thread behind an HTTP front end on a free port.
+struct Server {
+  explicit Server(double service_s = 1e-3, HttpOptions o = {}, size_t max_queue = kUnboundedQueue)
+      : transport(2, service_s), controller(transport, options(max_queue)) {
+    REQUIRE(controller.configure({1, 1, 1}).ok());
+    controller.add_answer_hook([this](const RequestRecord& r) { metrics.record(r); });
+    service = std::make_unique<InferenceService>(controller, test_model(), &metrics);
+    loop = std::thread([this] { status = controller.serve(nullptr); });
+    o.port = 0;
+    auto started = HttpFrontend::Start(*service, o);
+    REQUIRE(started.ok());
+    http = std::move(started).value();
+  }
+  ~Server() { stop(); }
+  void stop() {
+    if (!loop.joinable()) return;
+    controller.request_stop();
+    loop.join();
+    http->stop();
+  }
+  static ControllerOptions options(size_t max_queue) {
+    ControllerOptions o;
+    o.max_queue = max_queue;
+    return o;
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", http->port());
+    c.set_read_timeout(10, 0);
+    return c;
+  }
+
+  FakeTransport transport;
+  Controller controller;
+  ServeMetrics metrics;
+  std::unique_ptr<InferenceService> service;
+  std::unique_ptr<HttpFrontend> http;
+  std::thread loop;
+  Status status;
+};
+
+json infer_body(json data, json shape = {1, 2, 2}, std::string name = "input",
+                std::string datatype = "FP32") {
+  return {{"inputs", {{{"name", name}, {"shape", shape}, {"datatype", datatype}, {"data", data}}}}};
+}
+
+httplib::Result post(httplib::Client& c, const std::string& body,
+                     const std::string& path = "/v2/models/m/infer",
+                     const httplib::Headers& headers = {}) {
+  return c.Post(path.c_str(), headers, body, "application/json");
+}
+
+// Expects `status` and an {"error": ...} body that contains `text`.
+void expect_error(httplib::Result& r, int status, const std::string& text) {
+  REQUIRE(r);
+  INFO(r->body);
+  REQUIRE(r->status == status);
+  json doc = json::parse(r->body);
+  REQUIRE(doc["error"].get<std::string>().find(text) != std::string::npos);
+}
+
+int connect_to(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  return fd;
+}
+
+// Everything the server sends until it closes the connection (or `limit_s` passes).
+std::string read_all(int fd, double limit_s) {
+  timeval tv{0, 100000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string got;
+  const auto end = Clock::now() + std::chrono::duration<double>(limit_s);
+  char buf[4096];
+  while (Clock::now() < end) {
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n == 0) break;
+    if (n > 0) got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
+
+}  // namespace
+
+TEST_CASE("health, server and model metadata", "[serve][http]") {
+  Server s;
+  auto c = s.client();
+  REQUIRE(c.Get("/v2/health/live")->status == 200);
+  REQUIRE(c.Get("/v2/health/ready")->status == 200);
+  REQUIRE(c.Get("/v2/models/m/ready")->status == 200);
+  REQUIRE(c.Get("/v2/models/m/versions/1/ready")->status == 200);
+  json server = json::parse(c.Get("/v2")->body);
+  REQUIRE(server["name"] == "serf");
+  REQUIRE(server["extensions"].size() == 3);
+  json meta = json::parse(c.Get("/v2/models/m")->body);
+  REQUIRE(meta["inputs"][0]["shape"] == json({1, 2, 2}));
+  REQUIRE(meta["outputs"][0]["name"] == "output");
+  auto unknown = c.Get("/v2/models/x");
+  expect_error(unknown, 400, "unknown model \"x\"");
+  auto version = c.Get("/v2/models/m/versions/7/ready");
+  expect_error(version, 400, "unknown version \"7\"");
+  auto path = c.Get("/v3/nothing");
+  expect_error(path, 404, "no endpoint GET /v3/nothing");
+}
+
+TEST_CASE("infer answers each request with its own output, JSON flat or nested, or binary",
+          "[serve][http]") {
+  Server s;
+  auto c = s.client();
+  auto flat = post(c, infer_body({1, 2, 3, 4}).dump());
+  REQUIRE(flat->status == 200);
+  json out = json::parse(flat->body);
+  REQUIRE(out["model_name"] == "m");
+  REQUIRE(out["outputs"][0]["shape"] == json({1, 4}));
+  REQUIRE(out["outputs"][0]["data"] == json({2, 3, 4, 5}));
+  json nested = infer_body({{{1, 2}, {3, 4.5}}});
+  nested["id"] = "abc";
+  nested["outputs"] = {{{"name", "output"}, {"parameters", {{"classification", 2}}}}};
+  out = json::parse(post(c, nested.dump())->body);
+  REQUIRE(out["id"] == "abc");
+  REQUIRE(out["outputs"][0]["datatype"] == "BYTES");
+  REQUIRE(out["outputs"][0]["data"] == json({"5.500000:3", "4.000000:2"}));
+  // Binary tensor extension both ways.
+  const std::vector<float> input = {0.25f, -1.5f, 3.0f, 7.0f};
+  json header{{"inputs",
+               {{{"name", "input"},
+                 {"shape", {1, 2, 2}},
+                 {"datatype", "FP32"},
+                 {"parameters", {{"binary_data_size", 16}}}}}},
+              {"outputs", {{{"name", "output"}, {"parameters", {{"binary_data", true}}}}}}};
+  std::string body = header.dump();
+  const size_t json_length = body.size();
+  body.append(reinterpret_cast<const char*>(input.data()), 16);
+  auto bin = post(c, body, "/v2/models/m/versions/1/infer",
+                  {{"Inference-Header-Content-Length", std::to_string(json_length)}});
+  REQUIRE(bin->status == 200);
+  const size_t hl = std::stoul(bin->get_header_value("Inference-Header-Content-Length"));
+  json bin_header = json::parse(bin->body.substr(0, hl));
+  REQUIRE(bin_header["outputs"][0]["parameters"]["binary_data_size"] == 16);
+  REQUIRE(bin->body.size() == hl + 16);
+  std::vector<float> got(4);
+  std::memcpy(got.data(), bin->body.data() + hl, 16);
+  REQUIRE(got == std::vector<float>{1.25f, -0.5f, 4.0f, 8.0f});
+}
+
+TEST_CASE("every kind of bad request gets 400 naming what is wrong; the server keeps serving",
+          "[serve][http]") {
+  HttpOptions o;
+  o.max_body_bytes = 4096;
+  Server s(1e-3, o);
+  auto c = s.client();
+  struct Case {
+    std::string body;
+    std::string text;
+    httplib::Headers headers;
+  };
+  json bad_output = infer_body({1, 2, 3, 4});
+  bad_output["outputs"] = {{{"name", "logits"}}};
+  json bad_k = infer_body({1, 2, 3, 4});
+  bad_k["outputs"] = {{{"name", "output"}, {"parameters", {{"classification", 9}}}}};
+  json bad_timeout = infer_body({1, 2, 3, 4});
+  bad_timeout["parameters"] = {{"timeout", -5}};
+  json binary_header{{"inputs",
+                      {{{"name", "input"},
+                        {"shape", {1, 2, 2}},
+                        {"datatype", "FP32"},
+                        {"parameters", {{"binary_data_size", 12}}}}}}};
+  const std::string hdr = binary_header.dump();
+  binary_header["inputs"][0]["parameters"]["binary_data_size"] = 16;
+  const std::string hdr16 = binary_header.dump();
+  const httplib::Headers hl16 = {{"Inference-Header-Content-Length", std::to_string(hdr16.size())}};
+  const httplib::Headers hl = {{"Inference-Header-Content-Length", std::to_string(hdr.size())}};
+  const std::vector<Case> cases = {
+      {"{\"inputs\": [", "malformed JSON", {}},
+      {"[1, 2]", "must be a JSON object", {}},
+      {json{{"inputs", json::array()}}.dump(), "inputs: expected an array with the one input", {}},
+      {infer_body({1, 2, 3, 4}, {1, 2, 2}, "image").dump(), "unknown input \"image\"", {}},
+      {infer_body({1, 2, 3, 4}, {1, 2, 2}, "input", "INT64").dump(), "datatype INT64", {}},
+      {infer_body({1, 2, 3, 4}, {1, 4}).dump(), "shape [1, 4], the model takes [1, 2, 2]", {}},
+      {infer_body({1, 2, 3}).dump(), "3 values, but shape [1, 2, 2] holds 4", {}},
+      {infer_body({{{1, 2}, {3}}}).dump(), "1 values where shape [1, 2, 2] needs 2", {}},
+      {infer_body({1, "x", 3, 4}).dump(), "data[1]: expected a number, got string", {}},
+      {infer_body({1, 2, 3, 1e300}).dump(), "is not a finite FP32 value", {}},
+      {bad_output.dump(), "unknown output \"logits\"", {}},
+      {bad_k.dump(), "classification 9 must be an integer in [1, 4]", {}},
+      {bad_timeout.dump(), "parameters.timeout: -5", {}},
+      {hdr + std::string(16, 'x'), "binary_data_size: 12 bytes, but 4 FP32 values", hl},
+      {hdr + std::string(12, 'x'), "binary tensors needs the Inference-Header-Content-Length", {}},
+      {hdr, "binary_data_size given but no Inference-Header-Content-Length", {}},
+      {hdr16 + std::string(20, 'x'), "4 bytes after the JSON header and the binary inputs", hl16},
+      {hdr, "is not a byte count", {{"Inference-Header-Content-Length", "12abc"}}},
+      {hdr, "is more than the body's", {{"Inference-Header-Content-Length", "100000"}}},
+  };
+  for (const Case& k : cases) {
+    INFO(k.body.substr(0, 200));
+    auto r = post(c, k.body, "/v2/models/m/infer", k.headers);
+    expect_error(r, 400, k.text);
+  }
+  auto model = post(c, infer_body({1, 2, 3, 4}).dump(), "/v2/models/other/infer");
+  expect_error(model, 400, "unknown model \"other\"");
+  auto big = post(c, std::string(8192, ' '));
+  expect_error(big, 413, "request body over");
+  auto c2 = s.client();
+  REQUIRE(post(c2, infer_body({1, 2, 3, 4}).dump())->status == 200);
+  REQUIRE(s.metrics.prometheus_text(s.controller.live())
+              .find("serf_invalid_requests_total{protocol=\"http\"} " +
+                    std::to_string(cases.size() + 2)) != std::string::npos);
+  REQUIRE(s.controller.counts().received == 1);  // malformed requests are not received
+}
+
+TEST_CASE("a full queue answers 503, a request queued past its timeout 504", "[serve][http]") {
+  Server s(0.2, {},
+           0);  // c = 1 on 2 units, no waiting room: a request finding its slot busy is refused
+  std::vector<std::future<httplib::Result>> r;
+  for (int i = 0; i < 6; ++i) {
+    r.push_back(std::async(std::launch::async, [&s] {
+      auto c = s.client();
+      return post(c, infer_body({1, 2, 3, 4}).dump());
+    }));
+  }
+  int ok = 0, refused = 0;
+  for (auto& f : r) {
+    auto res = f.get();
+    REQUIRE(res);
+    if (res->status == 200) ++ok;
+    if (res->status == 503) {
+      ++refused;
+      REQUIRE(json::parse(res->body)["error"].get<std::string>().find("is full") !=
+              std::string::npos);
+    }
+  }
+  REQUIRE(ok >= 1);
+  REQUIRE(ok <= 2);
+  REQUIRE(ok + refused == 6);
+  // 504: with a waiting room of 8, a 20 ms timeout passes behind a 200 ms request.
+  Server t(0.2, {}, 8);
+  auto slow = std::async(std::launch::async, [&t] {
+    auto c = t.client();
+    return post(c, infer_body({1, 2, 3, 4}).dump());
+  });
+  auto slow2 = std::async(std::launch::async, [&t] {
+    auto c = t.client();
+    return post(c, infer_body({1, 2, 3, 4}).dump());
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::vector<std::future<httplib::Result>> late;
+  json timed = infer_body({1, 2, 3, 4});
+  timed["parameters"] = {{"timeout", 20000}};
+  for (int i = 0; i < 4; ++i) {
+    late.push_back(std::async(std::launch::async, [&t, timed] {
+      auto c = t.client();
+      return post(c, timed.dump());
+    }));
+  }
+  int timed_out = 0;
+  for (auto& f : late) {
+    auto res = f.get();
+    if (res->status == 504) {
+      ++timed_out;
+      REQUIRE(json::parse(res->body)["error"] == "still queued after its timeout of 20000 us");
+    }
+  }
+  REQUIRE(timed_out >= 2);  // both units busy for 150 ms more: at least two of four wait
+  REQUIRE(slow.get()->status == 200);
+  REQUIRE(slow2.get()->status == 200);
+  t.stop();
+  REQUIRE(t.controller.counts().balanced());
+  REQUIRE(t.controller.counts().timed_out == static_cast<uint64_t>(timed_out));
+}
+
+TEST_CASE("a client that sends its headers slowly is cut off; others are served meanwhile",
+          "[serve][http]") {
+  HttpOptions o;
+  o.read_timeout_s = 0.5;
+  Server s(1e-3, o);
+  const int fd = connect_to(s.http->port());
+  const auto t0 = Clock::now();
+  std::thread trickle([fd] {
+    const std::string head = "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\n";
+    for (char ch : head) {
+      if (::send(fd, &ch, 1, MSG_NOSIGNAL) <= 0) return;  // the server closed the connection
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  auto c = s.client();
+  REQUIRE(post(c, infer_body({1, 2, 3, 4}).dump())->status == 200);
+  read_all(fd, 5.0);  // returns when the server closes
+  const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+  REQUIRE(took < 2.0);  // the read timeout, not the 4.4 s the trickle would take
+  trickle.join();
+  ::close(fd);
+}
+
+TEST_CASE("one connection too many is answered 503 and closed", "[serve][http]") {
+  HttpOptions o;
+  o.connections = 2;
+  o.keep_alive_s = 3;
+  Server s(1e-3, o);
+  const int a = connect_to(s.http->port()), b = connect_to(s.http->port());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // both hold a thread, idle
+  const int extra = connect_to(s.http->port());
+  const std::string got = read_all(extra, 3.0);
+  REQUIRE(got.rfind("HTTP/1.1 503", 0) == 0);
+  REQUIRE(got.find("too many connections") != std::string::npos);
+  ::close(a);
+  ::close(b);
+  ::close(extra);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto c = s.client();
+  REQUIRE(post(c, infer_body({1, 2, 3, 4}).dump())->status == 200);
+  REQUIRE(s.metrics.prometheus_text(s.controller.live()).find("serf_refused_connections_total 1") !=
+          std::string::npos);
+}
+
+TEST_CASE("a stop: ready turns false, queued requests finish, new ones get 503", "[serve][http]") {
+  Server s(0.15, {}, 8);
+  auto first = std::async(std::launch::async, [&s] {
+    auto c = s.client();
+    return post(c, infer_body({1, 2, 3, 4}).dump());
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  s.controller.request_stop();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto c = s.client();
+  REQUIRE(c.Get("/v2/health/ready")->status == 400);
+  REQUIRE(c.Get("/v2/health/live")->status == 200);
+  auto refused = post(c, infer_body({1, 2, 3, 4}).dump());
+  expect_error(refused, 503, "the server is stopping");
+  REQUIRE(first.get()->status == 200);
+  s.stop();
+  REQUIRE(s.status.ok());
+  const OutcomeCounts n = s.controller.counts();
+  REQUIRE(n.received == 2);
+  REQUIRE(n.answered == 1);
+  REQUIRE(n.rejected == 1);
+  REQUIRE(n.balanced());
+}
