@@ -6,6 +6,7 @@
 
 #include "model/model_spec.h"
 #include "serf/io/profile_io.h"
+#include "serve/grpc_frontend.h"
 #include "serve/http_frontend.h"
 #include "serve/metrics.h"
 #include "serve/service.h"
@@ -77,6 +78,9 @@ void add_frontend_flags(CLI::App* sub, FrontendFlags* f) {
                   "HTTP connections served at once (one thread each); one more is answered 503 "
                   "(default 64)")
       ->check(CLI::Range(1, 4096));
+  sub->add_option("--grpc-threads", f->grpc_threads,
+                  "gRPC calls handled at once; more are answered RESOURCE_EXHAUSTED (default 64)")
+      ->check(CLI::Range(2, 4096));
   sub->add_option("--read-timeout", f->read_timeout_s,
                   "seconds a client may take to send one whole HTTP request, headers and body "
                   "(default 10)")
@@ -95,8 +99,14 @@ Status check_frontend_flags(const FrontendFlags& f) {
   int port = 0;
   if (!f.http.empty())
     SERF_RETURN_IF_ERROR(serve::parse_listen_address(f.http, "--http", &host, &port));
-  if (!f.grpc.empty())
+  if (!f.grpc.empty()) {
     SERF_RETURN_IF_ERROR(serve::parse_listen_address(f.grpc, "--grpc", &host, &port));
+    if (!serve::grpc_available()) {
+      return InvalidArgument(
+          "--grpc: this serf was built without gRPC (scripts/setup installs "
+          "libgrpc++-dev and protobuf-compiler-grpc; then rebuild)");
+    }
+  }
   return Status::Ok();
 }
 
@@ -104,6 +114,7 @@ struct ServeFrontends::State {
   std::unique_ptr<serve::ServeMetrics> metrics;
   std::unique_ptr<serve::InferenceService> service;
   std::unique_ptr<serve::HttpFrontend> http;
+  std::unique_ptr<serve::GrpcFrontend> grpc;
 };
 
 StatusOr<std::unique_ptr<ServeFrontends>> ServeFrontends::Start(
@@ -128,6 +139,15 @@ StatusOr<std::unique_ptr<ServeFrontends>> ServeFrontends::Start(
               << " (model " << model.name << "; rank 0 is pid " << getpid()
               << ": SIGTERM to it stops the service after the requests it has)" << std::endl;
   }
+  if (!flags.grpc.empty()) {
+    serve::GrpcOptions o;
+    SERF_RETURN_IF_ERROR(serve::parse_listen_address(flags.grpc, "--grpc", &o.host, &o.port));
+    o.threads = flags.grpc_threads;
+    o.max_message_bytes = static_cast<size_t>(flags.max_body_mb * (1 << 20));
+    SERF_ASSIGN_OR_RETURN(state->grpc, serve::GrpcFrontend::Start(*state->service, o));
+    std::cout << "serf: KServe v2 gRPC on " << o.host << ":" << state->grpc->port() << " (model "
+              << model.name << "; rank 0 is pid " << getpid() << ")" << std::endl;
+  }
   return std::unique_ptr<ServeFrontends>(new ServeFrontends(std::move(state)));
 }
 
@@ -137,6 +157,7 @@ ServeFrontends::~ServeFrontends() { stop(); }
 
 void ServeFrontends::stop() {
   if (state_->http) state_->http->stop();
+  if (state_->grpc) state_->grpc->stop();
 }
 
 }  // namespace serf::cli

@@ -19,6 +19,21 @@ target_link_libraries(serf_dnnl INTERFACE ${SERF_DNNL_LIBRARY})
 target_include_directories(serf_dnnl SYSTEM INTERFACE ${SERF_DNNL_INCLUDE})
 add_library(DNNL::dnnl ALIAS serf_dnnl)
 
+# gRPC (KServe v2 over gRPC): AUTO builds the front end when libgrpc++, protobuf and
+# grpc_cpp_plugin are found; ON insists; OFF skips it (--grpc then says so).
+set(SERF_HAVE_GRPC OFF)
+if(NOT SERF_WITH_GRPC STREQUAL "OFF")
+  find_package(Protobuf QUIET)
+  find_package(gRPC CONFIG QUIET)
+  find_program(SERF_GRPC_CPP_PLUGIN grpc_cpp_plugin)
+  if(Protobuf_FOUND AND Protobuf_PROTOC_EXECUTABLE AND gRPC_FOUND AND SERF_GRPC_CPP_PLUGIN)
+    set(SERF_HAVE_GRPC ON)
+  elseif(SERF_WITH_GRPC STREQUAL "ON")
+    message(FATAL_ERROR "SERF_WITH_GRPC=ON but libgrpc++, protobuf or grpc_cpp_plugin was not "
+                        "found (scripts/setup installs them)")
+  endif()
+endif()
+
 # MPI: AUTO builds the runtime when found; ON insists; OFF skips it.
 set(SERF_HAVE_MPI OFF)
 if(NOT SERF_WITH_MPI STREQUAL "OFF")

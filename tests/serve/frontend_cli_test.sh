@@ -3,7 +3,8 @@
 # MPIEXEC, ROOT and PROMTOOL set (tests/CMakeLists.txt does). Cases:
 #   http_emulated  every endpoint, bad requests, /metrics through promtool, SIGTERM to rank 0
 #   http_overload  503 (queue full), 504 (timeout), SIGUSR1 through mpirun, the accounting line
-#   infer_equal    the HTTP answer equals `serf infer` for the same input (cifar10, K = 1 and 2)
+#   infer_equal    the HTTP and gRPC answers equal `serf infer` for the same input (cifar10,
+#                  K = 1 and 2); GRPC_CLIENT empty (a build without gRPC): HTTP only
 set -uo pipefail
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 out="$(mktemp -d)"
@@ -25,8 +26,11 @@ start() {
   server_pid=$!
   for _ in $(seq 1 600); do
     URL=$(sed -n 's|^serf: KServe v2 HTTP on \(http://[0-9.:]*\).*|\1|p' "$out/o")
-    RANK0=$(sed -n 's|.*rank 0 is pid \([0-9]*\).*|\1|p' "$out/o")
-    [ -n "$URL" ] && [ -n "$RANK0" ] && return 0
+    GRPC=$(sed -n 's|^serf: KServe v2 gRPC on \([0-9.:]*\).*|\1|p' "$out/o")
+    RANK0=$(sed -n 's|.*rank 0 is pid \([0-9]*\).*|\1|p' "$out/o" | head -1)
+    if [ -n "$URL" ] && [ -n "$RANK0" ]; then
+      case " $* " in *" --grpc "*) [ -n "$GRPC" ] && return 0 ;; *) return 0 ;; esac
+    fi
     kill -0 "$server_pid" 2>/dev/null || fail "the server exited before listening"
     sleep 0.1
   done
@@ -99,9 +103,18 @@ case "$1" in
       || fail "model init"
     "$SERF" infer --model "$model" --weights "$out/w.safetensors" --input "$out/x.safetensors" --json \
       >"$out/infer.json" || fail "serf infer"
+    grpc=()
+    [ -n "${GRPC_CLIENT:-}" ] && grpc=(--grpc 127.0.0.1:0)
     for k in 1 2; do
-      start $((k + 1)) --model "$model" --weights "$out/w.safetensors" --cores-per-node 1 --config "1,$k,1"
+      start $((k + 1)) --model "$model" --weights "$out/w.safetensors" --cores-per-node 1 \
+        --config "1,$k,1" "${grpc[@]}"
       client infer "$URL" cifar10 "$out/x.safetensors" "$out/http$k.json" || fail "client infer K=$k"
+      if [ -n "${GRPC_CLIENT:-}" ]; then
+        "$GRPC_CLIENT" "$GRPC" cifar10 "$out/x.safetensors" "$out/grpc$k.json" || fail "gRPC client K=$k"
+        /usr/bin/python3 -c "import json,sys; h=json.load(open(sys.argv[1])); g=json.load(open(sys.argv[2])); \
+          h['raw']=g['raw']; h['typed']=g['typed']; json.dump(h, open(sys.argv[1],'w'))" \
+          "$out/http$k.json" "$out/grpc$k.json"
+      fi
       kill -TERM "$RANK0"
       finish
       [ $RC -eq 0 ] || fail "K=$k: exit $RC"
@@ -111,9 +124,10 @@ f32 = lambda xs: [struct.unpack("f", struct.pack("f", x))[0] for x in xs]
 want = f32(json.load(open(sys.argv[1]))["output"])
 got = json.load(open(sys.argv[2]))
 assert len(want) == 10, want
-for kind in ("binary", "json"):
+kinds = [k for k in ("binary", "json", "raw", "typed") if k in got]
+for kind in kinds:
     assert f32(got[kind]) == want, (kind, got[kind], want)
-print("ok: binary and JSON answers equal serf infer's 10 outputs exactly")
+print("ok: the %s answers equal serf infer's 10 outputs exactly" % ", ".join(kinds))
 PY
     done
     ;;

@@ -1,0 +1,291 @@
+#include "serve/grpc_frontend.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "kserve_v2.grpc.pb.h"
+#include "serve/kserve.h"
+#include "serve/metrics.h"
+
+namespace serf::serve {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using grpc::ServerContext;
+using grpc::StatusCode;
+using nlohmann::json;
+
+grpc::Status invalid(const Status& st) {
+  return grpc::Status(StatusCode::INVALID_ARGUMENT, st.message());
+}
+
+// The protocol's parameters as JSON, so the HTTP checks apply unchanged.
+json parameters_json(const google::protobuf::Map<std::string, inference::InferParameter>& map) {
+  json out = json::object();
+  for (const auto& [key, p] : map) {
+    switch (p.parameter_choice_case()) {
+      case inference::InferParameter::kBoolParam:
+        out[key] = p.bool_param();
+        break;
+      case inference::InferParameter::kInt64Param:
+        out[key] = p.int64_param();
+        break;
+      case inference::InferParameter::kStringParam:
+        out[key] = p.string_param();
+        break;
+      case inference::InferParameter::kDoubleParam:
+        out[key] = p.double_param();
+        break;
+      case inference::InferParameter::kUint64Param:
+        out[key] = p.uint64_param();
+        break;
+      default:
+        break;
+    }
+  }
+  return out;
+}
+
+// The input tensor's values from raw_input_contents or contents.fp32_contents.
+Status read_input(const ModelInfo& model, const inference::ModelInferRequest& req,
+                  std::vector<float>* values) {
+  if (req.inputs_size() != 1) {
+    return InvalidArgument("inputs: expected the one input \"" + model.input.name + "\", got " +
+                           std::to_string(req.inputs_size()));
+  }
+  const auto& in = req.inputs(0);
+  std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
+  SERF_RETURN_IF_ERROR(check_input(model, in.name(), in.datatype(), shape));
+  int64_t elements = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return InvalidArgument("input \"" + in.name() + "\": a negative dimension");
+    elements *= d;
+  }
+  const bool typed = in.contents().fp32_contents_size() > 0;
+  if (req.raw_input_contents_size() > 0) {
+    if (typed) return InvalidArgument("input \"" + in.name() + "\": both raw and typed contents");
+    if (req.raw_input_contents_size() != 1) {
+      return InvalidArgument(
+          "raw_input_contents: " + std::to_string(req.raw_input_contents_size()) +
+          " entries for 1 input");
+    }
+    const std::string& raw = req.raw_input_contents(0);
+    if (raw.size() != static_cast<size_t>(elements) * sizeof(float)) {
+      return InvalidArgument("raw_input_contents[0]: " + std::to_string(raw.size()) +
+                             " bytes, but " + std::to_string(elements) + " FP32 values take " +
+                             std::to_string(elements * 4));
+    }
+    values->resize(static_cast<size_t>(elements));
+    std::memcpy(values->data(), raw.data(), raw.size());
+  } else {
+    if (in.contents().fp32_contents_size() != elements) {
+      return InvalidArgument("input \"" + in.name() +
+                             "\": " + std::to_string(in.contents().fp32_contents_size()) +
+                             " fp32_contents, but the shape holds " + std::to_string(elements));
+    }
+    values->assign(in.contents().fp32_contents().begin(), in.contents().fp32_contents().end());
+  }
+  for (float v : *values) {
+    if (!std::isfinite(v)) return InvalidArgument("input \"" + in.name() + "\": NaN or infinity");
+  }
+  return Status::Ok();
+}
+
+// The request checked: its input, timeout (the smaller of the "timeout" parameter and the
+// client's deadline) and output.
+Status read_call(const ModelInfo& model, const inference::ModelInferRequest& req,
+                 const ServerContext& ctx, InferCall* call) {
+  SERF_RETURN_IF_ERROR(read_input(model, req, &call->input));
+  SERF_ASSIGN_OR_RETURN(call->timeout_us, timeout_parameter(parameters_json(req.parameters())));
+  const auto deadline = ctx.deadline();
+  if (deadline != std::chrono::system_clock::time_point::max()) {
+    const double left_us =
+        std::chrono::duration<double, std::micro>(deadline - std::chrono::system_clock::now())
+            .count();
+    const double us = std::max(left_us, 1.0);
+    call->timeout_us = call->timeout_us > 0 ? std::min(call->timeout_us, us) : us;
+  }
+  if (req.outputs_size() > 1) {
+    return InvalidArgument("outputs: the model has one output, \"" + model.output.name + "\"");
+  }
+  for (const auto& o : req.outputs()) {
+    SERF_ASSIGN_OR_RETURN(call->output,
+                          check_output(model, o.name(), parameters_json(o.parameters())));
+  }
+  call->id = req.id();
+  return Status::Ok();
+}
+
+void write_answer(const ModelInfo& model, const InferCall& call, const std::vector<float>& output,
+                  inference::ModelInferResponse* res) {
+  res->set_model_name(model.name);
+  res->set_model_version(model.version);
+  res->set_id(call.id);
+  auto* out = res->add_outputs();
+  out->set_name(model.output.name);
+  std::string* raw = res->add_raw_output_contents();
+  if (call.output.classification > 0) {
+    const std::vector<std::string> top = classification(output, call.output.classification);
+    out->set_datatype("BYTES");
+    out->add_shape(1);
+    out->add_shape(static_cast<int64_t>(top.size()));
+    for (const std::string& s : top) {  // 4-byte little-endian length, then the bytes
+      const auto n = static_cast<uint32_t>(s.size());
+      for (int b = 0; b < 4; ++b) raw->push_back(static_cast<char>((n >> (8 * b)) & 0xff));
+      raw->append(s);
+    }
+    return;
+  }
+  out->set_datatype("FP32");
+  for (int64_t d : answer_shape(model, output.size())) out->add_shape(d);
+  raw->assign(reinterpret_cast<const char*>(output.data()), output.size() * sizeof(float));
+  if (model.emulated) (*res->mutable_parameters())["emulated"].set_bool_param(true);
+}
+
+grpc::Status status_of(const InferAnswer& a) {
+  switch (a.outcome) {
+    case Outcome::kAnswered:
+      return grpc::Status::OK;
+    case Outcome::kRejected:
+      return grpc::Status(StatusCode::UNAVAILABLE, a.reason);
+    case Outcome::kTimedOut:
+      return grpc::Status(StatusCode::DEADLINE_EXCEEDED, a.reason);
+    case Outcome::kFailed:
+      return grpc::Status(StatusCode::INTERNAL, a.reason);
+  }
+  return grpc::Status(StatusCode::INTERNAL, a.reason);
+}
+
+class KServeService final : public inference::GRPCInferenceService::Service {
+ public:
+  explicit KServeService(InferenceService& service) : service_(service) {}
+
+  grpc::Status ServerLive(ServerContext*, const inference::ServerLiveRequest*,
+                          inference::ServerLiveResponse* res) override {
+    res->set_live(service_.live());
+    return grpc::Status::OK;
+  }
+  grpc::Status ServerReady(ServerContext*, const inference::ServerReadyRequest*,
+                           inference::ServerReadyResponse* res) override {
+    res->set_ready(service_.ready());
+    return grpc::Status::OK;
+  }
+  grpc::Status ModelReady(ServerContext*, const inference::ModelReadyRequest* req,
+                          inference::ModelReadyResponse* res) override {
+    Status st = service_.check_model(req->name(), req->version());
+    if (!st.ok()) return counted(st);
+    res->set_ready(service_.ready());
+    return grpc::Status::OK;
+  }
+  grpc::Status ServerMetadata(ServerContext*, const inference::ServerMetadataRequest*,
+                              inference::ServerMetadataResponse* res) override {
+    const json meta = server_metadata();
+    res->set_name(meta["name"].get<std::string>());
+    res->set_version(meta["version"].get<std::string>());
+    for (const auto& e : meta["extensions"]) res->add_extensions(e.get<std::string>());
+    return grpc::Status::OK;
+  }
+  grpc::Status ModelMetadata(ServerContext*, const inference::ModelMetadataRequest* req,
+                             inference::ModelMetadataResponse* res) override {
+    Status st = service_.check_model(req->name(), req->version());
+    if (!st.ok()) return counted(st);
+    const ModelInfo& m = service_.model();
+    res->set_name(m.name);
+    res->add_versions(m.version);
+    res->set_platform(m.platform);
+    for (const auto& [tensor, list] : {std::make_pair(&m.input, res->mutable_inputs()),
+                                       std::make_pair(&m.output, res->mutable_outputs())}) {
+      auto* t = list->Add();
+      t->set_name(tensor->name);
+      t->set_datatype(tensor->datatype);
+      for (int64_t d : tensor->shape) t->add_shape(d);
+    }
+    return grpc::Status::OK;
+  }
+  grpc::Status ModelInfer(ServerContext* ctx, const inference::ModelInferRequest* req,
+                          inference::ModelInferResponse* res) override {
+    const Clock::time_point received = Clock::now();
+    Status st = service_.check_model(req->model_name(), req->model_version());
+    InferCall call;
+    if (st.ok()) st = read_call(service_.model(), *req, *ctx, &call);
+    if (!st.ok()) return counted(st);
+    const double parse_s = std::chrono::duration<double>(Clock::now() - received).count();
+    InferAnswer answer = service_.infer(std::move(call.input), received, call.timeout_us);
+    if (answer.outcome != Outcome::kAnswered) return status_of(answer);
+    const Clock::time_point answered = Clock::now();
+    write_answer(service_.model(), call, answer.output, res);
+    if (service_.metrics()) {
+      // Serializing and sending happen after this returns; the encoding here is counted.
+      service_.metrics()->observe_frontend(
+          parse_s + std::chrono::duration<double>(Clock::now() - answered).count());
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  grpc::Status counted(const Status& st) {
+    if (service_.metrics()) service_.metrics()->count_invalid("grpc");
+    return invalid(st);
+  }
+  InferenceService& service_;
+};
+
+}  // namespace
+
+bool grpc_available() { return true; }
+
+class GrpcFrontend::Impl {
+ public:
+  Impl(InferenceService& service, const GrpcOptions& o) : service_(service), options_(o) {}
+
+  Status start() {
+    grpc::ServerBuilder builder;
+    const std::string address = options_.host + ":" + std::to_string(options_.port);
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(&service_);
+    builder.SetMaxReceiveMessageSize(static_cast<int>(
+        std::min<size_t>(options_.max_message_bytes, std::numeric_limits<int>::max())));
+    grpc::ResourceQuota quota("serf-grpc");
+    quota.SetMaxThreads(options_.threads);
+    builder.SetResourceQuota(quota);
+    server_ = builder.BuildAndStart();
+    if (!server_ || port_ == 0) {
+      return InvalidArgument("--grpc " + address +
+                             ": cannot listen there (in use, or not an address of this host)");
+    }
+    return Status::Ok();
+  }
+
+  void stop() {
+    if (!server_) return;
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    server_->Wait();
+    server_.reset();
+  }
+
+  int port() const { return port_; }
+
+ private:
+  KServeService service_;
+  GrpcOptions options_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+GrpcFrontend::GrpcFrontend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GrpcFrontend::~GrpcFrontend() { stop(); }
+
+StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceService& service,
+                                                            const GrpcOptions& options) {
+  auto impl = std::make_unique<Impl>(service, options);
+  SERF_RETURN_IF_ERROR(impl->start());
+  return std::unique_ptr<GrpcFrontend>(new GrpcFrontend(std::move(impl)));
+}
+
+int GrpcFrontend::port() const { return impl_->port(); }
+void GrpcFrontend::stop() { impl_->stop(); }
+
+}  // namespace serf::serve

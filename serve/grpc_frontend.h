@@ -1,0 +1,42 @@
+#pragma once
+// KServe v2 over gRPC (inference.GRPCInferenceService, serve/kserve_v2.proto): ServerLive,
+// ServerReady, ModelReady, ServerMetadata, ModelMetadata and ModelInfer with raw_input_contents /
+// raw_output_contents. The same checks as HTTP; INVALID_ARGUMENT for a bad request, UNAVAILABLE
+// when the unit's queue is full or the server is stopping, DEADLINE_EXCEEDED when the request's
+// timeout (or the client's gRPC deadline) passed while it was queued.
+
+#include <memory>
+#include <string>
+
+#include "serf/core/status.h"
+#include "serve/service.h"
+
+namespace serf::serve {
+
+struct GrpcOptions {
+  std::string host = "127.0.0.1";
+  int port = 8001;   // 0: any free port
+  int threads = 64;  // requests handled at once; more: RESOURCE_EXHAUSTED
+  size_t max_message_bytes = 64u << 20;
+};
+
+// Whether this build has the gRPC front end (Debian's libgrpc++ found at configure time).
+bool grpc_available();
+
+class GrpcFrontend {
+ public:
+  static StatusOr<std::unique_ptr<GrpcFrontend>> Start(InferenceService& service,
+                                                       const GrpcOptions& options);
+  ~GrpcFrontend();
+  int port() const;
+  // Stops taking calls, lets the calls already received finish.
+  void stop();
+
+  class Impl;
+
+ private:
+  explicit GrpcFrontend(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace serf::serve

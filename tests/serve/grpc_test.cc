@@ -1,0 +1,235 @@
+// The KServe v2 gRPC front end over loopback, against a controller on a fake transport (no MPI):
+// health and metadata, raw and typed tensors, classification, bad requests, UNAVAILABLE and
+// DEADLINE_EXCEEDED.
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <future>
+#include <thread>
+
+#include "fake_transport.h"
+#include "kserve_v2.grpc.pb.h"
+#include "serve/grpc_frontend.h"
+#include "serve/metrics.h"
+#include "serve/service.h"
+
+using namespace serf;
+using namespace serf::serve;
+
+namespace {
+
+struct Server {
+  explicit Server(double service_s = 1e-3, size_t max_queue = kUnboundedQueue)
+      : transport(2, service_s), controller(transport, options(max_queue)) {
+    REQUIRE(controller.configure({1, 1, 1}).ok());
+    controller.add_answer_hook([this](const RequestRecord& r) { metrics.record(r); });
+    ModelInfo m;
+    m.name = "m";
+    m.input = {"input", "FP32", {1, 2, 2}};
+    m.output = {"output", "FP32", {1, 4}};
+    service = std::make_unique<InferenceService>(controller, m, &metrics);
+    loop = std::thread([this] { status = controller.serve(nullptr); });
+    GrpcOptions o;
+    o.port = 0;
+    auto started = GrpcFrontend::Start(*service, o);
+    REQUIRE(started.ok());
+    grpc = std::move(started).value();
+    channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc->port()),
+                                  grpc::InsecureChannelCredentials());
+    stub = inference::GRPCInferenceService::NewStub(channel);
+  }
+  ~Server() {
+    controller.request_stop();
+    loop.join();
+    grpc->stop();
+  }
+  static ControllerOptions options(size_t max_queue) {
+    ControllerOptions o;
+    o.max_queue = max_queue;
+    return o;
+  }
+  grpc::Status infer(const inference::ModelInferRequest& req, inference::ModelInferResponse* res) {
+    grpc::ClientContext ctx;
+    return stub->ModelInfer(&ctx, req, res);
+  }
+
+  FakeTransport transport;
+  Controller controller;
+  ServeMetrics metrics;
+  std::unique_ptr<InferenceService> service;
+  std::unique_ptr<GrpcFrontend> grpc;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub;
+  std::thread loop;
+  Status status;
+};
+
+inference::ModelInferRequest request(const std::vector<float>& values, bool raw = true) {
+  inference::ModelInferRequest req;
+  req.set_model_name("m");
+  auto* in = req.add_inputs();
+  in->set_name("input");
+  in->set_datatype("FP32");
+  for (int64_t d : {1, 2, 2}) in->add_shape(d);
+  if (raw) {
+    req.add_raw_input_contents(
+        std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+  } else {
+    for (float v : values) in->mutable_contents()->add_fp32_contents(v);
+  }
+  return req;
+}
+
+std::vector<float> raw_output(const inference::ModelInferResponse& res) {
+  REQUIRE(res.raw_output_contents_size() == 1);
+  const std::string& raw = res.raw_output_contents(0);
+  std::vector<float> out(raw.size() / sizeof(float));
+  std::memcpy(out.data(), raw.data(), raw.size());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("gRPC health and metadata", "[serve][grpc]") {
+  Server s;
+  grpc::ClientContext c1, c2, c3, c4, c5, c6;
+  inference::ServerLiveResponse live;
+  REQUIRE(s.stub->ServerLive(&c1, {}, &live).ok());
+  REQUIRE(live.live());
+  inference::ServerReadyResponse ready;
+  REQUIRE(s.stub->ServerReady(&c2, {}, &ready).ok());
+  REQUIRE(ready.ready());
+  inference::ModelReadyRequest mr;
+  mr.set_name("m");
+  inference::ModelReadyResponse model_ready;
+  REQUIRE(s.stub->ModelReady(&c3, mr, &model_ready).ok());
+  REQUIRE(model_ready.ready());
+  inference::ServerMetadataResponse server;
+  REQUIRE(s.stub->ServerMetadata(&c4, {}, &server).ok());
+  REQUIRE(server.name() == "serf");
+  REQUIRE(server.extensions_size() == 3);
+  inference::ModelMetadataRequest mm;
+  mm.set_name("m");
+  inference::ModelMetadataResponse meta;
+  REQUIRE(s.stub->ModelMetadata(&c5, mm, &meta).ok());
+  REQUIRE(meta.inputs(0).shape_size() == 3);
+  REQUIRE(meta.outputs(0).name() == "output");
+  mm.set_name("x");
+  grpc::Status unknown = s.stub->ModelMetadata(&c6, mm, &meta);
+  REQUIRE(unknown.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  REQUIRE(unknown.error_message().find("unknown model \"x\"") != std::string::npos);
+}
+
+TEST_CASE("gRPC ModelInfer: raw and typed inputs, raw outputs, classification", "[serve][grpc]") {
+  Server s;
+  inference::ModelInferResponse res;
+  auto req = request({1, 2, 3, 4});
+  req.set_id("r1");
+  grpc::Status st = s.infer(req, &res);
+  REQUIRE(st.ok());
+  REQUIRE(res.id() == "r1");
+  REQUIRE(res.outputs(0).datatype() == "FP32");
+  REQUIRE(res.outputs(0).shape_size() == 2);
+  REQUIRE(raw_output(res) == std::vector<float>{2, 3, 4, 5});
+  inference::ModelInferResponse typed;
+  REQUIRE(s.infer(request({0.5f, 0, 0, 9}, false), &typed).ok());
+  REQUIRE(raw_output(typed) == std::vector<float>{1.5f, 1, 1, 10});
+  auto top = request({1, 7, 3, 4});
+  auto* out = top.add_outputs();
+  out->set_name("output");
+  (*out->mutable_parameters())["classification"].set_int64_param(1);
+  inference::ModelInferResponse cls;
+  REQUIRE(s.infer(top, &cls).ok());
+  REQUIRE(cls.outputs(0).datatype() == "BYTES");
+  const std::string& raw = cls.raw_output_contents(0);
+  REQUIRE(raw.size() == 4 + std::strlen("8.000000:1"));
+  REQUIRE(raw.substr(4) == "8.000000:1");
+}
+
+TEST_CASE("gRPC bad requests are INVALID_ARGUMENT naming what is wrong", "[serve][grpc]") {
+  Server s;
+  struct Case {
+    inference::ModelInferRequest req;
+    std::string text;
+  };
+  std::vector<Case> cases;
+  auto short_raw = request({1, 2, 3});
+  cases.push_back({short_raw, "raw_input_contents[0]: 12 bytes, but 4 FP32 values take 16"});
+  auto typed = request({1, 2, 3}, false);
+  cases.push_back({typed, "3 fp32_contents, but the shape holds 4"});
+  auto name = request({1, 2, 3, 4});
+  name.mutable_inputs(0)->set_name("image");
+  cases.push_back({name, "unknown input \"image\""});
+  auto shape = request({1, 2, 3, 4});
+  shape.mutable_inputs(0)->set_shape(1, 4);
+  cases.push_back({shape, "shape [1, 4, 2], the model takes [1, 2, 2]"});
+  auto type = request({1, 2, 3, 4});
+  type.mutable_inputs(0)->set_datatype("FP16");
+  cases.push_back({type, "datatype FP16"});
+  auto model = request({1, 2, 3, 4});
+  model.set_model_name("other");
+  cases.push_back({model, "unknown model \"other\""});
+  auto timeout = request({1, 2, 3, 4});
+  (*timeout.mutable_parameters())["timeout"].set_int64_param(-1);
+  cases.push_back({timeout, "parameters.timeout: -1"});
+  auto nan = request({1, 2, NAN, 4});
+  cases.push_back({nan, "NaN or infinity"});
+  for (const Case& k : cases) {
+    inference::ModelInferResponse res;
+    grpc::Status st = s.infer(k.req, &res);
+    INFO(st.error_message());
+    REQUIRE(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    REQUIRE(st.error_message().find(k.text) != std::string::npos);
+  }
+  inference::ModelInferResponse res;
+  REQUIRE(s.infer(request({1, 2, 3, 4}), &res).ok());
+  REQUIRE(s.metrics.prometheus_text(s.controller.live())
+              .find("serf_invalid_requests_total{protocol=\"grpc\"} " +
+                    std::to_string(cases.size())) != std::string::npos);
+}
+
+TEST_CASE("gRPC: a full queue is UNAVAILABLE, a timeout passed in the queue DEADLINE_EXCEEDED",
+          "[serve][grpc]") {
+  Server s(0.2, 0);
+  std::vector<std::future<grpc::Status>> calls;
+  for (int i = 0; i < 6; ++i) {
+    calls.push_back(std::async(std::launch::async, [&s] {
+      inference::ModelInferResponse res;
+      return s.infer(request({1, 2, 3, 4}), &res);
+    }));
+  }
+  int ok = 0, unavailable = 0;
+  for (auto& f : calls) {
+    grpc::Status st = f.get();
+    ok += st.ok() ? 1 : 0;
+    if (st.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      ++unavailable;
+      REQUIRE(st.error_message().find("is full") != std::string::npos);
+    }
+  }
+  REQUIRE(ok >= 1);
+  REQUIRE(ok + unavailable == 6);
+  Server t(0.2, 8);
+  std::vector<std::future<grpc::Status>> busy;
+  for (int i = 0; i < 2; ++i) {
+    busy.push_back(std::async(std::launch::async, [&t] {
+      inference::ModelInferResponse res;
+      return t.infer(request({1, 2, 3, 4}), &res);
+    }));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::vector<std::future<grpc::Status>> late;
+  for (int i = 0; i < 4; ++i) {
+    late.push_back(std::async(std::launch::async, [&t] {
+      auto req = request({1, 2, 3, 4});
+      (*req.mutable_parameters())["timeout"].set_int64_param(20000);
+      inference::ModelInferResponse res;
+      return t.infer(req, &res);
+    }));
+  }
+  int exceeded = 0;
+  for (auto& f : late) exceeded += f.get().error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+  REQUIRE(exceeded >= 2);
+  for (auto& f : busy) REQUIRE(f.get().ok());
+}
