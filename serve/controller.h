@@ -280,6 +280,8 @@ class Controller {
   // Ends request `id` with `outcome`: its completion, the answer hooks, the counts.
   void finish(int64_t id, Outcome outcome, const std::string& reason,
               std::vector<float> output = {}, std::vector<LayerTiming> layers = {});
+  // "20000 us": a request's timeout, as its client gave it.
+  std::string timeout_text(int64_t id, double deadline_s);
   // Queued requests whose deadline passed end kTimedOut.
   void expire_deadlines(double now);
   // Every queued and running request ends kFailed (the run ended on a fault).

@@ -46,11 +46,16 @@ void Controller::admit(InferRequest request, bool client) {
   }
   const double deadline = pending_.at(id).deadline_s;
   if (deadline <= now_s()) {
-    finish(id, Outcome::kTimedOut, "its timeout passed before it was queued");
+    finish(id, Outcome::kTimedOut,
+           "its timeout of " + timeout_text(id, deadline) + " passed before it was queued");
     return;
   }
   q.push_back(id);
   next_deadline_s_ = std::min(next_deadline_s_, deadline);
+}
+
+std::string Controller::timeout_text(int64_t id, double deadline_s) {
+  return seconds_text(std::round((deadline_s - record(id).arrival_s) * 1e6)) + " us";
 }
 
 void Controller::finish(int64_t id, Outcome outcome, const std::string& reason,
@@ -118,9 +123,8 @@ void Controller::expire_deadlines(double now) {
       }
       const int64_t id = *it;
       it = q.erase(it);
-      const double timeout_us = (deadline - record(id).arrival_s) * 1e6;
       finish(id, Outcome::kTimedOut,
-             "still queued after its timeout of " + seconds_text(std::round(timeout_us)) + " us");
+             "still queued after its timeout of " + timeout_text(id, deadline));
     }
   }
 }

@@ -297,7 +297,9 @@ TEST_CASE("a full queue answers 503, a request queued past its timeout 504", "[s
     auto res = f.get();
     if (res->status == 504) {
       ++timed_out;
-      REQUIRE(json::parse(res->body)["error"] == "still queued after its timeout of 20000 us");
+      // Queued, then expired; or, on a machine busy enough to delay its admission, expired first.
+      REQUIRE(json::parse(res->body)["error"].get<std::string>().find("timeout of 20000 us") !=
+              std::string::npos);
     }
   }
   REQUIRE(timed_out >= 2);  // both units busy for 150 ms more: at least two of four wait

@@ -167,7 +167,7 @@ TEST_CASE("a full queue rejects at once with a reason; a request queued past its
   const auto t1 = Clock::now();
   InferAnswer late = second.get();
   REQUIRE(late.outcome == Outcome::kTimedOut);
-  REQUIRE(late.reason == "still queued after its timeout of 10000 us");
+  REQUIRE(late.reason.find("timeout of 10000 us") != std::string::npos);
   REQUIRE(seconds_since(t1) < 0.09);
   REQUIRE(late.queue_s >= 0.010);
   REQUIRE(first.get().outcome == Outcome::kAnswered);
