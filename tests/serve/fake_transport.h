@@ -97,4 +97,26 @@ class FakeTransport : public Transport {
   std::vector<float> output_;
 };
 
+// Waits (at most 10 s) until `n` requests are queued or running, as the controller publishes it
+// (every tick): a test's requests sent from other threads have arrived.
+inline bool wait_received(const Controller& c, size_t n) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < end) {
+    const LiveStatus live = c.live();
+    if (live.in_flight + live.queued >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
+// Waits (at most 10 s) until the controller says it is not ready (a stop began).
+inline bool wait_not_ready(const Controller& c) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < end) {
+    if (!c.live().ready) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
 }  // namespace serf::serve

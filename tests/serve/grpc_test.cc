@@ -218,7 +218,7 @@ TEST_CASE("gRPC: a full queue is UNAVAILABLE, a timeout passed in the queue DEAD
       return t.infer(request({1, 2, 3, 4}), &res);
     }));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(wait_received(t.controller, 2));
   std::vector<std::future<grpc::Status>> late;
   for (int i = 0; i < 4; ++i) {
     late.push_back(std::async(std::launch::async, [&t] {
