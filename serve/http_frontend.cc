@@ -106,7 +106,7 @@ class HttpFrontend::Impl {
 
  private:
   void routes();
-  void infer(const Request& req, Response& res);
+  void infer(const Request& req, const std::string& body, Response& res);
   void handle_error(const Request& req, Response& res);
   // The model named by the path; false (and a 400 written) when it is not the served one.
   bool model_ok(const Request& req, Response& res) {
@@ -154,7 +154,28 @@ void HttpFrontend::Impl::routes() {
     res.set_content(service_.metrics()->prometheus_text(service_.status()),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
-  server_.Post(kModelPath + "/infer", [&](const Request& req, Response& res) { infer(req, res); });
+  // The body is read here, not by httplib before the handler: httplib refuses a form-encoded body
+  // over 8 KiB with 413, and that is curl -d's default content type (a cifar10 request is 22 KB).
+  server_.Post(kModelPath + "/infer",
+               [&](const Request& req, Response& res, const httplib::ContentReader& read) {
+                 if (req.is_multipart_form_data()) {
+                   invalid();
+                   return json_error(res, 400,
+                                     "a multipart/form-data body: send the KServe v2 JSON "
+                                     "request (or a binary tensor request) as the body itself");
+                 }
+                 std::string body;
+                 // On failure httplib set the status (413 over --max-body-mb, 400); handle_error
+                 // writes the error.
+                 if (!read([&](const char* data, size_t n) {
+                       body.append(data, n);
+                       return true;
+                     })) {
+                   if (res.status < 400) res.status = 400;
+                   return;
+                 }
+                 infer(req, body, res);
+               });
   server_.set_error_handler([&](const Request& req, Response& res) { handle_error(req, res); });
   server_.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
     std::string what = "internal error";
@@ -196,7 +217,7 @@ void HttpFrontend::Impl::handle_error(const Request& req, Response& res) {
   if (res.status >= 400) json_error(res, res.status, "HTTP status " + std::to_string(res.status));
 }
 
-void HttpFrontend::Impl::infer(const Request& req, Response& res) {
+void HttpFrontend::Impl::infer(const Request& req, const std::string& body, Response& res) {
   const Clock::time_point received = Clock::now();
   t_frontend_s = -1;  // not an answered request unless set below
   if (!model_ok(req, res)) return;
@@ -212,7 +233,7 @@ void HttpFrontend::Impl::infer(const Request& req, Response& res) {
     }
     header_length = static_cast<size_t>(n);
   }
-  StatusOr<InferCall> call = parse_infer_request(service_.model(), req.body, header_length);
+  StatusOr<InferCall> call = parse_infer_request(service_.model(), body, header_length);
   if (!call.ok()) {
     invalid();
     return json_error(res, 400, call.status().message());

@@ -160,6 +160,12 @@ TEST_CASE("infer answers each request with its own output, JSON flat or nested, 
   REQUIRE(out["id"] == "abc");
   REQUIRE(out["outputs"][0]["datatype"] == "BYTES");
   REQUIRE(out["outputs"][0]["data"] == json({"5.500000:3", "4.000000:2"}));
+  // curl -d sends any body as application/x-www-form-urlencoded; one over 8 KiB (a cifar10
+  // image is 22 KB) is served like any other (httplib alone answered 413).
+  auto form = c.Post("/v2/models/m/infer", infer_body({1, 2, 3, 4}).dump() + std::string(9000, ' '),
+                     "application/x-www-form-urlencoded");
+  REQUIRE(form->status == 200);
+  REQUIRE(json::parse(form->body)["outputs"][0]["data"] == json({2, 3, 4, 5}));
   // Binary tensor extension both ways.
   const std::vector<float> input = {0.25f, -1.5f, 3.0f, 7.0f};
   json header{{"inputs",
@@ -240,11 +246,15 @@ TEST_CASE("every kind of bad request gets 400 naming what is wrong; the server k
   expect_error(model, 400, "unknown model \"other\"");
   auto big = post(c, std::string(8192, ' '));
   expect_error(big, 413, "request body over");
+  // multipart/form-data is not a KServe v2 body.
+  auto form =
+      c.Post("/v2/models/m/infer", "--b\r\n\r\nx\r\n--b--\r\n", "multipart/form-data; boundary=b");
+  expect_error(form, 400, "multipart/form-data");
   auto c2 = s.client();
   REQUIRE(post(c2, infer_body({1, 2, 3, 4}).dump())->status == 200);
   REQUIRE(s.metrics.prometheus_text(s.controller.live())
               .find("serf_invalid_requests_total{protocol=\"http\"} " +
-                    std::to_string(cases.size() + 2)) != std::string::npos);
+                    std::to_string(cases.size() + 3)) != std::string::npos);
   REQUIRE(s.controller.counts().received == 1);  // malformed requests are not received
 }
 
