@@ -198,7 +198,7 @@ case "$1" in
     # Who got which signal, named as it happened (it said "node ranks 1, 2, 3 died" when rank 0
     # alone got SIGTERM, and "the job was cancelled, every node rank alive" when one node did).
     # 1. SIGTERM to rank 0 alone (serf profile): every node is alive and got none.
-    start_job -np 4 "$SERF" profile --emulate "$profile" --inter 1 --samples 40 --out "$out/p.json"
+    start_job -np 4 "$SERF" profile --emulate "$profile" --inter 1 --samples 300 --out "$out/p.json"
     wait_serving
     sleep 1
     stop_at=$(date +%s.%N)
@@ -228,7 +228,7 @@ case "$1" in
     python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$out/run.json" || fail "run.json does not parse"
     echo "ok: $line ($error_after s)"
     # 3. SIGUSR1 to mpirun, which forwards it to every rank (serf profile): all alive.
-    start_job -np 4 "$SERF" profile --emulate "$profile" --inter 1 --samples 40 --out "$out/p.json"
+    start_job -np 4 "$SERF" profile --emulate "$profile" --inter 1 --samples 300 --out "$out/p.json"
     wait_serving
     sleep 1
     stop_at=$(date +%s.%N)
