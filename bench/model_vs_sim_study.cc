@@ -81,7 +81,7 @@ std::string run_task(const Task& t, double scale) {
     profile.tuples.push_back({{i, 1, 1}, means[static_cast<size_t>(i - 1)], t.profile->scv, 1, 0});
   }
   profile.reindex();
-  const serf::ConfigurationFamily family{1, 1, t.c, *md, {}};
+  const serf::ConfigurationFamily family{1, 1, t.c, *md, {}, 1, {}, {}};
   serf::LatencyObjectiveOptions oo;
   oo.percentile = 99;
   oo.arrival_scv = t.arrival_scv;

@@ -118,6 +118,15 @@ void ConfigurationFlags::add(CLI::App* sub) {
       ->check(at_least(1))
       ->required();
   add_intra(sub, &config.intra, false, "T: threads per node for each request (count)")->required();
+  add_batch(sub, &config.batch,
+            "b: a free slot takes up to b waiting requests as one batch (requests; default 1; "
+            "the profile needs tuples (i, K, T, 1) and (i, K, T, b))");
+}
+
+CLI::Option* add_batch(CLI::App* sub, int* batch, const std::string& help) {
+  return sub->add_option("--batch", *batch, help)
+      ->check(int_range(1, kMaxBatch))
+      ->capture_default_str();
 }
 
 StatusOr<Configuration> parse_configuration(const std::string& text, const std::string& flag) {
@@ -325,7 +334,7 @@ StatusOr<double> TailFlags::requested_percentile() const {
   return p;
 }
 
-StatusOr<TailObjective> TailFlags::make(const Profile& profile, int nodes) const {
+StatusOr<TailObjective> TailFlags::make(const Profile& profile, int nodes, int max_batch) const {
   if (tail_method != "auto" && tail_method != "model") {
     return InvalidArgument("--tail-method " + tail_method + ": must be auto or model");
   }
@@ -334,7 +343,15 @@ StatusOr<TailObjective> TailFlags::make(const Profile& profile, int nodes) const
   o.nodes = nodes;
   SERF_ASSIGN_OR_RETURN(o.percentile, requested_percentile());
   TailObjective out;
-  if (o.percentile == 0 && o.arrival_scv == 1.0) return out;
+  if (max_batch > 1 && (o.percentile != 0 || o.arrival_scv != 1.0)) {
+    return InvalidArgument(
+        "--batch " + std::to_string(max_batch) +
+        ": with batches only the mean latency under Poisson arrivals is modelled; drop "
+        "--percentile/--objective/--arrival-scv or use --batch 1");
+  }
+  if (o.percentile == 0 && o.arrival_scv == 1.0 && (max_batch == 1 || tail_method != "auto")) {
+    return out;
+  }
   SERF_ASSIGN_OR_RETURN(out.analytic_, LatencyObjective::Create(profile, o));
   if (tail_method == "auto") {
     out.fallback_ = std::make_unique<sim::SimulationFallbackObjective>(*out.analytic_);

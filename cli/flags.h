@@ -39,12 +39,15 @@ CLI::Validator non_empty_path();
 
 // ---- the configuration (c, K, T) -----------------------------------------------------------
 
-// --service, --inter, --intra of a command that runs or predicts one configuration. The intra knob
-// is --intra everywhere (--threads is its old spelling, kept as an alias where it was used).
+// --service, --inter, --intra and --batch of a command that runs or predicts one configuration. The
+// intra knob is --intra everywhere (--threads is its old spelling, kept as an alias where it was
+// used).
 struct ConfigurationFlags {
   Configuration config{0, 0, 0};
   void add(CLI::App* sub);
 };
+// --batch B (requests per batch, in [1, kMaxBatch], default 1) with the command's help.
+CLI::Option* add_batch(CLI::App* sub, int* batch, const std::string& help);
 // The most cores a node may have (--cores-per-node; so also the most threads T of a request).
 inline constexpr int kMaxCoresPerNode = 1024;
 // --intra (T, threads per node, in [1, kMaxCoresPerNode]); `alias_threads` also accepts --threads.
@@ -151,8 +154,10 @@ struct TailFlags {
   // 100.
   StatusOr<double> requested_percentile() const;
   // The objective to plan/size with, or nullptr for the paper's (mean, Poisson). `nodes` is the
-  // fixed cluster size, 0 when sizing searches it.
-  StatusOr<TailObjective> make(const Profile& profile, int nodes) const;
+  // fixed cluster size, 0 when sizing searches it. With batches (max_batch > 1) only the mean
+  // under Poisson arrivals is modelled; --tail-method auto then adds the simulator where the
+  // batch model is poor (serf/sim/fallback_objective.h).
+  StatusOr<TailObjective> make(const Profile& profile, int nodes, int max_batch = 1) const;
   // "mean latency" or "p99 latency", plus the arrival SCV when not Poisson: for output lines.
   std::string what() const;
   // What the reports print about the objective made by make().

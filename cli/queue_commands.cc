@@ -24,12 +24,18 @@ struct CommonFlags {
   ProfileFlag profile;
   std::string queue = "md-interf";
   bool json = false;
-  int nodes = 0;  // 0: the profile's hardware.nodes
+  int nodes = 0;      // 0: the profile's hardware.nodes
+  int max_batch = 1;  // plan, size, capacity: search b in (1, B] (predict: --batch is its b)
   TailFlags tail;
 
-  void add(CLI::App* sub, bool with_nodes, bool with_json) {
+  void add(CLI::App* sub, bool with_nodes, bool with_json, bool search_batch = true) {
     profile.add(sub);
     add_queue(sub, &queue, false);
+    if (search_batch) {
+      add_batch(sub, &max_batch,
+                "B: also consider batches of up to B requests per slot, over the batch sizes "
+                "b <= B the profile holds (default 1: the paper's configurations)");
+    }
     if (with_nodes)
       add_nodes(sub, &nodes, "nodes in the cluster (default: the profile's hardware.nodes)");
     if (with_json) add_json(sub, &json);
@@ -68,7 +74,8 @@ struct PredictFlags {
 
 Status run_predict(const PredictFlags& f) {
   SERF_ASSIGN_OR_RETURN(CommonFlags::Loaded in, f.common.load());
-  SERF_ASSIGN_OR_RETURN(TailObjective objective, f.common.tail.make(in.profile, in.nodes));
+  SERF_ASSIGN_OR_RETURN(TailObjective objective,
+                        f.common.tail.make(in.profile, in.nodes, f.configuration.config.batch));
   SERF_ASSIGN_OR_RETURN(ConfigurationPrediction r,
                         predict_configuration(in.profile, f.configuration.config, in.nodes, f.rate,
                                               in.queue, objective.analytic(), objective.get()));
@@ -96,10 +103,12 @@ Status run_plan(const PlanFlags& f) {
   SERF_ASSIGN_OR_RETURN(std::vector<double> rates, parse_rates_flag(f.rates));
   SERF_RETURN_IF_ERROR(check_not_input("--out", f.out, "--profile", f.common.profile.path));
   SERF_ASSIGN_OR_RETURN(CommonFlags::Loaded in, f.common.load());
-  SERF_ASSIGN_OR_RETURN(TailObjective objective, f.common.tail.make(in.profile, in.nodes));
+  SERF_ASSIGN_OR_RETURN(TailObjective objective,
+                        f.common.tail.make(in.profile, in.nodes, f.common.max_batch));
   PlanOptions options;
   options.nodes = in.nodes;
   options.queue = in.queue;
+  options.max_batch = f.common.max_batch;
   options.keep_all = f.all;
   options.objective = objective.get();
   auto table = plan_table(in.profile, rates, options);
@@ -129,7 +138,9 @@ Status run_size(const SizeFlags& f) {
   SERF_ASSIGN_OR_RETURN(CommonFlags::Loaded in, f.common.load());
   SizingOptions options;
   options.queue = in.queue;
-  SERF_ASSIGN_OR_RETURN(auto objective, f.common.tail.make(in.profile, 0));  // 0: N is searched
+  options.max_batch = f.common.max_batch;
+  // 0: N is searched.
+  SERF_ASSIGN_OR_RETURN(auto objective, f.common.tail.make(in.profile, 0, f.common.max_batch));
   options.objective = objective.get();
 
   if (f.rate_opt->count() > 0) {
@@ -169,7 +180,9 @@ Status run_capacity(const CapacityFlags& f) {
   SERF_ASSIGN_OR_RETURN(CommonFlags::Loaded in, f.common.load());
   SizingOptions options;
   options.queue = in.queue;
-  SERF_ASSIGN_OR_RETURN(auto objective, f.common.tail.make(in.profile, in.nodes));
+  options.max_batch = f.common.max_batch;
+  SERF_ASSIGN_OR_RETURN(auto objective,
+                        f.common.tail.make(in.profile, in.nodes, f.common.max_batch));
   options.objective = objective.get();
   SERF_ASSIGN_OR_RETURN(CapacityResult r, capacity(in.profile, f.slo_ms, in.nodes, options));
   const io::ObjectiveLabel label = f.common.tail.label(objective);
@@ -199,7 +212,7 @@ void register_queue_commands(CLI::App& app, CommandRegistry& registry) {
         "predict",
         "Predict the mean latency of one configuration (c, K, T) at a cluster arrival rate\n"
         "(exit 3 when the load is unstable)");
-    f->common.add(sub, true, true);
+    f->common.add(sub, true, true, false);
     f->configuration.add(sub);
     add_rate(sub, &f->rate,
              "cluster-wide arrival rate in requests/s (a unit of K nodes sees R / floor(N/K))")

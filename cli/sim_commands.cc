@@ -20,6 +20,7 @@ struct SimulateFlags {
   int nodes = 0;  // 0: the profile's hardware.nodes
   std::string semantics = "start";
   ArrivalFlags arrivals;
+  double max_batch_delay_us = 0;
   uint64_t seed = 1;
   bool json = false;
 };
@@ -32,7 +33,19 @@ Status run_simulate(const SimulateFlags& f) {
   const int nodes = f.nodes > 0 ? f.nodes : profile.hardware.nodes;
   SERF_RETURN_IF_ERROR(validate(config, {nodes, profile.hardware.cores_per_node}));
   sim::SimulationOptions o;
-  SERF_ASSIGN_OR_RETURN(o.levels, service_levels(profile, config));
+  if (config.batch > 1) {
+    SERF_ASSIGN_OR_RETURN(o.batching, service_table(profile, config));
+    o.max_batch_delay_ms = f.max_batch_delay_us / 1000.0;
+    if (f.semantics != "start") {
+      return InvalidArgument("--semantics " + f.semantics +
+                             ": batches (--batch > 1) are simulated with start semantics only");
+    }
+  } else {
+    SERF_ASSIGN_OR_RETURN(o.levels, service_levels(profile, config));
+    if (f.max_batch_delay_us > 0) {
+      return InvalidArgument("--max-batch-delay-us needs --batch > 1 (a batch to wait for)");
+    }
+  }
   o.units = nodes / config.inter;
   SERF_ASSIGN_OR_RETURN(o.semantics, sim::parse_service_semantics(f.semantics));
   SERF_ASSIGN_OR_RETURN(ArrivalFlags::Resolved arrivals, f.arrivals.resolve());
@@ -76,6 +89,11 @@ void register_sim_commands(CLI::App& app, CommandRegistry& registry) {
                   "request advances at rate 1/mean_ms(n)")
       ->capture_default_str();
   f->arrivals.add(sub, "");
+  sub->add_option("--max-batch-delay-us", f->max_batch_delay_us,
+                  "with --batch: a free slot waits up to this long (microseconds) for b requests "
+                  "before it serves fewer (default 0: never waits)")
+      ->check(finite_range(0, 6e10))
+      ->capture_default_str();
   add_seed(sub, &f->seed, "random seed (integer; same seed, same result)")->capture_default_str();
   add_json(sub, &f->json);
   registry.add(sub, [f] { return run_simulate(*f); });

@@ -47,7 +47,7 @@ double MeanLatencyObjective::score_ms(const ConfigurationFamily&, int, double,
 }
 
 double MeanLatencyObjective::lower_bound_ms(const ConfigurationFamily& family, int c) const {
-  return family.model.min_latency_ms(c);
+  return family.min_latency_ms(c);
 }
 
 const Objective& mean_latency_objective() {
@@ -61,13 +61,65 @@ StatusOr<int> resolve_nodes(const Profile& profile, int nodes) {
   return nodes;
 }
 
+Prediction ConfigurationFamily::predict(int c, double unit_rate_per_s) const {
+  if (batch == 1) return model.predict(c, unit_rate_per_s);
+  if (c < 1 || c > max_service) return {};
+  return batched[static_cast<size_t>(c - 1)].predict(unit_rate_per_s);
+}
+
+double ConfigurationFamily::max_rate_per_s(int c) const {
+  if (batch == 1) return model.max_rate_per_s(c);
+  return batched[static_cast<size_t>(c - 1)].max_rate_per_s();
+}
+
+double ConfigurationFamily::min_latency_ms(int c) const {
+  if (batch == 1) return model.min_latency_ms(c);
+  return batched[static_cast<size_t>(c - 1)].min_latency_ms();
+}
+
+namespace {
+
+// The batched families (K, T, b) for 1 < b <= max_batch beside the b = 1 family `base`: c runs
+// while the tuples (1..c, K, T, b) exist (those of b = 1 do, up to base.max_service).
+Status add_batched_families(const Profile& profile, const ConfigurationFamily& base,
+                            QueueKind queue, int max_batch,
+                            std::vector<ConfigurationFamily>* families) {
+  for (int b : profile.batch_sizes(base.inter, base.intra)) {
+    if (b == 1 || b > max_batch) continue;
+    ConfigurationFamily fam{base.inter, base.intra, 0, base.model, base.tuples, b, {}, {}};
+    for (int c = 1; c <= base.max_service; ++c) {
+      if (profile.find({c, base.inter, base.intra, b}) == nullptr) break;
+      SERF_ASSIGN_OR_RETURN(ServiceTable table,
+                            service_table(profile, {c, base.inter, base.intra, b}));
+      SERF_ASSIGN_OR_RETURN(BatchQueueModel model, BatchQueueModel::Create(queue, table));
+      fam.batched.push_back(std::move(model));
+      fam.tables.push_back(std::move(table));
+      fam.max_service = c;
+    }
+    fam.tuples.resize(static_cast<size_t>(fam.max_service));
+    if (fam.max_service > 0) families->push_back(std::move(fam));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<std::vector<ConfigurationFamily>> build_families(const Profile& profile, int nodes,
-                                                          QueueKind queue) {
-  // (K, T) -> mean_ms by i, for the configurations this cluster can run (validate()).
+                                                          QueueKind queue, int max_batch) {
+  if (max_batch < 1 || max_batch > kMaxBatch) {
+    return InvalidArgument("the largest batch must lie in [1, " + std::to_string(kMaxBatch) +
+                           "] (got " + std::to_string(max_batch) + ")");
+  }
+  if (max_batch > 1 && queue != QueueKind::kMdInterf && queue != QueueKind::kMgInterf &&
+      queue != QueueKind::kMmInterf) {
+    return InvalidArgument(std::string("queue model ") + to_string(queue) +
+                           " does not model batching; use md-interf, mg-interf or mm-interf");
+  }
+  // (K, T) -> tuples of batch 1 by i, for the configurations this cluster can run (validate()).
   const ClusterShape shape{nodes, profile.hardware.cores_per_node};
   std::map<std::pair<int, int>, std::map<int, const TupleStats*>> groups;
   for (const TupleStats& s : profile.tuples) {
-    if (s.tuple.batch != 1) continue;  // batched tuples: the batch model's families (b > 1)
+    if (s.tuple.batch != 1) continue;  // batched tuples: add_batched_families
     if (!validate(s.tuple, shape).ok()) continue;
     groups[{s.tuple.inter, s.tuple.intra}][s.tuple.service] = &s;
   }
@@ -85,7 +137,11 @@ StatusOr<std::vector<ConfigurationFamily>> build_families(const Profile& profile
     if (mean_ms.empty()) continue;
     SERF_ASSIGN_OR_RETURN(QueueModel model, QueueModel::Create(queue, mean_ms, scv));
     families.push_back(ConfigurationFamily{kt.first, kt.second, static_cast<int>(mean_ms.size()),
-                                           std::move(model), std::move(stats)});
+                                           std::move(model), std::move(stats), 1, {}, {}});
+    if (max_batch > 1) {
+      const ConfigurationFamily base = families.back();
+      SERF_RETURN_IF_ERROR(add_batched_families(profile, base, queue, max_batch, &families));
+    }
   }
   if (families.empty()) {
     return InvalidArgument("the profile holds no configuration for " + std::to_string(nodes) +
@@ -96,9 +152,10 @@ StatusOr<std::vector<ConfigurationFamily>> build_families(const Profile& profile
   return families;
 }
 
-std::vector<Configuration> enumerate_configurations(const Profile& profile, int nodes) {
+std::vector<Configuration> enumerate_configurations(const Profile& profile, int nodes,
+                                                    int max_batch) {
   std::vector<Configuration> out;
-  auto families = build_families(profile, nodes, QueueKind::kMmc);
+  auto families = build_families(profile, nodes, QueueKind::kMmInterf, max_batch);
   if (!families.ok()) return out;
   for (const ConfigurationFamily& f : *families) {
     for (int c = 1; c <= f.max_service; ++c) out.push_back(f.config(c));
@@ -120,6 +177,25 @@ StatusOr<QueueModel> model_for(const Profile& profile, const Configuration& conf
     scv.push_back(s->scv);
   }
   return QueueModel::Create(queue, mean_ms, scv);
+}
+
+StatusOr<ConfigurationFamily> family_for(const Profile& profile, const Configuration& config,
+                                         int nodes, QueueKind queue) {
+  SERF_RETURN_IF_ERROR(validate(config, {nodes, profile.hardware.cores_per_node}));
+  Configuration single = config;
+  single.batch = 1;
+  SERF_ASSIGN_OR_RETURN(QueueModel model, model_for(profile, single, nodes, queue));
+  ConfigurationFamily fam{
+      config.inter, config.intra, config.service, std::move(model), {}, config.batch, {}, {}};
+  if (config.batch == 1) return fam;
+  for (int c = 1; c <= config.service; ++c) {
+    SERF_ASSIGN_OR_RETURN(ServiceTable table,
+                          service_table(profile, {c, config.inter, config.intra, config.batch}));
+    SERF_ASSIGN_OR_RETURN(BatchQueueModel m, BatchQueueModel::Create(queue, table));
+    fam.batched.push_back(std::move(m));
+    fam.tables.push_back(std::move(table));
+  }
+  return fam;
 }
 
 Status validate_rates(const std::vector<double>& rates, const std::string& what) {
@@ -155,7 +231,8 @@ StatusOr<ConfigurationTable> plan_table(const Profile& profile, const std::vecto
                                         const PlanOptions& options) {
   SERF_RETURN_IF_ERROR(validate_rates(rates, "rates"));
   SERF_ASSIGN_OR_RETURN(const int nodes, resolve_nodes(profile, options.nodes));
-  SERF_ASSIGN_OR_RETURN(auto families, build_families(profile, nodes, options.queue));
+  SERF_ASSIGN_OR_RETURN(auto families,
+                        build_families(profile, nodes, options.queue, options.max_batch));
   const Objective& objective = options.objective ? *options.objective : mean_latency_objective();
 
   ConfigurationTable table;
@@ -181,7 +258,7 @@ StatusOr<ConfigurationTable> plan_table(const Profile& profile, const std::vecto
     table.configurations_evaluated = total;
     bound_ms[f] = objective.lower_bound_ms(fam, fam.max_service);
     for (int c = 1; c <= fam.max_service; ++c) {
-      max_rate[f] = std::max(max_rate[f], fam.model.max_rate_per_s(c));
+      max_rate[f] = std::max(max_rate[f], fam.max_rate_per_s(c));
     }
   }
   if (options.keep_all) {
@@ -207,7 +284,11 @@ StatusOr<ConfigurationTable> plan_table(const Profile& profile, const std::vecto
       const double lambda = rates[r] / units;
       if (!(lambda < max_rate[f])) continue;  // every c of this family is unstable
       if (!options.keep_all && entry.stable && bound_ms[f] > entry.score_ms) continue;
-      fam.model.predict_all(lambda, buf.data());
+      if (fam.batch == 1) {
+        fam.model.predict_all(lambda, buf.data());
+      } else {
+        for (int c = 1; c <= fam.max_service; ++c) buf[c - 1] = fam.predict(c, lambda);
+      }
       for (int c = 1; c <= fam.max_service; ++c) {
         const Prediction& p = buf[static_cast<size_t>(c - 1)];
         if (options.keep_all) table.predictions[first_index[f] + static_cast<size_t>(c - 1)][r] = p;

@@ -6,33 +6,49 @@
 #include <string>
 #include <vector>
 
+#include "serf/core/batch_queue.h"
 #include "serf/core/profile.h"
 #include "serf/core/queue_model.h"
 
 namespace serf {
 
-// Every configuration (c, K, T) of one (K, T) pair, c = 1..max_service, sharing one QueueModel.
+// Every configuration (c, K, T, b) of one (K, T, b), c = 1..max_service. For b = 1 one QueueModel
+// answers for every c at once (the paper's families); for b > 1 each c has its BatchQueueModel.
 struct ConfigurationFamily {
   int inter = 1;
   int intra = 1;
-  int max_service = 0;  // largest c with tuples (1..c, K, T) in the profile and c*T <= cores
-  QueueModel model;
+  int max_service = 0;  // largest c with the tuples it needs in the profile and c*T <= cores
+  QueueModel model;     // the b = 1 model of (K, T) (for b > 1 too: objectives beyond the mean)
   std::vector<TupleStats>
-      tuples;  // (i, K, T) for i = 1..max_service, for objectives beyond the mean
-  Configuration config(int c) const { return {c, inter, intra}; }
+      tuples;     // (i, K, T) for i = 1..max_service, for objectives beyond the mean
+  int batch = 1;  // b
+  std::vector<BatchQueueModel> batched;  // b > 1: the model of c = 1..max_service
+  std::vector<ServiceTable> tables;      // b > 1: the service of c = 1..max_service (simulation)
+
+  Configuration config(int c) const { return {c, inter, intra, batch}; }
+  Prediction predict(int c, double unit_rate_per_s) const;
+  double max_rate_per_s(int c) const;
+  double min_latency_ms(int c) const;
 };
 
-// Families for every (K, T) with K <= nodes whose tuple (1, K, T) exists, ordered by K, T.
-// InvalidArgument when there is none (names why).
+// Families for every (K, T) with K <= nodes whose tuple (1, K, T) exists, ordered by K, T; with
+// max_batch B > 1 also every (K, T, b) with 1 < b <= B whose tuples (1, K, T, b) exist (the
+// batch sizes the profile holds: the planner searches b over them). InvalidArgument when there
+// is none (names why), or when `queue` does not model batching and a batch size is searched.
 StatusOr<std::vector<ConfigurationFamily>> build_families(const Profile& profile, int nodes,
-                                                          QueueKind queue);
-// The configurations plan evaluates, in the order of build_families (K, T, then c).
-std::vector<Configuration> enumerate_configurations(const Profile& profile, int nodes);
+                                                          QueueKind queue, int max_batch = 1);
+// The configurations plan evaluates, in the order of build_families (K, T, b, then c).
+std::vector<Configuration> enumerate_configurations(const Profile& profile, int nodes,
+                                                    int max_batch = 1);
 
 // The queue model of one configuration, with errors that say what is wrong with it (c*T > cores,
-// K > nodes, a missing tuple named).
+// K > nodes, a missing tuple named). b = 1 only (the batch model: batch_model_for).
 StatusOr<QueueModel> model_for(const Profile& profile, const Configuration& config, int nodes,
                                QueueKind queue);
+// The family of a single configuration (c, K, T, b) (any b), as build_families would make it:
+// predict(config.service, rate) is its prediction.
+StatusOr<ConfigurationFamily> family_for(const Profile& profile, const Configuration& config,
+                                         int nodes, QueueKind queue);
 
 // Serving units a cluster of `nodes` holds for inter-node parallelism K: floor(N / K).
 inline int units_for(int nodes, int inter) { return inter > 0 ? nodes / inter : 0; }
@@ -112,7 +128,8 @@ struct ConfigurationTable {
 struct PlanOptions {
   int nodes = 0;  // 0: the profile's hardware.nodes
   QueueKind queue = QueueKind::kMdInterf;
-  bool keep_all = false;                 // keep every configuration's predictions (plots)
+  int max_batch = 1;      // B: also search batches b in (1, B] that the profile holds
+  bool keep_all = false;  // keep every configuration's predictions (plots)
   const Objective* objective = nullptr;  // nullptr: mean latency
 };
 

@@ -22,7 +22,7 @@ std::string fmt(double x, const char* f = "%.4g") {
 
 double score_at(const ConfigurationFamily& fam, int c, double lambda, const Objective& objective,
                 Prediction* out = nullptr) {
-  const Prediction p = fam.model.predict(c, lambda);
+  const Prediction p = fam.predict(c, lambda);
   if (out != nullptr) *out = p;
   if (!p.stable) return kInf;
   return objective.score_ms(fam, c, lambda, p);
@@ -109,7 +109,7 @@ Status check_sizing_args(double slo_ms, int max_nodes) {
 
 double unit_capacity_per_s(const ConfigurationFamily& family, int c, double slo_ms,
                            const Objective& objective) {
-  const double top = family.model.max_rate_per_s(c);
+  const double top = family.max_rate_per_s(c);
   // Excess over the SLO, kept finite for the root finder.
   auto excess = [&](double lambda) {
     const double s = score_at(family, c, lambda, objective);
@@ -167,7 +167,8 @@ StatusOr<std::vector<SizingResult>> size_for_rates(const Profile& profile,
   SERF_RETURN_IF_ERROR(validate_rates(rates_per_s, "rates"));
   SERF_RETURN_IF_ERROR(check_sizing_args(slo_ms, max_nodes));
   const Objective& objective = options.objective ? *options.objective : mean_latency_objective();
-  SERF_ASSIGN_OR_RETURN(auto families, build_families(profile, max_nodes, options.queue));
+  SERF_ASSIGN_OR_RETURN(auto families,
+                        build_families(profile, max_nodes, options.queue, options.max_batch));
   const auto caps = all_unit_capacities(families, slo_ms, objective);
   std::vector<SizingResult> rows;
   rows.reserve(rates_per_s.size());
@@ -182,7 +183,8 @@ StatusOr<CapacityResult> capacity(const Profile& profile, double slo_ms, int nod
   SERF_RETURN_IF_ERROR(check_slo(slo_ms));
   SERF_ASSIGN_OR_RETURN(nodes, resolve_nodes(profile, nodes));
   const Objective& objective = options.objective ? *options.objective : mean_latency_objective();
-  SERF_ASSIGN_OR_RETURN(auto families, build_families(profile, nodes, options.queue));
+  SERF_ASSIGN_OR_RETURN(auto families,
+                        build_families(profile, nodes, options.queue, options.max_batch));
   CapacityResult best;
   best.slo_ms = slo_ms;
   best.nodes = nodes;
@@ -192,8 +194,8 @@ StatusOr<CapacityResult> capacity(const Profile& profile, double slo_ms, int nod
   for (const ConfigurationFamily& fam : families) {
     const int units = units_for(nodes, fam.inter);
     for (int c = 1; c <= fam.max_service; ++c) {
-      if (fam.model.min_latency_ms(c) < fastest_ms) {
-        fastest_ms = fam.model.min_latency_ms(c);
+      if (fam.min_latency_ms(c) < fastest_ms) {
+        fastest_ms = fam.min_latency_ms(c);
         fastest = fam.config(c);
       }
       const double cap = unit_capacity_per_s(fam, c, slo_ms, objective);

@@ -87,6 +87,12 @@ Prediction LatencyObjective::corrected(const ConfigurationFamily& family, int c,
 double LatencyObjective::score_ms(const ConfigurationFamily& family, int c, double unit_rate_per_s,
                                   const Prediction& prediction) const {
   if (!prediction.stable) return std::numeric_limits<double>::infinity();
+  // Batches: only the mean under Poisson arrivals is modelled (the commands refuse the rest).
+  if (family.batch > 1) {
+    return options_.percentile == 0 && options_.arrival_scv == 1.0
+               ? prediction.latency_ms
+               : std::numeric_limits<double>::infinity();
+  }
   if (options_.percentile == 0) return scale_wait(prediction, wait_factor(family, c)).latency_ms;
   auto tail = LatencyTail::Create(family.model, c, unit_rate_per_s, levels(family, c),
                                   tail_wait_factor(family, c));
@@ -97,7 +103,7 @@ double LatencyObjective::score_ms(const ConfigurationFamily& family, int c, doub
 double LatencyObjective::lower_bound_ms(const ConfigurationFamily& family, int c) const {
   // Mean: never below the fastest service time (the paper objective's bound). A percentile has
   // no such simple bound below the median, so no pruning.
-  return options_.percentile == 0 ? family.model.min_latency_ms(c) : 0.0;
+  return options_.percentile == 0 ? family.min_latency_ms(c) : 0.0;
 }
 
 StatusOr<ConfigurationPrediction> predict_configuration(const Profile& profile,
@@ -109,7 +115,7 @@ StatusOr<ConfigurationPrediction> predict_configuration(const Profile& profile,
     return InvalidArgument("rate must be finite and > 0 requests/s (got " +
                            std::to_string(rate_per_s) + ")");
   }
-  SERF_ASSIGN_OR_RETURN(QueueModel model, model_for(profile, config, nodes, queue));
+  SERF_ASSIGN_OR_RETURN(ConfigurationFamily family, family_for(profile, config, nodes, queue));
   ConfigurationPrediction r;
   r.config = config;
   r.queue = queue;
@@ -117,10 +123,9 @@ StatusOr<ConfigurationPrediction> predict_configuration(const Profile& profile,
   r.units = units_for(nodes, config.inter);
   r.rate_per_s = rate_per_s;
   r.unit_rate_per_s = rate_per_s / r.units;
-  r.unit_capacity_per_s = model.max_rate_per_s(config.service);
-  r.prediction = model.predict(config.service, r.unit_rate_per_s);
+  r.unit_capacity_per_s = family.max_rate_per_s(config.service);
+  r.prediction = family.predict(config.service, r.unit_rate_per_s);
   if (analytic != nullptr && r.prediction.stable) {
-    const ConfigurationFamily family{config.inter, config.intra, config.service, model, {}};
     r.scored = true;
     r.score_ms = (score != nullptr ? score : analytic)
                      ->score_ms(family, config.service, r.unit_rate_per_s, r.prediction);

@@ -19,8 +19,14 @@ struct FallbackRegion {
   // Near saturation a percentile's error reaches 10-15% (Poisson, every c); below it stays
   // within 10% (study: p90 of |error| 6%).
   double heavy_utilization = 0.9;
+  // Batches (b > 1) on c > 1 slots: the batch model's mean drifts low as the utilization (of the
+  // full-batch capacity) grows (docs/queueing.md, the batching study); exact for c = 1.
+  double batch_utilization = 0.7;
 
   bool poor(double unit_arrival_scv, int c, double utilization, bool percentile) const;
+  bool poor_batch(int c, int b, double utilization) const {
+    return b > 1 && c > 1 && utilization >= batch_utilization;
+  }
 };
 
 class SimulationFallbackObjective : public Objective {
@@ -42,6 +48,9 @@ class SimulationFallbackObjective : public Objective {
   int64_t simulations() const { return simulations_; }
 
  private:
+  double batch_score_ms(const ConfigurationFamily& family, int c, double unit_rate_per_s,
+                        const Prediction& prediction) const;
+
   const LatencyObjective& analytic_;
   FallbackRegion region_;
   uint64_t seed_;

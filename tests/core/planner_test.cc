@@ -163,7 +163,7 @@ TEST_CASE("unit capacity matches M/M/1 in closed form", "[core][sizing]") {
   // M/M/1 with mu = 10/s: W = 1/(mu - lambda) <= 0.25 s  <=>  lambda <= 6/s.
   auto model = QueueModel::Create(QueueKind::kMmc, {100.0});
   REQUIRE(model.ok());
-  const ConfigurationFamily fam{1, 1, 1, std::move(model).value(), {}};
+  const ConfigurationFamily fam{1, 1, 1, std::move(model).value(), {}, 1, {}, {}};
   CHECK(unit_capacity_per_s(fam, 1, 250.0, mean_latency_objective()) == Approx(6.0).epsilon(1e-9));
   CHECK(unit_capacity_per_s(fam, 1, 99.0, mean_latency_objective()) == 0.0);
 }

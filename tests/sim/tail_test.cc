@@ -44,7 +44,7 @@ Compared compare(const std::vector<ServiceLevel>& levels, double rho, double arr
   auto model = serf::QueueModel::Create(serf::QueueKind::kMdInterf, means, levels[0].scv);
   REQUIRE(model.ok());
   const serf::Profile profile = profile_of(levels, units);
-  const serf::ConfigurationFamily family{1, 1, c, *model, {}};
+  const serf::ConfigurationFamily family{1, 1, c, *model, {}, 1, {}, {}};
   serf::LatencyObjectiveOptions o;
   o.percentile = 99;
   o.arrival_scv = arrival_scv;
@@ -187,7 +187,7 @@ TEST_CASE("the simulator fallback answers where the approximation is poor, and o
   auto model = serf::QueueModel::Create(serf::QueueKind::kMdInterf, means, 0.1);
   REQUIRE(model.ok());
   const serf::Profile profile = profile_of(levels, 1);
-  const serf::ConfigurationFamily family{1, 1, 4, *model, {}};
+  const serf::ConfigurationFamily family{1, 1, 4, *model, {}, 1, {}, {}};
   for (double ca2 : {1.0, 4.0}) {
     serf::LatencyObjectiveOptions o;
     o.percentile = 99;
