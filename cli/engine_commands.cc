@@ -32,6 +32,7 @@ struct InferOptions {
   int inter = 0;  // > 0: K MPI node ranks under mpirun (rank 0 controls)
   RuntimeFlags runtime;
   int repeat = 1;
+  int batch = 1;  // b requests at once
   std::string backend = "cpu";
   bool json = false;
   std::string output_out;
@@ -50,6 +51,11 @@ Status run_infer(const InferOptions& o) {
       return InvalidArgument("--output-out " + o.output_out +
                              ": the same file as --weights or --input (it would be overwritten)");
     }
+  }
+  if (o.inter > 0 && o.batch > 1) {
+    return InvalidArgument("--batch " + std::to_string(o.batch) +
+                           ": batches do not run over MPI ranks yet (--inter); use --inter-sim K "
+                           "or --batch 1");
   }
   if (o.inter > 0) {
     RuntimeFlags f = o.runtime;
@@ -76,16 +82,20 @@ Status run_infer(const InferOptions& o) {
     SERF_ASSIGN_OR_RETURN(weights, model::Weights::load_safetensors(o.weights, plan));
   }
   std::vector<float> input;
-  if (o.input.empty()) {
-    input = model::seeded_input(plan.spec.input, o.seed);
+  if (o.input.empty()) {  // row r: the input `--seed S + r` gives alone
+    for (int r = 0; r < o.batch; ++r) {
+      const std::vector<float> row =
+          model::seeded_input(plan.spec.input, o.seed + static_cast<uint64_t>(r));
+      input.insert(input.end(), row.begin(), row.end());
+    }
   } else {
-    SERF_ASSIGN_OR_RETURN(input, model::load_input_safetensors(o.input, plan.spec.input));
+    SERF_ASSIGN_OR_RETURN(input, model::load_input_safetensors(o.input, plan.spec.input, o.batch));
   }
-  SERF_ASSIGN_OR_RETURN(
-      auto unit, engine::SimulatedUnit::create(*backend, plan, weights, o.inter_sim, o.intra));
+  SERF_ASSIGN_OR_RETURN(auto unit, engine::SimulatedUnit::create(*backend, plan, weights,
+                                                                 o.inter_sim, o.intra, o.batch));
 
   const size_t layers = plan.layers.size();
-  std::vector<float> output(plan.output().elements());
+  std::vector<float> output(static_cast<size_t>(plan.output().elements() * o.batch));
   engine::LayerTimings timings;
   timings.resize(layers);
   SERF_RETURN_IF_ERROR(unit->run(input.data(), output.data(), &timings));  // warm-up, not counted
@@ -107,6 +117,7 @@ Status run_infer(const InferOptions& o) {
   p.threads = o.intra;
   p.inter = o.inter_sim;
   p.repeat = o.repeat;
+  p.batch = o.batch;
   p.total_ms = total;
   p.output = std::move(output);
   for (size_t i = 0; i < layers; ++i) {
@@ -119,27 +130,29 @@ Status run_infer(const InferOptions& o) {
   p.output_out = o.output_out;
   const model::Shape out = plan.output();
   p.output_shape = out.height * out.width == 1
-                       ? std::vector<int64_t>{1, out.channels}
-                       : std::vector<int64_t>{1, out.channels, out.height, out.width};
+                       ? std::vector<int64_t>{o.batch, out.channels}
+                       : std::vector<int64_t>{o.batch, out.channels, out.height, out.width};
   return print_infer(p, o.json);
 }
 
 }  // namespace
 
 Status print_infer(const InferPrint& p, bool json) {
-  const std::vector<float>& output = p.output;
+  const std::vector<float>& all = p.output;
   const size_t layers = p.layer_names.size();
-  for (float v : output) {
+  const size_t row = all.size() / static_cast<size_t>(std::max(p.batch, 1));
+  const std::vector<float> output(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(row));
+  for (float v : all) {
     if (!std::isfinite(v))
       return InvalidArgument(
           "the output holds a non-finite value: the weights or the input are out of range");
   }
   if (!p.output_out.empty()) {
     std::map<std::string, model::Tensor> tensors;
-    tensors["output"] = model::Tensor{
-        p.output_shape.empty() ? std::vector<int64_t>{1, static_cast<int64_t>(output.size())}
-                               : p.output_shape,
-        output};
+    tensors["output"] = model::Tensor{p.output_shape.empty()
+                                          ? std::vector<int64_t>{p.batch, static_cast<int64_t>(row)}
+                                          : p.output_shape,
+                                      all};
     SERF_RETURN_IF_ERROR(model::write_safetensors(p.output_out, tensors, {{"producer", "serf"}}));
   }
   std::vector<int> order(output.size());
@@ -162,6 +175,13 @@ Status print_infer(const InferPrint& p, bool json) {
     const size_t shown = std::min<size_t>(1000, output.size());
     doc["output"] = std::vector<float>(output.begin(), output.begin() + shown);
     doc["output_elements"] = output.size();
+    doc["batch"] = p.batch;
+    doc["outputs"] = nlohmann::json::array();  // one row per request of the batch
+    for (size_t r = 0; r < static_cast<size_t>(p.batch); ++r) {
+      const auto first = all.begin() + static_cast<std::ptrdiff_t>(r * row);
+      doc["outputs"].push_back(
+          std::vector<float>(first, first + static_cast<std::ptrdiff_t>(shown)));
+    }
     doc["layers"] = nlohmann::json::array();
     for (size_t i = 0; i < layers; ++i) {
       doc["layers"].push_back({{"name", p.layer_names[i]},
@@ -173,9 +193,11 @@ Status print_infer(const InferPrint& p, bool json) {
     std::cout << doc.dump() << "\n";
     return Status::Ok();
   }
-  std::printf("model %s: backend %s, T=%d threads, K=%d %s, median of %d runs: %.3f ms\n",
+  const std::string batch = p.batch > 1 ? ", batch b=" + std::to_string(p.batch) : "";
+  std::printf("model %s: backend %s, T=%d threads, K=%d %s%s, median of %d runs: %.3f ms\n",
               p.model.c_str(), p.backend.c_str(), p.threads, p.inter, p.inter_kind.c_str(),
-              p.repeat, median(p.total_ms));
+              batch.c_str(), p.repeat, median(p.total_ms));
+  if (p.batch > 1) std::printf("row 0 of %d:\n", p.batch);
   std::printf("top-5:");
   for (int c : order) std::printf("  %d (%.6g)", c, output[c]);
   std::printf("\n%-12s %-16s %12s %12s\n", "layer", "type", "ms", "exchange_ms");
@@ -194,8 +216,8 @@ Status print_infer(const InferPrint& p, bool json) {
 void register_engine_commands(CLI::App& app, CommandRegistry& registry) {
   auto o = std::make_shared<InferOptions>();
   auto* sub = app.add_subcommand("infer",
-                                 "Run one request (batch 1) through the engine and print the top-5 "
-                                 "classes and per-layer times");
+                                 "Run one request (or a batch of b) through the engine and print "
+                                 "the top-5 classes and per-layer times");
   sub->add_option("--model", o->model,
                   "Model specification (JSON, e.g. configs/models/cifar10.json)")
       ->required();
@@ -221,6 +243,10 @@ void register_engine_commands(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--repeat", o->repeat,
                   "Timed runs after one warm-up; times are medians (count, default 1)")
       ->check(int_range(1, 1000000));
+  sub->add_option("--batch", o->batch,
+                  "Batch b: b requests run at once (row r seeded with --seed + r, or the b rows "
+                  "of --input [b,C,H,W]); --json adds \"outputs\", one row each (count, default 1)")
+      ->check(int_range(1, 1024));
   sub->add_option("--backend", o->backend, "Backend: cpu or cuda (default cpu)");
   sub->add_flag("--json", o->json,
                 "Print one JSON object: top5, output (first 1000 values), layers [{name, ms}]");

@@ -16,12 +16,13 @@ struct InferPrint {
   int inter = 1;
   std::string inter_kind = "in-process partitions";
   int repeat = 1;
+  int batch = 1;                 // rows of `output` (b requests run as one batch)
   std::vector<double> total_ms;  // one per timed run
   std::vector<float> output;
   std::vector<std::string> layer_names, layer_types;
   std::vector<std::vector<double>> compute_ms, exchange_ms;  // per layer, one per timed run
   std::vector<char> fused;                                   // per layer
-  // --output-out: the whole output as safetensors, tensor "output" of this shape ([1, N] when
+  // --output-out: the whole output as safetensors, tensor "output" of this shape ([b, N] when
   // empty).
   std::string output_out;
   std::vector<int64_t> output_shape;

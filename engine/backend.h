@@ -1,6 +1,7 @@
 #pragma once
-// Backend: runs a model (one request at a time per slot, batch 1, float32). Names no CPU or GPU
-// type; engine/cpu (oneDNN + OpenMP) and engine/cuda (cuDNN + cuBLAS) implement it.
+// Backend: runs a model (one batch of b requests at a time per slot, float32; b fixed at prepare).
+// Names no CPU or GPU type; engine/cpu (oneDNN + OpenMP) and engine/cuda (cuDNN + cuBLAS) implement
+// it.
 //
 //   auto backend = make_backend("cpu");                                  //
 //   StatusOr<unique_ptr<Backend>> auto prepared = backend->prepare(plan, weights, {rank, K},
@@ -43,7 +44,8 @@ struct LayerTimings {
 class Executable {
  public:
   virtual ~Executable() = default;
-  // input: plan.spec.input.elements() floats (NCHW); output: plan.output().elements() floats.
+  // input: batch() x plan.spec.input.elements() floats (NCHW, row r = request r); output:
+  // batch() x plan.output().elements() floats, row r the answer to row r of the input.
   // Every rank receives the whole output. `exchange` must have ranks() == partition().ranks and
   // rank() == partition().rank. `timings` may be null. CPU: sets the calling thread's OpenMP
   // thread count to threads() (a per-thread setting, so slots on other threads are unaffected).
@@ -61,6 +63,8 @@ class PreparedModel {
   virtual const model::ModelPlan& plan() const = 0;
   virtual Partition partition() const = 0;
   virtual int threads() const = 0;
+  // b: the rows of every run() (the batch the kernels were created for).
+  virtual int batch() const { return 1; }
   // Bytes of weights this rank holds (its slices, in the kernels' layout).
   virtual int64_t resident_weight_bytes() const = 0;
 };
@@ -72,12 +76,15 @@ class Backend {
   // Slices this rank's weights, lays them out for the kernels and creates the kernels for
   // `threads` threads (T, the paper's C_intra). Errors: partition invalid for the plan
   // (validate_partition), threads < 1, weights missing a tensor or of the wrong shape.
-  // Thread-safe. While a PreparedModel is held, preparing the same (weights object, model,
-  // partition, threads) again returns it: a cache keyed by the Weights object's address, so do not
-  // change or replace a Weights object while models prepared from it are held.
+  // `batch` b >= 1: every run() of its slots computes b requests at once (the CPU backend: oneDNN
+  // primitives with N = b, a GEMM for fully_connected; InvalidArgument on a backend that runs
+  // batch 1 only). Thread-safe. While a PreparedModel is held, preparing the same (weights object,
+  // model, partition, threads, batch) again returns it: a cache keyed by the Weights object's
+  // address, so do not change or replace a Weights object while models prepared from it are held.
   virtual StatusOr<std::shared_ptr<PreparedModel>> prepare(const model::ModelPlan& plan,
                                                            const model::Weights& weights,
-                                                           Partition partition, int threads) = 0;
+                                                           Partition partition, int threads,
+                                                           int batch = 1) = 0;
 };
 
 // "cpu" always; "cuda" when built with the CUDA backend and a device is present. Unknown names are

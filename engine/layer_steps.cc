@@ -26,11 +26,11 @@ struct Group {
 
 class Planner {
  public:
-  Planner(const model::ModelPlan& plan, Partition p)
-      : plan_(plan), p_(p), n_(static_cast<int>(plan.layers.size())) {}
+  Planner(const model::ModelPlan& plan, Partition p, int batch)
+      : plan_(plan), p_(p), n_(static_cast<int>(plan.layers.size())), batch_(batch) {}
 
   LayerSteps run() {
-    groups_.push_back(Group{plan_.spec.input.elements()});  // group 0: the network input
+    groups_.push_back(Group{plan_.spec.input.elements() * batch_});  // group 0: the network input
     group_of_.assign(static_cast<size_t>(n_), -1);
     out_.steps.resize(static_cast<size_t>(n_));
     for (int i = 0; i < n_; ++i) plan_layer(i);
@@ -56,11 +56,12 @@ class Planner {
   int64_t part_floats(const Group& g) const {
     return g.sliced ? my_units(g).count * g.unit_floats : g.floats;
   }
-  static int64_t area(const model::Shape& s) { return int64_t{s.height} * s.width; }
+  // Floats of one channel over the batch (channel-major: the b rows of a channel are adjacent).
+  int64_t area(const model::Shape& s) const { return int64_t{s.height} * s.width * batch_; }
 
   int new_group(int layer) {
     Group g;
-    g.floats = info(layer).out.elements();
+    g.floats = info(layer).out.elements() * batch_;
     g.writer = layer;
     g.first = layer;
     groups_.push_back(g);
@@ -238,7 +239,7 @@ class Planner {
     const Group slicing = ref >= 0 ? group(ref) : Group{};
     const int64_t offset = ref >= 0 ? part_offset(slicing) : 0;
     for (size_t k = 0; k < n_in; ++k) step.inputs.push_back({source_group(i, k), offset});
-    step.elements = ref >= 0 ? part_floats(slicing) : info(i).out.elements();
+    step.elements = ref >= 0 ? part_floats(slicing) : info(i).out.elements() * batch_;
     const int g0 = source_group(i, 0);
     const int out_group = dies_at(g0, i) ? g0 : new_group(i);
     if (ref >= 0) {
@@ -358,6 +359,7 @@ class Planner {
   const model::ModelPlan& plan_;
   Partition p_;
   int n_;
+  int batch_;
   std::vector<Group> groups_;
   std::vector<int> group_of_;  // per layer: the group its tensor lives in
   LayerSteps out_;
@@ -365,9 +367,12 @@ class Planner {
 
 }  // namespace
 
-StatusOr<LayerSteps> plan_layer_steps(const model::ModelPlan& plan, Partition partition) {
+StatusOr<LayerSteps> plan_layer_steps(const model::ModelPlan& plan, Partition partition,
+                                      int batch) {
   SERF_RETURN_IF_ERROR(validate_partition(plan, partition));
-  return Planner(plan, partition).run();
+  if (batch < 1)
+    return InvalidArgument("batch b = " + std::to_string(batch) + " must be at least 1");
+  return Planner(plan, partition, batch).run();
 }
 
 Status check_exchange(const ActivationExchange& exchange, Partition partition) {

@@ -82,8 +82,13 @@ struct LayerSteps {
   std::vector<int> tensor_buffer;     // per layer: the buffer its tensor lives in (-1 input)
 };
 
-// InvalidArgument when the partition does not fit the plan (validate_partition).
-StatusOr<LayerSteps> plan_layer_steps(const model::ModelPlan& plan, Partition partition);
+// InvalidArgument when the partition does not fit the plan (validate_partition) or batch < 1.
+// Batch b > 1: every tensor holds b rows; sizes and offsets are in floats of the whole batch, laid
+// out channel-major (C, N, H, W: channel c of all b rows is one block) so that a rank's slice of
+// channels stays one contiguous block for the all-gather. With K = 1 a backend may keep any layout
+// (nothing is sliced); the offsets are then 0.
+StatusOr<LayerSteps> plan_layer_steps(const model::ModelPlan& plan, Partition partition,
+                                      int batch = 1);
 
 // InvalidArgument unless `exchange` is rank partition.rank of partition.ranks (Executable::run's
 // first check, in every backend).

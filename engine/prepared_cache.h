@@ -1,6 +1,7 @@
 #pragma once
 // PreparedCache: Backend::prepare's cache (backend.h): while a PreparedModel is held, preparing
-// the same (weights object, model, partition, threads) again returns it, so a second Executor or a
+// the same (weights object, model, partition, threads,
+// batch) again returns it, so a second Executor or a
 // switch back to a configuration still in use shares the weight slices instead of building them
 // again. Keyed by the Weights object's address; entries are weak, so nothing is kept alive here.
 // Thread-safe.
@@ -22,8 +23,9 @@ class PreparedCache {
   // The held model for this configuration, or the one `create()` builds (then remembered).
   StatusOr<std::shared_ptr<PreparedModel>> get_or_create(
       const model::ModelPlan& plan, const model::Weights& weights, Partition partition, int threads,
-      const std::function<StatusOr<std::shared_ptr<Model>>()>& create) {
-    const Key key{&weights, plan.spec.name, plan.weight_bytes, partition.rank, partition.ranks, threads};
+      int batch, const std::function<StatusOr<std::shared_ptr<Model>>()>& create) {
+    const Key key{&weights, plan.spec.name, plan.weight_bytes, partition.rank, partition.ranks,
+                  threads,  batch};
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(key);
     if (it != cache_.end()) {
@@ -35,7 +37,7 @@ class PreparedCache {
   }
 
  private:
-  using Key = std::tuple<const model::Weights*, std::string, int64_t, int, int, int>;
+  using Key = std::tuple<const model::Weights*, std::string, int64_t, int, int, int, int>;
   std::mutex mutex_;
   std::map<Key, std::weak_ptr<Model>> cache_;
 };

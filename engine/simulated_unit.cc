@@ -5,12 +5,12 @@ namespace serf::engine {
 StatusOr<std::unique_ptr<SimulatedUnit>> SimulatedUnit::create(Backend& backend,
                                                                const model::ModelPlan& plan,
                                                                const model::Weights& weights,
-                                                               int ranks, int threads) {
+                                                               int ranks, int threads, int batch) {
   SERF_RETURN_IF_ERROR(validate_partition(plan, Partition{0, ranks}));
   std::unique_ptr<SimulatedUnit> unit(new SimulatedUnit());
   for (int r = 0; r < ranks; ++r) {
     SERF_ASSIGN_OR_RETURN(auto prepared,
-                          backend.prepare(plan, weights, Partition{r, ranks}, threads));
+                          backend.prepare(plan, weights, Partition{r, ranks}, threads, batch));
     SERF_ASSIGN_OR_RETURN(auto slot, prepared->new_slot());
     unit->models_.push_back(std::move(prepared));
     unit->slots_.push_back(std::move(slot));
@@ -19,7 +19,7 @@ StatusOr<std::unique_ptr<SimulatedUnit>> SimulatedUnit::create(Backend& backend,
   unit->outputs_.resize(ranks);
   unit->worker_status_.resize(ranks);
   for (int r = 1; r < ranks; ++r) {
-    unit->outputs_[r].resize(plan.output().elements());
+    unit->outputs_[r].resize(static_cast<size_t>(plan.output().elements() * batch));
     unit->workers_.emplace_back(&SimulatedUnit::worker, unit.get(), r);
   }
   return unit;

@@ -19,13 +19,14 @@ class SimulatedUnit {
   static StatusOr<std::unique_ptr<SimulatedUnit>> create(Backend& backend,
                                                          const model::ModelPlan& plan,
                                                          const model::Weights& weights, int ranks,
-                                                         int threads);
+                                                         int threads, int batch = 1);
   ~SimulatedUnit();
   SimulatedUnit(const SimulatedUnit&) = delete;
   SimulatedUnit& operator=(const SimulatedUnit&) = delete;
 
   int ranks() const { return static_cast<int>(slots_.size()); }
-  // One request on all K ranks; `output` is rank 0's (full) output, `timings` rank 0's.
+  // One request (a batch of b rows) on all K ranks; `output` is rank 0's (full) output,
+  // `timings` rank 0's.
   // One request at a time (not thread-safe).
   Status run(const float* input, float* output, LayerTimings* timings);
 

@@ -216,8 +216,9 @@ Status save_input_safetensors(const std::string& path, const Shape& shape,
   return write_safetensors(path, tensors, {{"producer", "serf"}});
 }
 
-StatusOr<std::vector<float>> load_input_safetensors(const std::string& path, const Shape& shape) {
-  const std::vector<int64_t> want = {1, shape.channels, shape.height, shape.width};
+StatusOr<std::vector<float>> load_input_safetensors(const std::string& path, const Shape& shape,
+                                                    int64_t rows) {
+  const std::vector<int64_t> want = {rows, shape.channels, shape.height, shape.width};
   auto check = [&](const TensorShapes& shapes) -> Status {
     auto it = shapes.find(kInputTensorName);
     if (it == shapes.end()) {

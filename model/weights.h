@@ -83,7 +83,9 @@ inline constexpr const char* kInputTensorName = "input";
 Status save_input_safetensors(const std::string& path, const Shape& shape,
                               const std::vector<float>& data);
 // Checks the name, dtype and shape [1, C, H, W] against `shape`, and that every value is finite.
-StatusOr<std::vector<float>> load_input_safetensors(const std::string& path, const Shape& shape);
+// `rows` > 1: a batch, tensor 'input' [rows, C, H, W] (row r is request r).
+StatusOr<std::vector<float>> load_input_safetensors(const std::string& path, const Shape& shape,
+                                                    int64_t rows = 1);
 
 // InvalidArgument naming `what` (e.g. "PATH: tensor 'conv1.weight'") and the first index holding
 // NaN or an infinity.

@@ -32,12 +32,16 @@ class ScopedOmpThreads {
 StatusOr<std::shared_ptr<CpuPreparedModel>> CpuPreparedModel::create(const model::ModelPlan& plan,
                                                                      const model::Weights& weights,
                                                                      Partition partition,
-                                                                     int threads) {
+                                                                     int threads, int batch) {
   if (threads < 1) {
     return InvalidArgument("intra-node parallelism T = " + std::to_string(threads) +
                            " must be at least 1");
   }
+  if (batch < 1)
+    return InvalidArgument("batch b = " + std::to_string(batch) + " must be at least 1");
   auto prepared = std::make_shared<CpuPreparedModel>();
+  prepared->batch_ = batch;
+  prepared->channel_major_input_ = partition.ranks > 1 && batch > 1;
   prepared->plan_ = plan;
   prepared->partition_ = partition;
   prepared->threads_ = threads;
@@ -48,7 +52,7 @@ StatusOr<std::shared_ptr<CpuPreparedModel>> CpuPreparedModel::create(const model
 }
 
 Status CpuPreparedModel::build(const model::Weights& weights) {
-  SERF_ASSIGN_OR_RETURN(layout_, plan_layer_steps(plan_, partition_));
+  SERF_ASSIGN_OR_RETURN(layout_, plan_layer_steps(plan_, partition_, batch_));
   buffer_floats_ = layout_.buffer_sizes;
   StepBuilder builder(*this, weights);
   for (const LayerStep& planned : layout_.steps) {
@@ -72,9 +76,10 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   StatusOr<std::shared_ptr<PreparedModel>> prepare(const model::ModelPlan& plan,
                                                    const model::Weights& weights,
-                                                   Partition partition, int threads) override {
-    return cache_.get_or_create(plan, weights, partition, threads, [&] {
-      return cpu::CpuPreparedModel::create(plan, weights, partition, threads);
+                                                   Partition partition, int threads,
+                                                   int batch = 1) override {
+    return cache_.get_or_create(plan, weights, partition, threads, batch, [&] {
+      return cpu::CpuPreparedModel::create(plan, weights, partition, threads, batch);
     });
   }
 

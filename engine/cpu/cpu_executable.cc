@@ -74,7 +74,7 @@ class CpuExecutable final : public Executable {
 CpuExecutable::CpuExecutable(std::shared_ptr<const CpuPreparedModel> model)
     : model_(std::move(model)), stream_(model_->engine_) {
   const CpuPreparedModel& m = *model_;
-  input_ = AlignedFloats(m.plan_.spec.input.elements());
+  input_ = AlignedFloats(m.plan_.spec.input.elements() * m.batch_);
   for (int64_t floats : m.buffer_floats_) buffers_.emplace_back(floats);
   for (int64_t floats : m.staging_floats_) staging_.emplace_back(floats);
   scratch_ = AlignedFloats(
@@ -148,7 +148,19 @@ Status CpuExecutable::run(const float* input, float* output, ActivationExchange&
     if (timings != nullptr) timings->exchange_ms[static_cast<size_t>(g.charged_layer)] += ms_since(t0);
     return Status::Ok();
   };
-  std::memcpy(input_.data(), input, sizeof(float) * static_cast<size_t>(input_.size()));
+  if (m.channel_major_input_) {
+    // Rows [b][C][H*W] in, channel-major [C][b][H*W] for the partitioned layers.
+    const model::Shape& in = m.plan_.spec.input;
+    const int64_t area = int64_t{in.height} * in.width, b = m.batch_;
+    for (int64_t n = 0; n < b; ++n) {
+      for (int64_t c = 0; c < in.channels; ++c) {
+        std::memcpy(input_.data() + (c * b + n) * area, input + (n * in.channels + c) * area,
+                    sizeof(float) * static_cast<size_t>(area));
+      }
+    }
+  } else {
+    std::memcpy(input_.data(), input, sizeof(float) * static_cast<size_t>(input_.size()));
+  }
   for (size_t i = 0; i < m.steps_.size(); ++i) {
     const CpuStep& step = m.steps_[i];
     // oneDNN's CPU stream runs in order and returns when done: a buffer is ready once written.
@@ -176,7 +188,7 @@ Status CpuExecutable::run(const float* input, float* output, ActivationExchange&
   for (const GatherStep& g : m.layout_.output_gathers) SERF_RETURN_IF_ERROR(gather(g));
   for (const Bound& call : output_calls_) SERF_RETURN_IF_ERROR(execute(call));
   std::memcpy(output, address(m.output),
-              sizeof(float) * static_cast<size_t>(m.plan_.output().elements()));
+              sizeof(float) * static_cast<size_t>(m.plan_.output().elements() * m.batch_));
   return Status::Ok();
 }
 

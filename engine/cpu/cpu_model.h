@@ -56,16 +56,21 @@ class CpuPreparedModel final : public PreparedModel,
  public:
   static StatusOr<std::shared_ptr<CpuPreparedModel>> create(const model::ModelPlan& plan,
                                                             const model::Weights& weights,
-                                                            Partition partition, int threads);
+                                                            Partition partition, int threads,
+                                                            int batch);
   StatusOr<std::unique_ptr<Executable>> new_slot() override;
   const model::ModelPlan& plan() const override { return plan_; }
   Partition partition() const override { return partition_; }
   int threads() const override { return threads_; }
+  int batch() const override { return batch_; }
   int64_t resident_weight_bytes() const override { return weight_bytes_; }
 
   model::ModelPlan plan_;
   Partition partition_;
   int threads_ = 1;
+  int batch_ = 1;
+  // K > 1, b > 1: tensors are channel-major (cpu_steps.cc), so run() transposes the input rows in.
+  bool channel_major_input_ = false;
   int64_t weight_bytes_ = 0;
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   LayerSteps layout_;
@@ -103,6 +108,11 @@ class StepBuilder {
   const model::LayerSpec& spec(const LayerStep& s) const;
   const model::LayerInfo& info(const LayerStep& s) const;
   dnnl::memory::dims nchw(int c, int h, int w) const { return {batch_, c, h, w}; }
+  // How a whole tensor, or a rank's part of it, is stored when not in a primitive's own layout:
+  // plain, or channel-major with K > 1 and b > 1.
+  dnnl::memory::desc canon(const dnnl::memory::dims& dims) const;
+  // The layout the step's whole output tensor is stored in (K > 1).
+  dnnl::memory::desc whole(const LayerStep& s) const;
   // The stored layout of input k of the step (K = 1: as its producer wrote it).
   const dnnl::memory::desc& stored(const LayerStep& s, size_t k) const;
   // Input k with dims `dims` (the step's view of its part). `as_stored`: the caller accepts the

@@ -273,9 +273,17 @@ class CudaBackend final : public Backend {
  public:
   CudaBackend(int device, std::shared_ptr<SmPartitioner> sms) : device_(device), sms_(std::move(sms)) {}
   std::string name() const override { return "cuda"; }
-  StatusOr<std::shared_ptr<PreparedModel>> prepare(const model::ModelPlan& plan, const model::Weights& weights,
-                                                   Partition partition, int threads) override {
-    return cache_.get_or_create(plan, weights, partition, threads, [&] {
+  StatusOr<std::shared_ptr<PreparedModel>> prepare(const model::ModelPlan& plan,
+                                                   const model::Weights& weights,
+                                                   Partition partition, int threads,
+                                                   int batch = 1) override {
+    // Batches are the CPU backend's for now: the cuDNN descriptors and the GEMV/GEMM calls here are
+    // built for N = 1.
+    if (batch != 1) {
+      return InvalidArgument("batch b = " + std::to_string(batch) +
+                             ": the cuda backend runs batch 1 only; use b = 1 or --backend cpu");
+    }
+    return cache_.get_or_create(plan, weights, partition, threads, batch, [&] {
       return CudaPreparedModel::create(sms_, device_, plan, weights, partition, threads);
     });
   }

@@ -74,6 +74,23 @@ assert all(abs(x - y) <= 1e-6 for x, y in zip(vals, d["output"])), (vals, d["out
 print("ok: --output-out holds the output")
 PY
 expect_error "--output-out into a missing directory" "--output-out" infer --model "$tiny" --output-out "$tmp/no/dir/o.safetensors"
+# --batch b: "outputs" has b rows; row 0 is the batch-1 answer, row 1 the input --seed S + 1 gives
+# (the file serf model init --seed 6 --input-out writes) with the weights of --seed 5.
+"$serf" infer --model "$tiny" --seed 5 --batch 3 --inter-sim 2 --json >"$tmp/b3.json" || { echo "FAIL: --batch 3 run"; fail=1; }
+"$serf" model init "$tiny" --seed 6 --out "$tmp/w6.safetensors" --input-out "$tmp/x6.safetensors" >/dev/null
+"$serf" infer --model "$tiny" --weights "$tmp/w5.safetensors" --input "$tmp/x6.safetensors" --json >"$tmp/x6.json"
+/usr/bin/python3 - "$tmp/b3.json" "$tmp/seeded.json" "$tmp/x6.json" <<'PY' || fail=1
+import json, sys
+b, one, six = (json.load(open(p)) for p in sys.argv[1:4])
+assert b["batch"] == 3 and len(b["outputs"]) == 3 and b["output"] == b["outputs"][0], b
+close = lambda x, y: all(abs(p - q) <= 1e-5 * max(abs(q), 1e-3) for p, q in zip(x, y))
+assert close(b["outputs"][0], one["output"]) and close(b["outputs"][1], six["output"]), b
+assert b["outputs"][1] != b["outputs"][2]
+print("ok: --batch 3 rows equal the rows run alone")
+PY
+expect_error "batch 0" "--batch: must be an integer in .1, 1024. (got 0)" infer --model "$tiny" --batch 0
+expect_error "batch over MPI" "--batch 2: batches do not run over MPI ranks yet" infer --model "$tiny" --batch 2 --inter 2
+expect_error "batch input of 1 row" "tensor 'input' has shape .1, 3, 12, 12. but the model needs .2, 3, 12, 12." infer --model "$tiny" --batch 2 --input "$tmp/x5.safetensors"
 expect_error "repeat 0" "--repeat: must be an integer in .1, 1000000. (got 0)" infer --model "$tiny" --repeat 0
 expect_error "missing model" "$tmp/none.json" infer --model "$tmp/none.json"
 "$serf" model init "$root/configs/models/cifar10.json" --seed 1 --out "$tmp/cifar.safetensors" >/dev/null

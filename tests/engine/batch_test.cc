@@ -1,0 +1,104 @@
+// Batches (issue 16): a batch of b rows through the CPU backend gives, row by row, what each row
+// gives alone (within 1e-5), unpartitioned and over K ranks, on every layer kind, a shipped
+// convolutional model and a dense model; bad batch sizes are errors.
+#include <catch2/catch.hpp>
+
+#include "engine/backend.h"
+#include "engine/simulated_unit.h"
+#include "engine_test_util.h"
+#include "model/weights.h"
+
+using namespace serf;
+using namespace serf::engine;
+using serf::engine::testing::kEveryOp;
+using serf::engine::testing::load_shipped;
+using serf::engine::testing::max_relative_error;
+using serf::engine::testing::plan_from;
+
+namespace {
+
+// A small ranking MLP: dense layers, one score out (the last layer is replicated when K > 1).
+const char* kDense = R"({"name": "dense", "input": {"channels": 40, "height": 1, "width": 1},
+ "layers": [
+  {"name": "fc1", "type": "fully_connected", "out": 64},
+  {"name": "r1", "type": "relu"},
+  {"name": "fc2", "type": "fully_connected", "out": 32},
+  {"name": "r2", "type": "relu"},
+  {"name": "score", "type": "fully_connected", "out": 1}]})";
+
+std::vector<float> run_batch(Backend& backend, const model::ModelPlan& plan,
+                             const model::Weights& w, const std::vector<float>& input, int ranks,
+                             int threads, int batch) {
+  auto unit = SimulatedUnit::create(backend, plan, w, ranks, threads, batch);
+  INFO(unit.status().message());
+  REQUIRE(unit.ok());
+  std::vector<float> out(static_cast<size_t>(plan.output().elements() * batch));
+  for (int round = 0; round < 2; ++round) {  // the second reuses every buffer
+    const Status s = (*unit)->run(input.data(), out.data(), nullptr);
+    INFO(s.message());
+    REQUIRE(s.ok());
+  }
+  return out;
+}
+
+// Row r of a batch of b (input seeded with seed + r) against that input run alone (K = 1, b = 1).
+void check_rows(const model::ModelPlan& plan, const std::vector<int>& ranks_list,
+                const std::vector<int>& batches) {
+  auto backend = make_backend("cpu");
+  REQUIRE(backend.ok());
+  const model::Weights w = model::Weights::seeded(plan, 3);
+  const int64_t in_n = plan.spec.input.elements(), out_n = plan.output().elements();
+  std::vector<std::vector<float>> alone;
+  std::vector<float> rows;
+  const int most = *std::max_element(batches.begin(), batches.end());
+  for (int r = 0; r < most; ++r) {
+    const std::vector<float> x = model::seeded_input(plan.spec.input, 10 + r);
+    rows.insert(rows.end(), x.begin(), x.end());
+    alone.push_back(run_batch(**backend, plan, w, x, 1, 1, 1));
+  }
+  for (int ranks : ranks_list) {
+    for (int batch : batches) {
+      for (int threads : {1, 2}) {
+        INFO("K=" << ranks << " T=" << threads << " b=" << batch);
+        const std::vector<float> x(rows.begin(), rows.begin() + in_n * batch);
+        const std::vector<float> out = run_batch(**backend, plan, w, x, ranks, threads, batch);
+        REQUIRE(out.size() == static_cast<size_t>(out_n * batch));
+        for (int r = 0; r < batch; ++r) {
+          INFO("row " << r);
+          const std::vector<float> row(out.begin() + out_n * r, out.begin() + out_n * (r + 1));
+          CHECK(max_relative_error(row, alone[static_cast<size_t>(r)], 1e-3) <= 1e-5);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a batch's rows equal the rows run alone: every layer kind, K = 1..3", "[engine]") {
+  check_rows(plan_from(kEveryOp), {1, 2, 3}, {2, 5});
+}
+
+TEST_CASE("a batch's rows equal the rows run alone: dense layers, cifar10", "[engine]") {
+  check_rows(plan_from(kDense), {1, 2, 4}, {3, 8});
+  check_rows(load_shipped("cifar10"), {1, 3}, {4});
+}
+
+TEST_CASE("a batch below 1 is refused, and prepared models are cached per batch", "[engine]") {
+  auto backend = make_backend("cpu");
+  REQUIRE(backend.ok());
+  const model::ModelPlan plan = plan_from(kDense);
+  const model::Weights w = model::Weights::seeded(plan, 1);
+  auto zero = (*backend)->prepare(plan, w, Partition{0, 1}, 1, 0);
+  REQUIRE_FALSE(zero.ok());
+  CHECK(zero.status().code() == StatusCode::kInvalidArgument);
+  CHECK(zero.status().message().find("batch b = 0") != std::string::npos);
+  auto one = (*backend)->prepare(plan, w, Partition{0, 1}, 1, 1);
+  auto four = (*backend)->prepare(plan, w, Partition{0, 1}, 1, 4);
+  auto four_again = (*backend)->prepare(plan, w, Partition{0, 1}, 1, 4);
+  REQUIRE((one.ok() && four.ok() && four_again.ok()));
+  CHECK((*one)->batch() == 1);
+  CHECK((*four)->batch() == 4);
+  CHECK(four->get() == four_again->get());
+  CHECK(one->get() != four->get());
+}
