@@ -66,12 +66,13 @@ struct TorchTimes {
   double min_ms = -1.0;
   double conv_median_ms = -1.0;  // the convolutions alone (separate runs)
 };
-// Batch-1 latency of PyTorch (scripts/torch_reference.py --bench).
+// Latency of PyTorch for one batch of `batch` rows (scripts/torch_reference.py --bench).
 inline TorchTimes torch_times_ms(const std::string& root, const std::string& spec, int threads,
-                                 int repeat) {
+                                 int repeat, int batch = 1) {
   const std::string cmd = "/usr/bin/python3 " + root + "/scripts/torch_reference.py " + spec +
                           " --bench --threads " + std::to_string(threads) + " --repeat " +
-                          std::to_string(repeat) + " 2>/dev/null";
+                          std::to_string(repeat) + " --batch " + std::to_string(batch) +
+                          " 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return {};
   std::string text;

@@ -13,7 +13,7 @@ same safetensors weights and input and runs one image (batch 1). Modes:
                    |engine_i - torch_i| / max(|torch_i|, 1e-3 * max_j |torch_j|).
   --check-counts I compare parameters and connections, per layer and in total, with
                    `serf model info --json` output I (built on torch's meta device: no memory)
-  --bench          batch-1 latency: --threads T (torch.set_num_threads), --repeat n, median of n
+  --bench          latency (batch 1, or --batch b rows): --threads T (torch.set_num_threads), --repeat n, median of n
                    runs under torch.inference_mode() after --warmup runs; then n more runs timing
                    the Conv2d layers alone (conv_median_ms: median of their sums); one JSON line.
                    Weights from --weights, else random (latency does not depend on the values).
@@ -343,8 +343,11 @@ def bench(spec, args):
     model, names, _ = build(spec)
     if args.weights:
         load_weights(model, names, args.weights)
-    shape = (1, spec["input"]["channels"], spec["input"]["height"], spec["input"]["width"])
+    shape = (args.batch, spec["input"]["channels"], spec["input"]["height"],
+             spec["input"]["width"])
     x = load_input(spec, args.input) if args.input else torch.rand(shape) * 2 - 1
+    if args.input and args.batch > 1:
+        x = x.repeat(args.batch, 1, 1, 1)
     times_ms, conv_ms = [], []
     with torch.inference_mode():
         for _ in range(args.warmup):
@@ -359,7 +362,7 @@ def bench(spec, args):
             model(x, conv_seconds=seconds)
             conv_ms.append(seconds[0] * 1e3)
     print(json.dumps({"model": spec["name"], "framework": f"torch {torch.__version__}",
-                      "threads": args.threads, "repeat": args.repeat,
+                      "threads": args.threads, "repeat": args.repeat, "batch": args.batch,
                       "median_ms": statistics.median(times_ms), "min_ms": min(times_ms),
                       "mean_ms": statistics.fmean(times_ms),
                       "conv_median_ms": statistics.median(conv_ms)}))
@@ -417,10 +420,12 @@ def main():
     ap.add_argument("--bench", action="store_true", help="time batch-1 inference")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (threads)")
     ap.add_argument("--repeat", type=int, default=20, help="timed runs for --bench (count)")
+    ap.add_argument("--batch", type=int, default=1,
+                    help="rows per --bench run (batch size, default 1)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed runs before --bench (count)")
     args = ap.parse_args()
-    if args.threads < 1 or args.repeat < 1 or args.warmup < 0:
-        ap.error("--threads and --repeat must be >= 1, --warmup >= 0")
+    if args.threads < 1 or args.repeat < 1 or args.warmup < 0 or args.batch < 1:
+        ap.error("--threads, --repeat and --batch must be >= 1, --warmup >= 0")
     try:
         with open(args.spec) as f:
             spec = json.load(f)

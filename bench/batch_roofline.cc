@@ -1,0 +1,148 @@
+// batch_roofline: what batching buys, against the roofline (issue 16). Per model, T and batch b,
+// the engine's median time for one batch of b (K = 1, one slot) beside the bound
+//   max(weight bytes / triad bandwidth, b x FLOPs / FMA peak),
+// both measured with the same T threads right before that b's runs (bench_util.h Triad,
+// fma_peak.h), the ratio measured / bound, and the throughput gain over b = 1. --torch adds
+// PyTorch's median for the same batch (scripts/torch_reference.py --bench --batch b, same T).
+//   batch_roofline [--models ranking_mlp,cifar10] [--batches 1,2,4,8,16,32] [--threads 1,2]
+//                  [--repeat n] [--torch]
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "engine/backend.h"
+#include "fma_peak.h"
+#include "model/weights.h"
+
+using namespace serf;
+
+namespace {
+
+struct Options {
+  std::vector<std::string> models = {"ranking_mlp", "cifar10"};
+  std::vector<int> batches = {1, 2, 4, 8, 16, 32};
+  std::vector<int> threads = {1, 2};
+  int repeat = 10;
+  bool torch = false;
+};
+
+std::vector<std::string> split(const std::string& v) {
+  std::vector<std::string> out;
+  std::stringstream ss(v);
+  for (std::string t; std::getline(ss, t, ',');) out.push_back(t);
+  return out;
+}
+
+std::vector<int> ints(const std::string& v) {
+  std::vector<int> out;
+  for (const std::string& t : split(v)) out.push_back(std::atoi(t.c_str()));
+  return out;
+}
+
+bool parse(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--torch") {
+      o->torch = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::cerr << "batch_roofline: error: " << a << " needs a value\n";
+      return false;
+    }
+    const std::string v = argv[++i];
+    if (a == "--models") {
+      o->models = split(v);
+    } else if (a == "--batches") {
+      o->batches = ints(v);
+    } else if (a == "--threads") {
+      o->threads = ints(v);
+    } else if (a == "--repeat") {
+      o->repeat = std::atoi(v.c_str());
+    } else {
+      std::cerr << "batch_roofline: error: unknown argument " << a
+                << " (use --models --batches --threads --repeat --torch)\n";
+      return false;
+    }
+  }
+  for (int b : o->batches) {
+    if (b < 1) return std::cerr << "batch_roofline: error: --batches: each b >= 1\n", false;
+  }
+  for (int t : o->threads) {
+    if (t < 1) return std::cerr << "batch_roofline: error: --threads: each T >= 1\n", false;
+  }
+  return o->repeat >= 1 && !o->batches.empty();
+}
+
+// Median ms of `repeat` runs of one batch of b (after two untimed runs).
+StatusOr<double> batch_ms(engine::Backend& backend, const model::ModelPlan& plan,
+                          const model::Weights& w, int threads, int b, int repeat) {
+  SERF_ASSIGN_OR_RETURN(auto prepared, backend.prepare(plan, w, {0, 1}, threads, b));
+  SERF_ASSIGN_OR_RETURN(auto slot, prepared->new_slot());
+  std::vector<float> input;
+  for (int r = 0; r < b; ++r) {
+    const std::vector<float> x = model::seeded_input(plan.spec.input, 1 + static_cast<uint64_t>(r));
+    input.insert(input.end(), x.begin(), x.end());
+  }
+  std::vector<float> out(static_cast<size_t>(plan.output().elements() * b));
+  engine::LocalExchange local;
+  std::vector<double> times;
+  for (int r = 0; r < repeat + 2; ++r) {
+    const double t0 = bench::now_ms();
+    SERF_RETURN_IF_ERROR(slot->run(input.data(), out.data(), local, nullptr));
+    if (r >= 2) times.push_back(bench::now_ms() - t0);
+  }
+  return bench::median(times);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!parse(argc, argv, &o)) return 2;
+  auto backend = engine::make_backend("cpu");
+  if (!backend.ok()) return std::cerr << backend.status().message() << "\n", 1;
+  bench::Triad triad;
+  for (const std::string& name : o.models) {
+    const std::string spec = std::string(SERF_SOURCE_DIR) + "/configs/models/" + name + ".json";
+    auto plan = model::load_model(spec);
+    if (!plan.ok()) return std::cerr << plan.status().message() << "\n", 2;
+    const model::Weights w = model::Weights::seeded(*plan, 1);
+    const double mb = static_cast<double>(plan->weight_bytes) / 1e6;
+    const double gflop = 2.0 * static_cast<double>(plan->connections) / 1e9;
+    std::printf("%s: %.1f MB of weights, %.3f GFLOP per request, median of %d runs per b\n",
+                name.c_str(), mb, gflop, o.repeat);
+    for (int t : o.threads) {
+      std::printf("T=%d %5s %10s %8s %9s %9s %9s %7s %7s%s\n", t, "b", "batch_ms", "triad",
+                  "peak", "bound_ms", "bound", "x_bound", "gain", o.torch ? "  torch_ms  vs_torch" : "");
+      double one_ms = 0.0;
+      for (int b : o.batches) {
+        const double gbs = triad.gb_per_s(t);
+        const double peak = bench::fma_peak_gflops(t);
+        auto ms = batch_ms(**backend, *plan, w, t, b, o.repeat);
+        if (!ms.ok()) return std::cerr << ms.status().message() << "\n", 1;
+        const double memory_ms = mb / gbs, compute_ms = b * gflop / peak * 1e3;
+        const double bound = std::max(memory_ms, compute_ms);
+        if (b == 1) one_ms = *ms;
+        const double gain = one_ms > 0.0 ? (b / *ms) / (1.0 / one_ms) : 0.0;
+        std::printf("    %5d %10.3f %8.1f %9.1f %9.3f %9s %7.2f %7.2f", b, *ms, gbs, peak, bound,
+                    memory_ms >= compute_ms ? "memory" : "compute", *ms / bound, gain);
+        if (o.torch) {
+          const bench::TorchTimes torch =
+              bench::torch_times_ms(SERF_SOURCE_DIR, spec, t, o.repeat, b);
+          if (torch.median_ms > 0) {
+            std::printf("  %8.3f  %8.2f", torch.median_ms, *ms / torch.median_ms);
+          } else {
+            std::printf("  %8s", "n/a");
+          }
+        }
+        std::printf("\n");
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
