@@ -195,6 +195,7 @@ TEST_CASE("every shipped spec loads and counts as before", "[model]") {
       {"cifar10", 711562, 28559232, 13},
       {"imagenet1k", 62378344, 1135256096, 22},
       {"imagenet22k", 170717936, 2196663680LL, 22},
+      {"ranking_mlp", 54801921, 54788352, 9},
   };
   for (const Count& c : counts) {
     INFO(c.name);
