@@ -32,8 +32,55 @@ struct ProfileFlags {
   std::string utilizations;
   std::string capacity_profile;
   int requests = 100;
+  // --precision: every point runs until its mean's 95 % CI is within the target (or a cap).
+  double precision = 0;  // 0: off (fixed --requests)
+  profiler::PrecisionTarget target;
+  int max_requests = 20000;
+  double max_duration_s = 300;
+  const CLI::Option* requests_flag = nullptr;
+  const CLI::Option* warmup_flag = nullptr;
   ArrivalFlags arrivals;  // --arrivals, --arrival-scv (with --exhaustive)
 };
+
+// --precision and its companions; --requests and --warmup belong to fixed-count points.
+Status check_precision_flags(const ProfileFlags& f) {
+  if (f.precision == 0) return Status::Ok();
+  if (f.requests_flag != nullptr && f.requests_flag->count() > 0)
+    return InvalidArgument(
+        "--requests: with --precision each point runs until precise (caps: --max-requests, "
+        "--max-duration); give one or the other");
+  if (f.warmup_flag != nullptr && f.warmup_flag->count() > 0)
+    return InvalidArgument(
+        "--warmup: with --precision the warm-up is cut from the data (MSER-5); give one or the "
+        "other");
+  if (f.max_requests < f.target.min_requests)
+    return InvalidArgument("--max-requests " + std::to_string(f.max_requests) +
+                           ": must be >= --min-requests " + std::to_string(f.target.min_requests));
+  if (f.max_duration_s < f.target.min_duration_s)
+    return InvalidArgument("--max-duration " + std::to_string(f.max_duration_s) +
+                           ": must be >= --min-duration " +
+                           std::to_string(f.target.min_duration_s));
+  return Status::Ok();
+}
+
+// One line per point: VALID, or INVALID and why (the LoadGen manner).
+void print_verdicts(const profiler::ExhaustiveReport& report, const profiler::PrecisionTarget& t) {
+  std::printf(
+      "precision target: 95%% CI half-width <= %g%% of the mean, >= %g s, >= %d requests "
+      "after the MSER-5 warm-up cut, p%g bounded\n",
+      100 * t.precision, t.min_duration_s, t.min_requests, t.percentile);
+  std::printf("configuration          rate/s  requests  warm-up  ci95   duration_s  verdict\n");
+  int valid = 0;
+  for (const profiler::ExhaustiveRow& r : report.rows) {
+    const profiler::PointVerdict& v = r.verdict;
+    valid += v.valid ? 1 : 0;
+    std::printf("%-20s %9.3f %9zu %8zu %5.1f%% %11.1f  %s%s\n", to_string(r.config).c_str(),
+                r.rate_per_s, v.measured, v.warmup, v.ci95_rel >= 0 ? 100 * v.ci95_rel : 0.0,
+                v.duration_s, v.valid ? "" : "INVALID: ", v.reason_text().c_str());
+  }
+  std::printf("%d of %zu points VALID\n", valid, report.rows.size());
+  std::fflush(stdout);
+}
 
 Status run_profile(const ProfileFlags& f) {
   // Flags are checked inside the runtime, on every rank, so only rank 0 prints the error.
@@ -64,7 +111,11 @@ Status run_profile(const ProfileFlags& f) {
         capacity_profile = std::make_unique<Profile>(std::move(p));
       }
       if (f.requests < 1) return InvalidArgument("--requests: give at least 1");
+      SERF_RETURN_IF_ERROR(check_precision_flags(f));
       SERF_RETURN_IF_ERROR(f.arrivals.resolve().status());
+    } else if (f.precision > 0) {
+      return InvalidArgument("--precision " + std::to_string(f.precision) +
+                             ": only with --exhaustive (the tuple profile counts --samples)");
     }
     std::vector<int> inter;
     if (f.inter.empty()) {
@@ -129,9 +180,22 @@ Status run_profile(const ProfileFlags& f) {
         return Status::Ok();
       }
       const ArrivalFlags::Resolved arrivals = *f.arrivals.resolve();  // checked above
-      profiler::ExhaustiveOptions o{
-          hw,         inter,          rates,  utilizations,  capacity_profile.get(),
-          f.requests, f.runtime.seed, warmup, arrivals.kind, arrivals.scv};
+      profiler::ExhaustiveOptions o;
+      o.hardware = hw;
+      o.inter = inter;
+      o.rates_per_s = rates;
+      o.utilizations = utilizations;
+      o.capacity_profile = capacity_profile.get();
+      o.requests = f.requests;
+      o.seed = f.runtime.seed;
+      o.warmup = warmup;
+      o.arrivals = arrivals.kind;
+      o.arrival_scv = arrivals.scv;
+      o.precision_driven = f.precision > 0;
+      o.target = f.target;
+      o.target.precision = f.precision;
+      o.max_requests = f.max_requests;
+      o.max_duration_s = f.max_duration_s;
       profiler::ExhaustiveReport partial;
       auto write = [&] {
         SERF_RETURN_IF_ERROR(
@@ -157,6 +221,7 @@ Status run_profile(const ProfileFlags& f) {
         std::cout << std::left << std::setw(9) << b.rate_per_s << std::setw(24)
                   << to_string(b.config) << std::right << b.mean_latency_ms << "\n";
       }
+      if (o.precision_driven) print_verdicts(partial, o.target);
       std::cout << "exhaustive profiling: " << partial.rows.size()
                 << " (configuration, rate) points, wall time " << partial.total_wall_s
                 << " s\nwrote " << f.out << " and " << f.out << ".csv\n";
@@ -185,11 +250,12 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
                   "measure every tuple in this many passes over all tuples, --samples split "
                   "between them; passes disturbed by other load (mean beyond 5 % and 3 MADs of "
                   "the median pass) are left out (count; 1: each tuple once)");
-  sub->add_option("--warmup", f->warmup,
-                  "requests run before measuring (count): per tuple and pass (default 2); with "
-                  "--exhaustive, extra first arrivals of each point left out of its statistics "
-                  "(default 10% of --requests)")
-      ->check(at_least(0));
+  f->warmup_flag =
+      sub->add_option("--warmup", f->warmup,
+                      "requests run before measuring (count): per tuple and pass (default 2); with "
+                      "--exhaustive, extra first arrivals of each point left out of its statistics "
+                      "(default 10% of --requests)")
+          ->check(at_least(0));
   add_output(sub, "--out", &f->out,
              "output file: serf-profile/1 JSON (with --exhaustive: JSON, and CSV at FILE.csv)",
              true);
@@ -204,9 +270,28 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
   sub->add_option(
       "--capacity-profile", f->capacity_profile,
       "serf-profile/1 file the --utilizations capacities come from (floor(N/K) c mu_c)");
-  sub->add_option("--requests", f->requests,
-                  "with --exhaustive: measured Poisson requests per (configuration, rate) point "
-                  "(count; the warm-up comes on top)");
+  f->requests_flag =
+      sub->add_option("--requests", f->requests,
+                      "with --exhaustive: measured Poisson requests per (configuration, rate) "
+                      "point (count; the warm-up comes on top)");
+  sub->add_option("--precision", f->precision,
+                  "with --exhaustive, instead of --requests: run each point until its mean "
+                  "latency's 95% CI half-width is within this fraction of the mean (e.g. 0.03), "
+                  "the warm-up cut by MSER-5; each point VALID or INVALID with the reason")
+      ->check(finite_range(1e-4, 0.5));
+  sub->add_option("--min-duration", f->target.min_duration_s,
+                  "with --precision: a point runs at least this long to be VALID (seconds)")
+      ->check(finite_range(0, 86400));
+  sub->add_option("--min-requests", f->target.min_requests,
+                  "with --precision: measured requests after the warm-up a VALID point needs "
+                  "(count)")
+      ->check(at_least(1));
+  sub->add_option("--max-requests", f->max_requests,
+                  "with --precision: cap on the arrivals of a point (count)")
+      ->check(at_least(1));
+  sub->add_option("--max-duration", f->max_duration_s,
+                  "with --precision: cap on how long arrivals come to a point (seconds)")
+      ->check(finite_range(0.001, 86400));
   f->arrivals.add(sub, "with --exhaustive: ");
   registry.add(sub, [f] { return run_profile(*f); });
 }

@@ -1,12 +1,14 @@
 // predict, plan, size, capacity: the queueing core's commands (issue 2).
 // Thin: parse the shared flags (cli/flags.h), call serf/core, print with serf/io's reports.
 // An unstable load (docs/queueing.md, exit codes) prints its result, then exits 3.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include "cli/command.h"
 #include "cli/flags.h"
+#include "profiler/cost.h"
 #include "serf/core/planner.h"
 #include "serf/core/rate_spec.h"
 #include "serf/core/sizing.h"
@@ -97,9 +99,51 @@ struct PlanFlags {
   CommonFlags common;
   std::string rates, out;
   bool all = false;
+  bool cost_of_exhaustive = false;
+  profiler::ExhaustiveCostOptions cost;
+  std::vector<const CLI::Option*> cost_flags;  // refused without --cost-of-exhaustive
 };
 
+// serf plan --cost-of-exhaustive: what measuring every configuration at every level of --rates
+// would cost on this cluster, against the profile's tuples (the paper's Table II, projected).
+Status print_exhaustive_cost(const PlanFlags& f, const Profile& profile, int nodes,
+                             const std::vector<double>& rates) {
+  profiler::ExhaustiveCostOptions o = f.cost;
+  o.nodes = nodes;
+  o.rates_per_s = rates;
+  for (const TupleStats& t : profile.tuples) {
+    if (t.tuple.inter <= nodes &&
+        std::find(o.inter.begin(), o.inter.end(), t.tuple.inter) == o.inter.end())
+      o.inter.push_back(t.tuple.inter);
+  }
+  auto cost = profiler::project_exhaustive_cost(profile, o);
+  if (!cost.ok()) return cost.status().with_context("--cost-of-exhaustive");
+  const auto hours = [](double s) { return format_number("%.1f", s / 3600); };
+  std::cout << "cost of the exhaustive measurement on " << nodes << " nodes x "
+            << profile.hardware.cores_per_node << " cores (projected; each point run until its "
+            << "mean's 95% CI is within " << format_percent(o.precision) << ", at least "
+            << format_g(o.min_duration_s) << " s, +" << format_percent(o.warmup_fraction)
+            << " warm-up):\n"
+            << "  configurations x load levels  " << cost->configurations << " x " << cost->levels
+            << " = " << cost->points << " points (" << cost->unstable
+            << " unstable, counted at the minimum duration)\n"
+            << "  run length per point          median "
+            << format_number("%.0f", cost->median_point_s) << " s, longest "
+            << format_number("%.0f", cost->longest_point_s) << " s\n"
+            << "  exhaustive measurement        " << format_number("%.0f", cost->exhaustive_s)
+            << " s (" << hours(cost->exhaustive_s) << " h)\n"
+            << "  tuple profile                 " << format_number("%.1f", cost->tuple_profile_s)
+            << " s (the profile's " << profile.tuples.size()
+            << " tuples: (warm-up + samples) x mean_ms / i)\n"
+            << "  ratio                         " << format_number("%.0f", cost->ratio) << "x\n";
+  return Status::Ok();
+}
+
 Status run_plan(const PlanFlags& f) {
+  for (const CLI::Option* o : f.cost_flags) {
+    if (!f.cost_of_exhaustive && o->count() > 0)
+      return InvalidArgument(o->get_name() + ": only with --cost-of-exhaustive");
+  }
   SERF_ASSIGN_OR_RETURN(std::vector<double> rates, parse_rates_flag(f.rates));
   SERF_RETURN_IF_ERROR(check_not_input("--out", f.out, "--profile", f.common.profile.path));
   SERF_ASSIGN_OR_RETURN(CommonFlags::Loaded in, f.common.load());
@@ -115,6 +159,8 @@ Status run_plan(const PlanFlags& f) {
   if (!table.ok()) return table.status().with_context(f.common.profile.path);
   SERF_ASSIGN_OR_RETURN(auto written, io::save_table(*table, f.out));
   std::cout << io::plan_text(*table, written, f.common.tail.label(objective));
+  if (f.cost_of_exhaustive)
+    SERF_RETURN_IF_ERROR(print_exhaustive_cost(f, in.profile, in.nodes, rates));
   const std::string unstable = io::plan_unstable_message(*table);
   if (unstable.empty()) return Status::Ok();
   std::cout.flush();
@@ -231,6 +277,23 @@ void register_queue_commands(CLI::App& app, CommandRegistry& registry) {
                     "cluster-wide load levels in requests/s: a,b,c or start:stop:step (inclusive)")
         ->required();
     sub->add_flag("--all", f->all, "also keep every configuration's predicted latency (for plots)");
+    sub->add_flag("--cost-of-exhaustive", f->cost_of_exhaustive,
+                  "also project what measuring every configuration at every --rates level would "
+                  "cost (each run to --precision), against the tuple profile (Table II)");
+    f->cost_flags.push_back(
+        sub->add_option("--precision", f->cost.precision,
+                        "with --cost-of-exhaustive: the 95% CI half-width each point must reach, a "
+                        "fraction of its mean (default 0.03)")
+            ->check(finite_range(1e-4, 0.5)));
+    f->cost_flags.push_back(
+        sub->add_option("--min-duration", f->cost.min_duration_s,
+                        "with --cost-of-exhaustive: the shortest point, seconds (default 10)")
+            ->check(finite_range(0, 86400)));
+    f->cost_flags.push_back(
+        sub->add_option("--switch-s", f->cost.switch_s,
+                        "with --cost-of-exhaustive: reconfiguration time per point, seconds "
+                        "(default 0)")
+            ->check(finite_range(0, 86400)));
     add_output(sub, "--out", &f->out,
                "table file to write (serf-table/1 JSON; a CSV is written beside it)", true);
     f->common.tail.add_objective(sub);

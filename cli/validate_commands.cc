@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/flags.h"
 #include "cli/plot.h"
+#include "profiler/cost.h"
 #include "profiler/validation_io.h"
 #include "serf/io/json_fields.h"
 #include "serf/io/profile_io.h"
@@ -21,8 +22,62 @@ struct ValidateFlags {
   std::string queue = "md-interf";
   int nodes = 0;  // 0: the measurement's (or the profile's) node count
   std::string out;
-  std::string plot;  // PNG; empty: none
+  std::string plot;              // PNG; empty: none
+  bool include_invalid = false;  // also compare points the measurement judged INVALID
 };
+
+// What the measured files hold besides their points: their cost, and the points left out.
+struct MeasuredTotals {
+  int points = 0;                                // all points in the files
+  double wall_s = 0;                             // what measuring them cost
+  bool wall_known = true;                        // every file says what it cost
+  int judged = 0;                                // points with a verdict (precision-driven)
+  std::vector<profiler::MeasuredPoint> invalid;  // left out (or compared: --include-invalid)
+};
+
+// The calibration cost (the paper's Table II), printed; the JSON block for the report.
+nlohmann::json print_cost(const Profile& profile, const MeasuredTotals& totals,
+                          const profiler::ModelValidation& first) {
+  const profiler::CalibrationCost c = profiler::calibration_cost(
+      profile, totals.points, totals.wall_known ? totals.wall_s : 0, first);
+  std::printf("calibration cost (the paper's Table II):\n");
+  std::printf("  tuple profile            %10.1f s  (%d tuples)\n", c.profile_wall_s, c.tuples);
+  std::printf("  exhaustive measurement   %10.1f s  (%d points)\n", c.exhaustive_wall_s, c.points);
+  if (c.ratio > 0) {
+    std::printf("  ratio                    %10.1fx\n", c.ratio);
+  } else {
+    std::printf("  ratio                    unknown (a file does not record its wall time)\n");
+  }
+  std::printf("  same best configuration  %d/%d rates exactly, %d/%d within the measured CI (%s)\n",
+              c.same_best, c.rates, c.same_best_within_ci, c.rates, to_string(first.queue));
+  return {{"tuples", c.tuples},
+          {"profile_wall_s", c.profile_wall_s},
+          {"exhaustive_points", c.points},
+          {"exhaustive_wall_s", c.exhaustive_wall_s},
+          {"ratio", c.ratio > 0 ? nlohmann::json(c.ratio) : nlohmann::json(nullptr)},
+          {"queue", to_string(first.queue)},
+          {"rates_compared", c.rates},
+          {"same_best", c.same_best},
+          {"same_best_within_ci", c.same_best_within_ci}};
+}
+
+// "validated ... (3 INVALID points left out: ...)".
+void print_invalid(const MeasuredTotals& totals, bool included) {
+  if (totals.judged == 0) {
+    std::printf(
+        "points: none judged VALID/INVALID (fixed request counts; measure with "
+        "serf profile --exhaustive --precision P to judge them)\n");
+    return;
+  }
+  std::printf(
+      "points: %d of %d judged VALID; %zu INVALID %s\n",
+      totals.judged - static_cast<int>(totals.invalid.size()), totals.judged, totals.invalid.size(),
+      included ? "compared too (--include-invalid)" : "left out (--include-invalid compares them)");
+  for (const profiler::MeasuredPoint& p : totals.invalid) {
+    std::printf("  INVALID %s at %g/s: %s\n", to_string(p.config).c_str(), p.rate_per_s,
+                p.verdict.c_str());
+  }
+}
 
 std::string hw_text(const Hardware& h) {
   return std::to_string(h.nodes) + " nodes x " + std::to_string(h.cores_per_node) + " cores";
@@ -72,6 +127,7 @@ Status run_validate(const ValidateFlags& f) {
 
   // Every measured file must be of the profile's model and hardware.
   std::vector<profiler::MeasuredPoint> points;
+  MeasuredTotals totals;
   int nodes = f.nodes;
   for (const std::string& path : f.measured) {
     SERF_ASSIGN_OR_RETURN(profiler::MeasuredSet m, profiler::load_measured(path));
@@ -95,20 +151,39 @@ Status run_validate(const ValidateFlags& f) {
       }
       nodes = m.hardware.nodes;
     }
-    for (profiler::MeasuredPoint& p : m.points) points.push_back(p);
+    double file_wall = m.total_wall_s;
+    if (file_wall < 0) {
+      file_wall = 0;
+      for (const profiler::MeasuredPoint& p : m.points) file_wall += p.wall_s;
+    }
+    totals.wall_known = totals.wall_known && file_wall > 0;
+    totals.wall_s += file_wall;
+    for (profiler::MeasuredPoint& p : m.points) {
+      ++totals.points;
+      if (p.valid >= 0) ++totals.judged;
+      if (p.valid == 0) totals.invalid.push_back(p);
+      if (p.valid != 0 || f.include_invalid) points.push_back(p);
+    }
+  }
+  if (points.empty()) {
+    return InvalidArgument("--measured: all " + std::to_string(totals.points) +
+                           " points are INVALID (give --include-invalid to compare them anyway)");
   }
   if (nodes == 0) nodes = profile.hardware.nodes;
 
   SERF_ASSIGN_OR_RETURN(profiler::ValidationReport report,
                         profiler::validate_predictions(profile, points, nodes, queues));
   const profiler::ValidationInputs inputs{f.profile, f.measured, profile.model};
-  SERF_RETURN_IF_ERROR(
-      io::write_text_file(f.out, profiler::validation_json(report, inputs).dump(1) + "\n"));
-  SERF_RETURN_IF_ERROR(io::write_text_file(csv_path(f.out), profiler::validation_csv(report)));
+  nlohmann::json doc = profiler::validation_json(report, inputs);
 
   std::printf("validated %zu measured points of %s on %d nodes x %d cores against %s\n",
               points.size(), profile.model.c_str(), nodes, profile.hardware.cores_per_node,
               f.profile.c_str());
+  print_invalid(totals, f.include_invalid);
+  doc["points_measured"] = totals.points;
+  doc["points_judged"] = totals.judged;
+  doc["points_invalid"] = totals.invalid.size();
+  doc["invalid_compared"] = f.include_invalid;
   std::printf("relative error |predicted - measured| / measured of the mean latency:\n");
   std::printf("%-14s %6s %8s %7s %7s %7s %7s %10s %10s %16s\n", "queue", "points", "unstable",
               "mean", "median", "p95", "max", "in 95% CI", "planner", "penalty mean/max");
@@ -168,7 +243,10 @@ Status run_validate(const ValidateFlags& f) {
     }
     std::printf("\n");
   }
+  doc["cost"] = print_cost(profile, totals, report.models.front());
   if (profile.illustrative) std::printf("note: this profile is illustrative, not measured\n");
+  SERF_RETURN_IF_ERROR(io::write_text_file(f.out, doc.dump(1) + "\n"));
+  SERF_RETURN_IF_ERROR(io::write_text_file(csv_path(f.out), profiler::validation_csv(report)));
   std::printf("wrote %s %s\n", f.out.c_str(), csv_path(f.out).c_str());
   if (!f.plot.empty()) {
     std::fflush(stdout);
@@ -195,6 +273,9 @@ void register_validate_commands(CLI::App& app, CommandRegistry& registry) {
                   "serf-exhaustive/1 file(s) of measured mean latencies (repeat the flag for more)")
       ->required();
   add_queue(sub, &f->queue, /*allow_all=*/true);
+  sub->add_flag("--include-invalid", f->include_invalid,
+                "also compare the points the measurement judged INVALID (serf profile "
+                "--exhaustive --precision); by default only VALID (and unjudged) points");
   add_nodes(sub, &f->nodes,
             "cluster size N, nodes (default: the measurement's, else the profile's)");
   add_output(sub, "--out", &f->out,

@@ -113,8 +113,9 @@ TupleStats pool_passes(const ParallelismTuple& tuple, const std::vector<PassSamp
   return stats;
 }
 
-StatusOr<Profile> run_tuple_profile(serve::Controller& controller, const TupleProfileOptions& options,
-                                    const ProgressFn& progress, Profile* partial) {
+StatusOr<Profile> run_tuple_profile(serve::Controller& controller,
+                                    const TupleProfileOptions& options, const ProgressFn& progress,
+                                    Profile* partial) {
   const auto tuples =
       profile_tuples(options.hardware.nodes, options.hardware.cores_per_node, options.inter);
   if (tuples.empty()) {
@@ -177,6 +178,107 @@ std::vector<ExhaustiveRow> ExhaustiveReport::best_per_rate() const {
   return best;
 }
 
+namespace {
+
+// The point's requests (those since record `first`), in arrival order.
+std::vector<const serve::RequestRecord*> point_records(const serve::Controller& controller,
+                                                       size_t first) {
+  std::vector<const serve::RequestRecord*> recs;
+  for (size_t r = first; r < controller.records().size(); ++r)
+    recs.push_back(&controller.records()[r]);
+  std::stable_sort(recs.begin(), recs.end(),
+                   [](const auto* a, const auto* b) { return a->arrival_s < b->arrival_s; });
+  return recs;
+}
+
+// The latencies of the requests since `first` that ended, up to the first that has not (arrival
+// order): what a precision check may look at while the point runs.
+void ended_prefix(const serve::Controller& controller, size_t first, std::vector<double>* lat) {
+  lat->clear();
+  const auto& recs = controller.records();
+  for (size_t r = first; r < recs.size() && recs[r].done_s > 0; ++r)
+    lat->push_back(recs[r].latency_ms());
+}
+
+// The row's trace and statistics; the first `skip` requests are the warm-up.
+void fill_row(const std::vector<const serve::RequestRecord*>& all, size_t skip,
+              ExhaustiveRow* row) {
+  skip = std::min(all.size(), skip);
+  row->trace.warmup = static_cast<int>(skip);
+  for (const serve::RequestRecord* r : all) {
+    row->trace.arrival_ms.push_back((r->arrival_s - all.front()->arrival_s) * 1e3);
+    row->trace.unit.push_back(r->unit);
+    row->trace.latency_ms.push_back(r->latency_ms());
+  }
+  std::vector<double> lat;
+  double service = 0;
+  for (size_t k = skip; k < all.size(); ++k) {
+    lat.push_back(all[k]->latency_ms());
+    service += (all[k]->done_s - all[k]->dispatch_s) * 1e3;  // the slot's occupancy, as profiled
+  }
+  row->mean_latency_ci95_ms = batch_means_ci95(lat);
+  row->requests = static_cast<int>(lat.size());
+  if (lat.empty()) return;
+  double sum = 0;
+  for (double x : lat) sum += x;
+  row->mean_latency_ms = sum / static_cast<double>(lat.size());
+  row->mean_service_ms = service / static_cast<double>(lat.size());
+  std::sort(lat.begin(), lat.end());
+  row->p99_latency_ms =
+      lat[std::min(lat.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(lat.size())))];
+}
+
+// One (configuration, rate) point: a fixed count after a fixed warm-up, or (precision_driven)
+// until judge_point calls it VALID or a cap is hit, the warm-up cut by MSER-5.
+Status measure_point(serve::Controller& controller, const ExhaustiveOptions& o, uint64_t seed,
+                     ExhaustiveRow* row) {
+  const size_t first = controller.records().size();
+  if (!o.precision_driven) {
+    SERF_ASSIGN_OR_RETURN(
+        std::vector<double> arrivals,
+        serve::stepped_arrivals({{0, row->rate_per_s}}, o.requests + std::max(o.warmup, 0), seed,
+                                o.arrivals, o.arrival_scv));
+    SERF_RETURN_IF_ERROR(controller.run_open_loop(arrivals, nullptr));
+    fill_row(point_records(controller, first), static_cast<size_t>(std::max(o.warmup, 0)), row);
+    return Status::Ok();
+  }
+  const double cap =
+      std::min(static_cast<double>(o.max_requests), std::ceil(row->rate_per_s * o.max_duration_s));
+  SERF_ASSIGN_OR_RETURN(
+      std::vector<double> arrivals,
+      serve::stepped_arrivals({{0, row->rate_per_s}}, static_cast<int>(std::max(cap, 1.0)), seed,
+                              o.arrivals, o.arrival_scv));
+  const double start_s = controller.now_s();
+  size_t next_check = static_cast<size_t>(std::max(o.target.min_requests, 1));
+  std::vector<double> lat;
+  // Judged every tick once the minimum duration passed, and again after 10 % more answers
+  // (MSER-5 and the batch means are O(n)).
+  auto enough = [&] {
+    if (controller.now_s() - start_s < o.target.min_duration_s) return false;
+    ended_prefix(controller, first, &lat);
+    if (lat.size() < next_check) return false;
+    next_check = lat.size() + std::max<size_t>(lat.size() / 10, 1);
+    return judge_point(lat, controller.now_s() - start_s, o.target).valid;
+  };
+  SERF_RETURN_IF_ERROR(controller.run_open_loop_until(arrivals, enough));
+  const auto all = point_records(controller, first);
+  lat.clear();
+  size_t not_answered = 0;
+  double last_s = start_s;
+  for (const serve::RequestRecord* r : all) {
+    lat.push_back(r->latency_ms());
+    if (!r->answered) ++not_answered;
+    last_s = std::max(last_s, r->done_s);
+  }
+  const double duration_s = all.empty() ? 0 : last_s - all.front()->arrival_s;
+  row->verdict = judge_point(lat, duration_s, o.target, not_answered);
+  row->judged = true;
+  fill_row(all, row->verdict.warmup, row);
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<ExhaustiveReport> run_exhaustive(serve::Controller& controller,
                                           const ExhaustiveOptions& options,
                                           const ProgressFn& progress, ExhaustiveReport* partial) {
@@ -210,46 +312,11 @@ StatusOr<ExhaustiveReport> run_exhaustive(serve::Controller& controller,
       if (progress) progress(done, total, to_string(c) + " at " + std::to_string(rate) + "/s");
       const auto t0 = std::chrono::steady_clock::now();
       SERF_RETURN_IF_ERROR(controller.configure(c));
-      const size_t first = controller.records().size();
-      SERF_ASSIGN_OR_RETURN(
-          std::vector<double> arrivals,
-          serve::stepped_arrivals({{0, rate}}, options.requests + std::max(options.warmup, 0), seed++,
-                                options.arrivals, options.arrival_scv));
-      SERF_RETURN_IF_ERROR(controller.run_open_loop(arrivals, nullptr));
       ExhaustiveRow row;
       row.config = c;
       row.rate_per_s = rate;
       row.arrival_scv = arrival_scv;
-      std::vector<const serve::RequestRecord*> recs;
-      for (size_t r = first; r < controller.records().size(); ++r)
-        recs.push_back(&controller.records()[r]);
-      std::stable_sort(recs.begin(), recs.end(),
-                       [](const auto* a, const auto* b) { return a->arrival_s < b->arrival_s; });
-      const size_t skip = std::min(recs.size(), static_cast<size_t>(std::max(options.warmup, 0)));
-      row.trace.warmup = static_cast<int>(skip);
-      for (const serve::RequestRecord* r : recs) {
-        row.trace.arrival_ms.push_back((r->arrival_s - recs.front()->arrival_s) * 1e3);
-        row.trace.unit.push_back(r->unit);
-        row.trace.latency_ms.push_back(r->latency_ms());
-      }
-      recs.erase(recs.begin(), recs.begin() + static_cast<std::ptrdiff_t>(skip));
-      std::vector<double> lat;
-      double service = 0;
-      for (const serve::RequestRecord* r : recs) {
-        lat.push_back(r->latency_ms());
-        service += (r->done_s - r->dispatch_s) * 1e3;  // the slot's occupancy, as profiled
-      }
-      row.mean_latency_ci95_ms = batch_means_ci95(lat);
-      row.requests = static_cast<int>(lat.size());
-      if (!lat.empty()) {
-        double sum = 0;
-        for (double x : lat) sum += x;
-        row.mean_latency_ms = sum / static_cast<double>(lat.size());
-        row.mean_service_ms = service / static_cast<double>(lat.size());
-        std::sort(lat.begin(), lat.end());
-        row.p99_latency_ms = lat[std::min(
-            lat.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(lat.size())))];
-      }
+      SERF_RETURN_IF_ERROR(measure_point(controller, options, seed++, &row));
       row.wall_s = seconds_since(t0);
       partial->rows.push_back(row);
       partial->total_wall_s = seconds_since(start);
@@ -263,12 +330,17 @@ StatusOr<ExhaustiveReport> run_exhaustive(serve::Controller& controller,
 std::string exhaustive_csv(const ExhaustiveReport& report) {
   std::ostringstream out;
   out << "rate_per_s,service,inter,intra,requests,mean_latency_ms,p99_latency_ms,"
-         "mean_latency_ci95_ms,mean_service_ms,wall_s\n";
+         "mean_latency_ci95_ms,mean_service_ms,wall_s,valid,verdict\n";
   for (const ExhaustiveRow& r : report.rows) {
     out << r.rate_per_s << ',' << r.config.service << ',' << r.config.inter << ',' << r.config.intra
         << ',' << r.requests << ',' << r.mean_latency_ms << ',' << r.p99_latency_ms << ',';
     if (r.mean_latency_ci95_ms >= 0) out << r.mean_latency_ci95_ms;
-    out << ',' << r.mean_service_ms << ',' << r.wall_s << '\n';
+    out << ',' << r.mean_service_ms << ',' << r.wall_s << ',';
+    if (r.judged)
+      out << (r.verdict.valid ? "true" : "false") << ",\"" << r.verdict.reason_text() << '"';
+    else
+      out << ',';
+    out << '\n';
   }
   return out.str();
 }
@@ -289,6 +361,14 @@ std::string exhaustive_json(const ExhaustiveReport& report, const std::string& m
                      {"mean_service_ms", r.mean_service_ms},
                      {"arrival_scv", r.arrival_scv},
                      {"wall_s", r.wall_s}};
+    if (r.judged) {
+      j["valid"] = r.verdict.valid;
+      j["verdict"] = r.verdict.reason_text();
+      j["warmup_cut"] = r.verdict.warmup;
+      j["duration_s"] = r.verdict.duration_s;
+      j["ci95_rel"] =
+          r.verdict.ci95_rel >= 0 ? nlohmann::json(r.verdict.ci95_rel) : nlohmann::json(nullptr);
+    }
     if (with_trace) j["trace"] = trace_json(r.trace);
     return j;
   };

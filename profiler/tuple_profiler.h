@@ -7,10 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "serve/controller.h"
+#include "profiler/precision.h"
 #include "profiler/validation.h"
 #include "serf/core/arrivals.h"
 #include "serf/core/profile.h"
+#include "serve/controller.h"
 
 namespace serf::profiler {
 
@@ -52,8 +53,9 @@ struct TupleProfileOptions {
 // Closed loop per tuple: exactly i requests running on one unit; records each service time. With
 // passes > 1 the tuples are measured round robin, `passes` times each, and pooled (pool_passes).
 // `partial` always holds every tuple measured so far, pooled over its passes so far.
-StatusOr<Profile> run_tuple_profile(serve::Controller& controller, const TupleProfileOptions& options,
-                                    const ProgressFn& progress, Profile* partial);
+StatusOr<Profile> run_tuple_profile(serve::Controller& controller,
+                                    const TupleProfileOptions& options, const ProgressFn& progress,
+                                    Profile* partial);
 
 struct ExhaustiveOptions {
   Hardware hardware;
@@ -71,6 +73,13 @@ struct ExhaustiveOptions {
   // The arrival process of every point (Poisson by default; gamma with arrival_scv for bursty).
   ArrivalKind arrivals = ArrivalKind::kPoisson;
   double arrival_scv = 1;
+  // Precision-driven points (--precision): each runs until judge_point calls it VALID (checked
+  // every tick) or a cap is hit, and the warm-up is cut by MSER-5 instead of `warmup`; `requests`
+  // is then unused. Off: `requests` after `warmup`, as before, and no verdict.
+  bool precision_driven = false;
+  PrecisionTarget target;
+  int max_requests = 20000;     // cap: arrivals generated per point
+  double max_duration_s = 300;  // cap: arrivals stop after this long
 };
 
 struct ExhaustiveRow {
@@ -83,6 +92,8 @@ struct ExhaustiveRow {
   double mean_service_ms = 0;        // slots' occupancy, dispatch to answer (the profile's mean_ms)
   double arrival_scv = 1;  // SCV of the gaps of the arrival stream (1: Poisson, 0: deterministic)
   double wall_s = 0;       // what measuring this point cost
+  bool judged = false;     // precision-driven: the verdict below was made
+  PointVerdict verdict;    // VALID or INVALID with reasons
   RequestTrace trace;      // every request of the point, for serf validate's sample-path replay
 };
 

@@ -275,6 +275,11 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
         rc.match = pick == best;
         rc.penalty = rc.planner_measured_ms / rc.measured_best_ms - 1;
         if (rc.match) ++mv.matches;
+        const double h_pick = pick->measured.ci95_ms, h_best = best->measured.ci95_ms;
+        rc.within_ci = rc.match || (h_pick >= 0 && h_best >= 0 &&
+                                    rc.planner_measured_ms - rc.measured_best_ms <=
+                                        std::sqrt(h_pick * h_pick + h_best * h_best));
+        if (rc.within_ci) ++mv.matches_within_ci;
         rc.has_adjusted =
             std::all_of(rs.begin(), rs.end(), [](const PointResult* r) { return r->has_adjusted; });
         if (rc.has_adjusted) {

@@ -33,7 +33,12 @@ struct MeasuredPoint {
   double mean_service_ms = 0;
   double ci95_ms = -1;     // half-width of the 95% CI of the mean latency; < 0 when unknown
   double arrival_scv = 1;  // SCV of the gaps of the cluster-wide arrivals (1: Poisson)
-  RequestTrace trace;      // empty in files written before traces existed
+  // Precision-driven points (serf profile --exhaustive --precision): 1 VALID, 0 INVALID with the
+  // reasons in `verdict`; -1 not judged (a fixed request count).
+  int valid = -1;
+  std::string verdict;
+  double wall_s = 0;   // what measuring the point cost (0: unknown)
+  RequestTrace trace;  // empty in files written before traces existed
 };
 
 // The fewest measured requests whose p99 is compared with the tail approximation: below it the
@@ -105,6 +110,9 @@ struct RateComparison {
   double planner_measured_ms = 0;
   bool match = false;
   double penalty = 0;  // planner_measured_ms / measured_best_ms - 1
+  // The pick is the best within the measurement's precision: its measured mean exceeds the best's
+  // by at most the two 95 % CI half-widths combined (sqrt(h_pick^2 + h_best^2)). True on a match.
+  bool within_ci = false;
   // The same against the sample-path estimates, when every configuration at this rate has one
   // (the raw measured best is itself subject to arrival luck).
   bool has_adjusted = false;
@@ -127,6 +135,7 @@ struct ModelValidation {
   ErrorSummary adjusted_summary;
   std::vector<RateComparison> rates;         // ascending rate
   int matches = 0;                           // rates where the pick is the measured best
+  int matches_within_ci = 0;                 // rates where it is, or within the CIs
   double mean_penalty = 0, max_penalty = 0;  // over rates with a stable pick
   int adjusted_rates = 0;    // rates with a stable pick and estimates for all configurations
   int adjusted_matches = 0;  // of those, where the pick is the best by the estimates

@@ -61,6 +61,9 @@ StatusOr<MeasuredSet> parse(const json& doc) {
     }
     m.has_hardware = true;
   }
+  if (doc.contains("total_wall_s")) {
+    SERF_ASSIGN_OR_RETURN(m.total_wall_s, io::get_number(doc, "total_wall_s", ""));
+  }
   SERF_ASSIGN_OR_RETURN(const json* points, io::get_array(doc, "points", ""));
   if (points->empty()) return InvalidArgument("points: empty; nothing was measured");
   for (size_t k = 0; k < points->size(); ++k) {
@@ -85,6 +88,17 @@ StatusOr<MeasuredSet> parse(const json& doc) {
     if (p.contains("arrival_scv")) {
       SERF_ASSIGN_OR_RETURN(mp.arrival_scv, io::get_number(p, "arrival_scv", where));
       if (!(mp.arrival_scv >= 0)) return InvalidArgument(where + ".arrival_scv must be >= 0");
+    }
+    if (p.contains("valid") && !p["valid"].is_null()) {
+      if (!p["valid"].is_boolean())
+        return InvalidArgument(where + ".valid: expected true or false");
+      mp.valid = p["valid"].get<bool>() ? 1 : 0;
+      if (p.contains("verdict")) {
+        SERF_ASSIGN_OR_RETURN(mp.verdict, io::get_string(p, "verdict", where));
+      }
+    }
+    if (p.contains("wall_s")) {
+      SERF_ASSIGN_OR_RETURN(mp.wall_s, io::get_number(p, "wall_s", where));
     }
     if (p.contains("trace")) {
       SERF_ASSIGN_OR_RETURN(mp.trace, parse_trace(p["trace"], where + ".trace"));
@@ -190,6 +204,7 @@ json validation_json(const ValidationReport& report, const ValidationInputs& inp
         x["planner_predicted_ms"] = rc.planner_predicted_ms;
         x["planner_measured_ms"] = rc.planner_measured_ms;
         x["match"] = rc.match;
+        x["within_ci"] = rc.within_ci;
         x["penalty"] = rc.penalty;
         if (rc.has_adjusted) {
           x["adjusted_best"] = config_json(rc.adjusted_best);
@@ -229,6 +244,7 @@ json validation_json(const ValidationReport& report, const ValidationInputs& inp
         {"p95_rel_error", a.p95}, {"max_rel_error", a.max},   {"within_ci95", a.within_ci95}};
     json planner = {{"rates_compared", mv.rates.size()},
                     {"matches", mv.matches},
+                    {"matches_within_ci", mv.matches_within_ci},
                     {"mean_penalty", mv.mean_penalty},
                     {"max_penalty", mv.max_penalty},
                     {"adjusted_rates", mv.adjusted_rates},

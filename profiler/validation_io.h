@@ -19,6 +19,7 @@ struct MeasuredSet {
   bool has_hardware = false;  // files written before the field existed lack it
   Hardware hardware;
   std::vector<MeasuredPoint> points;
+  double total_wall_s = -1;  // what the whole measurement cost (< 0: unknown)
 };
 
 // `source` names the document in errors (the file name).

@@ -229,6 +229,11 @@ class Controller {
   // Client requests in the inbox are served alongside. Returns when every generated request has
   // ended; on a fault the records so far stay in records().
   Status run_open_loop(const std::vector<double>& arrival_s, const SchedulerHook& hook);
+  // The same, but the generator stops early once `enough()` (asked every tick_s on this thread)
+  // says so: the requests that arrived finish, the rest never arrive. Measurement runs that stop
+  // when they are precise (serf profile --exhaustive --precision).
+  Status run_open_loop_until(const std::vector<double>& arrival_s,
+                             const std::function<bool()>& enough);
   // The service: takes requests from the inbox (and from `arrival_s` when given, as run_open_loop)
   // until a stop is asked, then stops taking requests, finishes the queued and running ones and
   // returns. Without `arrival_s` it runs until the stop.
@@ -266,6 +271,7 @@ class Controller {
     // loop ends when `done` says so or after a stop, once drained.
     bool end_with_generator = false;
     std::function<bool()> done;
+    std::function<bool()> enough;  // asked every tick: true stops the generator (drains)
   };
   // loop(), then every request still queued or running fails with the loop's error.
   Status run_loop(const LoopPlan& plan);

@@ -243,7 +243,9 @@ Status Controller::loop(const LoopPlan& plan) {
       admit(std::move(r), true);
     }
     expire_deadlines(now_s());
+    const bool ticked = t >= next_tick;
     SERF_RETURN_IF_ERROR(tick(plan, t, &monitor, &next_tick));
+    if (ticked && plan.enough && next < arrivals.size() && plan.enough()) next = arrivals.size();
     SERF_RETURN_IF_ERROR(dispatch_ready());
     bool progress = false;
     SERF_RETURN_IF_ERROR(poll_results(&progress));
@@ -265,6 +267,15 @@ Status Controller::run_open_loop(const std::vector<double>& arrival_s, const Sch
   plan.arrival_s = &arrival_s;
   plan.hook = &hook;
   plan.end_with_generator = true;
+  return run_loop(plan);
+}
+
+Status Controller::run_open_loop_until(const std::vector<double>& arrival_s,
+                                       const std::function<bool()>& enough) {
+  LoopPlan plan;
+  plan.arrival_s = &arrival_s;
+  plan.end_with_generator = true;
+  plan.enough = enough;
   return run_loop(plan);
 }
 

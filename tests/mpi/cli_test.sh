@@ -84,6 +84,9 @@ case "$1" in
     expect_error 3 "--rates" profile --emulate "$profile" --exhaustive --rates 1,x --out "$out/x.json"
     expect_error 3 "--arrival-scv" profile --emulate "$profile" --exhaustive --rates 5 --arrivals gamma --arrival-scv 0 --out "$out/x.json"
     expect_error 3 "--arrivals" profile --emulate "$profile" --exhaustive --rates 5 --arrivals bursty --out "$out/x.json"
+    expect_error 3 "--precision" profile --emulate "$profile" --precision 0.03 --out "$out/x.json"
+    expect_error 3 "--requests: with --precision" profile --emulate "$profile" --exhaustive --rates 5 --precision 0.03 --requests 10 --out "$out/x.json"
+    expect_error 3 "--max-duration" profile --emulate "$profile" --exhaustive --rates 5 --precision 0.03 --min-duration 20 --max-duration 10 --out "$out/x.json"
     expect_error 3 "--cores-per-node: must be an integer in \[1, 1024\] (got 2147483647)" profile --emulate "$profile" --samples 2 --cores-per-node 2147483647 --out "$out/p.json"
     expect_error 3 "--cores-per-node: must be an integer in \[1, 1024\] (got -1)" serve --emulate "$profile" --rate 5 --cores-per-node -1
     expect_error 3 "--cores-per-node: must be an integer in \[1, 1024\] (got 0)" serve --emulate "$profile" --rate 5 --cores-per-node 0
@@ -372,6 +375,40 @@ PY
       [ $rc -eq 2 ] && [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "validate $args: exit $rc"; }
       echo "ok: validate bad input -> $(cat "$out/e")"
     done
+    # Precision-driven points: each runs until its CI is within --precision (or a cap), with an
+    # MSER-5 warm-up cut, and is judged VALID or INVALID with the reason; (1,2,1) at 100/s is
+    # saturated (13.3 ms, one slot) and must be INVALID. serf validate leaves INVALID points out
+    # and says how many; --include-invalid compares them.
+    run 3 "$SERF" profile --emulate "$profile" --inter 2 --exhaustive --rates 100 --precision 0.2 \
+      --min-duration 1 --min-requests 50 --max-duration 5 --out "$out/xp.json" >"$out/o" 2>"$out/e" \
+      || { cat "$out/e"; fail "exhaustive --precision"; }
+    cat "$out/o"
+    grep -q "points VALID" "$out/o" || fail "exhaustive --precision prints no verdict count"
+    python3 - "$out/xp.json" <<'PY' || fail "precision-driven points lack a verdict"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert len(doc["points"]) == 3, doc["points"]
+for p in doc["points"]:
+    brief = {k: v for k, v in p.items() if k != "trace"}
+    assert isinstance(p["valid"], bool) and p["verdict"], brief
+    assert (p["verdict"] == "VALID") == p["valid"], brief
+    assert p["trace"]["warmup"] == p["warmup_cut"], brief
+    # The arrivals stop at --max-duration (500 at 100/s); the queue then drains.
+    assert len(p["trace"]["latency_ms"]) <= 500 and p["duration_s"] <= 5 + 10, brief
+    if (p["service"], p["inter"], p["intra"]) == (1, 2, 1):
+        assert not p["valid"], brief
+PY
+    invalid=$(python3 -c "import json,sys; print(sum(not p['valid'] for p in json.load(open(sys.argv[1]))['points']))" "$out/xp.json")
+    if [ "$invalid" -lt 3 ]; then
+      "$SERF" validate --profile "$out/p.json" --measured "$out/xp.json" --out "$out/rp.json" \
+        >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "validate of precision-driven points"; }
+      grep -q "$invalid INVALID left out" "$out/o" || { cat "$out/o"; fail "validate does not say $invalid INVALID left out"; }
+      grep -q "^calibration cost" "$out/o" || fail "validate prints no calibration cost"
+    fi
+    "$SERF" validate --profile "$out/p.json" --measured "$out/xp.json" --include-invalid \
+      --out "$out/rp.json" >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "validate --include-invalid"; }
+    grep -q "^validated 3 measured points" "$out/o" || { cat "$out/o"; fail "--include-invalid must compare all 3"; }
+    grep -q "compared too" "$out/o" || fail "--include-invalid does not say so"
     ;;
   infer_equal)
     # `serf infer --inter 2` on 2 MPI nodes prints what one process prints, outputs within 1e-5.

@@ -1,0 +1,97 @@
+#include "profiler/cost.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "serf/core/configuration.h"
+#include "serf/core/service_level.h"
+#include "serf/sim/simulator.h"
+
+namespace serf::profiler {
+
+CalibrationCost calibration_cost(const Profile& profile, int points, double exhaustive_wall_s,
+                                 const ModelValidation& first_model) {
+  CalibrationCost c;
+  c.tuples = static_cast<int>(profile.tuples.size());
+  for (const TupleStats& t : profile.tuples) c.profile_wall_s += t.wall_s;
+  c.points = points;
+  c.exhaustive_wall_s = exhaustive_wall_s;
+  if (c.profile_wall_s > 0 && c.exhaustive_wall_s > 0)
+    c.ratio = c.exhaustive_wall_s / c.profile_wall_s;
+  for (const RateComparison& rc : first_model.rates) {
+    if (!rc.planner_stable) continue;
+    ++c.rates;
+    if (rc.match) ++c.same_best;
+    if (rc.within_ci) ++c.same_best_within_ci;
+  }
+  return c;
+}
+
+namespace {
+
+// How long one point must run: the simulated queue's CI at probe_requests scaled to the target
+// (a batch-means half-width shrinks like 1/sqrt(n)), plus the warm-up, at least min_duration_s.
+StatusOr<double> point_seconds(const Profile& profile, const Configuration& config, double rate,
+                               const ExhaustiveCostOptions& o, bool* unstable) {
+  *unstable = false;
+  SERF_ASSIGN_OR_RETURN(std::vector<ServiceLevel> levels, service_levels(profile, config));
+  sim::SimulationOptions s;
+  s.levels = std::move(levels);
+  s.units = units_for(o.nodes, config.inter);
+  s.semantics = sim::ServiceSemantics::kShared;
+  s.rate_per_s = rate;
+  s.requests = o.probe_requests;
+  auto r = sim::simulate(s);
+  if (!r.ok()) {
+    if (r.status().code() != StatusCode::kInfeasible) return r.status();
+    *unstable = true;  // an exhaustive run learns that in its minimum duration
+    return o.switch_s + o.min_duration_s;
+  }
+  const double rel = r->latency_ci95_ms / r->latency_ms;
+  const double needed = std::max(
+      1.0, static_cast<double>(o.probe_requests) * (rel / o.precision) * (rel / o.precision));
+  const double run_s = needed * (1 + o.warmup_fraction) / rate;
+  return o.switch_s + std::max(o.min_duration_s, run_s);
+}
+
+}  // namespace
+
+StatusOr<ExhaustiveCost> project_exhaustive_cost(const Profile& profile,
+                                                 const ExhaustiveCostOptions& o) {
+  if (o.rates_per_s.empty()) return InvalidArgument("no load levels to project");
+  if (!(o.precision > 0)) return InvalidArgument("precision must be > 0");
+  ExhaustiveCost cost;
+  const int cores = profile.hardware.cores_per_node;
+  std::vector<double> seconds;
+  for (int k : o.inter) {
+    if (k < 1 || k > o.nodes) continue;
+    for (int t = 1; t <= cores; ++t) {
+      for (int c = 1; c * t <= cores; ++c) {
+        const Configuration config{c, k, t};
+        if (!service_levels(profile, config).ok()) continue;  // not profiled: not counted
+        ++cost.configurations;
+        for (double rate : o.rates_per_s) {
+          bool unstable = false;
+          SERF_ASSIGN_OR_RETURN(double s, point_seconds(profile, config, rate, o, &unstable));
+          if (unstable) ++cost.unstable;
+          seconds.push_back(s);
+          cost.exhaustive_s += s;
+        }
+      }
+    }
+  }
+  if (seconds.empty()) return NotFound("no configuration of the profile fits the cluster");
+  cost.levels = static_cast<int>(o.rates_per_s.size());
+  cost.points = static_cast<int>(seconds.size());
+  std::sort(seconds.begin(), seconds.end());
+  cost.longest_point_s = seconds.back();
+  cost.median_point_s = percentile_sorted(seconds, 0.5);
+  for (const TupleStats& t : profile.tuples) {
+    if (t.tuple.inter > o.nodes) continue;
+    cost.tuple_profile_s += (o.tuple_warmup + t.samples) * t.mean_ms / 1e3 / t.tuple.service;
+  }
+  if (cost.tuple_profile_s > 0) cost.ratio = cost.exhaustive_s / cost.tuple_profile_s;
+  return cost;
+}
+
+}  // namespace serf::profiler

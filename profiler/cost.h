@@ -1,0 +1,56 @@
+#pragma once
+// The calibration cost (the paper's Table II): what the tuple profile cost against what the
+// exhaustive measurement cost, measured (serf validate) or projected for a cluster (serf plan
+// --cost-of-exhaustive). Pure computation over serf_core and serf_sim.
+
+#include <vector>
+
+#include "profiler/validation.h"
+#include "serf/core/profile.h"
+#include "serf/core/queue_model.h"
+#include "serf/core/status.h"
+
+namespace serf::profiler {
+
+// Measured: the profile's tuples' wall time (TupleStats::wall_s) against the exhaustive run's.
+struct CalibrationCost {
+  int tuples = 0;
+  double profile_wall_s = 0;  // sum of the tuples' wall_s (0: the profile does not say)
+  int points = 0;             // exhaustive points measured (VALID or not: each cost its time)
+  double exhaustive_wall_s = 0;
+  double ratio = 0;  // exhaustive / profile; 0 when either is unknown
+  // Rates measured on 2+ configurations, and where the profile's pick (the first queue model's)
+  // is the measured best, exactly or within the measurement's CI.
+  int rates = 0, same_best = 0, same_best_within_ci = 0;
+};
+CalibrationCost calibration_cost(const Profile& profile, int points, double exhaustive_wall_s,
+                                 const ModelValidation& first_model);
+
+// Projected: every configuration (c, K, T) of the cluster at every load level, each run long
+// enough for its mean latency's 95 % CI half-width to be within `precision` of the mean.
+struct ExhaustiveCostOptions {
+  int nodes = 1;
+  std::vector<int> inter;           // K values measured (the profile's, <= nodes)
+  std::vector<double> rates_per_s;  // the load levels
+  double precision = 0.03;
+  double min_duration_s = 10;      // no point runs shorter (LoadGen's minimum duration)
+  double warmup_fraction = 0.1;    // requests run on top of the measured ones
+  double switch_s = 0;             // reconfiguration per point (measured: serf serve's switch)
+  int64_t probe_requests = 20000;  // simulated per point to find its variance
+  int tuple_warmup = 2;            // closed-loop warm-up per tuple in the tuple profile
+};
+struct ExhaustiveCost {
+  int configurations = 0;
+  int levels = 0;
+  int points = 0;    // configurations x levels
+  int unstable = 0;  // points the model calls unstable: counted at min_duration_s
+  double exhaustive_s = 0;
+  double longest_point_s = 0;
+  double median_point_s = 0;
+  double tuple_profile_s = 0;  // sum over the profile's tuples of (warmup + samples) mean_ms / i
+  double ratio = 0;            // exhaustive_s / tuple_profile_s
+};
+StatusOr<ExhaustiveCost> project_exhaustive_cost(const Profile& profile,
+                                                 const ExhaustiveCostOptions& options);
+
+}  // namespace serf::profiler
