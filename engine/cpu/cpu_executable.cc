@@ -39,6 +39,15 @@ void pin_team(int threads) {
   }
 }
 
+// fully_connected by the AVX-512 kernels: the GEMV at batch 1, the batched kernel above.
+void run_fc(const GemvCall& g, const float* x, float* y, int threads) {
+  if (g.batch == 1) {
+    gemv_f32(g.weights, x, g.bias, y, g.rows, g.cols, g.relu, threads);
+  } else {
+    gemm_f32(g.weights, x, g.bias, y, g.rows, g.cols, g.batch, g.relu, threads);
+  }
+}
+
 class CpuExecutable final : public Executable {
  public:
   explicit CpuExecutable(std::shared_ptr<const CpuPreparedModel> model);
@@ -175,13 +184,13 @@ Status CpuExecutable::run(const float* input, float* output, ActivationExchange&
     for (size_t c = 0; c < b.calls.size(); ++c) {
       if (step.gemv && c == step.gemv_after) {
         const GemvCall& g = step.gemv_call;
-        gemv_f32(g.weights, b.gemv_x, g.bias, b.gemv_y, g.rows, g.cols, g.relu, m.threads_);
+        run_fc(g, b.gemv_x, b.gemv_y, m.threads_);
       }
       SERF_RETURN_IF_ERROR(execute(b.calls[c]));
     }
     if (step.gemv && step.gemv_after == b.calls.size()) {
       const GemvCall& g = step.gemv_call;
-      gemv_f32(g.weights, b.gemv_x, g.bias, b.gemv_y, g.rows, g.cols, g.relu, m.threads_);
+      run_fc(g, b.gemv_x, b.gemv_y, m.threads_);
     }
     if (timings != nullptr) timings->compute_ms[i] = ms_since(t0);
   }

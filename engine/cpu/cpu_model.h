@@ -34,12 +34,14 @@ struct Call {
   dnnl::memory::desc scratch_md;  // empty: no scratchpad
 };
 
-// fully_connected at batch 1 by gemv_f32 (engine/cpu/gemv.h) instead of a primitive.
+// fully_connected by gemv_f32 (batch 1) or gemm_f32 (engine/cpu/gemv.h) instead of a primitive:
+// x is [batch, cols], y [batch, rows], both plain.
 struct GemvCall {
   const float* weights = nullptr;
   const float* bias = nullptr;
   Operand x, y;
   int64_t rows = 0, cols = 0;
+  int64_t batch = 1;
   bool relu = false;
 };
 

@@ -61,4 +61,27 @@ TEST_CASE("gemv_f32 on a slice of rows gives the whole layer's values bit for bi
 }
 
 }  // namespace
+TEST_CASE("gemm_f32: each row of a batch equals gemv_f32 on that row, bit for bit",
+          "[engine][avx512]") {
+  if (!gemv_supported()) SERF_SKIP(kNoAvx512);
+  for (int64_t out : {1, 7, 9, 40}) {
+    for (int64_t in : {15, 17, 2048}) {
+      const std::vector<float> w = values(static_cast<size_t>(out * in), 1), b = values(out, 3);
+      for (int64_t batch : {2, 3, 8}) {
+        const std::vector<float> x = values(static_cast<size_t>(batch * in), 4);
+        for (int threads : {1, 2}) {
+          std::vector<float> y(static_cast<size_t>(batch * out), NAN), one(out, NAN);
+          gemm_f32(w.data(), x.data(), b.data(), y.data(), out, in, batch, true, threads);
+          for (int64_t n = 0; n < batch; ++n) {
+            gemv_f32(w.data(), x.data() + n * in, b.data(), one.data(), out, in, true, threads);
+            INFO("out " << out << " in " << in << " batch " << batch << " threads " << threads
+                        << " row " << n);
+            CHECK(std::vector<float>(y.begin() + n * out, y.begin() + (n + 1) * out) == one);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace serf::engine
