@@ -1,6 +1,8 @@
 // Queueing-core speed: predictions per second at c = 8 and c = 64, and `serf plan` end to end
 // (whole process) on a synthetic 1024-node x 64-core profile: K in powers of two up to 1024,
-// T = 1..64, i*T <= 64 (3,333 configurations), at 1000 load levels. Goal: under 100 ms on one core.
+// T = 1..64, i*T <= 64 (3,080 configurations), at 1000 load levels. Goal: under 100 ms on one core.
+// With batches: the bulk-service model's predictions (c = 1 exact, c = 8 the chain) and
+// plan_table --batch 32 on a synthetic 16-node x 16-core profile with b in 1, 2, 4, ..., 32.
 // Usage: bench_queue [RUNS]   (prints medians; the profile and table go to a temporary folder)
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -14,8 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "serf/core/batch_queue.h"
 #include "serf/core/planner.h"
 #include "serf/core/queue_model.h"
+#include "serf/core/recalibration.h"
 #include "serf/io/profile_io.h"
 
 namespace {
@@ -73,6 +77,85 @@ void bench_predict(int c) {
   }
 }
 
+// The batch cost model of scripts/make_batch_example_profile.py in spirit: a batch of n costs
+// (1 + g (n - 1)) times one request (weights read once, arithmetic per request), g = 0.15.
+double batch_factor(int n) { return 1.0 + 0.15 * (n - 1); }
+
+// Predictions of the bulk-service model of (c, K, T, b) over a sweep of loads.
+void bench_batch_predict(int c, int b, int n) {
+  std::vector<serf::ServiceLevel> levels;
+  for (int i = 1; i <= c; ++i) {
+    for (int k = 1; k <= b; ++k)
+      levels.push_back({10.0 * (1.0 + 0.05 * (i - 1)) * batch_factor(k), 0.02});
+  }
+  auto table = serf::ServiceTable::Create(c, b, levels);
+  auto model = serf::BatchQueueModel::Create(serf::QueueKind::kMdInterf, *table);
+  const double top = model->max_rate_per_s();
+  std::vector<double> per_s;
+  double sink = 0;
+  for (int run = 0; run < 5; ++run) {
+    const auto t0 = Clock::now();
+    for (int k = 0; k < n; ++k) sink += model->predict(top * ((k % 99) + 0.5) / 100.0).latency_ms;
+    per_s.push_back(n / seconds_since(t0));
+  }
+  std::printf(
+      "predict batch md-interf c=%-3d b=%-3d %10.3g predictions/s (median of 5; checksum %.6g)\n",
+      c, b, median(per_s), sink);
+}
+
+// 16 nodes x 16 cores, K = 1, 2, 4, 8, 16, T = 1..16, i*T <= 16, b = 1, 2, 4, 8, 16, 32.
+serf::Profile synthetic_batched_profile() {
+  serf::Profile p;
+  p.model = "synthetic-16x16-batched";
+  p.hardware = {16, 16};
+  p.illustrative = true;
+  p.note = "synthetic, for bench_queue";
+  for (int k = 1; k <= 16; k *= 2) {
+    for (int t = 1; t <= 16; ++t) {
+      for (int i = 1; i * t <= 16; ++i) {
+        for (int b = 1; b <= 32; b *= 2) {
+          const double threads = 40.0 * (0.1 + 0.9 / t);
+          const double nodes = threads * (0.1 + 0.9 / k) + 1.0 * std::log2(k) * (1 + 0.1 * (i - 1));
+          const double interference = 1.0 + 0.06 * (i - 1) + 0.02 * (i - 1) * (t - 1);
+          p.tuples.push_back({{i, k, t, b}, nodes * interference * batch_factor(b), 0.02, 100, 0});
+        }
+      }
+    }
+  }
+  p.reindex();
+  return p;
+}
+
+// plan_table over (c, K, T, b) with the analytic batch model alone (--tail-method model).
+void bench_batch_plan(int runs) {
+  const serf::Profile profile = synthetic_batched_profile();
+  const size_t configs_1 = serf::enumerate_configurations(profile, 16, 1).size();
+  const size_t configs = serf::enumerate_configurations(profile, 16, 32).size();
+  std::vector<double> levels;
+  for (int k = 1; k <= 100; ++k) levels.push_back(100.0 * k);  // up to the b = 32 capacity
+  for (int max_batch : {1, 32}) {
+    serf::PlanOptions options;
+    options.max_batch = max_batch;
+    std::vector<double> t;
+    size_t unstable = 0, batched = 0;
+    for (int run = 0; run < runs; ++run) {
+      const auto t0 = Clock::now();
+      auto table = serf::plan_table(profile, levels, options);
+      t.push_back(seconds_since(t0));
+      unstable = batched = 0;
+      for (const auto& e : table->entries) {
+        unstable += e.stable ? 0 : 1;
+        batched += e.stable && e.config.batch > 1 ? 1 : 0;
+      }
+    }
+    std::printf(
+        "plan_table --batch %-2d in process: %zu configurations x %zu levels: median %.1f ms (%d "
+        "runs; %zu levels overloaded, %zu batched)\n",
+        max_batch, max_batch == 1 ? configs_1 : configs, levels.size(), 1000 * median(t), runs,
+        unstable, batched);
+  }
+}
+
 struct ProcessTime {
   double wall_s, cpu_s;
 };
@@ -109,6 +192,11 @@ int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
   bench_predict(8);
   bench_predict(64);
+  bench_batch_predict(1, 8, 20000);
+  bench_batch_predict(1, 32, 5000);
+  bench_batch_predict(8, 8, 5000);
+  bench_batch_predict(8, 32, 2000);
+  bench_batch_plan(std::min(runs, 3));
 
   char dir_template[] = "/tmp/serf_bench_queue_XXXXXX";
   const char* dir = mkdtemp(dir_template);
@@ -136,6 +224,24 @@ int main(int argc, char** argv) {
       "plan_table in process: %zu configurations x %zu levels: median %.1f ms (%d runs; "
       "%zu levels overloaded)\n",
       configs, levels.size(), 1000 * median(in_process), runs, unstable);
+
+  // Online recalibration: one observed tuple per K drifted 8% slow; the profile updated and the
+  // table re-planned over the same 1000 levels.
+  std::vector<serf::TupleObservation> seen;
+  for (int k = 1; k <= 1024; k *= 2) {
+    seen.push_back({{1, k, 8}, 1.08 * profile.find({1, k, 8})->mean_ms});
+  }
+  std::vector<double> replan;
+  for (int run = 0; run < runs; ++run) {
+    const auto t0 = Clock::now();
+    auto updated = serf::recalibrate(profile, seen);
+    auto table = serf::plan_table(updated->profile, levels, 0, serf::QueueKind::kMdInterf, false);
+    replan.push_back(seconds_since(t0));
+    if (!table.ok()) return 1;
+  }
+  std::printf(
+      "recalibrate (%zu observations, %zu tuples) + re-plan %zu levels: median %.1f ms (%d runs)\n",
+      seen.size(), profile.tuples.size(), levels.size(), 1000 * median(replan), runs);
 
   // Whole process, as an operator runs it.
   std::vector<double> whole, cpu;

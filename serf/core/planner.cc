@@ -136,8 +136,10 @@ StatusOr<std::vector<ConfigurationFamily>> build_families(const Profile& profile
     }
     if (mean_ms.empty()) continue;
     SERF_ASSIGN_OR_RETURN(QueueModel model, QueueModel::Create(queue, mean_ms, scv));
-    families.push_back(ConfigurationFamily{kt.first, kt.second, static_cast<int>(mean_ms.size()),
-                                           std::move(model), std::move(stats), 1, {}, {}});
+    const int max_service = static_cast<int>(mean_ms.size());
+    ConfigurationFamily family{kt.first,         kt.second, max_service, std::move(model),
+                               std::move(stats), 1,         {},          {}};
+    families.push_back(std::move(family));
     if (max_batch > 1) {
       const ConfigurationFamily base = families.back();
       SERF_RETURN_IF_ERROR(add_batched_families(profile, base, queue, max_batch, &families));
