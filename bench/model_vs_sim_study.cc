@@ -2,6 +2,10 @@
 // c = 1..64, utilization 0.05..0.95 and random interference profiles; prints CSV on stdout.
 // Driven by scripts/study_model_vs_sim.py (plots, summary). Usage:
 //   study_model_vs_sim [--threads N] [--scale X]   (X scales the simulated requests; default 1)
+//   study_model_vs_sim --scv-sweep [--threads N] [--scale X]: the two-moment study instead (issue
+//     17): service SCV 0..1.5 x 4 interference shapes x c 1..64 x rho 0.05..0.95, start semantics,
+//     Poisson, one unit; md-interf, mm-interf and mg-interf beside the simulator
+//     (scripts/study_mg_interf.py).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -113,17 +117,98 @@ std::string run_task(const Task& t, double scale) {
   return buf;
 }
 
+// One point of the SCV sweep: the simulated mean against md-, mm- and mg-interf.
+std::string run_scv_task(const Task& t, double scale) {
+  const auto levels = t.profile->levels(t.c);
+  std::vector<double> means;
+  for (const auto& l : levels) means.push_back(l.mean_ms);
+  const double lambda_unit = t.rho * t.c * 1000.0 / levels.back().mean_ms;
+  serf::sim::SimulationOptions o;
+  o.levels = levels;
+  o.units = 1;
+  o.semantics = serf::sim::ServiceSemantics::kStart;
+  o.rate_per_s = lambda_unit;
+  // Waits vary more with the service SCV: longer runs where it is high.
+  o.requests = static_cast<int64_t>(scale * (1.0 + t.profile->scv) *
+                                    std::max(200000.0, 40000.0 / (1.0 - t.rho)));
+  o.seed = 7000003ULL * static_cast<uint64_t>(t.profile->id) + 1009ULL * t.c +
+           static_cast<uint64_t>(t.rho * 1000);
+  const auto sim = serf::sim::simulate(o);
+  double model[3] = {0, 0, 0};
+  const serf::QueueKind kinds[3] = {serf::QueueKind::kMdInterf, serf::QueueKind::kMmInterf,
+                                    serf::QueueKind::kMgInterf};
+  for (int k = 0; k < 3; ++k) {
+    auto m = serf::QueueModel::Create(kinds[k], means, t.profile->scv);
+    if (!m.ok()) return "";
+    const serf::Prediction p = m->predict(t.c, lambda_unit);
+    if (!p.stable) return "";
+    model[k] = p.latency_ms;
+  }
+  if (!sim.ok()) return "";
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%d,%.4f,%.4f,%.4f,%d,%.2f,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
+                t.profile->id, t.profile->a, t.profile->b, t.profile->scv, t.c, t.rho,
+                static_cast<long long>(sim->requests), sim->latency_ms, sim->latency_ci95_ms,
+                sim->wait_ms, model[0], model[1], model[2]);
+  return buf;
+}
+
+// Interference shapes (none, and three of make_profiles' random ones) x service SCV 0..1.5.
+std::vector<InterferenceProfile> make_scv_profiles() {
+  const auto base = make_profiles();
+  std::vector<InterferenceProfile> out;
+  int id = 100;
+  for (const InterferenceProfile* shape : {&base[0], &base[2], &base[3], &base[5]}) {
+    for (double scv : {0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5}) {
+      out.push_back({id++, shape->a, shape->b, scv});
+    }
+  }
+  return out;
+}
+
+void run_pool(std::vector<Task>& tasks, int threads, double scale, bool scv_sweep) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int k = 0; k < threads; ++k) {
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < tasks.size(); i = next++)
+        tasks[i].row = scv_sweep ? run_scv_task(tasks[i], scale) : run_task(tasks[i], scale);
+    });
+  }
+  for (auto& th : pool) th.join();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int threads = 2;
   double scale = 1.0;
-  for (int k = 1; k + 1 < argc; k += 2) {
+  bool scv_sweep = false;
+  for (int k = 1; k < argc; ++k) {
+    if (std::strcmp(argv[k], "--scv-sweep") == 0) scv_sweep = true;
+    if (k + 1 >= argc) break;
     if (std::strcmp(argv[k], "--threads") == 0) threads = std::max(1, std::atoi(argv[k + 1]));
     if (std::strcmp(argv[k], "--scale") == 0) scale = std::atof(argv[k + 1]);
   }
-  const auto profiles = make_profiles();
   const int cs[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
+  if (scv_sweep) {
+    const auto profiles = make_scv_profiles();
+    std::vector<Task> tasks;
+    for (const auto& p : profiles) {
+      for (int c : cs) {
+        for (int r = 0; r < 10; ++r) {
+          tasks.push_back({&p, c, 0.05 + 0.1 * r, serf::sim::ServiceSemantics::kStart, 1.0, 1, ""});
+        }
+      }
+    }
+    run_pool(tasks, threads, scale, true);
+    std::printf(
+        "profile,interference_a,interference_b,scv,c,rho,requests,sim_latency_ms,sim_ci95_ms,"
+        "sim_wait_ms,md_interf_latency_ms,mm_interf_latency_ms,mg_interf_latency_ms\n");
+    for (const Task& t : tasks) std::fputs(t.row.c_str(), stdout);
+    return 0;
+  }
+  const auto profiles = make_profiles();
   std::vector<Task> tasks;
   for (const auto& p : profiles) {
     for (int c : cs) {
@@ -144,15 +229,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (int k = 0; k < threads; ++k) {
-    pool.emplace_back([&] {
-      for (size_t i = next++; i < tasks.size(); i = next++)
-        tasks[i].row = run_task(tasks[i], scale);
-    });
-  }
-  for (auto& th : pool) th.join();
+  run_pool(tasks, threads, scale, false);
   std::printf(
       "profile,interference_a,interference_b,scv,c,rho,semantics,arrival_scv,units,requests,"
       "sim_latency_ms,sim_ci95_ms,sim_p99_ms,sim_wait_probability,model_latency_ms,model_p99_ms,"
