@@ -17,6 +17,7 @@
 #include "cli/infer_print.h"
 #include "cli/plot.h"
 #include "cli/runtime_launch.h"
+#include "cli/serve_calibration.h"
 #include "cli/serve_frontends.h"
 #include "serf/core/arrivals.h"
 #include "serf/io/table_io.h"
@@ -37,8 +38,9 @@ struct ServeOptions {
   double rate_per_s = 0;
   int requests = 100;
   std::string out;
-  std::string plot;  // PNG of the run; empty: none
-  FrontendFlags frontends;  // --http, --grpc and their limits
+  std::string plot;                // PNG of the run; empty: none
+  FrontendFlags frontends;         // --http, --grpc and their limits
+  std::string recalibrate = "on";  // online self-calibration (docs/calibration.md)
 };
 
 // Requests waiting per unit when clients are served and --max-queue is not given.
@@ -168,9 +170,13 @@ Status run_serve(const ServeOptions& o) {
       if (!session.emulation) std::cout << session.placement();
       std::unique_ptr<ServeFrontends> frontends;
       if (clients) {
-        SERF_ASSIGN_OR_RETURN(frontends, ServeFrontends::Start(o.frontends, o.runtime, session,
-                                                               controller, table));
+        SERF_ASSIGN_OR_RETURN(
+            frontends, ServeFrontends::Start(o.frontends, o.runtime, session, controller, table));
       }
+      SERF_ASSIGN_OR_RETURN(
+          std::unique_ptr<serve::SelfCalibration> calibration,
+          start_self_calibration(o.recalibrate, o.frontends.profile, session, table, o.min_dwell_s,
+                                 controller, frontends ? frontends->metrics() : nullptr));
       size_t next = 0;
       serve::SchedulerHook hook = [&](double now_s, double) -> std::optional<Configuration> {
         std::optional<Configuration> want;
@@ -179,7 +185,17 @@ Status run_serve(const ServeOptions& o) {
         }
         return want;
       };
-      if (table) hook = serve::table_hook(*table, o.min_dwell_s);
+      if (table) {
+        // Self-calibrating: the newest table re-planned in the background; else the one given.
+        hook = calibration && table->objective == "mean" ? calibration->scheduler_hook()
+                                                         : serve::table_hook(*table, o.min_dwell_s);
+      }
+      std::vector<serve::Recalibration> recalibrations;
+      auto report = [&] {
+        if (calibration) recalibrations = calibration->recalibrations();
+        return write_run_report(controller, o.out, session.model_name,
+                                calibration ? &recalibrations : nullptr);
+      };
       std::vector<double> arrival_s;
       if (!load.empty()) {
         SERF_ASSIGN_OR_RETURN(arrival_s, serve::stepped_arrivals(load, o.requests, o.runtime.seed,
@@ -188,13 +204,12 @@ Status run_serve(const ServeOptions& o) {
       // On a fault too, and first thing on SIGTERM: the measurements so far go to disk before
       // mpirun's SIGKILL can come.
       std::optional<Status> written;
-      controller.set_terminated_hook(
-          [&] { written = write_run_report(controller, o.out, session.model_name); });
+      controller.set_terminated_hook([&] { written = report(); });
       Status run = clients ? controller.serve(hook, load.empty() ? nullptr : &arrival_s)
                            : controller.run_open_loop(arrival_s, hook);
       if (frontends) frontends->stop();  // every request they handed over has ended
       controller.set_terminated_hook(nullptr);
-      if (!written) written = write_run_report(controller, o.out, session.model_name);
+      if (!written) written = report();
       print_run_summary(controller, std::cout);
       if (!run.ok()) {
         if (o.out.empty() || !written->ok()) return run;
@@ -297,6 +312,11 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
                       "to the table's configuration for the measured arrival rate");
   table->excludes("--schedule");
   serve->arrivals.add(sub, "");
+  sub->add_option("--recalibrate", serve->recalibrate,
+                  "on: follow the machine's service time while serving (a CUSUM per tuple; a "
+                  "sustained drift updates the profile and re-plans the --table in the "
+                  "background; docs/calibration.md); off: keep the profile as given (default on)")
+      ->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--min-dwell", serve->min_dwell_s,
                   "with --table: seconds at least between two switches (hysteresis)");
   sub->add_option("--rate-window", serve->rate_window_s,

@@ -333,7 +333,8 @@ void RunJournal::add(const serve::RequestRecord& record) {
 }
 
 Status write_run_report(const serve::Controller& controller, const std::string& path,
-                        const std::string& model) {
+                        const std::string& model,
+                        const std::vector<serve::Recalibration>* recalibrations) {
   if (path.empty()) return Status::Ok();
   nlohmann::json doc{{"format", "serf-run/1"}, {"model", model}};
   doc["requests"] = nlohmann::json::array();
@@ -364,6 +365,19 @@ Status write_run_report(const serve::Controller& controller, const std::string& 
                                {"to", {s.to.service, s.to.inter, s.to.intra}},
                                {"drain_ms", s.drain_ms},
                                {"configure_ms", s.configure_ms}});
+  }
+  if (recalibrations != nullptr) {
+    doc["recalibrations"] = nlohmann::json::array();
+    for (const serve::Recalibration& r : *recalibrations) {
+      doc["recalibrations"].push_back({{"at_s", r.at_s},
+                                       {"tuple", {r.tuple.service, r.tuple.inter, r.tuple.intra}},
+                                       {"old_mean_ms", r.old_mean_ms},
+                                       {"new_mean_ms", r.new_mean_ms},
+                                       {"samples", r.samples},
+                                       {"ci95_ms", r.ci95_ms},
+                                       {"replan_ms", r.replan_ms >= 0 ? nlohmann::json(r.replan_ms)
+                                                                      : nlohmann::json(nullptr)}});
+    }
   }
   SERF_RETURN_IF_ERROR(io::write_text_file(path, doc.dump(1) + "\n"));
   return io::write_text_file(path + ".csv", csv.str());

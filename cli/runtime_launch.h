@@ -15,6 +15,7 @@
 #include "cli/flags.h"
 #include "serf/core/profile.h"
 #include "serf/core/status.h"
+#include "serve/calibration.h"
 #include "serve/controller.h"
 
 namespace serf::cli {
@@ -83,8 +84,10 @@ Status launch_runtime(const RuntimeFlags& flags,
                       const std::function<Status(RuntimeSession&)>& body);
 
 // Measurements of an open-loop run: JSON at `path` and CSV at `path` + ".csv" (nothing when empty).
+// `recalibrations`: the self-calibration's log (serf serve --recalibrate on), or null.
 Status write_run_report(const serve::Controller& controller, const std::string& path,
-                        const std::string& model);
+                        const std::string& model,
+                        const std::vector<serve::Recalibration>* recalibrations = nullptr);
 
 // The run's CSV written as results arrive: one flushed row per answered request at `path` + ".csv",
 // so a controller killed outright (SIGKILL) still leaves what it measured. write_run_report

@@ -155,6 +155,8 @@ ServeFrontends::ServeFrontends(std::unique_ptr<State> state) : state_(std::move(
 
 ServeFrontends::~ServeFrontends() { stop(); }
 
+serve::ServeMetrics* ServeFrontends::metrics() const { return state_->metrics.get(); }
+
 void ServeFrontends::stop() {
   if (state_->http) state_->http->stop();
   if (state_->grpc) state_->grpc->stop();

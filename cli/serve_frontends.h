@@ -10,6 +10,7 @@
 #include "cli/runtime_launch.h"
 #include "serf/core/planner.h"
 #include "serve/controller.h"
+#include "serve/metrics.h"
 
 namespace serf::cli {
 
@@ -44,6 +45,7 @@ class ServeFrontends {
   // Stops accepting and joins the front ends' threads; every request they handed over has
   // been answered (the controller drained).
   void stop();
+  serve::ServeMetrics* metrics() const;
 
   struct State;
 

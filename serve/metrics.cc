@@ -173,10 +173,25 @@ std::optional<double> ServeMetrics::window_mean_s() const {
   return sum / static_cast<double>(answered);
 }
 
+void ServeMetrics::set_predictor(LatencyPredictor predictor) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  predictor_ = std::move(predictor);
+}
+
+void ServeMetrics::count_recalibration() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++recalibrations_;
+}
+
 std::string ServeMetrics::prometheus_text(const LiveStatus& live) const {
   const double rate = window_rate_per_s();
   const std::optional<double> observed = window_mean_s();
-  const std::optional<double> predicted_ms = predictor_.mean_ms(live.config, rate);
+  LatencyPredictor predictor;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);  // self-calibration replaces it while serving
+    predictor = predictor_;
+  }
+  const std::optional<double> predicted_ms = predictor.mean_ms(live.config, rate);
   const std::string window = std::to_string(static_cast<int>(window_s_)) + " s";
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;
@@ -199,6 +214,11 @@ std::string ServeMetrics::prometheus_text(const LiveStatus& live) const {
   family("serf_refused_connections_total", "counter",
          "HTTP connections answered 503 because every connection thread was busy.", &out);
   sample("serf_refused_connections_total", static_cast<double>(refused_connections_), &out);
+  family("serf_recalibrations_total", "counter",
+         "Tuples whose observed service time drifted beyond the profile's and were recalibrated "
+         "(serf serve --recalibrate on).",
+         &out);
+  sample("serf_recalibrations_total", static_cast<double>(recalibrations_), &out);
   request_s_.write("serf_request_duration_seconds",
                    "Arrival to answer of answered requests (queue plus compute).", &out);
   queue_s_.write("serf_queue_duration_seconds",

@@ -63,6 +63,9 @@ class ServeMetrics {
   void record(const RequestRecord& r);
   void count_invalid(const std::string& protocol);  // "http", "grpc": 400 / INVALID_ARGUMENT
   void count_refused_connection();                  // too many connections
+  // Self-calibration: the predictions follow the recalibrated profile; one more recalibration.
+  void set_predictor(LatencyPredictor predictor);
+  void count_recalibration();
   // The front end's own time for one answered request (receive to hand-over, answer to send).
   void observe_frontend(double seconds);
 
@@ -90,6 +93,7 @@ class ServeMetrics {
   std::map<Outcome, uint64_t> outcomes_;
   std::map<std::string, uint64_t> invalid_;
   uint64_t refused_connections_ = 0;
+  uint64_t recalibrations_ = 0;
   Histogram request_s_, queue_s_, compute_s_, frontend_s_;
   double failed_latency_sum_s_ = 0;  // time to the end of requests not answered
   double last_answer_epoch_ms_ = 0;

@@ -1,0 +1,173 @@
+#pragma once
+// Online self-calibration: the controller's model follows the machine. Every answer's service
+// time (dispatch to answer, the slot's occupancy, as the profiler measures it) updates a running
+// estimate of its tuple (i at dispatch, K, T); a CUSUM on standardized batch means tells a drift
+// from noise; a sustained drift updates the tuple's mean, unobserved tuples are scaled by the
+// drift seen on their neighbours, and the configuration table is re-planned on a background
+// thread, so the dispatcher never waits for the planner. docs/serving.md, "Self-calibration".
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "serf/core/planner.h"
+#include "serf/core/profile.h"
+#include "serve/controller.h"
+
+namespace serf::serve {
+
+// The drift rule. Observations of a tuple are grouped in batches of `batch`; each batch mean is
+// standardized against the tuple's reference, y = (xbar - mu0) / (sigma0 / sqrt(batch)), with
+// sigma0 = mu0 sqrt(scv) floored at min_sd_fraction mu0 (a profile's SCV can be ~0). A two-sided
+// CUSUM, S+ = max(0, S+ + y - k), S- = max(0, S- - y - k), raises an alarm when one side passes h
+// (k = 0.5, h = 8: a false alarm about once in 10^4 batches of an unchanged tuple, a shift of 2
+// standard errors found in about 6 batches). An alarm is then confirmed on min_samples fresh
+// observations (the ones that raised it are selected for being high or low, so their mean is
+// biased): their mean replaces the reference when it differs by at least min_change; else the
+// alarm is dropped and the CUSUM restarts.
+struct DriftRule {
+  int batch = 10;
+  double k = 0.5;
+  double h = 8;
+  double min_sd_fraction = 0.02;
+  int min_samples = 50;
+  double min_change = 0.03;
+};
+
+// One update of the model: logged, counted in /metrics and written to serve --out.
+struct Recalibration {
+  double at_s = 0;  // controller clock
+  ParallelismTuple tuple;
+  double old_mean_ms = 0;
+  double new_mean_ms = 0;
+  int samples = 0;        // observations the new mean rests on
+  double ci95_ms = 0;     // their mean's 95 % CI half-width (i.i.d.)
+  double replan_ms = -1;  // how long the background re-plan took (-1: not yet, or none)
+};
+
+// The running estimates and the drift rule over a profile. Not thread-safe: the controller's
+// thread calls observe() (through the answer hook); its cost is O(1) per answer.
+class DriftTracker {
+ public:
+  DriftTracker(Profile profile, DriftRule rule);
+  // One answered request's service time; a Recalibration when the rule fires for its tuple.
+  // Tuples the profile lacks are ignored (the controller only runs profiled configurations).
+  std::optional<Recalibration> observe(const ParallelismTuple& tuple, double occupancy_ms,
+                                       double now_s);
+  // The profile as the model should now see it: recalibrated tuples at their new means, the
+  // others scaled by their neighbours' drift (neighbour_ratio).
+  const Profile& profile() const { return current_; }
+  // The drift ratio a tuple takes: its own (new / profiled) when it was recalibrated; else that
+  // of the nearest recalibrated tuple with the same K and T (nearest i, the smaller on a tie);
+  // else the geometric mean of the recalibrated tuples with the same K; else of all; else 1.
+  double neighbour_ratio(const ParallelismTuple& tuple) const;
+  // Every answer seen per tuple since the start: count, mean, 95 % CI (i.i.d.).
+  struct Estimate {
+    int64_t count = 0;
+    double mean_ms = 0;
+    double ci95_ms = 0;
+  };
+  Estimate estimate(const ParallelismTuple& tuple) const;
+  const std::vector<Recalibration>& recalibrations() const { return log_; }
+
+ private:
+  struct State {
+    double mu0 = 0, sigma0 = 0;  // the reference the CUSUM tests against
+    double batch_sum = 0;
+    int batch_n = 0;
+    double s_hi = 0, s_lo = 0;  // CUSUM sides
+    // Observations since each side last was 0: count, sum, sum of squares.
+    int64_t hi_n = 0, lo_n = 0;
+    double hi_sum = 0, hi_sq = 0, lo_sum = 0, lo_sq = 0;
+    // All observations (Welford).
+    int64_t n = 0;
+    double mean = 0, m2 = 0;
+    bool own = false;  // recalibrated from its own observations
+    // After an alarm: fresh observations, whose mean (free of the CUSUM's selection) is the new
+    // mean once there are min_samples of them.
+    bool confirming = false;
+    int64_t conf_n = 0;
+    double conf_sum = 0, conf_sq = 0;
+  };
+  void reset_reference(State* s, double mean_ms, double sd_ms) const;
+  void rebuild_profile();
+
+  Profile base_;     // as profiled
+  Profile current_;  // as the model sees it now
+  DriftRule rule_;
+  std::vector<State> states_;  // parallel to base_.tuples
+  std::vector<Recalibration> log_;
+};
+
+// Re-plans the configuration table on its own thread (started by the first submit): submit()
+// hands a profile over and returns at once (the newest wins when several wait); latest() gives the
+// newest table.
+class Replanner {
+ public:
+  Replanner(std::vector<double> rates_per_s, PlanOptions options);
+  ~Replanner();
+  Replanner(const Replanner&) = delete;
+  Replanner& operator=(const Replanner&) = delete;
+  void submit(Profile profile, int64_t tag);
+  // The newest table (nullptr before the first plan finished) and the tag it was submitted with.
+  std::shared_ptr<const ConfigurationTable> latest(int64_t* tag = nullptr) const;
+  // Blocks until every submitted profile was planned (tests, and the end of a run).
+  void wait_idle();
+  double last_plan_ms() const { return last_plan_ms_.load(); }
+  int plans() const { return plans_.load(); }
+
+ private:
+  void run();
+
+  std::vector<double> rates_;
+  PlanOptions options_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  std::optional<std::pair<Profile, int64_t>> pending_;
+  bool busy_ = false;
+  bool stop_ = false;
+  std::shared_ptr<const ConfigurationTable> table_;
+  int64_t tag_ = -1;
+  std::atomic<double> last_plan_ms_{0};
+  std::atomic<int> plans_{0};
+  std::thread thread_;
+};
+
+// The controller side of self-calibration: an answer hook feeding the tracker and a scheduler
+// hook switching by the newest table (table_hook's rule: the table's configuration at the
+// observed rate, at least min_dwell_s between switches).
+class SelfCalibration {
+ public:
+  SelfCalibration(Profile profile, ConfigurationTable initial, std::vector<double> rates_per_s,
+                  PlanOptions options, DriftRule rule, double min_dwell_s);
+  // Attach with controller.add_answer_hook(calibration.answer_hook()).
+  AnswerHook answer_hook();
+  SchedulerHook scheduler_hook();
+  // Called (on the controller's thread) after each recalibration, e.g. to log it.
+  void set_on_recalibration(std::function<void(const Recalibration&)> f) {
+    on_recalibration_ = std::move(f);
+  }
+  // Thread-safe snapshots for /metrics and --out.
+  std::vector<Recalibration> recalibrations() const;
+  Profile current_profile() const;
+  Replanner& replanner() { return replanner_; }
+
+ private:
+  DriftTracker tracker_;
+  bool replan_;  // load levels to re-plan at (none: the profile recalibrates, no table)
+  Replanner replanner_;
+  std::shared_ptr<const ConfigurationTable> initial_;
+  double min_dwell_s_;
+  std::function<void(const Recalibration&)> on_recalibration_;
+  mutable std::mutex mutex_;  // guards log_ and profile_ (read by other threads)
+  std::vector<Recalibration> log_;
+  Profile profile_;
+};
+
+}  // namespace serf::serve

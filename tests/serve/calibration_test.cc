@@ -1,0 +1,239 @@
+// Online self-calibration: the drift rule on hand-made service times, the neighbours' scaling,
+// the background re-plan, and the controller following a fake transport that slows on purpose.
+#include "serve/calibration.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+using namespace serf;
+using namespace serf::serve;
+
+namespace {
+
+// 1 node x 2 cores: (1,1,1) 10 ms, (2,1,1) 14 ms, (1,1,2) 6 ms; SCV 0.01 (sd 10 %).
+Profile small_profile() {
+  Profile p;
+  p.model = "hand-made";
+  p.hardware = {1, 2};
+  p.tuples = {
+      {{1, 1, 1}, 10.0, 0.01, 100}, {{2, 1, 1}, 14.0, 0.01, 100}, {{1, 1, 2}, 6.0, 0.01, 100}};
+  p.reindex();
+  return p;
+}
+
+double mean_of(const Profile& p, ParallelismTuple t) { return p.find(t)->mean_ms; }
+
+// Feeds n normal draws (mean, sd 10 % of it) of `t`; returns the recalibrations the rule fired.
+std::vector<Recalibration> feed(DriftTracker* d, ParallelismTuple t, double mean, int n,
+                                std::mt19937_64* rng) {
+  std::normal_distribution<double> x(mean, 0.1 * mean);
+  std::vector<Recalibration> out;
+  for (int k = 0; k < n; ++k) {
+    if (auto r = d->observe(t, std::max(0.1, x(*rng)), k * 0.01)) out.push_back(*r);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the drift rule stays quiet on noise and fires on a sustained drift", "[calibration]") {
+  DriftTracker d(small_profile(), DriftRule{});
+  std::mt19937_64 rng(11);
+  // (The false-alarm rate itself is the next case's: about one in 10^4 batches.)
+  CHECK(feed(&d, {1, 1, 1}, 10.0, 1000, &rng).empty());  // 100 batches as profiled
+  CHECK(d.estimate({1, 1, 1}).count == 1000);
+  CHECK(d.estimate({1, 1, 1}).mean_ms == Approx(10.0).epsilon(0.01));
+  const double before = mean_of(d.profile(), {1, 1, 1});
+  const size_t logged = d.recalibrations().size();
+  // 20 % slower: found within a few batches, confirmed on the next 50 answers.
+  const auto r = feed(&d, {1, 1, 1}, 12.0, 200, &rng);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].tuple == ParallelismTuple{1, 1, 1});
+  CHECK(r[0].old_mean_ms == Approx(before));
+  CHECK(r[0].new_mean_ms == Approx(12.0).epsilon(0.03));
+  CHECK(r[0].samples >= 50);
+  CHECK(r[0].ci95_ms > 0);
+  CHECK(d.recalibrations().size() == logged + 1);
+  // The new reference holds: more of the same fires nothing.
+  CHECK(feed(&d, {1, 1, 1}, 12.0, 1000, &rng).empty());
+  // Faster again (a background load ended): found the other way.
+  const auto back = feed(&d, {1, 1, 1}, 10.0, 200, &rng);
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].new_mean_ms == Approx(10.0).epsilon(0.03));
+  // 1.5 % slower: real but under min_change (3 %); a recalibration, when the confirmation's 50
+  // answers happen to lie 3 % off, stays near the truth.
+  DriftTracker e(small_profile(), DriftRule{});
+  for (const Recalibration& q : feed(&e, {1, 1, 1}, 10.15, 1000, &rng))
+    CHECK(q.new_mean_ms == Approx(10.15).epsilon(0.05));
+}
+
+TEST_CASE("the drift rule's false alarms on an unchanged tuple are rare", "[calibration]") {
+  // h = 8, k = 0.5: two-sided ARL0 about 9500 batches (Siegmund), so a run of 500 batches
+  // (5000 answers) as profiled has a false alarm with probability about 5 %.
+  int runs_with_alarm = 0;
+  for (uint64_t seed = 1; seed <= 100; ++seed) {
+    DriftTracker d(small_profile(), DriftRule{});
+    std::mt19937_64 rng(seed);
+    if (!feed(&d, {1, 1, 1}, 10.0, 5000, &rng).empty()) ++runs_with_alarm;
+  }
+  CHECK(runs_with_alarm <= 12);
+}
+
+TEST_CASE("unobserved tuples take their neighbours' drift", "[calibration]") {
+  Profile p = small_profile();
+  p.tuples.push_back({{1, 2, 1}, 5.0, 0.01, 100});  // K = 2: no neighbour with the same K
+  p.hardware = {2, 2};
+  p.reindex();
+  DriftTracker d(p, DriftRule{});
+  std::mt19937_64 rng(12);
+  REQUIRE(feed(&d, {1, 1, 1}, 13.0, 300, &rng).size() == 1);
+  const double r = mean_of(d.profile(), {1, 1, 1}) / 10.0;
+  CHECK(r == Approx(1.3).epsilon(0.03));
+  // Same (K, T), nearest i: (2,1,1) scaled by (1,1,1)'s ratio.
+  CHECK(mean_of(d.profile(), {2, 1, 1}) == Approx(14.0 * r));
+  // Same K, other T: the geometric mean over K = 1 (one tuple: the same ratio).
+  CHECK(mean_of(d.profile(), {1, 1, 2}) == Approx(6.0 * r));
+  // Another K: the geometric mean of every recalibrated tuple.
+  CHECK(mean_of(d.profile(), {1, 2, 1}) == Approx(5.0 * r));
+  // (1,1,2) drifts on its own the other way: it keeps its own, (2,1,1) keeps (1,1,1)'s.
+  REQUIRE(feed(&d, {1, 1, 2}, 0.9 * 6.0 * r, 300, &rng).size() == 1);
+  CHECK(d.neighbour_ratio({1, 1, 2}) == Approx(0.9 * r).epsilon(0.03));
+  CHECK(mean_of(d.profile(), {2, 1, 1}) == Approx(14.0 * r));
+  // K = 2 now takes the geometric mean of both.
+  const double both = std::sqrt(r * d.neighbour_ratio({1, 1, 2}));
+  CHECK(mean_of(d.profile(), {1, 2, 1}) == Approx(5.0 * both));
+}
+
+TEST_CASE("the re-plan runs on its own thread and the scheduler uses the new table",
+          "[calibration]") {
+  // Little interference: (1,1,2) is best at a low load, (2,1,1) at a high one.
+  Profile p = small_profile();
+  p.tuples = {
+      {{1, 1, 1}, 10.0, 0.01, 100}, {{2, 1, 1}, 11.0, 0.01, 100}, {{1, 1, 2}, 8.0, 0.01, 100}};
+  p.reindex();
+  std::vector<double> rates;
+  for (double r = 5; r <= 170; r += 5) rates.push_back(r);
+  PlanOptions o;
+  o.nodes = 1;
+  auto initial = plan_table(p, rates, o);
+  REQUIRE(initial.ok());
+  SelfCalibration cal(p, *initial, rates, o, DriftRule{}, 0);
+  // (1,1,2) serves 2.5x slower: the answers say so, the table is re-planned in the background.
+  AnswerHook answer = cal.answer_hook();
+  std::mt19937_64 rng(13);
+  std::normal_distribution<double> x(20.0, 2.0);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int k = 0; k < 300; ++k) {
+    RequestRecord r;
+    r.answered = true;
+    r.config = {1, 1, 2};
+    r.running = 1;
+    r.dispatch_s = 1 + k * 0.05;
+    r.done_s = r.dispatch_s + std::max(1.0, x(rng)) / 1e3;
+    answer(r);
+  }
+  const double answers_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  cal.replanner().wait_idle();
+  const auto recs = cal.recalibrations();
+  REQUIRE(recs.size() >= 1);
+  CHECK(recs.back().new_mean_ms == Approx(20.0).epsilon(0.05));
+  REQUIRE(cal.replanner().plans() >= 1);
+  CHECK(answers_ms < 1000);  // O(1) each: the answers never wait for a plan
+  auto expected = plan_table(cal.current_profile(), rates, o);
+  REQUIRE(expected.ok());
+  // A load where the new table names another configuration than the profiled one.
+  double rate = 0;
+  for (double r : rates) {
+    const TableEntry* a = initial->lookup(r).entry;
+    const TableEntry* b = expected->lookup(r).entry;
+    if (a->stable && b->stable && !(a->config == b->config)) {
+      rate = r;
+      break;
+    }
+  }
+  REQUIRE(rate > 0);
+  auto hook = cal.scheduler_hook();
+  auto next = hook(1, rate);
+  REQUIRE(next);
+  CHECK(*next == expected->lookup(rate).entry->config);
+  CHECK_FALSE(*next == initial->lookup(rate).entry->config);
+  // The re-plan's time is logged with the recalibration once the scheduler saw its table.
+  CHECK(cal.recalibrations().back().replan_ms >= 0);
+}
+
+namespace {
+
+// One node whose every request takes `base_s`, and `factor` times that from request
+// `drift_after` on: a host slowed partway through.
+class DriftingTransport : public Transport {
+ public:
+  DriftingTransport(double base_s, double factor, int drift_after)
+      : base_s_(base_s), factor_(factor), drift_after_(drift_after) {}
+  int nodes() const override { return 1; }
+  Status configure(const Configuration&) override { return Status::Ok(); }
+  Status send_run(int, const RunAction& a, const std::vector<float>&) override {
+    const double s = sent_++ >= drift_after_ ? base_s_ * factor_ : base_s_;
+    running_.push_back({a, clock::now() + std::chrono::duration_cast<clock::duration>(
+                                              std::chrono::duration<double>(s))});
+    return Status::Ok();
+  }
+  StatusOr<std::optional<RunResult>> poll_result() override {
+    for (size_t i = 0; i < running_.size(); ++i) {
+      if (clock::now() < running_[i].done) continue;
+      RunResult r;
+      r.request_id = running_[i].action.request_id;
+      r.slot = running_[i].action.slot;
+      running_.erase(running_.begin() + static_cast<long>(i));
+      return std::optional<RunResult>(r);
+    }
+    return std::optional<RunResult>();
+  }
+  Status probe(int, double) override { return Status::Ok(); }
+  Status shutdown() override { return Status::Ok(); }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  struct Running {
+    RunAction action;
+    clock::time_point done;
+  };
+  double base_s_, factor_;
+  int drift_after_;
+  int sent_ = 0;
+  std::vector<Running> running_;
+};
+
+}  // namespace
+
+TEST_CASE("serving, the controller's model follows a node that slows down", "[calibration]") {
+  // The profile says 4 ms; the node serves 4 ms for 100 requests, then 8 ms.
+  Profile p;
+  p.model = "hand-made";
+  p.hardware = {1, 1};
+  p.tuples = {{{1, 1, 1}, 4.0, 0.0, 100}};
+  p.reindex();
+  const std::vector<double> rates = {10, 50};
+  PlanOptions o;
+  o.nodes = 1;
+  auto table = plan_table(p, rates, o);
+  REQUIRE(table.ok());
+  SelfCalibration cal(p, *table, rates, o, DriftRule{}, 0);
+  DriftingTransport t(4e-3, 2.0, 100);
+  ControllerOptions co;
+  co.cores_per_node = 1;
+  Controller c(t, co);
+  c.add_answer_hook(cal.answer_hook());
+  REQUIRE(c.configure({1, 1, 1}).ok());
+  REQUIRE(c.run_open_loop(poisson_arrivals(40, 260, 5), cal.scheduler_hook()).ok());
+  cal.replanner().wait_idle();
+  const auto recs = cal.recalibrations();
+  REQUIRE_FALSE(recs.empty());
+  // The controller's occupancy (dispatch to answer) carries its polling on top of the node's
+  // time, so the first recalibration may come before the drift; the last one is the drift's.
+  CHECK(recs.back().new_mean_ms == Approx(8.0).epsilon(0.15));
+  CHECK(mean_of(cal.current_profile(), {1, 1, 1}) == Approx(8.0).epsilon(0.15));
+  for (const Recalibration& r : recs) CHECK(r.tuple == ParallelismTuple{1, 1, 1});
+}
