@@ -31,6 +31,13 @@ class CommandRegistry {
   std::vector<Entry> commands_;
 };
 
+// Runs `run`, turning an exception into a Status: an allocation failure (std::bad_alloc, e.g.
+// under `ulimit -v`) is exit 2 with one line saying so; anything else is internal (exit 1). Used
+// by main() and, under mpirun, around every rank's work, so every rank reaches the agreement.
+Status run_guarded(const std::function<Status()>& run);
+// The Status of an allocation failure (exit 2), naming the process's memory limit when it has one.
+Status out_of_memory();
+
 // Each room's CLI file registers its subcommands here (see main.cc).
 void register_queue_commands(CLI::App& app,
                              CommandRegistry& registry);  // predict plan size capacity

@@ -46,11 +46,9 @@ double median(std::vector<double> v) {
 
 Status run_infer(const InferOptions& o) {
   if (!o.output_out.empty()) {
-    SERF_RETURN_IF_ERROR(check_output_path("--output-out", o.output_out));
-    if (o.output_out == o.weights || o.output_out == o.input) {
-      return InvalidArgument("--output-out " + o.output_out +
-                             ": the same file as --weights or --input (it would be overwritten)");
-    }
+    SERF_RETURN_IF_ERROR(
+        check_output_path("--output-out", o.output_out,
+                          {{"--model", o.model}, {"--weights", o.weights}, {"--input", o.input}}));
   }
   if (o.inter > 0 && o.batch > 1) {
     return InvalidArgument("--batch " + std::to_string(o.batch) +

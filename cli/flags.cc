@@ -167,9 +167,22 @@ void ProfileFlag::add(CLI::App* sub, const std::string& help) {
          help.empty() ? "profile of the model's parallelism tuples (serf-profile/1 JSON)" : help)
       ->check(non_empty_path())
       ->required();
+  sub->add_flag("--allow-incomplete", allow_incomplete,
+                "use a --profile marked incomplete (a profiling run stopped early, e.g. by a dead "
+                "node): its results may differ from the full profile's");
 }
 
-StatusOr<Profile> ProfileFlag::load() const { return io::load_profile(path); }
+StatusOr<Profile> ProfileFlag::load() const {
+  SERF_ASSIGN_OR_RETURN(Profile p, io::load_profile(path));
+  if (p.incomplete && !allow_incomplete) {
+    return InvalidArgument(path + ": the profile is incomplete (" +
+                           (p.note.empty() ? std::string("marked so") : p.note) + "; " +
+                           std::to_string(p.tuples.size()) +
+                           " tuples), so its answers may differ from the full profile's; "
+                           "profile again, or give --allow-incomplete to use it anyway");
+  }
+  return p;
+}
 
 Status check_output_path(const std::string& flag, const std::string& out) {
   if (out.empty()) return InvalidArgument(flag + ": the path is empty; give a file name");
@@ -202,6 +215,14 @@ Status check_not_input(const std::string& out_flag, const std::string& out,
     return InvalidArgument(out_flag + " " + out + " is the same file as " + in_flag + " " + in +
                            ": writing it would destroy the input; give another file");
   }
+  return Status::Ok();
+}
+
+Status check_output_path(const std::string& flag, const std::string& out,
+                         const std::vector<InputFile>& inputs) {
+  SERF_RETURN_IF_ERROR(check_output_path(flag, out));
+  for (const InputFile& in : inputs)
+    SERF_RETURN_IF_ERROR(check_not_input(flag, out, in.flag, in.path));
   return Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "serf/core/arrivals.h"
 #include "serf/core/configuration.h"
@@ -71,8 +72,11 @@ CLI::Option* add_json(CLI::App* sub, bool* json);
 // ---- files -------------------------------------------------------------------------------------
 
 // --profile FILE (serf-profile/1).
+// A profile marked incomplete (a run that a dead node stopped) is refused unless
+// --allow-incomplete is given.
 struct ProfileFlag {
   std::string path;
+  bool allow_incomplete = false;
   void add(CLI::App* sub, const std::string& help = "");
   StatusOr<Profile> load() const;
 };
@@ -85,6 +89,16 @@ Status check_output_path(const std::string& flag, const std::string& out);
 // through a symlink or a hard link): writing it would destroy the input before it is read.
 Status check_not_input(const std::string& out_flag, const std::string& out,
                        const std::string& in_flag, const std::string& in);
+// An input file of a command, named by its flag (or "the ONNX file" for a positional one); an
+// empty path is a flag not given.
+struct InputFile {
+  std::string flag;
+  std::string path;
+};
+// check_output_path, then check_not_input against each of `inputs`: run before anything is read
+// or written, so an output named like an input is refused before the run.
+Status check_output_path(const std::string& flag, const std::string& out,
+                         const std::vector<InputFile>& inputs);
 // --out FILE (or another name): not empty; `required` makes CLI11 insist on it.
 CLI::Option* add_output(CLI::App* sub, const std::string& name, std::string* path,
                         const std::string& help, bool required);

@@ -1,9 +1,12 @@
 // serf: one executable, subcommands per task. Parsing errors and user errors print one line on
 // stderr and exit with 2 (3 where the question has no answer, e.g. an SLO no cluster meets).
 
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "cli/command.h"
@@ -25,6 +28,27 @@ const std::function<Status()>* CommandRegistry::selected() const {
   return best ? &best->run : nullptr;
 }
 
+Status out_of_memory() {
+  std::string limit;
+  struct rlimit as {};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    limit = " under this process's address-space limit of " + std::to_string(as.rlim_cur >> 20) +
+            " MiB (ulimit -v)";
+  }
+  return InvalidArgument("out of memory: an allocation failed" + limit +
+                         "; give smaller inputs or more memory");
+}
+
+Status run_guarded(const std::function<Status()>& run) {
+  try {
+    return run();
+  } catch (const std::bad_alloc&) {
+    return out_of_memory();
+  } catch (const std::exception& e) {
+    return Internal(e.what());
+  }
+}
+
 namespace {
 
 // Under mpirun every rank parses the same flags: the launcher's rank variable lets one of them
@@ -35,6 +59,30 @@ bool quiet_rank() {
     if (v != nullptr && *v != '\0') return std::string(v) != "0";
   }
   return false;
+}
+
+// Why parsing failed when the first word is no subcommand: CLI11 would say "A subcommand is
+// required". Walks the subcommand words (`serf model frobnicate`); "" when they are all known.
+std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* at = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') continue;
+    const auto subs = at->get_subcommands([](const CLI::App*) { return true; });
+    if (subs.empty()) return "";  // the words from here are flag values
+    const CLI::App* next = nullptr;
+    std::string names;
+    for (const CLI::App* s : subs) {
+      if (s->check_name(word)) next = s;
+      names += (names.empty() ? "" : ", ") + s->get_name();
+    }
+    if (next == nullptr) {
+      const std::string path = at == &app ? "" : at->get_name() + " ";
+      return "unknown subcommand '" + path + word + "'; expected one of: " + names;
+    }
+    at = next;
+  }
+  return "";
 }
 
 }  // namespace
@@ -67,9 +115,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (!serf::cli::quiet_rank())
-      std::cerr << "serf: error: " << e.what() << " (see serf --help)\n";
+    std::string what = serf::cli::unknown_subcommand(app, argc, argv);
+    if (what.empty()) what = e.what();
+    if (!serf::cli::quiet_rank()) std::cerr << "serf: error: " << what << " (see serf --help)\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    const serf::Status oom = serf::cli::out_of_memory();
+    if (!serf::cli::quiet_rank()) std::cerr << "serf: error: " << oom.message() << "\n";
+    return oom.exit_code();
   }
 
   const auto* run = registry.selected();
@@ -77,12 +130,7 @@ int main(int argc, char** argv) {
     std::cerr << "serf: error: no subcommand given (see serf --help)\n";
     return 2;
   }
-  serf::Status status;
-  try {
-    status = (*run)();
-  } catch (const std::exception& e) {
-    status = serf::Internal(e.what());
-  }
+  const serf::Status status = serf::cli::run_guarded(*run);
   if (!status.ok()) {
     // Under mpirun every rank returns the same Status (launch_runtime agrees on it): rank 0 says
     // it.

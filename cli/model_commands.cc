@@ -122,8 +122,9 @@ struct ImportOptions {
 
 // serf model import: every check and the whole translation happen before anything is written.
 Status run_import(const ImportOptions& o) {
-  SERF_RETURN_IF_ERROR(check_output_path("--out", o.out_path));
-  SERF_RETURN_IF_ERROR(check_output_path("--weights", o.weights_path));
+  SERF_RETURN_IF_ERROR(check_output_path("--out", o.out_path, {{"the ONNX file", o.onnx_path}}));
+  SERF_RETURN_IF_ERROR(
+      check_output_path("--weights", o.weights_path, {{"the ONNX file", o.onnx_path}}));
   if (o.out_path == o.weights_path || o.out_path == o.onnx_path || o.weights_path == o.onnx_path) {
     return InvalidArgument("--out " + o.out_path + ", --weights " + o.weights_path +
                            " and the ONNX file must be three different files");

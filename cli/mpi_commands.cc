@@ -58,7 +58,7 @@ StatusOr<std::vector<ScheduledSwitch>> parse_schedule(const std::string& text) {
   std::vector<ScheduledSwitch> out;
   if (text.empty()) return out;
   std::stringstream ss(text);
-  std::string item;
+  std::string item, previous;
   while (std::getline(ss, item, ';')) {
     auto colon = item.find(':');
     double at = -1;
@@ -71,7 +71,13 @@ StatusOr<std::vector<ScheduledSwitch>> parse_schedule(const std::string& text) {
     }
     SERF_ASSIGN_OR_RETURN(Configuration c,
                           parse_configuration(item.substr(colon + 1), "--schedule"));
+    // Out of order, a switch would be passed over silently (the hook takes them in order).
+    if (!out.empty() && !(at > out.back().at_s)) {
+      return InvalidArgument("--schedule: \"" + item + "\" comes after \"" + previous +
+                             "\"; list the switches with strictly ascending seconds");
+    }
     out.push_back({at, c});
+    previous = item;
   }
   return out;
 }
@@ -123,11 +129,17 @@ Status run_serve(const ServeOptions& o) {
     }
     SERF_RETURN_IF_ERROR(check_frontend_flags(o.frontends));
     if (o.requests < 1) return InvalidArgument("--requests: give at least 1");
-    if (!o.out.empty()) SERF_RETURN_IF_ERROR(check_output_path("--out", o.out));
+    std::vector<InputFile> inputs = runtime_inputs(o.runtime);
+    inputs.push_back({"--table", o.table});
+    if (!o.out.empty()) {
+      SERF_RETURN_IF_ERROR(check_output_path("--out", o.out, inputs));
+      SERF_RETURN_IF_ERROR(check_output_path("--out", o.out + ".csv", inputs));
+    }
     if (!o.plot.empty()) {
       if (o.out.empty())
         return InvalidArgument("--plot: needs --out FILE.json (the plot reads it)");
       SERF_RETURN_IF_ERROR(check_plot_path("--plot", o.plot));
+      SERF_RETURN_IF_ERROR(check_output_path("--plot", o.plot, inputs));
     }
     SERF_ASSIGN_OR_RETURN(const ArrivalFlags::Resolved arrivals, o.arrivals.resolve());
     if (!(o.min_dwell_s >= 0)) return InvalidArgument("--min-dwell: must be >= 0 seconds");

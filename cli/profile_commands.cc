@@ -8,6 +8,7 @@
 
 #include "cli/flags.h"
 #include "cli/plot.h"
+#include "cli/progress.h"
 #include "cli/runtime_launch.h"
 #include "profiler/tuple_profiler.h"
 #include "serf/core/arrivals.h"
@@ -39,7 +40,8 @@ struct ProfileFlags {
   double max_duration_s = 300;
   const CLI::Option* requests_flag = nullptr;
   const CLI::Option* warmup_flag = nullptr;
-  ArrivalFlags arrivals;  // --arrivals, --arrival-scv (with --exhaustive)
+  ArrivalFlags arrivals;     // --arrivals, --arrival-scv (with --exhaustive)
+  ProgressOptions progress;  // --quiet, --progress-every
 };
 
 // --precision and its companions; --requests and --warmup belong to fixed-count points.
@@ -92,7 +94,10 @@ Status run_profile(const ProfileFlags& f) {
                              " (each pass measures at least one of the --samples)");
     // Tuples: 2 closed-loop requests; exhaustive: 10% of --requests more, left out of the stats.
     const int warmup = f.warmup >= 0 ? f.warmup : f.exhaustive ? f.requests / 10 : 2;
-    SERF_RETURN_IF_ERROR(check_output_path("--out", f.out));
+    std::vector<InputFile> inputs = runtime_inputs(f.runtime);
+    inputs.push_back({"--capacity-profile", f.capacity_profile});
+    SERF_RETURN_IF_ERROR(check_output_path("--out", f.out, inputs));
+    if (f.exhaustive) SERF_RETURN_IF_ERROR(check_output_path("--out", f.out + ".csv", inputs));
     std::vector<double> rates, utilizations;
     std::unique_ptr<Profile> capacity_profile;
     if (f.exhaustive) {
@@ -135,11 +140,12 @@ Status run_profile(const ProfileFlags& f) {
           if (partial.tuples.empty()) return;
           Profile done = partial;
           done.note = "incomplete: the job was terminated";
+          done.incomplete = true;
           done.reindex();
           (void)io::save_profile(done, f.out);
         });
-        auto profile = profiler::run_tuple_profile(
-            controller, o, profiler::terminal_progress("profile"), &partial);
+        auto profile = profiler::run_tuple_profile(controller, o,
+                                                   make_progress("profile", f.progress), &partial);
         controller.set_terminated_hook(nullptr);
         double total = 0;
         for (const TupleStats& t : partial.tuples) total += t.wall_s;
@@ -156,6 +162,7 @@ Status run_profile(const ProfileFlags& f) {
         std::snprintf(wall, sizeof(wall), "; total wall time %.3f s", total);
         note += wall;
         partial.note = profile.ok() ? note : "incomplete: " + profile.status().message();
+        partial.incomplete = !profile.ok();
         std::cout << std::fixed << std::setprecision(3);
         // mean_ms: the slot's service time (dispatch to answer); node_ms: the nodes' share.
         std::cout << "tuple                 mean_ms  node_ms      scv  samples   wall_s"
@@ -204,8 +211,8 @@ Status run_profile(const ProfileFlags& f) {
       };
       // As for the tuples: the finished points reach the disk first thing on SIGTERM.
       controller.set_terminated_hook([&] { (void)write(); });
-      auto report = profiler::run_exhaustive(controller, o,
-                                             profiler::terminal_progress("exhaustive"), &partial);
+      auto report = profiler::run_exhaustive(controller, o, make_progress("exhaustive", f.progress),
+                                             &partial);
       controller.set_terminated_hook(nullptr);
       SERF_RETURN_IF_ERROR(write());
       if (!report.ok()) {
@@ -293,6 +300,7 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
                   "with --precision: cap on how long arrivals come to a point (seconds)")
       ->check(finite_range(0.001, 86400));
   f->arrivals.add(sub, "with --exhaustive: ");
+  add_progress_flags(sub, &f->progress);
   registry.add(sub, [f] { return run_profile(*f); });
 }
 

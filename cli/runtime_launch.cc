@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/command.h"
 #include "serf/io/json_fields.h"
 #include "serf/io/profile_io.h"
 
@@ -270,8 +271,11 @@ Status launch_runtime(const RuntimeFlags& flags,
   bool started = false;
   {
     MpiSession session(*env, flags, timeout_s);
-    status = session.prepare();
-    if (status.ok()) status = body(session);
+    // An exception (std::bad_alloc) becomes this rank's Status, so it still reaches the agreement.
+    status = run_guarded([&] {
+      SERF_RETURN_IF_ERROR(session.prepare());
+      return body(session);
+    });
     // Every rank takes part in the agreement once: in run_controller when its checks passed,
     // here when they failed.
     if (!session.agreed) status = session.agree(status);

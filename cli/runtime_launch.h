@@ -41,6 +41,14 @@ struct RuntimeFlags {
   int fault_after = 0;
 };
 
+// The files the runtime flags name (--emulate, --model, --weights, --input): no output may be one.
+inline std::vector<InputFile> runtime_inputs(const RuntimeFlags& f) {
+  return {{"--emulate", f.emulate},
+          {"--model", f.model},
+          {"--weights", f.weights},
+          {"--input", f.input}};
+}
+
 // `infer_flags`: the command (`serf infer`) declares --model, --weights, --input, --seed and
 // --backend itself.
 void add_runtime_flags(CLI::App* sub, RuntimeFlags* flags, bool infer_flags = false);

@@ -113,6 +113,11 @@ void print_error_table(const profiler::ValidationReport& report,
 }
 
 Status run_validate(const ValidateFlags& f) {
+  std::vector<InputFile> files{{"--profile", f.profile}};
+  for (const std::string& m : f.measured) files.push_back({"--measured", m});
+  SERF_RETURN_IF_ERROR(check_output_path("--out", f.out, files));
+  SERF_RETURN_IF_ERROR(check_output_path("--out", csv_path(f.out), files));
+  if (!f.plot.empty()) SERF_RETURN_IF_ERROR(check_output_path("--plot", f.plot, files));
   if (!f.plot.empty()) SERF_RETURN_IF_ERROR(check_plot_path("--plot", f.plot));
   std::vector<QueueKind> queues;
   if (f.queue == "all") {

@@ -1,7 +1,5 @@
 #include "profiler/tuple_profiler.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -390,20 +388,6 @@ std::string exhaustive_json(const ExhaustiveReport& report, const std::string& m
   text += ",\n  \"points\": " + list(report.rows, true) +
           ",\n  \"best\": " + list(report.best_per_rate(), false) + "\n}\n";
   return text;
-}
-
-ProgressFn terminal_progress(const std::string& label) {
-  if (!isatty(fileno(stderr))) return nullptr;
-  return [label](size_t done, size_t total, const std::string& what) {
-    const int width = 30;
-    int filled = total ? static_cast<int>(width * done / total) : width;
-    std::fprintf(stderr, "\r%s [%s%s] %zu/%zu %-40s", label.c_str(),
-                 std::string(static_cast<size_t>(filled), '#').c_str(),
-                 std::string(static_cast<size_t>(width - filled), '.').c_str(), done, total,
-                 what.c_str());
-    if (done == total) std::fprintf(stderr, "\n");
-    std::fflush(stderr);
-  };
 }
 
 }  // namespace serf::profiler

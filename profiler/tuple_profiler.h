@@ -112,7 +112,5 @@ std::string exhaustive_csv(const ExhaustiveReport& report);
 std::string exhaustive_json(const ExhaustiveReport& report, const std::string& model,
                             const Hardware& hardware);
 
-// "\r[#####.....] 12/40 what" on stderr when it is a terminal; nothing otherwise.
-ProgressFn terminal_progress(const std::string& label);
 
 }  // namespace serf::profiler

@@ -44,6 +44,9 @@ struct Profile {
   Hardware hardware;
   std::vector<TupleStats> tuples;
   bool illustrative = false;  // example numbers, not a measurement
+  // A run that stopped early (a node died) left only some tuples: a plan from them may differ
+  // from the full profile's, so commands refuse it unless asked (--allow-incomplete).
+  bool incomplete = false;
   std::string note;
 
   // nullptr when the profile holds no such tuple. O(1) after reindex(), a linear scan before.

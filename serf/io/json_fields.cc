@@ -1,11 +1,19 @@
 #include "serf/io/json_fields.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <sstream>
+#include <vector>
 
 namespace serf::io {
 
@@ -19,9 +27,87 @@ std::string index_path(const std::string& where, size_t index) {
   return where + "[" + std::to_string(index) + "]";
 }
 
+namespace {
+
+// Follows the parser through the document (a callback per event) to refuse a key that appears
+// twice in one object, naming where: "tuples[2].mean_ms".
+class DuplicateKeyCheck {
+ public:
+  struct Found {
+    std::string path;
+  };
+
+  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
+    using Event = json::parse_event_t;
+    switch (event) {
+      case Event::object_start:
+        frames_.push_back({true, {}, {}, 0});
+        break;
+      case Event::array_start:
+        frames_.push_back({false, {}, {}, 0});
+        break;
+      case Event::key: {
+        Frame& top = frames_.back();
+        top.key = parsed.get<std::string>();
+        if (!top.keys.insert(top.key).second) throw Found{path()};
+        break;
+      }
+      case Event::object_end:
+      case Event::array_end:
+        frames_.pop_back();
+        next_element();
+        break;
+      case Event::value:
+        next_element();
+        break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;  // objects: the key being read
+    size_t index;     // arrays: the element being read
+  };
+  void next_element() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+  }
+  std::string path() const {
+    std::string out;
+    for (const Frame& f : frames_)
+      out = f.object ? field_path(out, f.key) : index_path(out, f.index);
+    return out;
+  }
+  std::vector<Frame> frames_;
+};
+
+Status open_error(const std::string& path, int err) {
+  switch (err) {
+    case ENOENT:
+      return NotFound(path + ": cannot open file: no such file");
+    case ENOTDIR:
+      return NotFound(path + ": cannot open file: a folder on its path is a file");
+    case EACCES:
+    case EPERM:
+      return InvalidArgument(path + ": cannot open file: permission denied");
+    default:
+      return InvalidArgument(path + ": cannot open file: " + std::strerror(err));
+  }
+}
+
+}  // namespace
+
 StatusOr<json> parse_json(const std::string& text, const std::string& source) {
+  DuplicateKeyCheck check;
   try {
-    return json::parse(text);
+    return json::parse(text, [&check](int depth, json::parse_event_t event, json& parsed) {
+      return check(depth, event, parsed);
+    });
+  } catch (const DuplicateKeyCheck::Found& d) {
+    return InvalidArgument(source + ": key " + d.path +
+                           " appears twice in one object; give each key once");
   } catch (const json::parse_error& e) {
     return InvalidArgument(source + ": malformed JSON at byte " + std::to_string(e.byte));
   } catch (const json::exception& e) {  // e.g. a number beyond double's range (1e999)
@@ -29,18 +115,36 @@ StatusOr<json> parse_json(const std::string& text, const std::string& source) {
   }
 }
 
-StatusOr<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot open file (does it exist?)");
-  // Whatever the file is (a device, a pipe), more than this is not a profile, spec or report.
-  constexpr size_t kMaxTextBytes = size_t{1} << 30;
-  std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxTextBytes) return InvalidArgument(path + ": larger than 1 GiB");
+StatusOr<std::string> read_text_file(const std::string& path, uint64_t max_bytes) {
+  // What the file is, is checked on the open descriptor before a byte is read: a device such as
+  // /dev/zero never ends, and a FIFO blocks (O_NONBLOCK lets its open return, to be refused).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return open_error(path, errno);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return open_error(path, errno);
+  if (S_ISDIR(st.st_mode)) return InvalidArgument(path + ": is a directory; give a file");
+  if (!S_ISREG(st.st_mode)) {
+    return InvalidArgument(path + ": not a regular file (a pipe, socket or device); give a file");
   }
-  if (in.bad()) return InvalidArgument(path + ": read error");
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size > max_bytes) {
+    return InvalidArgument(path + ": " + std::to_string(size) + " bytes, more than the " +
+                           std::to_string(max_bytes) + " an input file may hold");
+  }
+  std::string text(size, '\0');
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::read(fd, text.data() + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return InvalidArgument(path + ": read error: " + std::strerror(errno));
+    if (n == 0) break;  // the file shrank while being read: what is there
+    got += static_cast<size_t>(n);
+  }
+  text.resize(got);
   return text;
 }
 
@@ -130,6 +234,14 @@ StatusOr<std::string> get_string(const json& obj, const std::string& key,
   SERF_ASSIGN_OR_RETURN(const json* v, get_field(obj, key, where));
   if (!v->is_string()) return InvalidArgument(field_path(where, key) + ": expected a string");
   return v->get<std::string>();
+}
+
+StatusOr<bool> get_bool(const json& obj, const std::string& key, const std::string& where) {
+  SERF_ASSIGN_OR_RETURN(const json* v, get_field(obj, key, where));
+  if (!v->is_boolean()) {
+    return InvalidArgument(field_path(where, key) + ": expected true or false, got " + v->dump());
+  }
+  return v->get<bool>();
 }
 
 StatusOr<const json*> get_array(const json& obj, const std::string& key, const std::string& where) {

@@ -2,6 +2,7 @@
 // Typed access to JSON fields with errors that name the field: "tuples[2].mean_ms: expected a
 // number". Every reader of a user's JSON file goes through these, so bad input is one clear line.
 
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -11,12 +12,19 @@
 
 namespace serf::io {
 
-// Parses `text`; the error names `source` (usually the file name) and the byte offset.
+// Parses `text`; the error names `source` (usually the file name) and the byte offset. A key that
+// appears twice in one object is refused, naming it and where (JSON leaves its meaning open; the
+// library would silently keep the last value).
 StatusOr<nlohmann::json> parse_json(const std::string& text, const std::string& source);
-// Reads and parses a file; a missing or unreadable file is NotFound naming the path.
+// Reads and parses a file (read_text_file's checks, then parse_json's).
 StatusOr<nlohmann::json> read_json_file(const std::string& path);
-// Reads a whole text file.
-StatusOr<std::string> read_text_file(const std::string& path);
+// The most a text input (profile, table, spec, report) may hold: more is not one of ours.
+inline constexpr uint64_t kMaxTextFileBytes = uint64_t{1} << 30;
+// Reads a whole text file. Before reading anything it checks what `path` is: a missing file is
+// NotFound; unreadable ("permission denied"), a directory, anything but a regular file (a pipe, a
+// device such as /dev/zero) or more than `max_bytes` is InvalidArgument naming the path.
+StatusOr<std::string> read_text_file(const std::string& path,
+                                     uint64_t max_bytes = kMaxTextFileBytes);
 // Writes `text` to `path` (atomically: a temporary beside it, then rename).
 Status write_text_file(const std::string& path, const std::string& text);
 // Writes `path` through `body`, so that readers never see half a file: into PATH.tmp beside the
@@ -34,6 +42,9 @@ StatusOr<double> get_number(const nlohmann::json& obj, const std::string& key,
 StatusOr<int> get_int(const nlohmann::json& obj, const std::string& key, const std::string& where);
 StatusOr<std::string> get_string(const nlohmann::json& obj, const std::string& key,
                                  const std::string& where);
+// true or false only: "yes", 1 or "true" is refused, never read as false.
+StatusOr<bool> get_bool(const nlohmann::json& obj, const std::string& key,
+                        const std::string& where);
 StatusOr<const nlohmann::json*> get_array(const nlohmann::json& obj, const std::string& key,
                                           const std::string& where);
 StatusOr<const nlohmann::json*> get_object(const nlohmann::json& obj, const std::string& key,

@@ -18,11 +18,18 @@ StatusOr<Profile> parse(const json& doc) {
   SERF_ASSIGN_OR_RETURN(const json* hw, get_object(doc, "hardware", ""));
   SERF_ASSIGN_OR_RETURN(p.hardware.nodes, get_int(*hw, "nodes", "hardware"));
   SERF_ASSIGN_OR_RETURN(p.hardware.cores_per_node, get_int(*hw, "cores_per_node", "hardware"));
-  if (auto it = doc.find("illustrative"); it != doc.end() && it->is_boolean()) {
-    p.illustrative = it->get<bool>();
+  // Optional, but of their type when present: "illustrative": "yes" is refused, not read as false.
+  if (doc.contains("illustrative")) {
+    SERF_ASSIGN_OR_RETURN(p.illustrative, get_bool(doc, "illustrative", ""));
   }
-  if (auto it = doc.find("note"); it != doc.end() && it->is_string())
-    p.note = it->get<std::string>();
+  if (doc.contains("note")) {
+    SERF_ASSIGN_OR_RETURN(p.note, get_string(doc, "note", ""));
+  }
+  if (doc.contains("incomplete")) {
+    SERF_ASSIGN_OR_RETURN(p.incomplete, get_bool(doc, "incomplete", ""));
+  } else {  // written before the field: the note said so
+    p.incomplete = p.note.rfind("incomplete", 0) == 0;
+  }
 
   SERF_ASSIGN_OR_RETURN(const json* tuples, get_array(doc, "tuples", ""));
   p.tuples.reserve(tuples->size());
@@ -88,6 +95,7 @@ json profile_to_json(const Profile& profile) {
       {"hardware",
        {{"nodes", profile.hardware.nodes}, {"cores_per_node", profile.hardware.cores_per_node}}}};
   if (profile.illustrative) doc["illustrative"] = true;
+  if (profile.incomplete) doc["incomplete"] = true;
   if (!profile.note.empty()) doc["note"] = profile.note;
   doc["tuples"] = std::move(tuples);
   return doc;

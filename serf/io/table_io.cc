@@ -24,10 +24,7 @@ StatusOr<TableEntry> entry_from_json(const json& e, const std::string& where,
                                      const ClusterShape& shape) {
   TableEntry entry;
   SERF_ASSIGN_OR_RETURN(entry.rate_per_s, get_number(e, "rate", where));
-  SERF_ASSIGN_OR_RETURN(const json* stable, get_field(e, "stable", where));
-  if (!stable->is_boolean())
-    return InvalidArgument(field_path(where, "stable") + ": expected true or false");
-  entry.stable = stable->get<bool>();
+  SERF_ASSIGN_OR_RETURN(entry.stable, get_bool(e, "stable", where));
   if (!entry.stable) return entry;
   SERF_ASSIGN_OR_RETURN(entry.config.service, get_int(e, "service", where));
   SERF_ASSIGN_OR_RETURN(entry.config.inter, get_int(e, "inter", where));
@@ -128,8 +125,8 @@ StatusOr<ConfigurationTable> table_from_json(const json& doc, const std::string&
     if (t.nodes < 1 || t.cores_per_node < 1) {
       return InvalidArgument("nodes and cores_per_node must be >= 1");
     }
-    if (auto it = doc.find("illustrative"); it != doc.end() && it->is_boolean()) {
-      t.illustrative = it->get<bool>();
+    if (doc.contains("illustrative")) {
+      SERF_ASSIGN_OR_RETURN(t.illustrative, get_bool(doc, "illustrative", ""));
     }
     SERF_ASSIGN_OR_RETURN(const json* entries, get_array(doc, "entries", ""));
     for (size_t k = 0; k < entries->size(); ++k) {

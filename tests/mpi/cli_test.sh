@@ -93,10 +93,24 @@ case "$1" in
     expect_error 3 "--node-timeout" serve --emulate "$profile" --rate 5 --node-timeout 1e-300
     expect_error 3 "--idle-poll-us" serve --emulate "$profile" --rate 5 --idle-poll-us nan
     expect_error 3 "--seed" serve --emulate "$profile" --rate 5 --seed -1
-    expect_error 3 "--warmup" profile --emulate "$profile" --warmup -1 --out "$out/p.json"
+    expect_error 3 "^serf: error: --warmup: must be >= 0 (got -1) (see serf --help)$" profile --emulate "$profile" --warmup -1 --out "$out/p.json"
     expect_error 3 "not a regular file" serve --emulate "$profile" --rate 5 --out /dev/null
     expect_error 3 "does not exist" serve --emulate "$profile" --rate 5 --out /nonexistent/run.json
     expect_error 3 "does not exist" profile --emulate "$profile" --out /nonexistent/p.json
+    # Outputs that are inputs (the same file, a symlink to it): refused before anything runs.
+    cp "$profile" "$out/em.json"
+    ln -s "$out/em.json" "$out/em_link.json"
+    expect_error 3 "--out $out/em.json is the same file as --emulate" serve --emulate "$out/em.json" --rate 5 --out "$out/em.json"
+    expect_error 3 "is the same file as --emulate" serve --emulate "$out/em_link.json" --rate 5 --out "$out/em.json"
+    expect_error 3 "is the same file as --emulate" profile --emulate "$out/em.json" --out "$out/em_link.json"
+    cmp -s "$profile" "$out/em.json" || fail "the --emulate file was changed"
+    # A --schedule out of order would lose a switch (like --load, it must ascend).
+    expect_error 3 "--schedule: \"1:2,1,1\" comes after \"2:1,2,1\"" serve --emulate "$profile" --rate 5 --schedule "2:1,2,1;1:2,1,1"
+    expect_error 3 "comes after" serve --emulate "$profile" --rate 5 --schedule "1:1,2,1;1:2,1,1"
+    # Duplicate keys in the emulated profile, read on every rank.
+    sed '0,/"mean_ms":/s//"mean_ms": 1, "mean_ms":/' "$profile" >"$out/dup.json"
+    expect_error 3 "dup.json: key tuples\[0\].mean_ms appears twice" serve --emulate "$out/dup.json" --rate 5
+    expect_error 3 "/dev/zero: not a regular file" serve --emulate /dev/zero --rate 5
     # Without mpirun: a singleton, no node ranks.
     "$SERF" serve --emulate "$profile" --rate 5 2>"$out/e"; rc=$?
     [ $rc -eq 2 ] && grep -q "at least one node rank" "$out/e" || fail "singleton serve: exit $rc"
@@ -451,6 +465,24 @@ PY
     grep -q -- "-> (c=1, K=4, T=2)" "$out/o" || fail "no switch to the low-load configuration"
     grep -q -- "-> (c=1, K=1, T=2)" "$out/o" || fail "no switch to the high-load configuration"
     expect_error 3 "planned for 4 nodes" serve --emulate "$profile" --table "$out/table.json" --rate 5
+    ;;
+  progress)
+    # Under mpirun rank 0's stderr is a pipe: a progress line per --progress-every seconds (0: at
+    # every step) with done/total, elapsed and ETA, and the end; --quiet prints none.
+    timeout 60 "$MPIEXEC" --oversubscribe -np 3 "$SERF" profile --emulate "$profile" --inter 1 \
+      --samples 3 --warmup 0 --progress-every 0 --out "$out/p.json" >"$out/o" 2>"$out/e" \
+      || { cat "$out/e"; fail "profile with progress"; }
+    cat "$out/e"
+    n=$(sed -n 's|^profile: 0/\([0-9]*\) (0%), elapsed [0-9]*s, ETA ?, now (i=1, K=1, T=1)$|\1|p' "$out/e")
+    [ -n "$n" ] && [ "$n" -ge 2 ] || fail "no first progress line"
+    grep -q "^profile: 1/$n ([0-9]*%), elapsed [0-9]*s, ETA [0-9]*s, now " "$out/e" || fail "no line with an ETA"
+    grep -q "^profile: $n/$n (100%) done, elapsed [0-9]*s$" "$out/e" || fail "no last progress line"
+    [ "$(grep -c '^profile: ' "$out/e")" -eq $((n + 1)) ] || fail "want $((n + 1)) progress lines"
+    timeout 60 "$MPIEXEC" --oversubscribe -np 3 "$SERF" profile --emulate "$profile" --inter 1 \
+      --samples 3 --warmup 0 --progress-every 0 --quiet --out "$out/p.json" >"$out/o" 2>"$out/e" \
+      || { cat "$out/e"; fail "profile --quiet"; }
+    [ ! -s "$out/e" ] || { cat "$out/e"; fail "--quiet printed on stderr"; }
+    echo "ok: $((n + 1)) progress lines under mpirun, none with --quiet"
     ;;
   placement)
     # mpirun binds each of 2 ranks to one core; a node of F = 2 cores must still get 2 (SERF takes
