@@ -138,15 +138,8 @@ StatusOr<std::map<std::string, Tensor>> read_safetensors(
   if (!in.read(header.data(), static_cast<std::streamsize>(header_bytes))) {
     return InvalidArgument(path + ": truncated safetensors header");
   }
-  json doc;
-  try {
-    doc = json::parse(header);
-  } catch (const json::parse_error& e) {
-    return InvalidArgument(path + ": malformed safetensors header JSON at byte " +
-                           std::to_string(e.byte));
-  } catch (const json::exception& e) {  // e.g. a number beyond double's range (1e999)
-    return InvalidArgument(path + ": unreadable safetensors header JSON: " + e.what());
-  }
+  // As every JSON input: a tensor named twice is refused, not resolved to the last entry.
+  SERF_ASSIGN_OR_RETURN(json doc, io::parse_json(header, path + ": safetensors header"));
   if (!doc.is_object()) return InvalidArgument(path + ": safetensors header is not an object");
   const uint64_t data_start = 8 + header_bytes;
   const uint64_t data_bytes = file_bytes - data_start;

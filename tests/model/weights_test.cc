@@ -253,7 +253,16 @@ TEST_CASE("safetensors failures name the tensor", "[model]") {
     write_raw(dir.file("h.safetensors"), R"({"conv1.bias":)", 0);
     r = read_safetensors(dir.file("h.safetensors"));
     REQUIRE_FALSE(r.ok());
-    CHECK(r.status().message().find("malformed safetensors header JSON") != std::string::npos);
+    CHECK(r.status().message().find("h.safetensors: safetensors header: malformed JSON at byte") !=
+          std::string::npos);
+    write_raw(dir.file("d.safetensors"),
+              R"({"conv1.bias":{"dtype":"F32","shape":[8],"data_offsets":[0,32]},)"
+              R"("conv1.bias":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}})",
+              32);
+    r = read_safetensors(dir.file("d.safetensors"));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("d.safetensors: safetensors header: key conv1.bias appears "
+                                    "twice in one object") != std::string::npos);
   }
   SECTION("missing file") {
     auto r = Weights::load_safetensors(dir.file("none.safetensors"), plan);
