@@ -23,7 +23,6 @@ namespace {
 struct ProfileFlags {
   RuntimeFlags runtime;
   std::string inter;
-  std::string intra;
   int samples = 10;
   int passes = 1;
   int warmup = -1;  // < 0: the mode's default

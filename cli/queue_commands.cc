@@ -145,7 +145,8 @@ Status run_plan(const PlanFlags& f) {
       return InvalidArgument(o->get_name() + ": only with --cost-of-exhaustive");
   }
   SERF_ASSIGN_OR_RETURN(std::vector<double> rates, parse_rates_flag(f.rates));
-  SERF_RETURN_IF_ERROR(check_output_path("--out", f.out, {{"--profile", f.common.profile.path}}));
+  // Not check_output_path: the table may go through a pipe or device (one file, no CSV beside).
+  SERF_RETURN_IF_ERROR(check_not_input("--out", f.out, "--profile", f.common.profile.path));
   SERF_ASSIGN_OR_RETURN(CommonFlags::Loaded in, f.common.load());
   SERF_ASSIGN_OR_RETURN(TailObjective objective,
                         f.common.tail.make(in.profile, in.nodes, f.common.max_batch));
