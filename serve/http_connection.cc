@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <string>
 
 namespace serf::serve {
@@ -166,10 +167,15 @@ void BoundedServer::reject(int fd) const {
       std::to_string(body.size()) + "\r\n\r\n" + body;
   if (wait_fd(fd, POLLOUT, 1.0)) (void)::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
   ::shutdown(fd, SHUT_WR);
-  // Read what the client sent for a moment, so that closing does not reset the connection
-  // before it read the answer.
+  // Read what the client sent until it closes (it has read the answer) or 2 s pass, so that
+  // closing does not reset the connection before the client read the answer: a close with unread
+  // data, or data arriving after it, sends a TCP reset that can discard the 503 on its way
+  // (a loaded client sends its body late; 0.1 s was not always enough).
+  const auto end = Clock::now() + std::chrono::seconds(2);
   char sink[4096];
-  while (wait_fd(fd, POLLIN, 0.1) && ::recv(fd, sink, sizeof(sink), 0) > 0) {
+  while (Clock::now() < end) {
+    if (!wait_fd(fd, POLLIN, 0.1)) continue;
+    if (::recv(fd, sink, sizeof(sink), 0) <= 0) break;  // the client closed, or an error
   }
 }
 
