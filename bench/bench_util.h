@@ -14,14 +14,11 @@
 #include <vector>
 
 #include "engine/cpu/aligned_floats.h"
+#include "serf/core/statistics.h"
 
 namespace serf::bench {
 
-inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using serf::median;  // the project's one definition (serf/core/statistics.h)
 
 inline double now_ms() {
   return std::chrono::duration<double, std::milli>(

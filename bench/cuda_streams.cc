@@ -8,6 +8,7 @@
 //
 //   build/bin/bench_cuda_streams --models tiny,cifar10,imagenet1k --requests 200
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,11 +17,10 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "engine/backend.h"
 #include "engine/cuda/cuda_backend.h"
 #include "model/weights.h"
+#include "serf/core/statistics.h"
 
 using namespace serf;
 using namespace serf::engine;
@@ -30,12 +30,6 @@ namespace {
 struct Row {
   double median_ms = 0, p90_ms = 0, per_s = 0;
 };
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
-  return v[i];
-}
 
 // n callers, each on its own slot of `prepared`, `requests` timed requests each after 3 warm-ups.
 StatusOr<Row> measure(PreparedModel& prepared, int n, int requests) {

@@ -20,6 +20,7 @@
 #include "serf/core/planner.h"
 #include "serf/core/queue_model.h"
 #include "serf/core/recalibration.h"
+#include "serf/core/statistics.h"
 #include "serf/io/profile_io.h"
 
 namespace {
@@ -30,10 +31,7 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using serf::median;  // serf/core/statistics.h
 
 // The same cost model as scripts/make_example_profile.py, scaled to 64 cores.
 serf::Profile synthetic_profile() {

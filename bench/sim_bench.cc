@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "serf/core/statistics.h"
 #include "serf/sim/simulator.h"
 
 namespace {
@@ -63,7 +64,8 @@ int main() {
     }
     std::sort(rates.begin(), rates.end());
     std::printf("%-28s rho %.2f  %6.2f M requests/s (min %.2f, max %.2f)  mean latency %.3f ms\n",
-                k.name, k.rho, rates[2] / 1e6, rates[0] / 1e6, rates[4] / 1e6, latency);
+                k.name, k.rho, serf::median(rates) / 1e6, rates.front() / 1e6, rates.back() / 1e6,
+                latency);
   }
   return 0;
 }

@@ -13,11 +13,13 @@
 #include "cli/command.h"
 #include "cli/flags.h"
 #include "cli/infer_print.h"
+#include "cli/plot.h"
 #include "cli/runtime_launch.h"
 #include "engine/backend.h"
 #include "engine/simulated_unit.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
+#include "serf/core/statistics.h"
 
 namespace serf::cli {
 namespace {
@@ -37,12 +39,6 @@ struct InferOptions {
   bool json = false;
   std::string output_out;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 Status run_infer(const InferOptions& o) {
   if (!o.output_out.empty()) {

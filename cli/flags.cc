@@ -8,19 +8,10 @@
 #include <cstdio>
 #include <limits>
 
+#include "serf/core/statistics.h"
 #include "serf/io/profile_io.h"
 
 namespace serf::cli {
-
-namespace {
-
-std::string num(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
-}
-
-}  // namespace
 
 // ---- validators --------------------------------------------------------------------------------
 
@@ -45,11 +36,11 @@ CLI::Validator finite_range(double lo, double hi) {
         double x = 0;
         if (!CLI::detail::lexical_cast(v, x)) return "must be a number (got " + v + ")";
         if (!std::isfinite(x) || x < lo || x > hi) {
-          return v + " must be a finite number in [" + num(lo) + ", " + num(hi) + "]";
+          return v + " must be a finite number in [" + format_g(lo) + ", " + format_g(hi) + "]";
         }
         return std::string();
       },
-      "FLOAT in [" + num(lo) + " - " + num(hi) + "]");
+      "FLOAT in [" + format_g(lo) + " - " + format_g(hi) + "]");
 }
 
 CLI::Validator at_least(int lo) {
@@ -271,13 +262,13 @@ StatusOr<ArrivalFlags::Resolved> ArrivalFlags::resolve() const {
   switch (r.kind) {
     case ArrivalKind::kPoisson:
       if (given && scv != 1.0) {
-        return InvalidArgument("--arrival-scv " + num(scv) +
+        return InvalidArgument("--arrival-scv " + format_g(scv) +
                                ": poisson arrivals have SCV 1; use --arrivals gamma for another");
       }
       return r;
     case ArrivalKind::kDeterministic:
       if (given && scv != 0.0) {
-        return InvalidArgument("--arrival-scv " + num(scv) +
+        return InvalidArgument("--arrival-scv " + format_g(scv) +
                                ": deterministic arrivals have SCV 0; use --arrivals gamma for "
                                "another");
       }
@@ -288,7 +279,7 @@ StatusOr<ArrivalFlags::Resolved> ArrivalFlags::resolve() const {
         return InvalidArgument("--arrivals gamma needs --arrival-scv X (X > 0; 1 is Poisson's)");
       }
       if (!(scv > 0)) {
-        return InvalidArgument("--arrival-scv " + num(scv) +
+        return InvalidArgument("--arrival-scv " + format_g(scv) +
                                ": gamma arrivals need an SCV > 0 (deterministic arrivals have 0)");
       }
       r.scv = scv;
@@ -347,7 +338,7 @@ StatusOr<double> TailFlags::requested_percentile() const {
   }
   if (percentile_opt != nullptr && percentile_opt->count() > 0) {
     if (!(percentile > 0 && percentile < 100)) {
-      return InvalidArgument("--percentile " + num(percentile) +
+      return InvalidArgument("--percentile " + format_g(percentile) +
                              ": must be in (0, 100) percent, e.g. 99");
     }
     p = percentile;
@@ -383,7 +374,7 @@ StatusOr<TailObjective> TailFlags::make(const Profile& profile, int nodes, int m
 std::string TailFlags::what() const {
   auto p = requested_percentile();
   std::string out = p.ok() && *p > 0 ? percentile_name(*p) + " latency" : "mean latency";
-  if (arrivals.scv != 1.0) out += " (arrival SCV " + num(arrivals.scv) + ")";
+  if (arrivals.scv != 1.0) out += " (arrival SCV " + format_g(arrivals.scv) + ")";
   return out;
 }
 

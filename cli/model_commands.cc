@@ -13,6 +13,7 @@
 #include "model/model_spec.h"
 #include "model/onnx_import.h"
 #include "model/weights.h"
+#include "serf/core/statistics.h"
 #include "serf/io/json_fields.h"
 
 namespace serf::cli {
@@ -28,17 +29,6 @@ std::string shape_str(const model::Shape& s) {
 }
 
 json shape_json(const model::Shape& s) { return {s.channels, s.height, s.width}; }
-
-// 28559232 -> "28,559,232": counts this large are unreadable without separators.
-std::string grouped(int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return n < 0 ? "-" + out : out;
-}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -91,11 +81,11 @@ void print_plan_table(const ModelPlan& plan) {
     const auto& info = plan.layers[i];
     std::printf("%-*s %-16s %-12s %14s %16s %11.3f  %s\n", width, l.name.c_str(),
                 model::to_string(l.kind), shape_str(info.out).c_str(),
-                grouped(info.parameters).c_str(), grouped(info.connections).c_str(),
+                format_count(info.parameters).c_str(), format_count(info.connections).c_str(),
                 mib(info.weight_bytes), inputs_str(l).c_str());
   }
   std::printf("%-*s %-16s %-12s %14s %16s %11.3f\n", width, "total", "", "",
-              grouped(plan.parameters).c_str(), grouped(plan.connections).c_str(),
+              format_count(plan.parameters).c_str(), format_count(plan.connections).c_str(),
               mib(plan.weight_bytes));
   std::printf("connections = multiply-adds per image; weights are float32\n");
   std::printf("activation peak: %.3f MiB (float32 tensors alive at once, batch 1)\n",

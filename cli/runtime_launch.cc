@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "serf/core/statistics.h"
 #include "serf/io/json_fields.h"
 #include "serf/io/profile_io.h"
 
@@ -298,12 +299,6 @@ Status launch_runtime(const RuntimeFlags& flags,
 #endif
 
 namespace {
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
-}
-
 constexpr const char* kRunCsvHeader =
     "id,arrival_s,dispatch_s,done_s,latency_ms,service_ms,unit,slot,running,service,inter,intra,"
     "outcome,answered\n";
@@ -393,17 +388,14 @@ void print_run_summary(const serve::Controller& controller, std::ostream& out) {
   for (const auto& r : controller.records()) {
     if (r.answered) lat.push_back(r.latency_ms());
   }
-  double mean = 0;
-  for (double x : lat) mean += x;
-  if (!lat.empty()) mean /= static_cast<double>(lat.size());
   out << std::fixed << std::setprecision(2);
   out << "requests: " << lat.size() << " answered of " << sent << "\n";
   const serve::OutcomeCounts counts = controller.counts();
   if (counts.received != sent) out << "(the oldest requests were dropped from memory)\n";
   out << accounting_line(counts) << "\n";
   if (!lat.empty()) {
-    out << "latency ms (from scheduled arrival): mean " << mean << "  p50 " << percentile(lat, 0.5)
-        << "  p99 " << percentile(lat, 0.99) << "\n";
+    out << "latency ms (from scheduled arrival): mean " << mean(lat) << "  p50 "
+        << quantile(lat, 0.5) << "  p99 " << quantile(lat, 0.99) << "\n";
   }
   for (const auto& s : controller.switches()) {
     out << "switch at " << s.at_s << " s " << to_string(s.from) << " -> " << to_string(s.to)

@@ -10,6 +10,7 @@
 #include "cli/plot.h"
 #include "profiler/cost.h"
 #include "profiler/validation_io.h"
+#include "serf/core/statistics.h"
 #include "serf/io/json_fields.h"
 #include "serf/io/profile_io.h"
 
@@ -92,12 +93,6 @@ std::string csv_path(const std::string& out) {
   return out + ".csv";
 }
 
-std::string pct(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * x);
-  return buf;
-}
-
 // One row per queue model of the summary `which`; with_ci adds the "in 95% CI" column.
 void print_error_table(const profiler::ValidationReport& report,
                        profiler::ErrorSummary profiler::ModelValidation::*which, bool with_ci) {
@@ -105,8 +100,9 @@ void print_error_table(const profiler::ValidationReport& report,
   std::printf(with_ci ? " %10s\n" : "\n", "in 95% CI");
   for (const profiler::ModelValidation& mv : report.models) {
     const profiler::ErrorSummary& t = mv.*which;
-    std::printf("%-14s %6d %7s %7s %7s %7s", to_string(mv.queue), t.count, pct(t.mean).c_str(),
-                pct(t.median).c_str(), pct(t.p95).c_str(), pct(t.max).c_str());
+    std::printf("%-14s %6d %7s %7s %7s %7s", to_string(mv.queue), t.count,
+                format_percent(t.mean).c_str(), format_percent(t.median).c_str(),
+                format_percent(t.p95).c_str(), format_percent(t.max).c_str());
     const std::string ci = std::to_string(t.within_ci95) + "/" + std::to_string(t.count);
     std::printf(with_ci ? " %10s\n" : "\n", ci.c_str());
   }
@@ -198,10 +194,12 @@ Status run_validate(const ValidateFlags& f) {
         s.with_ci95 ? std::to_string(s.within_ci95) + "/" + std::to_string(s.with_ci95) : "-";
     const std::string planner = std::to_string(mv.matches) + "/" + std::to_string(mv.rates.size());
     const std::string penalty =
-        mv.rates.empty() ? "-" : pct(mv.mean_penalty) + "/" + pct(mv.max_penalty);
+        mv.rates.empty() ? "-"
+                         : format_percent(mv.mean_penalty) + "/" + format_percent(mv.max_penalty);
     std::printf("%-14s %6d %8d %7s %7s %7s %7s %10s %10s %16s\n", to_string(mv.queue), s.count,
-                s.unstable, pct(s.mean).c_str(), pct(s.median).c_str(), pct(s.p95).c_str(),
-                pct(s.max).c_str(), ci.c_str(), planner.c_str(), penalty.c_str());
+                s.unstable, format_percent(s.mean).c_str(), format_percent(s.median).c_str(),
+                format_percent(s.p95).c_str(), format_percent(s.max).c_str(), ci.c_str(),
+                planner.c_str(), penalty.c_str());
   }
   std::printf(
       "the same over the points whose measured service time is within %.0f%% of the profile's "
@@ -225,7 +223,7 @@ Status run_validate(const ValidateFlags& f) {
   const profiler::ErrorSummary& first = report.models.front().summary;
   if (first.with_ci95 > 0) {
     std::printf("measurement: mean 95%% CI half-width %s of the measured mean (batch means)\n",
-                pct(first.mean_ci95_rel).c_str());
+                format_percent(first.mean_ci95_rel).c_str());
   }
   std::printf(
       "planner: rates measured on 2+ configurations where the lowest predicted mean is the "

@@ -5,6 +5,7 @@
 
 #include "serf/core/configuration.h"
 #include "serf/core/service_level.h"
+#include "serf/core/statistics.h"
 #include "serf/sim/simulator.h"
 
 namespace serf::profiler {
@@ -85,7 +86,7 @@ StatusOr<ExhaustiveCost> project_exhaustive_cost(const Profile& profile,
   cost.points = static_cast<int>(seconds.size());
   std::sort(seconds.begin(), seconds.end());
   cost.longest_point_s = seconds.back();
-  cost.median_point_s = percentile_sorted(seconds, 0.5);
+  cost.median_point_s = quantile_sorted(seconds, 0.5);
   for (const TupleStats& t : profile.tuples) {
     if (t.tuple.inter > o.nodes) continue;
     cost.tuple_profile_s += (o.tuple_warmup + t.samples) * t.mean_ms / 1e3 / t.tuple.service;

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "profiler/validation.h"
+#include "serf/core/statistics.h"
 
 namespace serf::profiler {
 
@@ -99,15 +100,13 @@ PointVerdict judge_point(const std::vector<double>& latency_ms, double duration_
                            latency_ms.end());
   v.measured = kept.size();
   if (!kept.empty()) {
-    double sum = 0;
-    for (double x : kept) sum += x;
-    v.mean_ms = sum / static_cast<double>(kept.size());
+    v.mean_ms = mean(kept);
     v.ci95_ms = batch_means_ci95(kept);
     if (v.ci95_ms >= 0 && v.mean_ms > 0) v.ci95_rel = v.ci95_ms / v.mean_ms;
     std::vector<double> sorted = kept;
     std::sort(sorted.begin(), sorted.end());
     const double q = target.percentile / 100;
-    v.percentile_ms = percentile_sorted(sorted, q);
+    v.percentile_ms = quantile_sorted(sorted, q);
     size_t lo = 0, hi = 0;
     order_statistic_bounds(sorted.size(), q, &lo, &hi);
     if (hi <= sorted.size()) {

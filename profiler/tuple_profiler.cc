@@ -43,14 +43,8 @@ TupleStats tuple_stats(const ParallelismTuple& tuple, const std::vector<double>&
   TupleStats s;
   s.tuple = tuple;
   s.samples = static_cast<int>(samples_ms.size());
-  if (samples_ms.empty()) return s;
-  double sum = 0;
-  for (double x : samples_ms) sum += x;
-  s.mean_ms = sum / static_cast<double>(samples_ms.size());
-  double var = 0;
-  for (double x : samples_ms) var += (x - s.mean_ms) * (x - s.mean_ms);
-  var /= static_cast<double>(samples_ms.size());
-  s.scv = s.mean_ms > 0 ? var / (s.mean_ms * s.mean_ms) : 0;
+  s.mean_ms = mean(samples_ms);
+  s.scv = scv(samples_ms);
   return s;
 }
 
@@ -79,11 +73,6 @@ TupleStats pool_passes(const ParallelismTuple& tuple, const std::vector<PassSamp
   for (const PassSamples& p : passes) {
     if (!p.occupancy_ms.empty()) means.push_back(tuple_stats(tuple, p.occupancy_ms).mean_ms);
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  };
   double centre = 0, band = 0;
   if (!means.empty()) {
     centre = median(means);
@@ -217,13 +206,9 @@ void fill_row(const std::vector<const serve::RequestRecord*>& all, size_t skip,
   row->mean_latency_ci95_ms = batch_means_ci95(lat);
   row->requests = static_cast<int>(lat.size());
   if (lat.empty()) return;
-  double sum = 0;
-  for (double x : lat) sum += x;
-  row->mean_latency_ms = sum / static_cast<double>(lat.size());
+  row->mean_latency_ms = mean(lat);
   row->mean_service_ms = service / static_cast<double>(lat.size());
-  std::sort(lat.begin(), lat.end());
-  row->p99_latency_ms =
-      lat[std::min(lat.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(lat.size())))];
+  row->p99_latency_ms = quantile(lat, 0.99);
 }
 
 // One (configuration, rate) point: a fixed count after a fixed warm-up, or (precision_driven)

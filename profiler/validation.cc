@@ -1,7 +1,6 @@
 #include "profiler/validation.h"
 
 #include <algorithm>
-#include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -16,9 +15,8 @@ namespace serf::profiler {
 namespace {
 
 std::string point_name(size_t k, const MeasuredPoint& p) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, " at %g requests/s", p.rate_per_s);
-  return "measured point " + std::to_string(k) + " " + to_string(p.config) + buf;
+  return "measured point " + std::to_string(k) + " " + to_string(p.config) + " at " +
+         format_g(p.rate_per_s) + " requests/s";
 }
 
 bool same_config(const Configuration& a, const Configuration& b) { return a == b; }
@@ -86,24 +84,14 @@ Status adjust_by_replay(const Profile& profile, const MeasuredPoint& p, int unit
 
 }  // namespace
 
-double percentile_sorted(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
 void summarize_errors(std::vector<double> errors, ErrorSummary* s) {
   s->count = static_cast<int>(errors.size());
   s->mean = s->median = s->p95 = s->max = 0;
   if (errors.empty()) return;
   std::sort(errors.begin(), errors.end());
-  double sum = 0;
-  for (double e : errors) sum += e;
-  s->mean = sum / static_cast<double>(errors.size());
-  s->median = percentile_sorted(errors, 0.5);
-  s->p95 = percentile_sorted(errors, 0.95);
+  s->mean = mean(errors);
+  s->median = quantile_sorted(errors, 0.5);
+  s->p95 = quantile_sorted(errors, 0.95);
   s->max = errors.back();
 }
 
@@ -323,28 +311,6 @@ StatusOr<std::vector<double>> rates_at_utilizations(const Profile& profile,
   }
   std::sort(rates.begin(), rates.end());
   return rates;
-}
-
-double batch_means_ci95(const std::vector<double>& values, int batches) {
-  if (batches < 2 || values.size() < 2 * static_cast<size_t>(batches)) return -1;
-  const size_t per = values.size() / static_cast<size_t>(batches);
-  std::vector<double> means;
-  for (int b = 0; b < batches; ++b) {
-    double sum = 0;
-    // The last batch takes the remainder, so every value counts.
-    const size_t from = static_cast<size_t>(b) * per;
-    const size_t to = b + 1 == batches ? values.size() : from + per;
-    for (size_t k = from; k < to; ++k) sum += values[k];
-    means.push_back(sum / static_cast<double>(to - from));
-  }
-  double mean = 0;
-  for (double m : means) mean += m;
-  mean /= batches;
-  double var = 0;
-  for (double m : means) var += (m - mean) * (m - mean);
-  var /= batches - 1;
-  const boost::math::students_t t(batches - 1);
-  return boost::math::quantile(boost::math::complement(t, 0.025)) * std::sqrt(var / batches);
 }
 
 }  // namespace serf::profiler

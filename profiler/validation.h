@@ -10,6 +10,7 @@
 #include "serf/core/planner.h"
 #include "serf/core/profile.h"
 #include "serf/core/queue_model.h"
+#include "serf/core/statistics.h"
 #include "serf/core/status.h"
 
 namespace serf::profiler {
@@ -156,20 +157,11 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
 
 // Relative-error statistics of `errors` (any order); zeros when empty.
 void summarize_errors(std::vector<double> errors, ErrorSummary* summary);
-// Linear-interpolation percentile (q in [0, 1]) of ascending `sorted`.
-double percentile_sorted(const std::vector<double>& sorted, double q);
-
 // Arrival rates putting configuration `config` at each utilization u of its capacity as the
 // profile predicts it (u x floor(N/K) x c mu_c, md-interf), ascending. For exhaustive runs that
 // load every configuration alike.
 StatusOr<std::vector<double>> rates_at_utilizations(const Profile& profile,
                                                     const Configuration& config, int nodes,
                                                     const std::vector<double>& utilizations);
-
-// Half-width of the 95% confidence interval of the mean of `values` (in arrival order) by batch
-// means: `batches` consecutive batches, Student t with batches - 1 degrees of freedom. Queueing
-// latencies are autocorrelated, so the naive i.i.d. interval is too narrow. -1 when there are
-// fewer than 2 values per batch.
-double batch_means_ci95(const std::vector<double>& values, int batches = 10);
 
 }  // namespace serf::profiler

@@ -8,6 +8,8 @@
 #include <limits>
 #include <thread>
 
+#include "serf/core/statistics.h"
+
 namespace serf::serve {
 
 namespace {
@@ -48,9 +50,8 @@ StatusOr<double> ServiceSampler::sample_ms(const ParallelismTuple& tuple) {
   // A measured profile's mean includes the messaging, which the emulated run adds again itself.
   const double mean_ms = stats->node_ms > 0 ? stats->node_ms : stats->mean_ms;
   if (!random_ || stats->scv <= 0) return mean_ms;
-  // Gamma with mean m and SCV s: shape 1/s, scale m*s.
-  std::gamma_distribution<double> gamma(1.0 / stats->scv, mean_ms * stats->scv);
-  return std::max(gamma(rng_), 1e-3);
+  GammaDraw draw(mean_ms, stats->scv);
+  return std::max(draw(rng_), 1e-3);
 }
 
 Status ServiceSampler::check(const Configuration& config) const {
@@ -263,11 +264,7 @@ Status Controller::poll_results(bool* progress) {
   }
 }
 
-std::string seconds_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", s);
-  return buf;
-}
+std::string seconds_text(double s) { return format_g(s); }
 
 std::string accounting_line(const OutcomeCounts& c) {
   return "received " + std::to_string(c.received) + " = answered " + std::to_string(c.answered) +

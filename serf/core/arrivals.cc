@@ -62,9 +62,7 @@ StatusOr<ArrivalProcess> ArrivalProcess::Create(ArrivalKind kind, double rate_pe
   p.scv_ = s;
   p.mean_rate_per_s_ = rate_per_s;
   p.inv_rate_s_ = 1.0 / rate_per_s;
-  if (kind == ArrivalKind::kGamma) {
-    p.gamma_ = std::gamma_distribution<double>(1.0 / s, s);
-  }
+  p.gap_ = GammaDraw(1.0, s);
   return p;
 }
 

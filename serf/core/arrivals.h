@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "serf/core/statistics.h"
 #include "serf/core/status.h"
 
 namespace serf {
@@ -62,17 +63,10 @@ class ArrivalProcess {
  private:
   ArrivalProcess() = default;
 
+  // Unit-mean gaps: exponential (Poisson), Gamma with the SCV, or exactly 1 (deterministic).
   template <typename Rng>
   double unit_gap(Rng& rng) {
-    switch (kind_) {
-      case ArrivalKind::kPoisson:
-        return exponential_(rng);
-      case ArrivalKind::kGamma:
-        return gamma_(rng);
-      case ArrivalKind::kDeterministic:
-        break;
-    }
-    return 1.0;
+    return gap_(rng);
   }
   double next_scheduled_s(double gap);
 
@@ -81,8 +75,7 @@ class ArrivalProcess {
   double mean_rate_per_s_ = 0;
   double inv_rate_s_ = 0;  // 1 / rate for a constant process
   double now_s_ = 0;
-  std::exponential_distribution<double> exponential_{1.0};
-  std::gamma_distribution<double> gamma_{1.0, 1.0};  // shape 1/scv, scale scv: mean 1
+  GammaDraw gap_{1.0, 1.0};  // mean 1 and the process's SCV (0 for deterministic)
 
   // Schedule state: segment k covers [start_s_[k], start_s_[k] + duration) and operational time
   // [op_start_[k], op_start_[k] + rate * duration).

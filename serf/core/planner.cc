@@ -6,17 +6,13 @@
 #include <map>
 #include <utility>
 
+#include "serf/core/statistics.h"
+
 namespace serf {
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::string fmt(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
-}
 
 }  // namespace
 
@@ -204,12 +200,12 @@ Status validate_rates(const std::vector<double>& rates, const std::string& what)
   if (rates.empty()) return InvalidArgument(what + ": give at least one rate (requests/s)");
   for (size_t k = 0; k < rates.size(); ++k) {
     if (!std::isfinite(rates[k]) || rates[k] <= 0) {
-      return InvalidArgument(what + ": rate " + fmt(rates[k]) +
+      return InvalidArgument(what + ": rate " + format_g(rates[k]) +
                              " must be finite and > 0 requests/s");
     }
     if (k > 0 && !(rates[k] > rates[k - 1])) {
-      return InvalidArgument(what + ": rates must be strictly ascending (" + fmt(rates[k - 1]) +
-                             " then " + fmt(rates[k]) + ")");
+      return InvalidArgument(what + ": rates must be strictly ascending (" +
+                             format_g(rates[k - 1]) + " then " + format_g(rates[k]) + ")");
     }
   }
   return Status::Ok();

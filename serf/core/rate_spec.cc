@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "serf/core/statistics.h"
+
 namespace serf {
 
 namespace {
@@ -73,9 +75,7 @@ StatusOr<std::vector<double>> parse_rate_spec(const std::string& spec) {
   std::sort(rates.begin(), rates.end());
   for (size_t k = 1; k < rates.size(); ++k) {
     if (rates[k] == rates[k - 1]) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%g", rates[k]);
-      return InvalidArgument("'" + spec + "': rate " + buf + " is given twice");
+      return InvalidArgument("'" + spec + "': rate " + format_g(rates[k]) + " is given twice");
     }
   }
   return rates;

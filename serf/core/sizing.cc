@@ -8,17 +8,13 @@
 #include <cstdio>
 #include <limits>
 
+#include "serf/core/statistics.h"
+
 namespace serf {
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::string fmt(double x, const char* f = "%.4g") {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
-}
 
 double score_at(const ConfigurationFamily& fam, int c, double lambda, const Objective& objective,
                 Prediction* out = nullptr) {
@@ -30,7 +26,7 @@ double score_at(const ConfigurationFamily& fam, int c, double lambda, const Obje
 
 Status check_slo(double slo_ms) {
   if (!std::isfinite(slo_ms) || slo_ms <= 0) {
-    return InvalidArgument("the SLO must be finite and > 0 ms (got " + fmt(slo_ms) + ")");
+    return InvalidArgument("the SLO must be finite and > 0 ms (got " + format_sig4(slo_ms) + ")");
   }
   return Status::Ok();
 }
@@ -147,12 +143,12 @@ StatusOr<SizingResult> size_for_slo(const Profile& profile, double rate_per_s, d
                         size_for_rates(profile, {rate_per_s}, slo_ms, max_nodes, options));
   const SizingResult& r = rows.front();
   if (r.feasible) return r;
-  std::string msg = "no configuration meets the SLO of " + fmt(slo_ms) + " ms at " +
-                    fmt(rate_per_s) + " requests/s with up to " + std::to_string(max_nodes) +
-                    " nodes; ";
+  std::string msg = "no configuration meets the SLO of " + format_sig4(slo_ms) + " ms at " +
+                    format_sig4(rate_per_s) + " requests/s with up to " +
+                    std::to_string(max_nodes) + " nodes; ";
   if (r.stable) {
-    msg += "the best reachable is " + fmt(r.score_ms) + " ms with " + to_string(r.config) + " on " +
-           std::to_string(max_nodes) + " nodes";
+    msg += "the best reachable is " + format_sig4(r.score_ms) + " ms with " + to_string(r.config) +
+           " on " + std::to_string(max_nodes) + " nodes";
   } else {
     msg +=
         "no configuration is even stable at that rate on " + std::to_string(max_nodes) + " nodes";
@@ -211,11 +207,11 @@ StatusOr<CapacityResult> capacity(const Profile& profile, double slo_ms, int nod
     }
   }
   if (best_family == nullptr) {
-    return Infeasible("no configuration meets the SLO of " + fmt(slo_ms) + " ms on " +
+    return Infeasible("no configuration meets the SLO of " + format_sig4(slo_ms) + " ms on " +
                       std::to_string(nodes) +
                       " nodes even at vanishing load; the fastest service "
                       "time is " +
-                      fmt(fastest_ms) + " ms with " + to_string(fastest));
+                      format_sig4(fastest_ms) + " ms with " + to_string(fastest));
   }
   best.score_ms = score_at(*best_family, best.config.service, best.unit_rate_per_s, objective,
                            &best.prediction);

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "serf/core/statistics.h"
+
 namespace serf {
 namespace {
 
@@ -28,19 +30,11 @@ StatusOr<std::unique_ptr<LatencyObjective>> LatencyObjective::Create(
   return std::unique_ptr<LatencyObjective>(new LatencyObjective(profile, options));
 }
 
-std::string percentile_name(double percentile) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "p%.15g", percentile);
-  return buf;
-}
+std::string percentile_name(double percentile) { return "p" + format_number("%.15g", percentile); }
 
 std::string LatencyObjective::name() const {
-  char buf[64];
   std::string out = options_.percentile > 0 ? percentile_name(options_.percentile) : "mean";
-  if (options_.arrival_scv != 1.0) {
-    std::snprintf(buf, sizeof buf, " (arrival SCV %g)", options_.arrival_scv);
-    out += buf;
-  }
+  if (options_.arrival_scv != 1.0) out += " (arrival SCV " + format_g(options_.arrival_scv) + ")";
   return out;
 }
 

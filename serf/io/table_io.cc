@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "serf/core/statistics.h"
 #include "serf/io/json_fields.h"
 
 namespace serf::io {
@@ -11,13 +12,6 @@ namespace serf::io {
 using nlohmann::json;
 
 namespace {
-
-// Shortest text that reads back to the same double.
-std::string num(double x) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, x);
-  return std::string(buf, r.ptr);
-}
 
 // `shape`: the table's cluster; every configuration in it must run there (validate()).
 StatusOr<TableEntry> entry_from_json(const json& e, const std::string& where,
@@ -149,12 +143,13 @@ std::string table_to_csv(const ConfigurationTable& table) {
   os << "rate_per_s,stable,service,inter,intra,batch,units,unit_rate_per_s,latency_ms,wait_ms,"
         "service_ms,utilization\n";
   for (const TableEntry& e : table.entries) {
-    os << num(e.rate_per_s);
+    os << format_shortest(e.rate_per_s);
     if (e.stable) {
       const Prediction& p = e.prediction;
       os << ",true," << e.config.service << "," << e.config.inter << "," << e.config.intra << ","
-         << e.config.batch << "," << e.units << "," << num(e.unit_rate_per_s) << "," << num(p.latency_ms) << ","
-         << num(p.wait_ms) << "," << num(p.service_ms) << "," << num(p.utilization) << "\n";
+         << e.config.batch << "," << e.units << "," << format_shortest(e.unit_rate_per_s) << ","
+         << format_shortest(p.latency_ms) << "," << format_shortest(p.wait_ms) << ","
+         << format_shortest(p.service_ms) << "," << format_shortest(p.utilization) << "\n";
     } else {
       os << ",false,,,,,,,,,,\n";
     }
@@ -170,11 +165,11 @@ std::string all_predictions_to_csv(const ConfigurationTable& table) {
     const Configuration& c = table.configurations[k];
     for (size_t r = 0; r < table.entries.size(); ++r) {
       const Prediction& p = table.predictions[k][r];
-      os << num(table.entries[r].rate_per_s) << "," << c.service << "," << c.inter << ","
-         << c.intra << "," << c.batch;
+      os << format_shortest(table.entries[r].rate_per_s) << "," << c.service << "," << c.inter
+         << "," << c.intra << "," << c.batch;
       if (p.stable) {
-        os << ",true," << num(p.latency_ms) << "," << num(p.wait_ms) << "," << num(p.service_ms)
-           << "," << num(p.utilization) << "\n";
+        os << ",true," << format_shortest(p.latency_ms) << "," << format_shortest(p.wait_ms) << ","
+           << format_shortest(p.service_ms) << "," << format_shortest(p.utilization) << "\n";
       } else {
         os << ",false,,,,\n";
       }

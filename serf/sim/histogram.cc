@@ -1,5 +1,6 @@
 #include "serf/sim/histogram.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -26,13 +27,19 @@ size_t LatencyHistogram::index(double v) {
 
 double LatencyHistogram::quantile(double q) const {
   if (total_ == 0) return 0;
-  uint64_t rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(total_)));
-  if (rank < 1) rank = 1;
-  if (rank > total_) rank = total_;
+  q = std::clamp(q, 0.0, 1.0);
+  const double h = q * static_cast<double>(total_ - 1);
+  const auto lo = static_cast<uint64_t>(std::floor(h));
+  const double below = order_statistic(lo);
+  if (lo + 1 >= total_) return below;
+  return below + (h - static_cast<double>(lo)) * (order_statistic(lo + 1) - below);
+}
+
+double LatencyHistogram::order_statistic(uint64_t rank) const {
   uint64_t seen = 0;
   for (size_t b = 0; b < counts_.size(); ++b) {
     seen += counts_[b];
-    if (seen >= rank) {
+    if (seen > rank) {
       if (b == 0) return 0;
       const size_t k = b - 1;
       const int exponent = static_cast<int>(k / kSub) + kMinExponent;

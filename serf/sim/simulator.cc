@@ -1,13 +1,13 @@
 #include "serf/sim/simulator.h"
 
 #include <algorithm>
-#include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <string>
 
 #include "serf/core/queue_model.h"
+#include "serf/core/statistics.h"
 #include "serf/sim/histogram.h"
 
 namespace serf::sim {
@@ -39,22 +39,14 @@ namespace {
 
 using Rng = std::mt19937_64;
 
-// Draws Gamma(mean, scv) times: exponential at scv 1, a constant at scv 0.
+// Draws Gamma(mean, scv) times (serf/core/statistics.h): exponential at scv 1, a constant at 0.
 class TimeSampler {
  public:
-  explicit TimeSampler(ServiceLevel level) : mean_(level.mean_ms), scv_(level.scv) {
-    if (scv_ > 0 && scv_ != 1.0) gamma_ = std::gamma_distribution<double>(1.0 / scv_, mean_ * scv_);
-  }
-  double draw(Rng& rng) {
-    if (scv_ == 0) return mean_;
-    if (scv_ == 1.0) return mean_ * exponential_(rng);
-    return gamma_(rng);
-  }
+  explicit TimeSampler(ServiceLevel level) : draw_(level.mean_ms, level.scv) {}
+  double draw(Rng& rng) { return draw_(rng); }
 
  private:
-  double mean_, scv_;
-  std::exponential_distribution<double> exponential_{1.0};
-  std::gamma_distribution<double> gamma_{1.0, 1.0};
+  GammaDraw draw_;
 };
 
 // Accumulates the measured requests' statistics.
@@ -100,17 +92,11 @@ class Recorder {
     r.wait_probability = static_cast<double>(waited_) / n;
     // Batch means: the batches' mean latencies are close to independent when a batch is much
     // longer than the queue's correlation time.
-    const size_t b = batch_sum_.size();
-    double mean = 0, m2 = 0;
-    for (size_t k = 0; k < b; ++k) mean += batch_sum_[k] / static_cast<double>(batch_n_[k]);
-    mean /= static_cast<double>(b);
-    for (size_t k = 0; k < b; ++k) {
-      const double d = batch_sum_[k] / static_cast<double>(batch_n_[k]) - mean;
-      m2 += d * d;
+    std::vector<double> means(batch_sum_.size());
+    for (size_t k = 0; k < means.size(); ++k) {
+      means[k] = batch_sum_[k] / static_cast<double>(batch_n_[k]);
     }
-    const double sd = std::sqrt(m2 / static_cast<double>(b - 1));
-    const boost::math::students_t t(static_cast<double>(b - 1));
-    r.latency_ci95_ms = boost::math::quantile(t, 0.975) * sd / std::sqrt(static_cast<double>(b));
+    r.latency_ci95_ms = ci95_half_width(means);
     return r;
   }
 

@@ -154,15 +154,6 @@ TEST_CASE("rates at utilizations load each configuration alike", "[validation]")
   CHECK((*r)[1] == Approx(0.9 * 4000.0 / 14.0));
 }
 
-TEST_CASE("batch means interval: zero for constant data, Student t for known batches",
-          "[validation]") {
-  CHECK(serf::profiler::batch_means_ci95(std::vector<double>(100, 5.0)) == 0.0);
-  CHECK(serf::profiler::batch_means_ci95({1, 2, 3}) < 0);  // too few for 10 batches
-  // Two batches of means 1 and 3: s = sqrt(2), t(0.975, 1) = 12.7062, half-width = t s / sqrt 2.
-  std::vector<double> v = {1, 1, 3, 3};
-  CHECK(serf::profiler::batch_means_ci95(v, 2) == Approx(12.7062).epsilon(1e-4));
-}
-
 TEST_CASE("bursty arrivals scale the predicted wait as the planner does", "[validation]") {
   const Profile p = two_node_profile();
   const Configuration c{1, 2, 2};  // one unit: the stream is not split
