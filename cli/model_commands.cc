@@ -130,8 +130,8 @@ Status run_import(const ImportOptions& o) {
               imported.folded_constants, imported.dropped);
   std::printf("model %s: input %s, output %s, %s parameters, %s multiply-adds per image\n",
               plan.spec.name.c_str(), shape_str(plan.spec.input).c_str(),
-              shape_str(plan.output()).c_str(), grouped(plan.parameters).c_str(),
-              grouped(plan.connections).c_str());
+              shape_str(plan.output()).c_str(), format_count(plan.parameters).c_str(),
+              format_count(plan.connections).c_str());
   std::printf("wrote %s and %s (%zu tensors, %.1f MiB)\n", o.out_path.c_str(),
               o.weights_path.c_str(), imported.weights.tensors().size(),
               mib(imported.weights.bytes()));
