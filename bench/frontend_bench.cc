@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "serf/core/statistics.h"
 #include "serve/controller.h"
 #include "serve/http_frontend.h"
 #include "serve/kserve.h"
@@ -56,17 +57,6 @@ class InstantTransport : public Transport {
   std::vector<std::pair<RunAction, std::vector<float>>> pending_;
   std::vector<float> output_;
 };
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
-}
 
 ModelInfo model_of(std::vector<int64_t> in, std::vector<int64_t> out) {
   ModelInfo m;
