@@ -7,6 +7,8 @@
 #include <limits>
 #include <numeric>
 
+#include "serf/io/json_fields.h"
+
 namespace serf::serve {
 
 namespace {
@@ -264,7 +266,9 @@ StatusOr<InferCall> parse_infer_request(const ModelInfo& model, std::string_view
   }
   json doc;
   try {
-    doc = json::parse(header.begin(), header.end());
+    doc = json::parse(header.begin(), header.end(), io::refuse_duplicate_keys());
+  } catch (const io::DuplicateJsonKey& d) {
+    return InvalidArgument("key " + d.path + " appears twice in one object; give each key once");
   } catch (const json::parse_error& e) {
     std::string hint;
     if (!header_length && e.byte < body.size()) {

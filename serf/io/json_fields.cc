@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -33,10 +34,6 @@ namespace {
 // twice in one object, naming where: "tuples[2].mean_ms".
 class DuplicateKeyCheck {
  public:
-  struct Found {
-    std::string path;
-  };
-
   bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
     using Event = json::parse_event_t;
     switch (event) {
@@ -49,7 +46,7 @@ class DuplicateKeyCheck {
       case Event::key: {
         Frame& top = frames_.back();
         top.key = parsed.get<std::string>();
-        if (!top.keys.insert(top.key).second) throw Found{path()};
+        if (!top.keys.insert(top.key).second) throw DuplicateJsonKey{path()};
         break;
       }
       case Event::object_end:
@@ -99,13 +96,18 @@ Status open_error(const std::string& path, int err) {
 
 }  // namespace
 
+json::parser_callback_t refuse_duplicate_keys() {
+  // The callback is copied by the parser: the state it follows the document with is shared.
+  auto check = std::make_shared<DuplicateKeyCheck>();
+  return [check](int depth, json::parse_event_t event, json& parsed) {
+    return (*check)(depth, event, parsed);
+  };
+}
+
 StatusOr<json> parse_json(const std::string& text, const std::string& source) {
-  DuplicateKeyCheck check;
   try {
-    return json::parse(text, [&check](int depth, json::parse_event_t event, json& parsed) {
-      return check(depth, event, parsed);
-    });
-  } catch (const DuplicateKeyCheck::Found& d) {
+    return json::parse(text, refuse_duplicate_keys());
+  } catch (const DuplicateJsonKey& d) {
     return InvalidArgument(source + ": key " + d.path +
                            " appears twice in one object; give each key once");
   } catch (const json::parse_error& e) {

@@ -16,6 +16,13 @@ namespace serf::io {
 // appears twice in one object is refused, naming it and where (JSON leaves its meaning open; the
 // library would silently keep the last value).
 StatusOr<nlohmann::json> parse_json(const std::string& text, const std::string& source);
+// What parse_json refuses a key given twice with, for parsers of text that is not a file (a
+// request body): `json::parse(text, refuse_duplicate_keys())` throws DuplicateJsonKey naming
+// the key's path ("inputs[0].shape").
+struct DuplicateJsonKey {
+  std::string path;
+};
+nlohmann::json::parser_callback_t refuse_duplicate_keys();
 // Reads and parses a file (read_text_file's checks, then parse_json's).
 StatusOr<nlohmann::json> read_json_file(const std::string& path);
 // The most a text input (profile, table, spec, report) may hold: more is not one of ours.

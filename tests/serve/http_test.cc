@@ -219,6 +219,8 @@ TEST_CASE("every kind of bad request gets 400 naming what is wrong; the server k
   const std::vector<Case> cases = {
       {"{\"inputs\": [", "malformed JSON", {}},
       {"[1, 2]", "must be a JSON object", {}},
+      {R"({"inputs": [{"name": "input", "shape": [1, 2, 2], "shape": [1, 4]}]})",
+       "key inputs[0].shape appears twice", {}},
       {json{{"inputs", json::array()}}.dump(), "inputs: expected an array with the one input", {}},
       {infer_body({1, 2, 3, 4}, {1, 2, 2}, "image").dump(), "unknown input \"image\"", {}},
       {infer_body({1, 2, 3, 4}, {1, 2, 2}, "input", "INT64").dump(), "datatype INT64", {}},
