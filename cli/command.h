@@ -46,5 +46,6 @@ void register_model_commands(CLI::App& app, CommandRegistry& registry);   // mod
 void register_mpi_commands(CLI::App& app, CommandRegistry& registry);     // serve profile (mpirun)
 void register_sim_commands(CLI::App& app, CommandRegistry& registry);     // simulate
 void register_validate_commands(CLI::App& app, CommandRegistry& registry);  // validate
+void register_load_commands(CLI::App& app, CommandRegistry& registry);      // load
 
 }  // namespace serf::cli

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <sstream>
 
 #include "serf/core/statistics.h"
 #include "serf/io/profile_io.h"
@@ -286,6 +287,28 @@ StatusOr<ArrivalFlags::Resolved> ArrivalFlags::resolve() const {
       return r;
   }
   return r;
+}
+
+StatusOr<std::vector<RateChange>> parse_load_steps(const std::string& text) {
+  std::vector<RateChange> out;
+  std::stringstream ss(text);
+  std::string item;
+  const std::string fix =
+      "--load: expected \"SECONDS:RATE;...\" from 0 s, ascending, rates >= 0 (requests/s), got \"" +
+      text + "\"";
+  while (std::getline(ss, item, ';')) {
+    RateChange step;
+    char extra = 0;
+    if (std::sscanf(item.c_str(), "%lf:%lf%c", &step.from_s, &step.rate_per_s, &extra) != 2 ||
+        !(step.rate_per_s >= 0) || !std::isfinite(step.rate_per_s) || !(step.from_s >= 0) ||
+        !std::isfinite(step.from_s) || (!out.empty() && !(step.from_s > out.back().from_s)) ||
+        (out.empty() && step.from_s != 0)) {
+      return InvalidArgument(fix);
+    }
+    out.push_back(step);
+  }
+  if (out.empty()) return InvalidArgument(fix);
+  return out;
 }
 
 // ---- tail objective ----------------------------------------------------------------------------

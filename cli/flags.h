@@ -128,6 +128,15 @@ struct ArrivalFlags {
   StatusOr<Resolved> resolve() const;
 };
 
+// --load "SECONDS:RATE;...": a load that changes over time (serve, load). Steps (from_s,
+// rate_per_s) from 0 s, strictly ascending, rates finite and >= 0 requests/s; the last lasts until
+// the run ends.
+struct RateChange {
+  double from_s = 0;
+  double rate_per_s = 0;
+};
+StatusOr<std::vector<RateChange>> parse_load_steps(const std::string& text);
+
 // ---- tail objective ----------------------------------------------------------------------------
 
 // The objective the flags ask for: the analytic one (operator->) and, with --tail-method auto,

@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   serf::cli::register_mpi_commands(app, registry);
   serf::cli::register_sim_commands(app, registry);
   serf::cli::register_validate_commands(app, registry);
+  serf::cli::register_load_commands(app, registry);
 
   try {
     app.parse(argc, argv);

@@ -82,25 +82,11 @@ StatusOr<std::vector<ScheduledSwitch>> parse_schedule(const std::string& text) {
   return out;
 }
 
-// "0:20;5:80": 20 requests/s from 0 s, 80 from 5 s.
+// "0:20;5:80": 20 requests/s from 0 s, 80 from 5 s (the rule serf load shares, cli/flags.h).
 StatusOr<std::vector<serve::RateStep>> parse_load(const std::string& text) {
+  SERF_ASSIGN_OR_RETURN(std::vector<RateChange> steps, parse_load_steps(text));
   std::vector<serve::RateStep> out;
-  std::stringstream ss(text);
-  std::string item;
-  const std::string fix =
-      "--load: expected \"SECONDS:RATE;...\" from 0 s, ascending, rates >= 0 (requests/s), got \"" +
-      text + "\"";
-  while (std::getline(ss, item, ';')) {
-    serve::RateStep step;
-    char extra = 0;
-    if (std::sscanf(item.c_str(), "%lf:%lf%c", &step.from_s, &step.rate_per_s, &extra) != 2 ||
-        !(step.rate_per_s >= 0) || !std::isfinite(step.rate_per_s) || !(step.from_s >= 0) ||
-        (!out.empty() && !(step.from_s > out.back().from_s)) || (out.empty() && step.from_s != 0)) {
-      return InvalidArgument(fix);
-    }
-    out.push_back(step);
-  }
-  if (out.empty()) return InvalidArgument(fix);
+  for (const RateChange& s : steps) out.push_back({s.from_s, s.rate_per_s});
   return out;
 }
 

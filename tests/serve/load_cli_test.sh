@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# `serf load` end to end. Usage: load_cli_test.sh CASE, with SERF, MPIEXEC and ROOT set
+# (tests/CMakeLists.txt does). Cases:
+#   bad_input    bad flags and an unreachable server: one line on stderr, exit 2, no hang
+#   http         against `serf serve --emulate --http` under mpiexec: JSON and binary tensors, a
+#                load that changes, --out/--plot; the client's counts equal rank 0's accounting
+#   overload     a server with no waiting room: the client's 200/503 counts equal rank 0's
+#   grpc         the same over KServe v2 gRPC (skipped, exit 77, in a build without gRPC)
+set -uo pipefail
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+out="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
+  rm -rf "$out"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; for f in o e lo le; do [ -f "$out/$f" ] && { echo "--- $f"; tail -20 "$out/$f"; }; done; exit 1; }
+profile="$ROOT/tests/mpi/emulated_profile.json"
+tiny="$ROOT/configs/models/tiny.json"
+
+# start NP ARGS...: `serf serve ARGS` under mpiexec; waits for its listening lines; sets URL,
+# GRPC (when --grpc), RANK0 and server_pid.
+start() {
+  local np=$1; shift
+  "$MPIEXEC" --oversubscribe -np "$np" "$SERF" serve "$@" >"$out/o" 2>"$out/e" &
+  server_pid=$!
+  for _ in $(seq 1 600); do
+    URL=$(sed -n 's|^serf: KServe v2 HTTP on \(http://[0-9.:]*\).*|\1|p' "$out/o")
+    GRPC=$(sed -n 's|^serf: KServe v2 gRPC on \([0-9.:]*\).*|\1|p' "$out/o")
+    RANK0=$(sed -n 's|.*rank 0 is pid \([0-9]*\).*|\1|p' "$out/o" | head -1)
+    if [ -n "$RANK0" ]; then
+      case " $* " in *" --grpc "*) [ -n "$GRPC" ] && return 0 ;; *) [ -n "$URL" ] && return 0 ;; esac
+    fi
+    kill -0 "$server_pid" 2>/dev/null || fail "the server exited before listening"
+    sleep 0.1
+  done
+  fail "the server did not listen within 60 s"
+}
+
+# stop: SIGTERM to rank 0 and wait for mpiexec (at most 30 s); sets the accounting R A J T F.
+stop() {
+  kill -TERM "$RANK0"
+  local begin=$SECONDS
+  while kill -0 "$server_pid" 2>/dev/null; do
+    [ $((SECONDS - begin)) -lt 30 ] || fail "the server did not stop within 30 s"
+    sleep 0.1
+  done
+  wait "$server_pid" || fail "the server exited with $?"
+  server_pid=""
+  read -r R A J T F <<<"$(sed -n 's/^received \([0-9]*\) = answered \([0-9]*\) + rejected \([0-9]*\) + timed out \([0-9]*\) + failed \([0-9]*\)$/\1 \2 \3 \4 \5/p' "$out/o")"
+  [ -n "${R:-}" ] || fail "no accounting line"
+}
+
+# load ARGS...: serf load, bounded by 120 s; fails on a non-zero exit.
+load() {
+  timeout 120 "$SERF" load "$@" >"$out/lo" 2>"$out/le" || fail "serf load $* exited $?"
+}
+
+# field FILE.json EXPR: a value of the run's JSON (python expression on `j`).
+field() { /usr/bin/python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# expect_bad ARGS...: serf load ARGS must exit 2 with one line on stderr, within 15 s.
+expect_bad() {
+  local begin=$SECONDS rc
+  timeout 30 "$SERF" load "$@" >"$out/lo" 2>"$out/le"; rc=$?
+  [ $rc -eq 2 ] || fail "serf load $* exited $rc (want 2)"
+  [ "$(wc -l <"$out/le")" -eq 1 ] || fail "serf load $*: want one line on stderr, got: $(cat "$out/le")"
+  [ $((SECONDS - begin)) -le 15 ] || fail "serf load $*: took $((SECONDS - begin)) s"
+  echo "ok: $* -> $(cat "$out/le")"
+}
+
+case "$1" in
+  bad_input)
+    u=(--url http://127.0.0.1:1 --model m)
+    expect_bad --model m --rate 10
+    expect_bad "${u[@]}"
+    expect_bad "${u[@]}" --rate -1
+    expect_bad "${u[@]}" --rate nan
+    expect_bad "${u[@]}" --rate 10 --load "0:10"
+    expect_bad "${u[@]}" --load "5:10"
+    expect_bad "${u[@]}" --load "0:10;0:20"
+    expect_bad "${u[@]}" --load "0:-3"
+    expect_bad "${u[@]}" --rate 10 --arrivals weibull
+    expect_bad "${u[@]}" --rate 10 --arrival-scv 4
+    expect_bad "${u[@]}" --rate 10 --protocol ftp
+    expect_bad "${u[@]}" --rate 10 --connections 0
+    expect_bad "${u[@]}" --rate 10 --requests 0
+    expect_bad "${u[@]}" --rate 10 --duration 0
+    expect_bad "${u[@]}" --rate 10 --timeout -2
+    expect_bad "${u[@]}" --rate 10 --seed -1
+    expect_bad "${u[@]}" --rate 10 --plot "$out/p.png"
+    expect_bad "${u[@]}" --rate 10 --out "$out/r.json" --plot "$out/p.txt"
+    expect_bad "${u[@]}" --rate 10 --out "$out/missing/r.json"
+    expect_bad --url https://127.0.0.1:8000 --model m --rate 10
+    expect_bad --url 127.0.0.1 --model m --rate 10
+    # Nothing listens on port 1: refused at once, one line naming --url.
+    expect_bad "${u[@]}" --rate 10
+    grep -q -- "--url http://127.0.0.1:1: cannot reach the server" "$out/le" || fail "unreachable: $(cat "$out/le")"
+    expect_bad "${u[@]}" --rate 10 --protocol grpc
+    ;;
+  http)
+    start 3 --emulate "$profile" --model "$tiny" --config 1,1,1 --http 127.0.0.1:0
+    load --url "$URL" --model tiny --rate 100 --requests 200 --out "$out/a.json" --plot "$out/a.png"
+    cat "$out/lo"
+    grep -q "^status: 200 200, 400 0, 503 0, 504 0, errors 0, timeouts 0$" "$out/lo" || fail "statuses"
+    grep -q "^latency ms (from the scheduled time): mean " "$out/lo" || fail "no latency line"
+    grep -q "^client lateness ms (sent - scheduled): mean " "$out/lo" || fail "no lateness line"
+    [ "$(field "$out/a.json" "j['summary']['answered']")" = 200 ] || fail "JSON answered"
+    [ "$(field "$out/a.json" "j['served_model']['input_shape']")" = "[1, 3, 12, 12]" ] || fail "input shape"
+    [ "$(wc -l <"$out/a.json.csv")" -eq 201 ] || fail "CSV rows"
+    [ -s "$out/a.png" ] || fail "no PNG"
+    # Emulated nodes sleep 21 ms a request (c = 1, K = 1): no answer is faster.
+    /usr/bin/python3 - "$out/a.json.csv" <<'PY' || fail "latencies"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+lat = [float(r["latency_ms"]) for r in rows]
+assert min(lat) >= 20.0, min(lat)
+assert all(float(r["sent_s"]) >= float(r["scheduled_s"]) for r in rows)
+print("ok: 200 answers, every latency >= 20 ms (the emulated service time), none sent early")
+PY
+    load --url "$URL" --model tiny --load "0:50;1:150" --duration 2 --binary --arrivals gamma --arrival-scv 2 \
+      --out "$out/b.json"
+    b=$(field "$out/b.json" "j['summary']['scheduled']")
+    [ "$(field "$out/b.json" "j['summary']['answered']")" = "$b" ] || fail "binary: not all answered"
+    [ "$(field "$out/b.json" "j['binary']")" = True ] || fail "binary flag"
+    echo "ok: binary tensors, a load from 50 to 150/s, gamma arrivals: $b requests answered"
+    stop
+    [ "$R" -eq $((200 + b)) ] && [ "$A" -eq "$R" ] || fail "rank 0: received $R answered $A, the client sent $((200 + b))"
+    echo "ok: rank 0 received $R = the client's 200 + $b, all answered"
+    ;;
+  overload)
+    # c = 1, no waiting room, 21 ms a request: at 200/s most find the unit busy (503).
+    start 3 --emulate "$profile" --model "$tiny" --config 1,1,1 --max-queue 0 --http 127.0.0.1:0
+    load --url "$URL" --model tiny --rate 200 --requests 300 --out "$out/o.json"
+    cat "$out/lo"
+    ok=$(field "$out/o.json" "j['summary']['counts'].get('200', 0)")
+    busy=$(field "$out/o.json" "j['summary']['counts'].get('503', 0)")
+    [ "$busy" -ge 50 ] || fail "only $busy rejected"
+    grep -q "^first 503: " "$out/lo" || fail "no first 503 message"
+    stop
+    [ "$R" -eq 300 ] && [ "$A" -eq "$ok" ] && [ "$J" -eq "$busy" ] || fail "rank 0: $R $A $J, client: 300 $ok $busy"
+    echo "ok: client 200 $ok / 503 $busy = rank 0 answered $A / rejected $J of $R"
+    ;;
+  grpc)
+    # The help as a whole first: grep -q would close the pipe early and pipefail fail it.
+    help=$("$SERF" serve --help)
+    grep -q -- "--grpc" <<<"$help" || { echo "skip: no --grpc"; exit 77; }
+    start 3 --emulate "$profile" --model "$tiny" --config 1,1,1 --http 127.0.0.1:0 --grpc 127.0.0.1:0
+    timeout 120 "$SERF" load --protocol grpc --url "$GRPC" --model tiny --rate 100 --requests 150 \
+      --out "$out/g.json" >"$out/lo" 2>"$out/le"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "built without gRPC" "$out/le"; then echo "skip: no gRPC"; stop; exit 77; fi
+    [ $rc -eq 0 ] || fail "serf load --protocol grpc exited $rc"
+    cat "$out/lo"
+    load --protocol grpc --url "$GRPC" --model tiny --rate 100 --requests 50 --binary
+    grep -q "^status: 200 50," "$out/lo" || fail "raw_input_contents"
+    [ "$(field "$out/g.json" "j['summary']['answered']")" = 150 ] || fail "gRPC answered"
+    stop
+    [ "$R" -eq 200 ] && [ "$A" -eq 200 ] || fail "rank 0: received $R answered $A (want 200)"
+    echo "ok: gRPC, fp32_contents and raw_input_contents: rank 0 answered $A of $R"
+    ;;
+  *) fail "unknown case $1" ;;
+esac
