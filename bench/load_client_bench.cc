@@ -128,9 +128,10 @@ int main(int argc, char** argv) {
   CannedHttpServer server(so);
   const std::string body = tiny_body();
   const std::string request = http_infer_request({"127.0.0.1", server.port()}, "m", body, {});
-  std::printf("serf load's HTTP channel against a server answering at once (same process, %u "
-              "cores), Poisson arrivals, %g s per point, median of %d runs\n",
-              std::thread::hardware_concurrency(), a.seconds, a.repeat);
+  std::printf(
+      "serf load's HTTP channel against a server answering at once (same process, %u "
+      "cores), Poisson arrivals, %g s per point, median of %d runs\n",
+      std::thread::hardware_concurrency(), a.seconds, a.repeat);
   std::printf("%10s %12s %10s %14s %14s %14s %12s %12s\n", "rate/s", "answered/s", "lost",
               "late p50 ms", "late p99 ms", "late max ms", "lat p50 ms", "lat p99 ms");
   double sustained = 0;
@@ -148,17 +149,18 @@ int main(int argc, char** argv) {
       lost += p.sent - p.answered;
     }
     const double med_p99 = median(lp99);
-    std::printf("%10.0f %12.0f %10llu %14.3f %14.3f %14.3f %12.3f %12.3f\n", rate,
-                median(thr), static_cast<unsigned long long>(lost), median(lp50),
-                med_p99, median(lmax), median(p50), median(p99));
+    std::printf("%10.0f %12.0f %10llu %14.3f %14.3f %14.3f %12.3f %12.3f\n", rate, median(thr),
+                static_cast<unsigned long long>(lost), median(lp50), med_p99, median(lmax),
+                median(p50), median(p99));
     std::fflush(stdout);
     if (lost == 0 && med_p99 <= a.lateness_ms && median(thr) >= 0.97 * rate) {
       sustained = rate;
     }
   }
-  std::printf("sustained (every request answered, median lateness p99 <= %g ms, throughput >= 97%% "
-              "of offered): %.0f requests/s\n",
-              a.lateness_ms, sustained);
+  std::printf(
+      "sustained (every request answered, median lateness p99 <= %g ms, throughput >= 97%% "
+      "of offered): %.0f requests/s\n",
+      a.lateness_ms, sustained);
   for (int threads : {1, 4, 16}) {
     std::printf("cpp-httplib blocking client, %2d threads, closed loop: %.0f requests/s\n", threads,
                 httplib_closed_loop(server, body, threads, a.seconds));

@@ -61,9 +61,9 @@ Status resolve(LoadFlags& f) {
     return InvalidArgument("--protocol " + f.protocol + ": expected http or grpc");
   }
   o.protocol = f.protocol == "grpc" ? serve::load::Protocol::kGrpc : serve::load::Protocol::kHttp;
-  o.connections = f.connections > 0 ? f.connections
+  o.connections = f.connections > 0                            ? f.connections
                   : o.protocol == serve::load::Protocol::kGrpc ? kGrpcChannels
-                                                                : kHttpConnections;
+                                                               : kHttpConnections;
   if (o.requests == 0 && o.duration_s == 0) o.duration_s = kDefaultDuration_s;
   if (!f.out.empty()) SERF_RETURN_IF_ERROR(check_output_path("--out", f.out));
   if (!f.plot.empty()) {
@@ -130,8 +130,7 @@ void register_load_commands(CLI::App& app, CommandRegistry& registry) {
                                "a load that changes: \"SECONDS:RATE;...\" from 0 s (requests/s)");
   rate->excludes(load);
   f->arrivals.add(sub, "");
-  sub->add_option("--requests", o.requests, "send this many requests (count)")
-      ->check(at_least(1));
+  sub->add_option("--requests", o.requests, "send this many requests (count)")->check(at_least(1));
   sub->add_option("--duration", o.duration_s,
                   "send the requests scheduled in the first SECONDS (default 10 when --requests "
                   "is not given; with both, whichever ends first)")

@@ -21,11 +21,11 @@ inline constexpr int kStatusTimeout = -2;  // no answer within the client's time
 
 struct Completion {
   uint64_t id = 0;
-  int status = 0;              // HTTP status, kStatusError or kStatusTimeout
-  Clock::time_point sent;      // when its first byte left (or the call started)
-  Clock::time_point done;      // when its answer was read whole (or it failed)
-  std::string_view body;       // the answer's body (HTTP; valid during the callback only)
-  std::string_view error;      // what went wrong (errors, timeouts, non-2xx gRPC messages)
+  int status = 0;          // HTTP status, kStatusError or kStatusTimeout
+  Clock::time_point sent;  // when its first byte left (or the call started)
+  Clock::time_point done;  // when its answer was read whole (or it failed)
+  std::string_view body;   // the answer's body (HTTP; valid during the callback only)
+  std::string_view error;  // what went wrong (errors, timeouts, non-2xx gRPC messages)
 };
 
 using CompletionFn = std::function<void(const Completion&)>;

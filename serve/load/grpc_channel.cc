@@ -88,9 +88,9 @@ class GrpcChannel : public LoadChannel {
 
   void poll(Clock::time_point until, const CompletionFn& done) override {
     const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(until - Clock::now());
-    gpr_timespec deadline = gpr_time_add(
-        gpr_now(GPR_CLOCK_MONOTONIC),
-        gpr_time_from_nanos(std::max<int64_t>(wait.count(), 0), GPR_TIMESPAN));
+    gpr_timespec deadline =
+        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                     gpr_time_from_nanos(std::max<int64_t>(wait.count(), 0), GPR_TIMESPAN));
     void* tag = nullptr;
     bool ok = false;
     // The first wait until `until`, then whatever else is ready already.
@@ -124,8 +124,8 @@ class GrpcChannel : public LoadChannel {
     }
     const std::string message =
         c->status.ok() ? std::string()
-                       : "gRPC " + std::to_string(static_cast<int>(c->status.error_code())) +
-                             ": " + c->status.error_message();
+                       : "gRPC " + std::to_string(static_cast<int>(c->status.error_code())) + ": " +
+                             c->status.error_message();
     done({c->id, status, c->sent, now, {}, message});
     calls_.erase(c);
     delete c;
@@ -152,7 +152,8 @@ StatusOr<ServedModel> grpc_model_metadata(const Endpoint& to, const std::string&
   grpc::ClientContext ctx;
   ctx.set_deadline(in_seconds(5));
   const grpc::Status st = stub->ModelMetadata(&ctx, req, &meta);
-  if (st.error_code() == StatusCode::UNAVAILABLE || st.error_code() == StatusCode::DEADLINE_EXCEEDED) {
+  if (st.error_code() == StatusCode::UNAVAILABLE ||
+      st.error_code() == StatusCode::DEADLINE_EXCEEDED) {
     return InvalidArgument("--url " + to.text() + ": cannot reach a KServe v2 gRPC server (" +
                            st.error_message() + "); is `serf serve --grpc` running there?");
   }

@@ -51,8 +51,8 @@ class HttpChannel::Impl {
     bool retried = false;  // the request was sent again after a reused connection dropped it
     size_t written = 0;
     Clock::time_point sent, deadline;
-    std::string in;   // bytes read and not parsed yet
-    int served = 0;   // responses read on this connection
+    std::string in;  // bytes read and not parsed yet
+    int served = 0;  // responses read on this connection
   };
   struct Waiting {
     uint64_t id;
@@ -204,8 +204,8 @@ void HttpChannel::Impl::start(size_t c) {
 void HttpChannel::Impl::write_some(size_t c) {
   Conn& k = conns_[c];
   while (k.state == State::kBusy && k.written < o_.request.size()) {
-    const ssize_t n = ::send(k.fd, o_.request.data() + k.written, o_.request.size() - k.written,
-                             MSG_NOSIGNAL);
+    const ssize_t n =
+        ::send(k.fd, o_.request.data() + k.written, o_.request.size() - k.written, MSG_NOSIGNAL);
     if (n > 0) {
       k.written += static_cast<size_t>(n);
     } else if (n < 0 && errno == EINTR) {
@@ -265,7 +265,8 @@ void HttpChannel::Impl::read_some(size_t c, bool to_eof) {
     std::string error;
     const ParseState s = parse_http_response(k.in, &r, &used, &error);
     if (s == ParseState::kNeedMore) break;
-    if (s == ParseState::kBad) return fail(c, "bad response from " + o_.endpoint.text() + ": " + error);
+    if (s == ParseState::kBad)
+      return fail(c, "bad response from " + o_.endpoint.text() + ": " + error);
     k.in.erase(0, used);
     ++k.served;
     finish(c, r.status, r.body, {});
@@ -368,7 +369,11 @@ void HttpChannel::Impl::poll(Clock::time_point until, const CompletionFn& done) 
     if ((k.state == State::kBusy || k.state == State::kConnecting) && k.deadline <= after) {
       --active_;
       k.state = State::kIdle;
-      emit({k.id, kStatusTimeout, k.sent, after, {},
+      emit({k.id,
+            kStatusTimeout,
+            k.sent,
+            after,
+            {},
             "no answer within " + format_g(o_.timeout_s) + " s (--timeout)"});
       close_conn(c);  // HTTP/1.1 cannot cancel one request: the connection goes
     }

@@ -20,7 +20,8 @@ bool iequals(std::string_view a, std::string_view b) {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -116,10 +117,10 @@ StatusOr<Endpoint> parse_url(const std::string& url, const std::string& flag) {
 
 std::string http_infer_request(const Endpoint& to, const std::string& model,
                                const std::string& body, std::optional<size_t> header_length) {
-  std::string r = "POST /v2/models/" + model + "/infer HTTP/1.1\r\nHost: " + to.text() +
-                  "\r\nContent-Type: " +
-                  (header_length ? "application/octet-stream" : "application/json") +
-                  "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  std::string r =
+      "POST /v2/models/" + model + "/infer HTTP/1.1\r\nHost: " + to.text() +
+      "\r\nContent-Type: " + (header_length ? "application/octet-stream" : "application/json") +
+      "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   if (header_length) {
     r += "Inference-Header-Content-Length: " + std::to_string(*header_length) + "\r\n";
   }

@@ -34,9 +34,8 @@ std::string error_of(const httplib::Result& r) {
 StatusOr<ServedModel> served_model_from_metadata(const std::string& json_text) {
   const json j = json::parse(json_text, nullptr, false);
   const std::string bad = "the server's model metadata ";
-  if (!j.is_object() || !j.contains("inputs") || !j["inputs"].is_array() ||
-      j["inputs"].empty() || !j.contains("outputs") || !j["outputs"].is_array() ||
-      j["outputs"].empty()) {
+  if (!j.is_object() || !j.contains("inputs") || !j["inputs"].is_array() || j["inputs"].empty() ||
+      !j.contains("outputs") || !j["outputs"].is_array() || j["outputs"].empty()) {
     return InvalidArgument(bad + "lacks inputs or outputs: " + json_text.substr(0, 200));
   }
   ServedModel m;
@@ -44,8 +43,8 @@ StatusOr<ServedModel> served_model_from_metadata(const std::string& json_text) {
   m.platform = j.value("platform", "");
   const json& in = j["inputs"][0];
   const json& out = j["outputs"][0];
-  if (!in.is_object() || !in.contains("name") || !in.contains("shape") ||
-      !in["shape"].is_array() || !out.is_object() || !out.contains("name")) {
+  if (!in.is_object() || !in.contains("name") || !in.contains("shape") || !in["shape"].is_array() ||
+      !out.is_object() || !out.contains("name")) {
     return InvalidArgument(bad + "has no input name and shape: " + json_text.substr(0, 200));
   }
   m.input = in["name"].get<std::string>();
@@ -87,11 +86,11 @@ StatusOr<ServedModel> http_model_metadata(const Endpoint& to, const std::string&
     httplib::Result ready = client.Get((path + "/ready").c_str());
     if (ready && ready->status == 200) return m;
     if (std::chrono::steady_clock::now() >= until) {
-      return InvalidArgument("--model " + model + ": not ready at " + url + " within " +
-                             format_g(ready_wait_s) + " s (" +
-                             (ready ? "HTTP " + std::to_string(ready->status)
-                                    : httplib::to_string(ready.error())) +
-                             ")");
+      return InvalidArgument(
+          "--model " + model + ": not ready at " + url + " within " + format_g(ready_wait_s) +
+          " s (" +
+          (ready ? "HTTP " + std::to_string(ready->status) : httplib::to_string(ready.error())) +
+          ")");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -131,7 +130,8 @@ std::string infer_body(const ServedModel& model, const std::vector<float>& input
   tensor["parameters"] = {{"binary_data_size", input.size() * sizeof(float)}};
   const json header = {
       {"inputs", json::array({tensor})},
-      {"outputs", json::array({{{"name", model.output}, {"parameters", {{"binary_data", true}}}}})}};
+      {"outputs",
+       json::array({{{"name", model.output}, {"parameters", {{"binary_data", true}}}}})}};
   std::string body = header.dump();
   *header_length = body.size();
   const size_t at = body.size();

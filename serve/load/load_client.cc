@@ -77,8 +77,7 @@ LoadProgress progress_of(const LoadRun& run, const LoadChannel& channel, Window*
 
 }  // namespace
 
-StatusOr<LoadRun> run_schedule(LoadChannel& channel, const LoadOptions& o,
-                               const LoadHooks& hooks) {
+StatusOr<LoadRun> run_schedule(LoadChannel& channel, const LoadOptions& o, const LoadHooks& hooks) {
   SERF_RETURN_IF_ERROR(check_options(o));
   SERF_ASSIGN_OR_RETURN(ArrivalProcess arrivals, make_arrivals(o));
   // Wake-ups on time: the default 50 us timer slack would make every send late.

@@ -32,14 +32,14 @@ struct LoadOptions {
   std::vector<LoadStep> load;  // ascending from 0 s; the last step lasts until the end
   ArrivalKind arrivals = ArrivalKind::kPoisson;
   double arrival_scv = 1.0;
-  int64_t requests = 0;    // > 0: send this many
-  double duration_s = 0;   // > 0: send those scheduled before this time (both: whichever first)
-  std::string input;       // safetensors file with tensor "input"; empty: the seeded input
+  int64_t requests = 0;   // > 0: send this many
+  double duration_s = 0;  // > 0: send those scheduled before this time (both: whichever first)
+  std::string input;      // safetensors file with tensor "input"; empty: the seeded input
   Protocol protocol = Protocol::kHttp;
-  bool binary = false;     // HTTP: Triton's binary tensor extension (gRPC: raw_input_contents)
-  int connections = 64;    // HTTP: open at once; gRPC: channels the calls are spread over
-  double timeout_s = 30;   // a request without an answer this long after it was sent times out
-  uint64_t seed = 1;       // arrivals and the seeded input
+  bool binary = false;       // HTTP: Triton's binary tensor extension (gRPC: raw_input_contents)
+  int connections = 64;      // HTTP: open at once; gRPC: channels the calls are spread over
+  double timeout_s = 30;     // a request without an answer this long after it was sent times out
+  uint64_t seed = 1;         // arrivals and the seeded input
   double ready_wait_s = 10;  // how long to wait for the model to be ready before the run
 };
 

@@ -30,16 +30,15 @@ LatencySummary summarize_ms(std::vector<double> v) {
 std::string ms(double x) { return format_number(x < 10 ? "%.3f" : "%.2f", x); }
 
 std::string latency_line(const LatencySummary& s, bool tail) {
-  std::string line = "mean " + ms(s.mean_ms) + "  p50 " + ms(s.p50_ms) + "  p90 " +
-                     ms(s.p90_ms) + "  p99 " + ms(s.p99_ms);
+  std::string line = "mean " + ms(s.mean_ms) + "  p50 " + ms(s.p50_ms) + "  p90 " + ms(s.p90_ms) +
+                     "  p99 " + ms(s.p99_ms);
   if (tail) line += "  p99.9 " + ms(s.p999_ms);
   return line + "  max " + ms(s.max_ms);
 }
 
 json latency_json(const LatencySummary& s) {
-  return {{"count", s.count},   {"mean_ms", s.mean_ms}, {"p50_ms", s.p50_ms},
-          {"p90_ms", s.p90_ms}, {"p99_ms", s.p99_ms},   {"p99_9_ms", s.p999_ms},
-          {"max_ms", s.max_ms}};
+  return {{"count", s.count},   {"mean_ms", s.mean_ms},  {"p50_ms", s.p50_ms}, {"p90_ms", s.p90_ms},
+          {"p99_ms", s.p99_ms}, {"p99_9_ms", s.p999_ms}, {"max_ms", s.max_ms}};
 }
 
 const char* protocol_name(Protocol p) { return p == Protocol::kGrpc ? "grpc" : "http"; }
@@ -126,13 +125,13 @@ std::string summary_text(const LoadRun& run, const LoadSummary& s) {
   const LoadOptions& o = run.options;
   std::ostringstream out;
   out << "serf load: " << o.url << " model " << o.model << " over " << protocol_name(o.protocol)
-      << (o.binary ? " (binary tensors)" : (o.protocol == Protocol::kGrpc ? "" : " (JSON)"))
-      << ", " << arrival_kind_name(o.arrivals) << " arrivals at " << load_text(o) << "\n";
+      << (o.binary ? " (binary tensors)" : (o.protocol == Protocol::kGrpc ? "" : " (JSON)")) << ", "
+      << arrival_kind_name(o.arrivals) << " arrivals at " << load_text(o) << "\n";
   if (run.interrupted) out << "stopped early: " << run.stop_reason << "\n";
   out << "sent " << format_count(static_cast<int64_t>(s.sent)) << " of "
-      << format_count(static_cast<int64_t>(s.scheduled)) << " in " << format_number("%.2f", s.span_s)
-      << " s (offered " << format_rate_text(s.offered_per_s) << "); answered "
-      << format_count(static_cast<int64_t>(s.answered)) << " (throughput "
+      << format_count(static_cast<int64_t>(s.scheduled)) << " in "
+      << format_number("%.2f", s.span_s) << " s (offered " << format_rate_text(s.offered_per_s)
+      << "); answered " << format_count(static_cast<int64_t>(s.answered)) << " (throughput "
       << format_rate_text(s.throughput_per_s) << ")\n";
   auto count = [&](int status) {
     auto it = s.counts.find(status);
@@ -167,8 +166,8 @@ std::string progress_text(const LoadProgress& p) {
   out << "  in flight " << p.in_flight;
   if (p.waiting > 0) out << " (" << p.waiting << " waiting for a connection)";
   if (p.window_s > 0) {
-    out << "  | last " << format_number("%.1f", p.window_s) << " s: "
-        << format_rate(static_cast<double>(p.window_ended) / p.window_s) << "/s";
+    out << "  | last " << format_number("%.1f", p.window_s)
+        << " s: " << format_rate(static_cast<double>(p.window_ended) / p.window_s) << "/s";
     if (p.window_mean_ms > 0) {
       out << "  mean " << ms(p.window_mean_ms) << " ms  p99 " << ms(p.window_p99_ms) << " ms";
     }

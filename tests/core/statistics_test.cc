@@ -22,7 +22,7 @@ TEST_CASE("quantiles interpolate between order statistics (Hyndman-Fan type 7)",
   for (int k = 1; k <= 100; ++k) hundred.push_back(k);
   CHECK(quantile_sorted(hundred, 0.99) == Approx(99.01));
   CHECK(quantile_sorted(hundred, 0.999) == Approx(99.901));  // p99.9, as serf load reports it
-  CHECK(median({3, 1, 2}) == 2);  // odd count: the middle value
+  CHECK(median({3, 1, 2}) == 2);                             // odd count: the middle value
   CHECK(quantile({}, 0.5) == 0);
   CHECK(quantile({7}, 0.99) == 7);
   CHECK(quantile(v, 2.0) == 40);  // q clamped to [0, 1]

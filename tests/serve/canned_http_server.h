@@ -27,9 +27,9 @@ class CannedHttpServer {
   struct Options {
     int status = 200;
     std::string body = R"({"model_name":"m","outputs":[]})";
-    double delay_s = 0;             // answer this long after the request arrived
-    int close_after = 0;            // > 0: close each connection after this many answers
-    bool silent = false;            // read requests, never answer
+    double delay_s = 0;   // answer this long after the request arrived
+    int close_after = 0;  // > 0: close each connection after this many answers
+    bool silent = false;  // read requests, never answer
   };
 
   explicit CannedHttpServer(Options o) : o_(std::move(o)) {
@@ -46,9 +46,10 @@ class CannedHttpServer {
     getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
     port_ = ntohs(a.sin_port);
     const std::string status_text = o_.status == 200 ? "OK" : "Error";
-    answer_ = "HTTP/1.1 " + std::to_string(o_.status) + " " + status_text +
-              "\r\nContent-Type: application/json\r\nContent-Length: " +
-              std::to_string(o_.body.size()) + "\r\n\r\n" + o_.body;
+    answer_ =
+        "HTTP/1.1 " + std::to_string(o_.status) + " " + status_text +
+        "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(o_.body.size()) +
+        "\r\n\r\n" + o_.body;
     epoll_fd_ = epoll_create1(0);
     add(listen_fd_);
     thread_ = std::thread([this] { loop(); });
@@ -111,7 +112,8 @@ class CannedHttpServer {
     while (!stop_) {
       int wait_ms = 20;
       if (!due_.empty()) {
-        const double left = std::chrono::duration<double, std::milli>(due_.top().at - Clock::now()).count();
+        const double left =
+            std::chrono::duration<double, std::milli>(due_.top().at - Clock::now()).count();
         wait_ms = std::max(0, std::min(20, static_cast<int>(left)));
       }
       const int n = epoll_wait(epoll_fd_, events, 64, wait_ms);

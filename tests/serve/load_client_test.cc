@@ -1,6 +1,8 @@
 // The load client (serve/load/): its HTTP bytes, the open loop over real sockets against a canned
 // server (sends at the scheduled time whatever the answers, a bounded connection pool, timeouts,
 // servers that drop connections), an unreachable server, and the run's summary.
+#include "serve/load/load_client.h"
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
@@ -9,7 +11,6 @@
 #include "serf/core/statistics.h"
 #include "serve/load/http_channel.h"
 #include "serve/load/http_wire.h"
-#include "serve/load/load_client.h"
 #include "serve/load/load_report.h"
 
 using namespace serf;
@@ -78,7 +79,8 @@ TEST_CASE("the HTTP response parser reads lengths, chunks and partial responses"
   size_t used = 0;
   std::string error;
   const std::string one = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 5\r\n\r\nbusy!";
-  const std::string two = one + "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nConnection: close\r\n\r\nok";
+  const std::string two =
+      one + "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nConnection: close\r\n\r\nok";
   REQUIRE(parse_http_response(two, &r, &used, &error) == ParseState::kDone);
   CHECK(r.status == 503);
   CHECK(r.body == "busy!");
