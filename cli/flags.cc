@@ -124,10 +124,13 @@ CLI::Option* add_batch(CLI::App* sub, int* batch, const std::string& help) {
 StatusOr<Configuration> parse_configuration(const std::string& text, const std::string& flag) {
   Configuration c;
   char extra = 0;
-  if (std::sscanf(text.c_str(), "%d,%d,%d%c", &c.service, &c.inter, &c.intra, &extra) != 3 ||
-      c.service < 1 || c.inter < 1 || c.intra < 1) {
-    return InvalidArgument(flag + ": expected c,K,T (three integers >= 1, e.g. 2,1,4), got \"" +
-                           text + "\"");
+  const int got =
+      std::sscanf(text.c_str(), "%d,%d,%d,%d%c", &c.service, &c.inter, &c.intra, &c.batch, &extra);
+  if ((got != 3 && got != 4) || c.service < 1 || c.inter < 1 || c.intra < 1 || c.batch < 1 ||
+      c.batch > kMaxBatch) {
+    return InvalidArgument(
+        flag + ": expected c,K,T or c,K,T,b (integers >= 1, b <= " + std::to_string(kMaxBatch) +
+        ", e.g. 2,1,4 or 2,1,4,8), got \"" + text + "\"");
   }
   return c;
 }

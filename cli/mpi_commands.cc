@@ -41,6 +41,7 @@ struct ServeOptions {
   std::string plot;                // PNG of the run; empty: none
   FrontendFlags frontends;         // --http, --grpc and their limits
   std::string recalibrate = "on";  // online self-calibration (docs/calibration.md)
+  double max_batch_delay_us = 0;   // with b > 1: a free slot waits this long for a full batch
 };
 
 // Requests waiting per unit when clients are served and --max-queue is not given.
@@ -88,14 +89,6 @@ StatusOr<std::vector<serve::RateStep>> parse_load(const std::string& text) {
   std::vector<serve::RateStep> out;
   for (const RateChange& s : steps) out.push_back({s.from_s, s.rate_per_s});
   return out;
-}
-
-// The dispatcher does not batch yet: serving b = 1 instead would be a silent change.
-Status refuse_batches(const Configuration& c, const std::string& flag) {
-  if (c.batch == 1) return Status::Ok();
-  return InvalidArgument(flag + ": " + to_string(c) +
-                         " batches requests (b > 1), which serf serve does not do yet; plan "
-                         "with --batch 1");
 }
 
 Status run_serve(const ServeOptions& o) {
@@ -147,11 +140,11 @@ Status run_serve(const ServeOptions& o) {
       for (const TableEntry& e : table->entries) {
         if (!e.stable) continue;
         SERF_RETURN_IF_ERROR(session.check_configuration(e.config, o.table));
-        SERF_RETURN_IF_ERROR(refuse_batches(e.config, o.table));
       }
     }
     return session.run_controller([&](serve::Controller& controller) -> Status {
       controller.set_rate_window_s(o.rate_window_s);
+      controller.set_max_batch_delay_s(o.max_batch_delay_us * 1e-6);
       const bool clients = o.frontends.any();
       if (o.frontends.max_queue >= 0 || clients) {
         controller.set_max_queue(o.frontends.max_queue >= 0
@@ -295,9 +288,15 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
   add_frontend_flags(sub, &serve->frontends);
   sub->add_option(
       "--config", serve->config,
-      "initial configuration c,K,T (requests at once, nodes per request, threads per node)");
+      "initial configuration c,K,T or c,K,T,b (batches at once, nodes per batch, threads per "
+      "node, requests per batch at most; b defaults to 1)");
   sub->add_option("--schedule", serve->schedule,
-                  "switches \"SECONDS:c,K,T;...\" (seconds from the start of the run)");
+                  "switches \"SECONDS:c,K,T[,b];...\" (seconds from the start of the run)");
+  sub->add_option("--max-batch-delay-us", serve->max_batch_delay_us,
+                  "with b > 1: a free slot with fewer than b requests waiting waits until b "
+                  "wait or the oldest has waited this long, microseconds (default 0: takes what "
+                  "waits, never waits)")
+      ->check(finite_range(0, 60e6));
   auto* rate = sub->add_option("--rate", serve->rate_per_s,
                                "arrival rate over the whole cluster, requests/s (Poisson)")
                    ->check(positive_finite());

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -301,14 +302,14 @@ Status launch_runtime(const RuntimeFlags& flags,
 namespace {
 constexpr const char* kRunCsvHeader =
     "id,arrival_s,dispatch_s,done_s,latency_ms,service_ms,unit,slot,running,service,inter,intra,"
-    "outcome,answered\n";
+    "outcome,answered,batch,served_batch\n";
 
 void write_csv_row(std::ostream& csv, const serve::RequestRecord& r) {
   csv << r.id << ',' << r.arrival_s << ',' << r.dispatch_s << ',' << r.done_s << ','
       << (r.answered ? r.latency_ms() : 0) << ',' << r.service_ms << ',' << r.unit << ',' << r.slot
       << ',' << r.running << ',' << r.config.service << ',' << r.config.inter << ','
       << r.config.intra << ',' << serve::outcome_name(r.outcome) << ',' << (r.answered ? 1 : 0)
-      << '\n';
+      << ',' << r.config.batch << ',' << (r.dispatch_s > 0 ? r.batch : 0) << '\n';
 }
 }  // namespace
 
@@ -348,11 +349,13 @@ Status write_run_report(const serve::Controller& controller, const std::string& 
                      {"service", r.config.service},
                      {"inter", r.config.inter},
                      {"intra", r.config.intra},
+                     {"batch", r.config.batch},
                      {"answered", r.answered},
                      {"outcome", serve::outcome_name(r.outcome)}};
     if (r.answered) {
       j["latency_ms"] = r.latency_ms();
       j["service_ms"] = r.service_ms;
+      j["served_batch"] = r.batch;  // requests in the batch that answered it (<= batch)
     }
     doc["requests"].push_back(j);
     write_csv_row(csv, r);
@@ -360,8 +363,8 @@ Status write_run_report(const serve::Controller& controller, const std::string& 
   doc["switches"] = nlohmann::json::array();
   for (const serve::SwitchRecord& s : controller.switches()) {
     doc["switches"].push_back({{"at_s", s.at_s},
-                               {"from", {s.from.service, s.from.inter, s.from.intra}},
-                               {"to", {s.to.service, s.to.inter, s.to.intra}},
+                               {"from", {s.from.service, s.from.inter, s.from.intra, s.from.batch}},
+                               {"to", {s.to.service, s.to.inter, s.to.intra, s.to.batch}},
                                {"drain_ms", s.drain_ms},
                                {"configure_ms", s.configure_ms}});
   }
@@ -396,6 +399,26 @@ void print_run_summary(const serve::Controller& controller, std::ostream& out) {
   if (!lat.empty()) {
     out << "latency ms (from scheduled arrival): mean " << mean(lat) << "  p50 "
         << quantile(lat, 0.5) << "  p99 " << quantile(lat, 0.99) << "\n";
+  }
+  // Batches served (counted at their first row) by size: "batches: 40 (1: 10, 2: 20, 8: 10)".
+  std::map<int, size_t> sizes;
+  size_t batches = 0;
+  bool batched = false;
+  for (const auto& r : controller.records()) {
+    batched = batched || r.config.batch > 1;
+    if (r.dispatch_s > 0 && r.batch_row == 0) {
+      ++sizes[r.batch];
+      ++batches;
+    }
+  }
+  if (batched) {
+    out << "batches: " << batches << " (requests per batch: ";
+    const char* sep = "";
+    for (const auto& [n, count] : sizes) {
+      out << sep << n << ": " << count;
+      sep = ", ";
+    }
+    out << ")\n";
   }
   for (const auto& s : controller.switches()) {
     out << "switch at " << s.at_s << " s " << to_string(s.from) << " -> " << to_string(s.to)

@@ -1,6 +1,7 @@
 // Real nodes: engine Executables whose layers all-gather over the slot's MPI communicator.
 #include "mpi/engine_worker.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -34,20 +35,37 @@ class MpiExchange final : public engine::ActivationExchange {
 };
 
 // The leader returns the output and its per-layer times (a declared section of the result), so
-// `serf infer --inter K` prints what the single-process one prints.
+// `serf infer --inter K` prints what the single-process one prints. A batch of n rows runs on the
+// Executable prepared for exactly n rows (docs/runtime.md: a batch of n < b is not padded to b,
+// as the queue model and the emulation assume).
 class EngineWorker final : public SlotWorker {
  public:
-  EngineWorker(std::unique_ptr<engine::Executable> exe, const Communicator* comm,
-               size_t output_elements, size_t layers)
-      : exe_(std::move(exe)), exchange_(comm), output_elements_(output_elements) {
+  EngineWorker(std::vector<std::unique_ptr<engine::Executable>> exes, const Communicator* comm,
+               size_t input_elements, size_t output_elements, size_t layers)
+      : exes_(std::move(exes)),
+        exchange_(comm),
+        input_elements_(input_elements),
+        output_elements_(output_elements) {
     timings_.resize(layers);
   }
   Status serve(const RunAction& action, const std::vector<float>& input, SlotOutput* out) override {
     if (action.emulated_ms > 0) return InvalidArgument("a computing node got an emulated request");
+    const int rows = action.rows;
+    if (rows < 1 || static_cast<size_t>(rows) > exes_.size()) {
+      return InvalidArgument("a batch of " + std::to_string(rows) +
+                             " requests; this configuration runs 1.." +
+                             std::to_string(exes_.size()));
+    }
+    if (input.size() != static_cast<size_t>(rows) * input_elements_) {
+      return InvalidArgument("a batch of " + std::to_string(rows) + " requests carries " +
+                             std::to_string(input.size()) + " input values; expected " +
+                             std::to_string(static_cast<size_t>(rows) * input_elements_));
+    }
     const size_t layers = timings_.compute_ms.size();
-    out->values.resize(output_elements_);
+    out->values.resize(static_cast<size_t>(rows) * output_elements_);
     timings_.resize(layers);  // the engine adds exchange times up within a request: start at zero
-    SERF_RETURN_IF_ERROR(exe_->run(input.data(), out->values.data(), exchange_, &timings_));
+    SERF_RETURN_IF_ERROR(exes_[static_cast<size_t>(rows - 1)]->run(input.data(), out->values.data(),
+                                                                   exchange_, &timings_));
     out->layers.resize(layers);
     for (size_t i = 0; i < layers; ++i) {
       out->layers[i].compute_ms = static_cast<float>(timings_.compute_ms[i]);
@@ -58,8 +76,9 @@ class EngineWorker final : public SlotWorker {
   }
 
  private:
-  std::unique_ptr<engine::Executable> exe_;
+  std::vector<std::unique_ptr<engine::Executable>> exes_;  // [n - 1]: a batch of n rows
   MpiExchange exchange_;
+  size_t input_elements_;
   size_t output_elements_;
   engine::LayerTimings timings_;
 };
@@ -92,21 +111,33 @@ class CpuEngineSlots final : public EngineSlots {
 
   SlotWorkerFactory factory() override {
     return [this](const SlotContext& ctx) -> StatusOr<std::unique_ptr<SlotWorker>> {
-      const auto key = std::make_tuple(ctx.comm->rank(), ctx.config.inter, ctx.config.intra);
+      const int b = std::max(ctx.config.batch, 1);
+      const auto key = std::make_tuple(ctx.comm->rank(), ctx.config.inter, ctx.config.intra, b);
       std::lock_guard<std::mutex> lock(mutex_);
-      // Every slot of this node shares one PreparedModel (one copy of this rank's weight slices);
-      // a new (K, T) re-prepares from the weights every node holds: no weights move between ranks.
-      if (!prepared_ || key != prepared_key_) {
-        prepared_.reset();
-        SERF_ASSIGN_OR_RETURN(
-            prepared_, backend_->prepare(plan_, weights_, {ctx.comm->rank(), ctx.config.inter},
-                                         ctx.config.intra));
+      // Every slot of this node shares one PreparedModel per batch size (one copy of this rank's
+      // weight slices each); a new (K, T, b) re-prepares from the weights every node holds: no
+      // weights move between ranks. A slot may take any n <= b waiting requests, so sizes 1..b
+      // are all prepared (b + 1 copies of the weights with the loaded ones).
+      if (prepared_.empty() || key != prepared_key_) {
+        prepared_.clear();
+        if (b > 1) SERF_RETURN_IF_ERROR(model::check_weights_fit_memory(plan_, b + 1));
+        for (int n = 1; n <= b; ++n) {
+          SERF_ASSIGN_OR_RETURN(
+              auto prepared,
+              backend_->prepare(plan_, weights_, {ctx.comm->rank(), ctx.config.inter},
+                                ctx.config.intra, n));
+          prepared_.push_back(std::move(prepared));
+        }
         prepared_key_ = key;
       }
-      SERF_ASSIGN_OR_RETURN(std::unique_ptr<engine::Executable> exe, prepared_->new_slot());
-      return std::unique_ptr<SlotWorker>(
-          new EngineWorker(std::move(exe), ctx.comm, static_cast<size_t>(plan_.output().elements()),
-                           plan_.layers.size()));
+      std::vector<std::unique_ptr<engine::Executable>> exes;
+      for (const auto& prepared : prepared_) {
+        SERF_ASSIGN_OR_RETURN(std::unique_ptr<engine::Executable> exe, prepared->new_slot());
+        exes.push_back(std::move(exe));
+      }
+      return std::unique_ptr<SlotWorker>(new EngineWorker(
+          std::move(exes), ctx.comm, static_cast<size_t>(plan_.spec.input.elements()),
+          static_cast<size_t>(plan_.output().elements()), plan_.layers.size()));
     };
   }
 
@@ -115,8 +146,8 @@ class CpuEngineSlots final : public EngineSlots {
   model::ModelPlan plan_;
   model::Weights weights_;
   std::mutex mutex_;
-  std::shared_ptr<engine::PreparedModel> prepared_;
-  std::tuple<int, int, int> prepared_key_{-1, -1, -1};
+  std::vector<std::shared_ptr<engine::PreparedModel>> prepared_;  // [n - 1]: batches of n
+  std::tuple<int, int, int, int> prepared_key_{-1, -1, -1, -1};
 };
 
 }  // namespace

@@ -202,6 +202,7 @@ Status MpiTransport::configure(const Configuration& config) {
   msg.service = config.service;
   msg.inter = config.inter;
   msg.intra = config.intra;
+  msg.batch = config.batch;
   std::vector<NodeReply> replies;
   // A node that hung while idle is named within the node timeout, at the next switch. Live nodes
   // re-prepare a real model's kernels for the new (K, T) meanwhile (imagenet1k: 0.5-0.8 s here,

@@ -384,7 +384,7 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
     unit = Communicator();
     if (kind == ControlKind::kShutdown) return reply(ReplyKind::kBye, msg.generation, failure);
 
-    const Configuration config{msg.service, msg.inter, msg.intra};
+    const Configuration config{msg.service, msg.inter, msg.intra, std::max(msg.batch, 1)};
     const int units = n_nodes / config.inter;
     const int my_unit = node / config.inter < units ? node / config.inter : -1;
     SERF_ASSIGN_OR_RETURN(unit, comms.nodes.split(my_unit, node));

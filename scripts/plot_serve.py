@@ -80,16 +80,17 @@ def main():
     axr.set_xlabel("time since start (s)")
 
     first = answered[0]
-    configs = [(0.0, (first["service"], first["inter"], first["intra"]))]
+    configs = [(0.0, (first["service"], first["inter"], first["intra"], first.get("batch", 1)))]
     for s in run.get("switches", []):
-        configs.append((s["at_s"], tuple(s["to"])))
+        to = list(s["to"]) + [1]  # runs written before batching have no b
+        configs.append((s["at_s"], tuple(to[:4])))
         for a in (ax, axr):
             a.axvline(s["at_s"], color="k", lw=0.8, ls="--")
     # A switch right at the start replaces the initial configuration's label instead of overprinting it.
     if len(configs) > 1 and configs[1][0] < 0.03 * max(t[-1], 1e-9):
         configs.pop(0)
-    for at, (c, k, th) in configs:
-        ax.annotate(f"c={c} K={k} T={th}", xy=(at, 1.0), xycoords=("data", "axes fraction"),
+    for at, (c, k, th, b) in configs:
+        ax.annotate(f"c={c} K={k} T={th}" + (f" b={b}" if b > 1 else ""), xy=(at, 1.0), xycoords=("data", "axes fraction"),
                     xytext=(3, -12), textcoords="offset points", fontsize=8)
     ax.legend(loc="lower right", fontsize=8)
     title = f"{run.get('model', '?')}: {len(answered)} answered"

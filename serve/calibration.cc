@@ -241,8 +241,9 @@ SelfCalibration::SelfCalibration(Profile profile, ConfigurationTable initial,
 
 AnswerHook SelfCalibration::answer_hook() {
   return [this](const RequestRecord& r) {
-    if (!r.answered || r.dispatch_s <= 0) return;
-    const ParallelismTuple t{r.running, r.config.inter, r.config.intra, r.config.batch};
+    // One observation per batch (its first row): a batch of n is tuple (i, K, T, n).
+    if (!r.answered || r.dispatch_s <= 0 || r.batch_row != 0) return;
+    const ParallelismTuple t{r.running, r.config.inter, r.config.intra, r.batch};
     auto rec = tracker_.observe(t, (r.done_s - r.dispatch_s) * 1e3, r.done_s);
     if (!rec) return;
     int64_t tag = 0;

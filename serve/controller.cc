@@ -42,22 +42,50 @@ ServiceSampler::ServiceSampler(Profile profile, bool random, uint64_t seed)
   profile_.reindex();
 }
 
-StatusOr<double> ServiceSampler::sample_ms(const ParallelismTuple& tuple) {
-  const TupleStats* stats = profile_.find(tuple);
-  if (stats == nullptr) {
-    return NotFound("emulation profile has no tuple " + to_string(tuple));
-  }
+StatusOr<std::pair<double, double>> ServiceSampler::stats(const ParallelismTuple& tuple) const {
   // A measured profile's mean includes the messaging, which the emulated run adds again itself.
-  const double mean_ms = stats->node_ms > 0 ? stats->node_ms : stats->mean_ms;
-  if (!random_ || stats->scv <= 0) return mean_ms;
-  GammaDraw draw(mean_ms, stats->scv);
+  auto mean_of = [](const TupleStats& t) { return t.node_ms > 0 ? t.node_ms : t.mean_ms; };
+  if (const TupleStats* t = profile_.find(tuple)) return std::make_pair(mean_of(*t), t->scv);
+  // Batch sizes between profiled ones: mean and standard deviation linear in n.
+  const TupleStats *below = nullptr, *above = nullptr;
+  for (ParallelismTuple at = tuple; at.batch > 1 && below == nullptr;) {
+    --at.batch;
+    below = profile_.find(at);
+  }
+  for (ParallelismTuple at = tuple; at.batch < kMaxBatch && above == nullptr;) {
+    ++at.batch;
+    above = profile_.find(at);
+  }
+  if (below == nullptr || above == nullptr) {
+    return NotFound("emulation profile has no tuple " + to_string(tuple) +
+                    " and no batch sizes on both sides of it to interpolate from");
+  }
+  const double w = static_cast<double>(tuple.batch - below->tuple.batch) /
+                   static_cast<double>(above->tuple.batch - below->tuple.batch);
+  const double m0 = mean_of(*below), m1 = mean_of(*above);
+  const double sd0 = m0 * std::sqrt(std::max(below->scv, 0.0));
+  const double sd1 = m1 * std::sqrt(std::max(above->scv, 0.0));
+  const double mean = m0 + w * (m1 - m0), sd = sd0 + w * (sd1 - sd0);
+  return std::make_pair(mean, mean > 0 ? (sd / mean) * (sd / mean) : 0.0);
+}
+
+StatusOr<double> ServiceSampler::sample_ms(const ParallelismTuple& tuple) {
+  SERF_ASSIGN_OR_RETURN(auto st, stats(tuple));
+  const auto [mean_ms, scv] = st;
+  if (!random_ || scv <= 0) return mean_ms;
+  GammaDraw draw(mean_ms, scv);
   return std::max(draw(rng_), 1e-3);
 }
 
 Status ServiceSampler::check(const Configuration& config) const {
-  auto tuples = profile_.tuples_for(config);
-  if (!tuples.ok()) {
-    return tuples.status().with_context("emulation profile cannot run " + to_string(config));
+  // A batch of n < b is interpolated between the profiled sizes, so b and 1 bound every n.
+  for (int b : {config.batch, 1}) {
+    Configuration c = config;
+    c.batch = b;
+    auto tuples = profile_.tuples_for(c);
+    if (!tuples.ok()) {
+      return tuples.status().with_context("emulation profile cannot run " + to_string(config));
+    }
   }
   return Status::Ok();
 }
@@ -118,6 +146,7 @@ Controller::Controller(Transport& transport, ControllerOptions options)
     : transport_(transport),
       options_(std::move(options)),
       next_deadline_s_(kNever),
+      next_batch_due_s_(kNever),
       rng_(),
       epoch_(std::chrono::steady_clock::now()) {
   // Not the arrival generator's stream: with one seed, short gaps would all pick unit 0.
@@ -184,44 +213,82 @@ void Controller::requeue_all() {
   }
 }
 
-Status Controller::dispatch(int unit, int slot, int64_t id) {
-  RequestRecord& rec = record(id);
+Status Controller::dispatch(int unit, int slot, const std::vector<int64_t>& ids) {
+  const int64_t lead = ids.front();
   auto u = static_cast<size_t>(unit);
   ++running_[u];
-  slot_request_[u][static_cast<size_t>(slot)] = id;
-  rec.unit = unit;
-  rec.slot = slot;
-  rec.running = running_[u];
-  rec.config = config_;
-  rec.generation = generation_;
+  slot_request_[u][static_cast<size_t>(slot)] = lead;
+  const int rows = static_cast<int>(ids.size());
+  for (size_t r = 0; r < ids.size(); ++r) {
+    RequestRecord& rec = record(ids[r]);
+    rec.batch_row = static_cast<int>(r);
+    rec.unit = unit;
+    rec.slot = slot;
+    rec.running = running_[u];
+    rec.batch = rows;
+    rec.config = config_;
+    rec.generation = generation_;
+  }
   RunAction action;
   action.kind = ActionKind::kRun;
   action.slot = slot;
-  action.request_id = rec.id;
-  action.running = rec.running;
-  const std::vector<float>& input = *pending_.at(id).input;
-  action.payload_floats = static_cast<int32_t>(input.size());
-  if (sampler_ != nullptr) {
-    SERF_ASSIGN_OR_RETURN(action.emulated_ms,
-                          sampler_->sample_ms({rec.running, config_.inter, config_.intra}));
+  action.request_id = lead;
+  action.running = running_[u];
+  action.rows = rows;
+  // One request's input goes as it is; a batch's inputs are sent one after the other.
+  std::vector<float> joined;
+  const std::vector<float>* input = pending_.at(lead).input.get();
+  if (rows > 1) {
+    for (int64_t id : ids) {
+      const std::vector<float>& in = *pending_.at(id).input;
+      joined.insert(joined.end(), in.begin(), in.end());
+    }
+    input = &joined;
   }
-  rec.dispatch_s = now_s();
-  in_flight_[rec.id] = rec.dispatch_s;
-  return checked(transport_.send_run(unit, action, input));
+  action.payload_floats = static_cast<int32_t>(input->size());
+  if (sampler_ != nullptr) {
+    SERF_ASSIGN_OR_RETURN(action.emulated_ms, sampler_->sample_ms({action.running, config_.inter,
+                                                                   config_.intra, rows}));
+  }
+  const double now = now_s();
+  for (int64_t id : ids) record(id).dispatch_s = now;
+  in_flight_[lead] = now;
+  batches_[lead] = ids;
+  return checked(transport_.send_run(unit, action, *input));
 }
 
 Status Controller::dispatch_ready() {
+  next_batch_due_s_ = kNever;
+  const auto b = static_cast<size_t>(std::max(config_.batch, 1));
+  // Waiting for a batch to fill only while requests keep coming: a stop dispatches what is there.
+  const double delay = draining_ ? 0 : options_.max_batch_delay_s;
   for (int u = 0; u < units_; ++u) {
     auto& q = queues_[static_cast<size_t>(u)];
     auto& slots = slot_request_[static_cast<size_t>(u)];
     for (int s = 0; s < config_.service && !q.empty(); ++s) {
       if (slots[static_cast<size_t>(s)] >= 0) continue;
-      int64_t id = q.front();
-      q.pop_front();
-      SERF_RETURN_IF_ERROR(dispatch(u, s, id));
+      if (q.size() < b && delay > 0) {
+        const double due = record(q.front()).arrival_s + delay;
+        if (now_s() < due) {
+          next_batch_due_s_ = std::min(next_batch_due_s_, due);
+          break;
+        }
+      }
+      std::vector<int64_t> ids;
+      while (ids.size() < b && !q.empty()) {
+        ids.push_back(q.front());
+        q.pop_front();
+      }
+      SERF_RETURN_IF_ERROR(dispatch(u, s, ids));
     }
   }
   return Status::Ok();
+}
+
+size_t Controller::in_flight_requests() const {
+  size_t n = 0;
+  for (const auto& [lead, ids] : batches_) n += ids.size();
+  return n;
 }
 
 Status Controller::poll_results(bool* progress) {
@@ -232,36 +299,70 @@ Status Controller::poll_results(bool* progress) {
     std::optional<RunResult> result = std::move(polled).value();
     if (!result) return Status::Ok();
     *progress = true;
-    auto it = in_flight_.find(result->request_id);
-    if (it == in_flight_.end()) {
-      return Internal("rank " + std::to_string(result->leader_rank) + " answered request " +
-                      std::to_string(result->request_id) + ", which is not in flight");
-    }
-    in_flight_.erase(it);
-    probed_.erase(result->request_id);
-    const int64_t id = result->request_id;
-    RequestRecord& rec = record(id);
-    rec.done_s = now_s();
-    rec.service_ms = result->service_ms;
-    auto u = static_cast<size_t>(rec.unit);
-    --running_[u];
-    slot_request_[u][static_cast<size_t>(rec.slot)] = -1;
-    const bool waited_for = static_cast<bool>(pending_.at(id).done);
-    if (!result->ok) {
-      const std::string why = "rank " + std::to_string(result->leader_rank) + " failed request " +
-                              std::to_string(id) + ": " + result->message;
-      // A client hears of its own request's failure; a generated request's failure is a fault.
-      finish(id, Outcome::kFailed, why);
-      if (!waited_for) return Internal(why);
-      continue;
-    }
-    planner_.answered(rec.done_s - rec.dispatch_s);
-    if (waited_for) {
-      finish(id, Outcome::kAnswered, "", transport_.take_output(), transport_.take_layer_timings());
-    } else {
-      finish(id, Outcome::kAnswered, "");
-    }
+    SERF_RETURN_IF_ERROR(answer_batch(*result));
   }
+}
+
+Status Controller::answer_batch(const RunResult& result) {
+  const int64_t lead = result.request_id;
+  auto it = in_flight_.find(lead);
+  if (it == in_flight_.end()) {
+    return Internal("rank " + std::to_string(result.leader_rank) + " answered request " +
+                    std::to_string(lead) + ", which is not in flight");
+  }
+  in_flight_.erase(it);
+  probed_.erase(lead);
+  auto members = batches_.find(lead);
+  const std::vector<int64_t> ids = std::move(members->second);
+  batches_.erase(members);
+  const double done_s = now_s();
+  bool any_waited = false, all_waited = true;
+  for (int64_t id : ids) {
+    RequestRecord& rec = record(id);
+    rec.done_s = done_s;
+    rec.service_ms = result.service_ms;
+    const bool waited = static_cast<bool>(pending_.at(id).done);
+    any_waited = any_waited || waited;
+    all_waited = all_waited && waited;
+  }
+  const RequestRecord& first = record(lead);
+  auto u = static_cast<size_t>(first.unit);
+  --running_[u];
+  slot_request_[u][static_cast<size_t>(first.slot)] = -1;
+  if (!result.ok) {
+    const std::string why =
+        "rank " + std::to_string(result.leader_rank) + " failed request " + std::to_string(lead) +
+        (ids.size() > 1 ? " (a batch of " + std::to_string(ids.size()) + ")" : std::string()) +
+        ": " + result.message;
+    // A client hears of its own request's failure; a generated request's failure is a fault.
+    for (int64_t id : ids) finish(id, Outcome::kFailed, why);
+    if (!all_waited) return Internal(why);
+    return Status::Ok();
+  }
+  planner_.answered(done_s - first.dispatch_s);
+  if (!any_waited) {
+    for (int64_t id : ids) finish(id, Outcome::kAnswered, "");
+    return Status::Ok();
+  }
+  std::vector<float> output = transport_.take_output();
+  std::vector<LayerTiming> layers = transport_.take_layer_timings();
+  if (ids.size() == 1) {
+    finish(lead, Outcome::kAnswered, "", std::move(output), std::move(layers));
+    return Status::Ok();
+  }
+  // Row r of the output answers the batch's request r.
+  if (output.size() % ids.size() != 0) {
+    return Internal("rank " + std::to_string(result.leader_rank) + " answered a batch of " +
+                    std::to_string(ids.size()) + " requests with " + std::to_string(output.size()) +
+                    " output values (not whole rows)");
+  }
+  const size_t row = output.size() / ids.size();
+  for (size_t r = 0; r < ids.size(); ++r) {
+    const auto from = output.begin() + static_cast<std::ptrdiff_t>(r * row);
+    finish(ids[r], Outcome::kAnswered, "",
+           std::vector<float>(from, from + static_cast<std::ptrdiff_t>(row)), layers);
+  }
+  return Status::Ok();
 }
 
 std::string seconds_text(double s) { return format_g(s); }
@@ -347,7 +448,7 @@ StatusOr<std::vector<double>> Controller::run_closed_loop(int warmup, int sample
     req.arrival = std::chrono::steady_clock::now();
     const int64_t id = enter(std::move(req), false);  // not queued: straight to `slot`
     ids.push_back(id);
-    return dispatch(0, slot, id);
+    return dispatch(0, slot, {id});
   };
   for (int s = 0; s < c; ++s) SERF_RETURN_IF_ERROR(submit(s));
   while (static_cast<int>(measured.size()) < samples) {

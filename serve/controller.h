@@ -64,16 +64,21 @@ class Transport {
   }
 };
 
-// Emulated nodes: the service time of a request is drawn from the profile's tuple (i, K, T).
+// Emulated nodes: the service time of a batch is drawn from the profile's tuple (i, K, T, n).
+// A batch size n the profile lacks is interpolated linearly in n between the nearest sizes
+// profiled below and above it at the same (i, K, T) (the rule of serf::service_table).
 class ServiceSampler {
  public:
   // `random` false: always the tuple's mean; true: a Gamma draw with the tuple's mean and SCV.
   ServiceSampler(Profile profile, bool random, uint64_t seed);
   StatusOr<double> sample_ms(const ParallelismTuple& tuple);
-  // NotFound naming the first tuple (1..c, K, T) the profile lacks.
+  // NotFound naming the first tuple (1..c, K, T, b) (and with b > 1, (1..c, K, T, 1)) the
+  // profile lacks.
   Status check(const Configuration& config) const;
 
  private:
+  // Mean (ms) and SCV of tuple (i, K, T, n), interpolated in n when the profile lacks it.
+  StatusOr<std::pair<double, double>> stats(const ParallelismTuple& tuple) const;
   Profile profile_;
   bool random_;
   std::mt19937_64 rng_;
@@ -108,7 +113,9 @@ struct RequestRecord {
   double service_ms = 0;  // measured on the unit leader
   int unit = -1;
   int slot = -1;
-  int running = 0;  // i at dispatch
+  int running = 0;    // i at dispatch: batches running in the unit, this one's included
+  int batch = 1;      // requests in the batch it was served in (1..b)
+  int batch_row = 0;  // its row in that batch (0: the first, which the batch's counts use)
   int generation = 0;
   Configuration config;
   bool answered = false;  // outcome == kAnswered
@@ -139,6 +146,9 @@ struct ControllerOptions {
   std::vector<float> input;  // the generator's requests carry it (empty for emulated nodes)
   // Requests waiting in one unit's queue at most (beyond its free slots); one more is rejected.
   size_t max_queue = kUnboundedQueue;
+  // With batches (b > 1): a free slot with fewer than b requests waiting waits until b wait or
+  // the oldest has waited this long (0: never waits, takes what is there).
+  double max_batch_delay_s = 0;
   // Finished requests kept in records() at most, the oldest dropped first (0: all). A service
   // that runs for days keeps its memory flat; the journal (answer hook) sees every request.
   size_t max_records = 0;
@@ -206,6 +216,7 @@ class Controller {
   void set_sampler(ServiceSampler* sampler) { sampler_ = sampler; }
   void set_rate_window_s(double window_s) { options_.rate_window_s = window_s; }
   void set_max_queue(size_t max_queue) { options_.max_queue = max_queue; }
+  void set_max_batch_delay_s(double delay_s) { options_.max_batch_delay_s = delay_s; }
   void set_max_records(size_t max_records) { options_.max_records = max_records; }
   void set_answer_hook(AnswerHook hook) { answer_hooks_ = {std::move(hook)}; }
   void add_answer_hook(AnswerHook hook) { answer_hooks_.push_back(std::move(hook)); }
@@ -298,8 +309,14 @@ class Controller {
   RequestRecord& record(int64_t id) { return records_[static_cast<size_t>(id - first_id_)]; }
   void trim_records();
   void publish(double rate_per_s);
+  // Fills free slots from their unit's queue, up to b requests each (the batch rule above);
+  // sets next_batch_due_s_.
   Status dispatch_ready();
-  Status dispatch(int unit, int slot, int64_t id);
+  // Sends the requests `ids` (1..b, in arrival order) as one batch to slot `slot` of `unit`.
+  Status dispatch(int unit, int slot, const std::vector<int64_t>& ids);
+  // Ends the batch led by `lead` (its result came): every member's record and answer.
+  Status answer_batch(const RunResult& result);
+  size_t in_flight_requests() const;
   // Handles every result that is ready; `progress` is set when one was.
   Status poll_results(bool* progress);
   // Fails a request older than the node timeout; probes the unit of one close to it.
@@ -328,18 +345,20 @@ class Controller {
   int units_ = 0;
   std::shared_ptr<const std::vector<float>> generator_input_;
   RequestInbox inbox_;
-  std::vector<std::deque<int64_t>> queues_;         // per unit: request ids
-  std::vector<std::vector<int64_t>> slot_request_;  // per unit, per slot: request id or -1
-  std::vector<int> running_;                        // per unit
-  std::map<int64_t, double> in_flight_;             // request id -> dispatch time
-  std::set<int64_t> probed_;                        // in flight, their unit answered a probe
-  std::map<int64_t, Pending> pending_;              // queued or running requests
+  std::vector<std::deque<int64_t>> queues_;          // per unit: request ids
+  std::vector<std::vector<int64_t>> slot_request_;   // per unit, per slot: batch lead id or -1
+  std::vector<int> running_;                         // per unit: batches running
+  std::map<int64_t, double> in_flight_;              // batch lead id -> dispatch time
+  std::map<int64_t, std::vector<int64_t>> batches_;  // batch lead id -> its requests, in order
+  std::set<int64_t> probed_;                         // in flight, their unit answered a probe
+  std::map<int64_t, Pending> pending_;               // queued or running requests
   std::deque<RequestRecord> records_;
   int64_t first_id_ = 0;  // id of records_.front()
   int64_t next_id_ = 0;
   int64_t generated_open_ = 0;  // generated requests received and not ended
   OutcomeCounts counts_;
-  double next_deadline_s_;  // earliest deadline among queued requests (+inf: none)
+  double next_deadline_s_;   // earliest deadline among queued requests (+inf: none)
+  double next_batch_due_s_;  // a slot waiting for a batch to fill dispatches then (+inf: none)
   bool draining_ = false;
   bool torn_down_ = false;  // the stop was mpirun tearing the job down
   std::atomic<bool> stop_requested_{false};

@@ -36,8 +36,9 @@ void Controller::admit(InferRequest request, bool client) {
   const int u = std::uniform_int_distribution<int>(0, units_ - 1)(rng_);
   record(id).unit = u;
   auto& q = queues_[static_cast<size_t>(u)];
-  // Free slots take a request at once: the bound is on requests that would wait.
-  const size_t free_slots = static_cast<size_t>(std::max(0, config_.service - running_[u]));
+  // Free slots take requests at once (up to b each): the bound is on requests that would wait.
+  const size_t free_slots = static_cast<size_t>(std::max(0, config_.service - running_[u])) *
+                            static_cast<size_t>(std::max(config_.batch, 1));
   if (options_.max_queue != kUnboundedQueue && q.size() >= options_.max_queue + free_slots) {
     finish(id, Outcome::kRejected,
            "the queue of unit " + std::to_string(u) + " is full (" +
@@ -135,6 +136,7 @@ void Controller::fail_all(const std::string& reason) {
   for (const auto& [id, p] : pending_) ids.push_back(id);
   for (auto& q : queues_) q.clear();
   in_flight_.clear();
+  batches_.clear();
   for (auto& slots : slot_request_) std::fill(slots.begin(), slots.end(), -1);
   std::fill(running_.begin(), running_.end(), 0);
   for (int64_t id : ids) finish(id, Outcome::kFailed, reason);
@@ -186,7 +188,7 @@ void Controller::publish(double rate_per_s) {
   live_.config = config_;
   live_.units = units_;
   live_.queued = queued();
-  live_.in_flight = in_flight_.size();
+  live_.in_flight = in_flight_requests();
   live_.rate_per_s = rate_per_s;
   live_.switches = switches_.size();
   live_.counts = counts();
@@ -255,7 +257,7 @@ Status Controller::loop(const LoopPlan& plan) {
     const bool generated_all = next == arrivals.size() && generated_open_ == 0;
     if (idle && (draining_ || (plan.end_with_generator && generated_all))) return Status::Ok();
     if (!progress) {
-      double next_event = std::min(start + next_tick, next_deadline_s_);
+      double next_event = std::min({start + next_tick, next_deadline_s_, next_batch_due_s_});
       if (next < arrivals.size()) next_event = std::min(next_event, start + arrivals[next]);
       idle_wait(next_event);
     }

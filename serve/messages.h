@@ -22,6 +22,7 @@ struct ControlMessage {
   int32_t service = 1;     // c
   int32_t inter = 1;       // K
   int32_t intra = 1;       // T
+  int32_t batch = 1;       // b: the most rows a slot's action may carry
 };
 
 // Node -> controller, on the control communicator. kFarewell: the node got SIGTERM (mpirun tears
@@ -37,7 +38,8 @@ struct NodeReply {
 };
 
 // Controller -> unit leader (tag = slot), then leader -> the unit (broadcast on the slot's
-// communicator). A kRun is followed by `payload_floats` input values when non-zero.
+// communicator). A kRun is followed by `payload_floats` input values when non-zero: `rows`
+// requests' inputs one after the other (a batch; 1 is a single request), answered as one.
 enum class ActionKind : int32_t { kRun = 1, kStop = 2 };
 
 struct RunAction {
@@ -46,6 +48,7 @@ struct RunAction {
   int64_t request_id = -1;
   int32_t running = 0;         // i: requests running in this unit at dispatch, this one included
   int32_t payload_floats = 0;  // input values that follow
+  int32_t rows = 1;            // requests in this batch, 1..b (request_id is the first one's)
   double emulated_ms = 0;      // > 0: emulated node, sleep this long instead of computing
 };
 
@@ -59,7 +62,8 @@ struct LayerTiming {
 
 // Unit leader -> controller (kResultTag). Then, on kResultPayloadTag + slot and in this order
 // (MPI keeps the order of messages between two ranks on one tag): `payload_floats` output values
-// when non-zero, then `timed_layers` LayerTiming records when non-zero.
+// when non-zero (the action's rows one after the other, row r the answer to input row r), then
+// `timed_layers` LayerTiming records (of the whole batch) when non-zero.
 struct RunResult {
   int64_t request_id = -1;
   int32_t slot = 0;

@@ -32,6 +32,8 @@ void gauge(const std::string& name, const std::string& help, double value, std::
 // Bounds in seconds: 100 us to 10 s for requests, 5 us to 50 ms for the front end.
 const std::vector<double> kRequestBounds = {1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025,
                                             0.05, 0.1,    0.25, 0.5,  1,      2.5,  5,    10};
+// Requests per batch a slot served (b is at most kMaxBatch; the planner searches 1..32).
+const std::vector<double> kBatchBounds = {1, 2, 4, 8, 16, 32, 64, 128};
 const std::vector<double> kFrontendBounds = {5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4,
                                              5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.05};
 
@@ -94,6 +96,7 @@ ServeMetrics::ServeMetrics(LatencyPredictor predictor, double window_s)
       queue_s_(kRequestBounds),
       compute_s_(kRequestBounds),
       frontend_s_(kFrontendBounds),
+      batch_size_(kBatchBounds),
       seconds_(static_cast<size_t>(std::ceil(window_s_)) + 1) {}
 
 double ServeMetrics::now_s() const {
@@ -110,6 +113,8 @@ ServeMetrics::Second& ServeMetrics::bucket(double at_s) {
 void ServeMetrics::record(const RequestRecord& r) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++outcomes_[r.outcome];
+  // Once per batch a slot computed (its first row), whether or not it was answered.
+  if (r.dispatch_s > 0 && r.batch_row == 0) batch_size_.observe(r.batch);
   Second& b = bucket(now_s());
   ++b.ended;
   if (!r.answered) {
@@ -225,6 +230,10 @@ std::string ServeMetrics::prometheus_text(const LiveStatus& live) const {
                  "Arrival to dispatch to a unit of answered requests.", &out);
   compute_s_.write("serf_compute_duration_seconds",
                    "Dispatch to answer of answered requests (a slot's occupancy).", &out);
+  batch_size_.write("serf_batch_size",
+                    "Requests per batch a slot served (b' <= the configuration's b; 1 without "
+                    "batching).",
+                    &out);
   frontend_s_.write("serf_frontend_duration_seconds",
                     "The front end's own time per answered request: parsing and hand-over, "
                     "encoding and sending.",

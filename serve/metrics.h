@@ -20,7 +20,8 @@
 
 namespace serf::serve {
 
-// Cumulative histogram with fixed upper bounds (seconds), as Prometheus exposes it.
+// Cumulative histogram with fixed upper bounds (seconds, or requests per batch), as Prometheus
+// exposes it.
 class Histogram {
  public:
   explicit Histogram(std::vector<double> bounds);
@@ -95,6 +96,7 @@ class ServeMetrics {
   uint64_t refused_connections_ = 0;
   uint64_t recalibrations_ = 0;
   Histogram request_s_, queue_s_, compute_s_, frontend_s_;
+  Histogram batch_size_;             // once per batch served: its requests
   double failed_latency_sum_s_ = 0;  // time to the end of requests not answered
   double last_answer_epoch_ms_ = 0;
   std::vector<Second> seconds_;  // ring over the window

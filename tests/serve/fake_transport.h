@@ -1,6 +1,7 @@
 #pragma once
 // Nodes without MPI for the controller's tests: each request is answered after a fixed time with
-// an output derived from its own input (each value + 1), so a test sees whose answer it got.
+// an output derived from its own input (each value + 1), so a test sees whose answer it got (a
+// batch's rows follow one another in its input, so in its output too).
 
 #include <algorithm>
 #include <chrono>
@@ -34,6 +35,7 @@ class FakeTransport : public Transport {
       return Status::Ok();  // swallowed: never answered
     }
     ++sent;
+    rows_sent.push_back(a.rows);
     max_running_seen[unit] = std::max(max_running_seen[unit], a.running);
     running_.push_back({unit, a, clock::now(), input});
     return Status::Ok();
@@ -75,6 +77,7 @@ class FakeTransport : public Transport {
   std::vector<Configuration> configs;
   std::map<int64_t, int> answered;
   std::map<int, int> max_running_seen;
+  std::vector<int> rows_sent;  // each action's rows (requests in its batch), in order
   int hang_after = -1;
   int dead_unit = -1;  // probe() finds this unit silent
   std::vector<int> probes;
