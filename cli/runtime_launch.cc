@@ -302,14 +302,14 @@ Status launch_runtime(const RuntimeFlags& flags,
 namespace {
 constexpr const char* kRunCsvHeader =
     "id,arrival_s,dispatch_s,done_s,latency_ms,service_ms,unit,slot,running,service,inter,intra,"
-    "outcome,answered,batch,served_batch\n";
+    "batch,served_batch,outcome,answered\n";
 
 void write_csv_row(std::ostream& csv, const serve::RequestRecord& r) {
   csv << r.id << ',' << r.arrival_s << ',' << r.dispatch_s << ',' << r.done_s << ','
       << (r.answered ? r.latency_ms() : 0) << ',' << r.service_ms << ',' << r.unit << ',' << r.slot
       << ',' << r.running << ',' << r.config.service << ',' << r.config.inter << ','
-      << r.config.intra << ',' << serve::outcome_name(r.outcome) << ',' << (r.answered ? 1 : 0)
-      << ',' << r.config.batch << ',' << (r.dispatch_s > 0 ? r.batch : 0) << '\n';
+      << r.config.intra << ',' << r.config.batch << ',' << (r.dispatch_s > 0 ? r.batch : 0) << ','
+      << serve::outcome_name(r.outcome) << ',' << (r.answered ? 1 : 0) << '\n';
 }
 }  // namespace
 

@@ -243,13 +243,14 @@ std::string ServeMetrics::prometheus_text(const LiveStatus& live) const {
   gauge("serf_requests_in_flight", "Requests dispatched to a unit and not answered yet.",
         static_cast<double>(live.in_flight), &out);
   family("serf_configuration", "gauge",
-         "The running configuration (c requests at once per unit, K nodes per request, T threads "
-         "per node), as labels; the value is 1.",
+         "The running configuration (c batches at once per unit, K nodes per batch, T threads "
+         "per node, b requests per batch at most; b = 1 without batching), as labels; the value "
+         "is 1.",
          &out);
   sample("serf_configuration", 1, &out,
          "service=\"" + std::to_string(live.config.service) + "\",inter=\"" +
              std::to_string(live.config.inter) + "\",intra=\"" + std::to_string(live.config.intra) +
-             "\"");
+             "\",batch=\"" + std::to_string(live.config.batch) + "\"");
   gauge("serf_serving_units", "Serving units of K nodes (floor(N / K)).", live.units, &out);
   family("serf_configuration_switches_total", "counter", "Configuration switches.", &out);
   sample("serf_configuration_switches_total", static_cast<double>(live.switches), &out);

@@ -61,7 +61,7 @@ case "$1" in
     "$PROMTOOL" check metrics <"$out/metrics.txt" || fail "promtool check metrics"
     grep -q '^serf_requests_total{outcome="answered"} 2$' "$out/metrics.txt" || fail "answered counter"
     grep -q '^serf_invalid_requests_total{protocol="http"} 4$' "$out/metrics.txt" || fail "invalid counter"
-    grep -q '^serf_configuration{service="1",inter="1",intra="1"} 1$' "$out/metrics.txt" || fail "configuration gauge"
+    grep -q '^serf_configuration{service="1",inter="1",intra="1",batch="1"} 1$' "$out/metrics.txt" || fail "configuration gauge"
     grep -q '^serf_predicted_mean_latency_seconds 0\.0' "$out/metrics.txt" || fail "no prediction"
     echo "ok: /metrics passes promtool check metrics"
     kill -TERM "$RANK0"
