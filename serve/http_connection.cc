@@ -7,8 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <string>
 
 namespace serf::serve {
@@ -54,17 +56,37 @@ void DeadlineStream::start_request() {
 }
 
 bool DeadlineStream::is_readable() const {
+  if (pos_ < end_) return true;
   return wait_fd(fd_, POLLIN, std::chrono::duration<double>(deadline_ - Clock::now()).count());
 }
 
 bool DeadlineStream::is_writable() const { return wait_fd(fd_, POLLOUT, write_timeout_s_); }
 
 ssize_t DeadlineStream::read(char* ptr, size_t size) {
-  if (!is_readable()) return -1;  // the request did not arrive whole in time
-  for (;;) {
-    const ssize_t n = ::recv(fd_, ptr, size, 0);
-    if (n >= 0 || errno != EINTR) return n;
+  if (size == 0) return 0;
+  if (pos_ == end_) {
+    // A large read goes straight to the caller; a small one fills the buffer. The socket is
+    // tried first and waited on (poll, up to the deadline) only when it has nothing.
+    const bool direct = size >= sizeof(buf_);
+    for (;;) {
+      const ssize_t n =
+          ::recv(fd_, direct ? ptr : buf_, direct ? size : sizeof(buf_), MSG_DONTWAIT);
+      if (n > 0 && direct) return n;
+      if (n > 0) {
+        pos_ = 0;
+        end_ = static_cast<size_t>(n);
+        break;
+      }
+      if (n == 0) return 0;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+      if (!is_readable()) return -1;  // the request did not arrive whole in time
+    }
   }
+  const size_t k = std::min(size, end_ - pos_);
+  std::memcpy(ptr, buf_ + pos_, k);
+  pos_ += k;
+  return static_cast<ssize_t>(k);
 }
 
 ssize_t DeadlineStream::write(const char* ptr, size_t size) {
@@ -190,7 +212,8 @@ bool BoundedServer::process_and_close_socket(socket_t sock) {
   setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // small answers leave at once
   DeadlineStream stream(sock, limits_.read_timeout_s, limits_.write_timeout_s);
   bool ok = true;
-  for (size_t left = keep_alive_max_count_; left > 0 && wait_for_request(sock); --left) {
+  for (size_t left = keep_alive_max_count_;
+       left > 0 && (stream.buffered() || wait_for_request(sock)); --left) {
     stream.start_request();
     bool closed = false;
     ok = process_request(stream, left == 1 || svr_sock_ == INVALID_SOCKET, closed, nullptr);

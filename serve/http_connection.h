@@ -30,11 +30,17 @@ class DeadlineStream : public httplib::Stream {
   void get_remote_ip_and_port(std::string& ip, int& port) const override;
   void get_local_ip_and_port(std::string& ip, int& port) const override;
   socket_t socket() const override { return fd_; }
+  // Bytes already read from the socket and not yet taken (the next request's, when pipelined).
+  bool buffered() const { return pos_ < end_; }
 
  private:
   int fd_;
   double read_timeout_s_, write_timeout_s_;
   std::chrono::steady_clock::time_point deadline_;
+  // cpp-httplib reads header lines one byte at a time: without a buffer each byte cost a poll and
+  // a recv (two system calls), the front end's largest cost in the VM (bench_frontend).
+  char buf_[16384];
+  size_t pos_ = 0, end_ = 0;
 };
 
 // httplib's task queue: `workers` threads serve one connection each; a connection that finds
