@@ -345,6 +345,34 @@ TEST_CASE("a client that sends its headers slowly is cut off; others are served 
   ::close(fd);
 }
 
+TEST_CASE("requests pipelined on one connection in one send are all answered, in order",
+          "[serve][http]") {
+  // The connection's stream reads ahead into a buffer: the second and third requests arrive
+  // with the first and must be served from it, not wait for the socket to say readable again.
+  Server s;
+  const int fd = connect_to(s.http->port());
+  const std::string body = infer_body({1, 2, 3, 4}).dump();
+  const std::string infer = "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string three = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n" + infer +
+                            "GET /v2/models/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  REQUIRE(::send(fd, three.data(), three.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(three.size()));
+  const auto t0 = Clock::now();
+  const std::string got = read_all(fd, 5.0);  // the third asks to close
+  ::close(fd);
+  REQUIRE(std::chrono::duration<double>(Clock::now() - t0).count() < 4.0);
+  const size_t first = got.find("HTTP/1.1 200");
+  const size_t second = got.find("HTTP/1.1 200", first + 1);
+  const size_t third = got.find("HTTP/1.1 400", second + 1);
+  INFO(got);
+  REQUIRE(first == 0);
+  REQUIRE(second != std::string::npos);
+  REQUIRE(third != std::string::npos);
+  REQUIRE(got.find("\"output\"", second) < third);  // the infer answer is the second
+  REQUIRE(got.find("unknown model", third) != std::string::npos);
+}
+
 TEST_CASE("one connection too many is answered 503 and closed", "[serve][http]") {
   HttpOptions o;
   o.connections = 2;
