@@ -1,6 +1,7 @@
 // serf profile: tuple profiling and the exhaustive baseline under mpirun (issue 4).
 //   mpirun -np N+1 serf profile --model FILE --cores-per-node F [--inter LIST] --out profile.json
 //   mpirun -np N+1 serf profile --emulate P --exhaustive --rates 10,20 --requests 200 --out ex.json
+#include <algorithm>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -23,6 +24,7 @@ namespace {
 struct ProfileFlags {
   RuntimeFlags runtime;
   std::string inter;
+  std::string batches = "1";  // --batches: b of the tuples (i, K, T, b)
   int samples = 10;
   int passes = 1;
   int warmup = -1;  // < 0: the mode's default
@@ -128,10 +130,27 @@ Status run_profile(const ProfileFlags& f) {
       SERF_ASSIGN_OR_RETURN(inter, profiler::parse_int_list(f.inter, "--inter"));
       for (int k : inter) SERF_RETURN_IF_ERROR(session.check_configuration({1, k, 1}, "--inter"));
     }
+    SERF_ASSIGN_OR_RETURN(std::vector<int> batches,
+                          profiler::parse_int_list(f.batches, "--batches"));
+    for (int b : batches) {
+      if (b < 1 || b > kMaxBatch)
+        return InvalidArgument("--batches: " + std::to_string(b) + " is not a batch size; give " +
+                               "sizes in 1.." + std::to_string(kMaxBatch) + " (e.g. 1,2,4,8)");
+    }
+    std::sort(batches.begin(), batches.end());
+    batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
+    if (f.exhaustive && batches != std::vector<int>{1}) {
+      // The exhaustive points' files and serf validate do not carry b yet: rows of different b
+      // would be mixed up.
+      return InvalidArgument("--batches " + f.batches +
+                             ": --exhaustive measures batch-1 configurations only for now; profile "
+                             "batches as tuples (without --exhaustive)");
+    }
     const Hardware hw{session.nodes, session.cores_per_node};
     return session.run_controller([&](serve::Controller& controller) -> Status {
       if (!f.exhaustive) {
-        profiler::TupleProfileOptions o{session.model_name, hw, inter, f.samples, warmup, f.passes};
+        profiler::TupleProfileOptions o{session.model_name, hw,     inter, f.samples, warmup,
+                                        f.passes,           batches};
         Profile partial;
         // First thing on SIGTERM (a node died, the job is cancelled): the finished tuples go to
         // disk before mpirun's SIGKILL can come. Overwritten below when there is time.
@@ -157,6 +176,8 @@ Status run_profile(const ProfileFlags& f) {
           note += std::to_string(warmup) + " warm-up + " + std::to_string(f.samples) +
                   " samples per tuple";
         }
+        // A tuple (i, K, T, b) is measured with i full batches of b running (closed loop).
+        if (batches != std::vector<int>{1}) note += "; full batches of b = " + f.batches;
         char wall[64];
         std::snprintf(wall, sizeof(wall), "; total wall time %.3f s", total);
         note += wall;
@@ -189,6 +210,7 @@ Status run_profile(const ProfileFlags& f) {
       profiler::ExhaustiveOptions o;
       o.hardware = hw;
       o.inter = inter;
+      o.batches = batches;
       o.rates_per_s = rates;
       o.utilizations = utilizations;
       o.capacity_profile = capacity_profile.get();
@@ -251,6 +273,10 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
   add_runtime_flags(sub, &f->runtime);
   sub->add_option("--inter", f->inter,
                   "K values to profile, e.g. 1,2,4 (nodes per request; default powers of 2 <= N)");
+  sub->add_option("--batches", f->batches,
+                  "batch sizes b to profile, e.g. 1,2,4,8: tuples (i, K, T, b), each the time of "
+                  "a batch of b with i batches running (\"batch\": b in the profile; default 1) "
+                  "(--exhaustive: 1 only for now)");
   sub->add_option("--samples", f->samples, "measured requests per tuple (count)");
   sub->add_option("--passes", f->passes,
                   "measure every tuple in this many passes over all tuples, --samples split "

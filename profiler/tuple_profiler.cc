@@ -19,22 +19,26 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 std::vector<ParallelismTuple> profile_tuples(int nodes, int cores_per_node,
-                                             const std::vector<int>& inter) {
+                                             const std::vector<int>& inter,
+                                             const std::vector<int>& batches) {
   std::vector<ParallelismTuple> out;
   for (int k : inter) {
     if (k < 1 || k > nodes) continue;
     for (int t = 1; t <= cores_per_node; ++t) {
-      for (int i = 1; i * t <= cores_per_node; ++i) out.push_back({i, k, t});
+      for (int b : batches) {
+        for (int i = 1; i * t <= cores_per_node; ++i) out.push_back({i, k, t, b});
+      }
     }
   }
   return out;
 }
 
 std::vector<Configuration> all_configurations(int nodes, int cores_per_node,
-                                              const std::vector<int>& inter) {
+                                              const std::vector<int>& inter,
+                                              const std::vector<int>& batches) {
   std::vector<Configuration> out;
-  for (const ParallelismTuple& t : profile_tuples(nodes, cores_per_node, inter)) {
-    out.push_back({t.service, t.inter, t.intra});
+  for (const ParallelismTuple& t : profile_tuples(nodes, cores_per_node, inter, batches)) {
+    out.push_back({t.service, t.inter, t.intra, t.batch});
   }
   return out;
 }
@@ -103,8 +107,8 @@ TupleStats pool_passes(const ParallelismTuple& tuple, const std::vector<PassSamp
 StatusOr<Profile> run_tuple_profile(serve::Controller& controller,
                                     const TupleProfileOptions& options, const ProgressFn& progress,
                                     Profile* partial) {
-  const auto tuples =
-      profile_tuples(options.hardware.nodes, options.hardware.cores_per_node, options.inter);
+  const auto tuples = profile_tuples(options.hardware.nodes, options.hardware.cores_per_node,
+                                     options.inter, options.batches);
   if (tuples.empty()) {
     return InvalidArgument("--inter: no K in the list fits the " +
                            std::to_string(options.hardware.nodes) + " node(s); give K <= nodes");
@@ -131,7 +135,7 @@ StatusOr<Profile> run_tuple_profile(serve::Controller& controller,
             options.passes > 1 ? to_string(t) + " pass " + std::to_string(pass + 1) : to_string(t));
       }
       const auto t0 = std::chrono::steady_clock::now();
-      SERF_RETURN_IF_ERROR(controller.configure({t.service, t.inter, t.intra}));
+      SERF_RETURN_IF_ERROR(controller.configure({t.service, t.inter, t.intra, t.batch}));
       PassSamples p;
       SERF_ASSIGN_OR_RETURN(p.node_ms,
                             controller.run_closed_loop(options.warmup, samples, &p.occupancy_ms));
@@ -265,8 +269,8 @@ Status measure_point(serve::Controller& controller, const ExhaustiveOptions& o, 
 StatusOr<ExhaustiveReport> run_exhaustive(serve::Controller& controller,
                                           const ExhaustiveOptions& options,
                                           const ProgressFn& progress, ExhaustiveReport* partial) {
-  const auto configs =
-      all_configurations(options.hardware.nodes, options.hardware.cores_per_node, options.inter);
+  const auto configs = all_configurations(options.hardware.nodes, options.hardware.cores_per_node,
+                                          options.inter, options.batches);
   if (configs.empty())
     return InvalidArgument("--inter: no K in the list fits the nodes; give K <= nodes");
   std::vector<std::vector<double>> rates;  // per configuration

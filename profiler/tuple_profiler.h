@@ -15,12 +15,15 @@
 
 namespace serf::profiler {
 
-// Tuples (i, K, T) with K in `inter` (K <= nodes), T in 1..F and i*T <= F, ordered by K, T, i.
+// Tuples (i, K, T, b) with K in `inter` (K <= nodes), T in 1..F, i*T <= F and b in `batches`,
+// ordered by K, T, b, i.
 std::vector<ParallelismTuple> profile_tuples(int nodes, int cores_per_node,
-                                             const std::vector<int>& inter);
-// Every configuration (c, K, T) with c*T <= F and K in `inter` (K <= nodes).
+                                             const std::vector<int>& inter,
+                                             const std::vector<int>& batches = {1});
+// Every configuration (c, K, T, b) with c*T <= F, K in `inter` (K <= nodes), b in `batches`.
 std::vector<Configuration> all_configurations(int nodes, int cores_per_node,
-                                              const std::vector<int>& inter);
+                                              const std::vector<int>& inter,
+                                              const std::vector<int>& batches = {1});
 
 // Mean and squared coefficient of variation (population variance / mean^2) of `samples_ms`.
 TupleStats tuple_stats(const ParallelismTuple& tuple, const std::vector<double>& samples_ms);
@@ -48,11 +51,13 @@ struct TupleProfileOptions {
   // Passes over all tuples: a disturbance of a few seconds then spoils one pass of a tuple, not
   // the tuple's whole profile. 1: each tuple once (the paper's procedure).
   int passes = 1;
+  // Batch sizes b of the tuples (i, K, T, b): each measured with i full batches of b running.
+  std::vector<int> batches = {1};
 };
 
-// Closed loop per tuple: exactly i requests running on one unit; records each service time. With
-// passes > 1 the tuples are measured round robin, `passes` times each, and pooled (pool_passes).
-// `partial` always holds every tuple measured so far, pooled over its passes so far.
+// Closed loop per tuple: exactly i batches of b requests running on one unit; records each service
+// time. With passes > 1 the tuples are measured round robin, `passes` times each, and pooled
+// (pool_passes). `partial` always holds every tuple measured so far, pooled over its passes so far.
 StatusOr<Profile> run_tuple_profile(serve::Controller& controller,
                                     const TupleProfileOptions& options, const ProgressFn& progress,
                                     Profile* partial);
@@ -60,6 +65,7 @@ StatusOr<Profile> run_tuple_profile(serve::Controller& controller,
 struct ExhaustiveOptions {
   Hardware hardware;
   std::vector<int> inter;
+  std::vector<int> batches = {1};   // b of the configurations (c, K, T, b)
   std::vector<double> rates_per_s;  // total arrival rate over the cluster
   // Instead of rates_per_s: each configuration at these fractions of its capacity as
   // `capacity_profile` predicts it (rates_at_utilizations), so every configuration is loaded alike.
@@ -111,6 +117,5 @@ StatusOr<ExhaustiveReport> run_exhaustive(serve::Controller& controller,
 std::string exhaustive_csv(const ExhaustiveReport& report);
 std::string exhaustive_json(const ExhaustiveReport& report, const std::string& model,
                             const Hardware& hardware);
-
 
 }  // namespace serf::profiler

@@ -442,13 +442,17 @@ StatusOr<std::vector<double>> Controller::run_closed_loop(int warmup, int sample
   std::vector<double> measured;
   int finished = 0;
   std::vector<int64_t> ids;  // this loop's requests, consumed ones set to -1
+  // A full batch of b each time: the tuple (i, K, T, b) is the time of a batch of b.
   auto submit = [&](int slot) {
-    InferRequest req;
-    req.input = generator_input_;
-    req.arrival = std::chrono::steady_clock::now();
-    const int64_t id = enter(std::move(req), false);  // not queued: straight to `slot`
-    ids.push_back(id);
-    return dispatch(0, slot, {id});
+    std::vector<int64_t> batch;
+    for (int r = 0; r < std::max(config_.batch, 1); ++r) {
+      InferRequest req;
+      req.input = generator_input_;
+      req.arrival = std::chrono::steady_clock::now();
+      batch.push_back(enter(std::move(req), false));  // not queued: straight to `slot`
+    }
+    ids.push_back(batch.front());  // the batch ends with its first request
+    return dispatch(0, slot, batch);
   };
   for (int s = 0; s < c; ++s) SERF_RETURN_IF_ERROR(submit(s));
   while (static_cast<int>(measured.size()) < samples) {

@@ -251,11 +251,11 @@ class Controller {
   Status serve(const SchedulerHook& hook, const std::vector<double>* arrival_s = nullptr);
   // One request with `input`, served now (serf infer --inter).
   StatusOr<InferAnswer> infer_one(std::shared_ptr<const std::vector<float>> input);
-  // Closed loop on unit 0: keeps exactly c requests running until `warmup + samples` have finished
-  // after the loop filled; returns the service times (ms) the nodes measured for the `samples`
-  // measured ones and, when `occupancy_ms` is given, how long each held its slot as the controller
-  // sees it (dispatch to answer: the nodes' time plus the messaging), which is the service time
-  // the queue model needs.
+  // Closed loop on unit 0: keeps exactly c batches of b requests running (b = 1: c requests) until
+  // `warmup + samples` batches have finished after the loop filled; returns the service times (ms)
+  // the nodes measured for the `samples` measured ones and, when `occupancy_ms` is given, how long
+  // each held its slot as the controller sees it (dispatch to answer: the nodes' time plus the
+  // messaging), which is the service time the queue model needs.
   StatusOr<std::vector<double>> run_closed_loop(int warmup, int samples,
                                                 std::vector<double>* occupancy_ms = nullptr);
 

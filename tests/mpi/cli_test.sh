@@ -453,6 +453,44 @@ PY
     expect_error 3 "run it under mpirun -np 2" infer --model "$model" --inter 1
     expect_error 3 "nope.json" infer --model /nope.json --inter 2
     ;;
+  batch)
+    # Batches end to end (issue 16): serf profile --batches on real nodes (the tiny model) writes
+    # tuples (i, K, T, b); serf serve batches on emulated nodes from that profile; bad input.
+    model="$ROOT/configs/models/tiny.json"
+    timeout 120 "$MPIEXEC" --oversubscribe -np 2 "$SERF" profile --model "$model" --cores-per-node 1 \
+      --batches 4,1,2 --samples 6 --out "$out/p.json" >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "profile --batches"; }
+    cat "$out/o"
+    python3 - "$out/p.json" <<'PY' || fail "the profile does not hold tuples (1, 1, 1, b) for b = 1, 2, 4"
+import json, sys
+p = json.load(open(sys.argv[1]))
+got = sorted((t["service"], t["inter"], t["intra"], t["batch"]) for t in p["tuples"])
+assert got == [(1, 1, 1, 1), (1, 1, 1, 2), (1, 1, 1, 4)], got
+assert all(t["mean_ms"] > 0 and t["samples"] == 6 for t in p["tuples"]), p["tuples"]
+print("ok: tuples", got)
+PY
+    "$SERF" predict --profile "$out/p.json" --service 1 --inter 1 --intra 1 --batch 4 --rate 50 \
+      --nodes 1 >/dev/null || fail "predict on the batched profile"
+    timeout 120 "$MPIEXEC" --oversubscribe -np 2 "$SERF" serve --emulate "$out/p.json" --config 1,1,1,4 \
+      --rate 20000 --requests 400 --recalibrate off --out "$out/run.json" >"$out/o" 2>"$out/e" \
+      || { cat "$out/e"; fail "serve --config 1,1,1,4"; }
+    cat "$out/o"
+    grep -q "requests: 400 answered of 400" "$out/o" || fail "not every request answered"
+    grep -q "^batches: " "$out/o" || fail "no batch summary"
+    python3 - "$out/run.json" <<'PY' || fail "run.json: batches"
+import json, sys
+r = json.load(open(sys.argv[1]))["requests"]
+assert len(r) == 400 and all(x["answered"] and x["batch"] == 4 for x in r)
+sizes = [x["served_batch"] for x in r]
+assert max(sizes) > 1 and min(sizes) >= 1 and max(sizes) <= 4, sizes
+print("ok: served batch sizes", sorted(set(sizes)))
+PY
+    head -1 "$out/run.json.csv" | grep -q ',intra,batch,served_batch,outcome,answered$' || fail "CSV header"
+    expect_error 2 "--batches: expected positive integers" profile --model "$model" --cores-per-node 1 --batches 0 --out "$out/q.json"
+    expect_error 2 "--batches: 5000 is not a batch size; give sizes in 1..4096" profile --model "$model" --cores-per-node 1 --batches 1,5000 --out "$out/q.json"
+    expect_error 2 "--exhaustive measures batch-1 configurations only" profile --model "$model" --cores-per-node 1 --batches 1,2 --exhaustive --rates 5 --out "$out/q.json"
+    expect_error 2 "expected c,K,T or c,K,T,b" serve --emulate "$out/p.json" --config 1,1,1,0 --rate 5
+    expect_error 2 "(i=1, K=1, T=1, b=8)" serve --emulate "$out/p.json" --config 1,1,1,8 --rate 5
+    ;;
   table_switch)
     # SERF online: `serf plan` makes the table, `serve --table` follows a load that rises.
     "$SERF" plan --profile "$profile" --nodes 4 --rates 10:320:10 --out "$out/table.json" >/dev/null \

@@ -179,3 +179,23 @@ TEST_CASE("serf_batch_size counts each batch once by its size", "[serve][metrics
   REQUIRE(has("serf_batch_size_count 2"));
   REQUIRE(has("serf_batch_size_sum 5"));
 }
+
+TEST_CASE("the closed loop keeps c full batches of b running (serf profile --batches)",
+          "[mpi][controller][batch]") {
+  FakeTransport t(1, 2e-3);
+  Controller c(t, {});
+  REQUIRE(c.configure({2, 1, 1, 4}).ok());
+  std::vector<double> occupancy;
+  auto samples = c.run_closed_loop(2, 10, &occupancy);
+  REQUIRE(samples.ok());
+  REQUIRE(samples->size() == 10);  // batches measured, not requests
+  REQUIRE(occupancy.size() == 10);
+  for (double ms : *samples) REQUIRE(ms == Approx(2.0));
+  REQUIRE(!t.rows_sent.empty());
+  for (int n : t.rows_sent) REQUIRE(n == 4);
+  REQUIRE(t.max_running_seen[0] == 2);
+  for (const RequestRecord& r : c.records()) {
+    REQUIRE(r.answered);
+    REQUIRE(r.batch == 4);
+  }
+}
