@@ -1,5 +1,6 @@
 #include "cli/serve_calibration.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -34,7 +35,12 @@ StatusOr<std::unique_ptr<serve::SelfCalibration>> start_self_calibration(
   if (table && table->objective == "mean") {
     plan.queue = table->queue;
     initial = *table;
-    for (const TableEntry& e : table->entries) rates.push_back(e.rate_per_s);
+    for (const TableEntry& e : table->entries) {
+      rates.push_back(e.rate_per_s);
+      // A table planned with --batch B is re-planned over batches too (its largest b stands for
+      // B: the table does not record B itself).
+      plan.max_batch = std::max(plan.max_batch, e.config.batch);
+    }
   }
   auto cal = std::make_unique<serve::SelfCalibration>(profile, initial, rates, plan,
                                                       serve::DriftRule{}, min_dwell_s);
