@@ -93,42 +93,23 @@ std::string csv_path(const std::string& out) {
   return out + ".csv";
 }
 
-// One row per queue model of the summary `which`; with_ci adds the "in 95% CI" column.
-void print_error_table(const profiler::ValidationReport& report,
-                       profiler::ErrorSummary profiler::ModelValidation::*which, bool with_ci) {
-  std::printf("%-14s %6s %7s %7s %7s %7s", "queue", "points", "mean", "median", "p95", "max");
-  std::printf(with_ci ? " %10s\n" : "\n", "in 95% CI");
-  for (const profiler::ModelValidation& mv : report.models) {
-    const profiler::ErrorSummary& t = mv.*which;
-    std::printf("%-14s %6d %7s %7s %7s %7s", to_string(mv.queue), t.count,
-                format_percent(t.mean).c_str(), format_percent(t.median).c_str(),
-                format_percent(t.p95).c_str(), format_percent(t.max).c_str());
-    const std::string ci = std::to_string(t.within_ci95) + "/" + std::to_string(t.count);
-    std::printf(with_ci ? " %10s\n" : "\n", ci.c_str());
+// --queue NAME, or "all": every queue model.
+StatusOr<std::vector<QueueKind>> parse_queues(const std::string& name) {
+  if (name == "all") {
+    return std::vector<QueueKind>{QueueKind::kMdInterf,     QueueKind::kMmInterf,
+                                  QueueKind::kMdc,          QueueKind::kMmc,
+                                  QueueKind::kAllenCunneen, QueueKind::kMdcExact};
   }
+  auto q = parse_queue_kind(name);
+  if (!q.ok()) return q.status().with_context("--queue (or 'all')");
+  return std::vector<QueueKind>{*q};
 }
 
-Status run_validate(const ValidateFlags& f) {
-  std::vector<InputFile> files{{"--profile", f.profile}};
-  for (const std::string& m : f.measured) files.push_back({"--measured", m});
-  SERF_RETURN_IF_ERROR(check_output_path("--out", f.out, files));
-  SERF_RETURN_IF_ERROR(check_output_path("--out", csv_path(f.out), files));
-  if (!f.plot.empty()) SERF_RETURN_IF_ERROR(check_output_path("--plot", f.plot, files));
-  if (!f.plot.empty()) SERF_RETURN_IF_ERROR(check_plot_path("--plot", f.plot));
-  std::vector<QueueKind> queues;
-  if (f.queue == "all") {
-    queues = {QueueKind::kMdInterf, QueueKind::kMmInterf,     QueueKind::kMdc,
-              QueueKind::kMmc,      QueueKind::kAllenCunneen, QueueKind::kMdcExact};
-  } else {
-    auto q = parse_queue_kind(f.queue);
-    if (!q.ok()) return q.status().with_context("--queue (or 'all')");
-    queues = {*q};
-  }
-  SERF_ASSIGN_OR_RETURN(Profile profile, io::load_profile(f.profile));
-
-  // Every measured file must be of the profile's model and hardware.
-  std::vector<profiler::MeasuredPoint> points;
-  MeasuredTotals totals;
+// Reads the --measured files: every one must be of the profile's model and hardware. `points`
+// gets what is compared (INVALID ones only with --include-invalid), `nodes` the node count.
+Status load_points(const ValidateFlags& f, const Profile& profile,
+                   std::vector<profiler::MeasuredPoint>* points, MeasuredTotals* totals,
+                   int* nodes_out) {
   int nodes = f.nodes;
   for (const std::string& path : f.measured) {
     SERF_ASSIGN_OR_RETURN(profiler::MeasuredSet m, profiler::load_measured(path));
@@ -157,20 +138,37 @@ Status run_validate(const ValidateFlags& f) {
       file_wall = 0;
       for (const profiler::MeasuredPoint& p : m.points) file_wall += p.wall_s;
     }
-    totals.wall_known = totals.wall_known && file_wall > 0;
-    totals.wall_s += file_wall;
+    totals->wall_known = totals->wall_known && file_wall > 0;
+    totals->wall_s += file_wall;
     for (profiler::MeasuredPoint& p : m.points) {
-      ++totals.points;
-      if (p.valid >= 0) ++totals.judged;
-      if (p.valid == 0) totals.invalid.push_back(p);
-      if (p.valid != 0 || f.include_invalid) points.push_back(p);
+      ++totals->points;
+      if (p.valid >= 0) ++totals->judged;
+      if (p.valid == 0) totals->invalid.push_back(p);
+      if (p.valid != 0 || f.include_invalid) points->push_back(p);
     }
   }
-  if (points.empty()) {
-    return InvalidArgument("--measured: all " + std::to_string(totals.points) +
+  if (points->empty()) {
+    return InvalidArgument("--measured: all " + std::to_string(totals->points) +
                            " points are INVALID (give --include-invalid to compare them anyway)");
   }
-  if (nodes == 0) nodes = profile.hardware.nodes;
+  *nodes_out = nodes == 0 ? profile.hardware.nodes : nodes;
+  return Status::Ok();
+}
+
+Status run_validate(const ValidateFlags& f) {
+  std::vector<InputFile> files{{"--profile", f.profile}};
+  for (const std::string& m : f.measured) files.push_back({"--measured", m});
+  SERF_RETURN_IF_ERROR(check_output_path("--out", f.out, files));
+  SERF_RETURN_IF_ERROR(check_output_path("--out", csv_path(f.out), files));
+  if (!f.plot.empty()) SERF_RETURN_IF_ERROR(check_output_path("--plot", f.plot, files));
+  if (!f.plot.empty()) SERF_RETURN_IF_ERROR(check_plot_path("--plot", f.plot));
+  SERF_ASSIGN_OR_RETURN(std::vector<QueueKind> queues, parse_queues(f.queue));
+  SERF_ASSIGN_OR_RETURN(Profile profile, io::load_profile(f.profile));
+
+  std::vector<profiler::MeasuredPoint> points;
+  MeasuredTotals totals;
+  int nodes = 0;
+  SERF_RETURN_IF_ERROR(load_points(f, profile, &points, &totals, &nodes));
 
   SERF_ASSIGN_OR_RETURN(profiler::ValidationReport report,
                         profiler::validate_predictions(profile, points, nodes, queues));
@@ -185,67 +183,7 @@ Status run_validate(const ValidateFlags& f) {
   doc["points_judged"] = totals.judged;
   doc["points_invalid"] = totals.invalid.size();
   doc["invalid_compared"] = f.include_invalid;
-  std::printf("relative error |predicted - measured| / measured of the mean latency:\n");
-  std::printf("%-14s %6s %8s %7s %7s %7s %7s %10s %10s %16s\n", "queue", "points", "unstable",
-              "mean", "median", "p95", "max", "in 95% CI", "planner", "penalty mean/max");
-  for (const profiler::ModelValidation& mv : report.models) {
-    const profiler::ErrorSummary& s = mv.summary;
-    const std::string ci =
-        s.with_ci95 ? std::to_string(s.within_ci95) + "/" + std::to_string(s.with_ci95) : "-";
-    const std::string planner = std::to_string(mv.matches) + "/" + std::to_string(mv.rates.size());
-    const std::string penalty =
-        mv.rates.empty() ? "-"
-                         : format_percent(mv.mean_penalty) + "/" + format_percent(mv.max_penalty);
-    std::printf("%-14s %6d %8d %7s %7s %7s %7s %10s %10s %16s\n", to_string(mv.queue), s.count,
-                s.unstable, format_percent(s.mean).c_str(), format_percent(s.median).c_str(),
-                format_percent(s.p95).c_str(), format_percent(s.max).c_str(), ci.c_str(),
-                planner.c_str(), penalty.c_str());
-  }
-  std::printf(
-      "the same over the points whose measured service time is within %.0f%% of the profile's "
-      "(the machine as profiled):\n",
-      100 * profiler::kMaxServiceDrift);
-  print_error_table(report, &profiler::ModelValidation::steady_summary, false);
-  std::printf(
-      "the queue model alone: each prediction re-made with the configuration's service times "
-      "scaled to the point's measured service time (the profile's error taken out):\n");
-  print_error_table(report, &profiler::ModelValidation::rescaled_summary, false);
-  if (report.models.front().adjusted_summary.count > 0) {
-    std::printf(
-        "against the sample-path estimate: each measured mean corrected by replaying its own "
-        "arrivals through the model's queue (measured - replay + the replay's long-run mean; "
-        "arrival luck cancels):\n");
-    print_error_table(report, &profiler::ModelValidation::adjusted_summary, true);
-  }
-  std::printf("relative error of the p99 (tail approximation; points of >= %d requests):\n",
-              profiler::kMinRequestsForP99);
-  print_error_table(report, &profiler::ModelValidation::p99_summary, false);
-  const profiler::ErrorSummary& first = report.models.front().summary;
-  if (first.with_ci95 > 0) {
-    std::printf("measurement: mean 95%% CI half-width %s of the measured mean (batch means)\n",
-                format_percent(first.mean_ci95_rel).c_str());
-  }
-  std::printf(
-      "planner: rates measured on 2+ configurations where the lowest predicted mean is the "
-      "measured best; penalty = measured latency of that pick / measured best - 1\n");
-  if (report.models.front().adjusted_rates > 0) {
-    std::printf(
-        "planner against the sample-path estimates (the best by estimate, not by raw mean):");
-    for (const profiler::ModelValidation& mv : report.models) {
-      std::printf(" %s %d/%d;", to_string(mv.queue), mv.adjusted_matches, mv.adjusted_rates);
-    }
-    std::printf("\n");
-  }
-  if (first.unstable > 0) {
-    std::printf("skipped as unstable under %s (predicted utilization >= 1):",
-                to_string(report.models.front().queue));
-    for (const auto& r : report.models.front().points) {
-      if (!r.prediction.stable) {
-        std::printf(" %s at %g/s;", to_string(r.measured.config).c_str(), r.measured.rate_per_s);
-      }
-    }
-    std::printf("\n");
-  }
+  profiler::print_validation_tables(stdout, report);
   doc["cost"] = print_cost(profile, totals, report.models.front());
   if (profile.illustrative) std::printf("note: this profile is illustrative, not measured\n");
   SERF_RETURN_IF_ERROR(io::write_text_file(f.out, doc.dump(1) + "\n"));

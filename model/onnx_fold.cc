@@ -10,9 +10,9 @@ namespace serf::model::onnx_import {
 
 namespace {
 
-const std::set<std::string> kFoldable = {"Constant", "Identity", "Shape", "Gather", "Unsqueeze",
-                                         "Squeeze", "Concat", "Cast", "Slice", "Mul", "Div",
-                                         "Add", "Sub", "Reshape", "ConstantOfShape"};
+const std::set<std::string> kFoldable = {
+    "Constant", "Identity", "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat",         "Cast",
+    "Slice",    "Mul",      "Div",   "Add",    "Sub",       "Reshape", "ConstantOfShape"};
 
 bool is_int(int dtype) {
   return dtype == onnx::TensorProto_DataType_INT64 || dtype == onnx::TensorProto_DataType_INT32;
@@ -41,6 +41,267 @@ StatusOr<int64_t> axis_of(int64_t axis, int64_t rank, const std::string& where) 
   return axis;
 }
 
+// One constant-folding step: the node, its attributes and its inputs (nullptr where omitted).
+struct Fold {
+  const Importer& importer;
+  const onnx::NodeProto& node;
+  const std::string& where;
+  const Attributes& attributes;
+  const std::vector<const Value*>& in;
+  const Value* arg(size_t k) const { return k < in.size() ? in[k] : nullptr; }
+  Status unsupported(const std::string& what) const { return importer.unsupported(node, what); }
+};
+
+Value constant_value() {
+  Value out;
+  out.constant = true;
+  return out;
+}
+
+StatusOr<Value> fold_constant(const Fold& f) {
+  const Attributes& a = f.attributes;
+  SERF_RETURN_IF_ERROR(a.only({"value", "value_float", "value_floats", "value_int", "value_ints"}));
+  Value out = constant_value();
+  if (const onnx::AttributeProto* t = a.find("value")) {
+    SERF_ASSIGN_OR_RETURN(out, constant_from(t->t(), f.where));
+  } else if (const onnx::AttributeProto* x = a.find("value_float")) {
+    out.dims = {};
+    out.data = {x->f()};
+  } else if (const onnx::AttributeProto* xs = a.find("value_floats")) {
+    out.dims = {xs->floats_size()};
+    out.data.assign(xs->floats().begin(), xs->floats().end());
+  } else if (const onnx::AttributeProto* i = a.find("value_int")) {
+    out = int_vector({i->i()});
+    out.dims = {};
+  } else if (const onnx::AttributeProto* is = a.find("value_ints")) {
+    out = int_vector(std::vector<int64_t>(is->ints().begin(), is->ints().end()));
+  } else {
+    return f.unsupported("no value");
+  }
+  out.origin.clear();
+  return out;
+}
+
+StatusOr<Value> fold_shape(const Fold& f) {
+  SERF_RETURN_IF_ERROR(f.attributes.only({"start", "end"}));
+  const Value& x = *f.arg(0);
+  std::vector<int64_t> dims =
+      x.constant    ? x.dims
+      : x.rank == 4 ? std::vector<int64_t>{1, x.shape.channels, x.shape.height, x.shape.width}
+                    : std::vector<int64_t>{1, x.shape.channels};
+  SERF_ASSIGN_OR_RETURN(int64_t start, f.attributes.integer("start", 0));
+  SERF_ASSIGN_OR_RETURN(int64_t end,
+                        f.attributes.integer("end", static_cast<int64_t>(dims.size())));
+  const int64_t n = static_cast<int64_t>(dims.size());
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  return int_vector(std::vector<int64_t>(dims.begin() + start, dims.begin() + end));
+}
+
+StatusOr<Value> fold_gather(const Fold& f) {
+  SERF_RETURN_IF_ERROR(f.attributes.only({"axis"}));
+  SERF_ASSIGN_OR_RETURN(int64_t axis, f.attributes.integer("axis", 0));
+  const Value& data = *f.arg(0);
+  const Value& idx = *f.arg(1);
+  if (data.dims.size() != 1 || axis != 0) {
+    return f.unsupported("constant folding of Gather beyond a 1-D vector");
+  }
+  Value out = constant_value();
+  out.dtype = data.dtype;
+  out.dims = idx.dims;
+  for (double d : idx.data) {
+    int64_t i = static_cast<int64_t>(d);
+    if (i < 0) i += data.dims[0];
+    if (i < 0 || i >= data.dims[0]) return f.unsupported("index out of range");
+    out.data.push_back(data.data[static_cast<size_t>(i)]);
+  }
+  return out;
+}
+
+// Unsqueeze and Squeeze: the axes are an attribute before opset 13, an input from it on.
+StatusOr<Value> fold_squeeze(const Fold& f, bool unsqueeze) {
+  std::vector<int64_t> axes;
+  if (f.importer.opset() < 13) {
+    SERF_RETURN_IF_ERROR(f.attributes.only({"axes"}));
+    SERF_ASSIGN_OR_RETURN(axes, f.attributes.integers("axes", {}));
+  } else {
+    SERF_RETURN_IF_ERROR(f.attributes.only({}));
+    if (f.arg(1) != nullptr) axes = as_ints(*f.arg(1));
+  }
+  Value out = *f.arg(0);
+  out.origin.clear();
+  std::vector<int64_t> dims;
+  if (unsqueeze) {
+    const int64_t rank = static_cast<int64_t>(out.dims.size() + axes.size());
+    size_t next = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      bool inserted = false;
+      for (int64_t ax : axes) inserted = inserted || (ax < 0 ? ax + rank : ax) == d;
+      if (inserted) {
+        dims.push_back(1);
+      } else if (next < out.dims.size()) {
+        dims.push_back(out.dims[next++]);
+      }
+    }
+  } else {
+    const int64_t rank = static_cast<int64_t>(out.dims.size());
+    for (int64_t d = 0; d < rank; ++d) {
+      bool removed = axes.empty() && out.dims[static_cast<size_t>(d)] == 1;
+      for (int64_t ax : axes) removed = removed || (ax < 0 ? ax + rank : ax) == d;
+      if (!removed) dims.push_back(out.dims[static_cast<size_t>(d)]);
+    }
+  }
+  out.dims = dims;
+  return out;
+}
+
+StatusOr<Value> fold_concat(const Fold& f) {
+  SERF_RETURN_IF_ERROR(f.attributes.only({"axis"}));
+  SERF_ASSIGN_OR_RETURN(int64_t axis, f.attributes.integer("axis", 0));
+  Value out = constant_value();
+  out.dtype = f.arg(0)->dtype;
+  int64_t n = 0;
+  for (const Value* v : f.in) {
+    if (v == nullptr) continue;
+    SERF_ASSIGN_OR_RETURN(int64_t ax, axis_of(axis, static_cast<int64_t>(v->dims.size()), f.where));
+    if (v->dims.size() != 1 || ax != 0) {
+      return f.unsupported("constant folding of Concat beyond 1-D vectors");
+    }
+    out.data.insert(out.data.end(), v->data.begin(), v->data.end());
+    n += v->dims[0];
+  }
+  out.dims = {n};
+  return out;
+}
+
+StatusOr<Value> fold_cast(const Fold& f) {
+  SERF_RETURN_IF_ERROR(f.attributes.only({"to"}));
+  SERF_ASSIGN_OR_RETURN(int64_t to, f.attributes.integer("to", 0));
+  Value out = *f.arg(0);
+  out.origin.clear();
+  out.dtype = static_cast<int>(to);
+  if (is_int(out.dtype)) {
+    for (double& d : out.data) d = std::trunc(d);
+  } else if (out.dtype == onnx::TensorProto_DataType_FLOAT) {
+    for (double& d : out.data) d = static_cast<float>(d);
+  } else {
+    return f.unsupported("Cast to " + dtype_name(out.dtype) + " (only FLOAT, INT64, INT32)");
+  }
+  return out;
+}
+
+// Slice: starts/ends/axes are attributes before opset 10, inputs (with steps) from it on.
+StatusOr<Value> fold_slice(const Fold& f) {
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (f.importer.opset() < 10) {
+    SERF_RETURN_IF_ERROR(f.attributes.only({"starts", "ends", "axes"}));
+    SERF_ASSIGN_OR_RETURN(starts, f.attributes.integers("starts", {}));
+    SERF_ASSIGN_OR_RETURN(ends, f.attributes.integers("ends", {}));
+    SERF_ASSIGN_OR_RETURN(axes, f.attributes.integers("axes", {0}));
+  } else {
+    SERF_RETURN_IF_ERROR(f.attributes.only({}));
+    if (f.arg(1) == nullptr || f.arg(2) == nullptr) return f.unsupported("no starts or ends");
+    starts = as_ints(*f.arg(1));
+    ends = as_ints(*f.arg(2));
+    axes = f.arg(3) != nullptr ? as_ints(*f.arg(3)) : std::vector<int64_t>{0};
+    if (f.arg(4) != nullptr) steps = as_ints(*f.arg(4));
+  }
+  const Value& data = *f.arg(0);
+  if (data.dims.size() != 1 || starts.size() != 1 || ends.size() != 1 ||
+      (axes.size() == 1 && axes[0] != 0 && axes[0] != -1) || (!steps.empty() && steps[0] != 1)) {
+    return f.unsupported("constant folding of Slice beyond a step-1 slice of a 1-D vector");
+  }
+  const int64_t n = data.dims[0];
+  int64_t s = starts[0] < 0 ? starts[0] + n : starts[0];
+  int64_t e = ends[0] < 0 ? ends[0] + n : ends[0];
+  s = std::clamp<int64_t>(s, 0, n);
+  e = std::clamp<int64_t>(e, s, n);
+  Value out = constant_value();
+  out.dtype = data.dtype;
+  out.data.assign(data.data.begin() + s, data.data.begin() + e);
+  out.dims = {e - s};
+  return out;
+}
+
+// Mul, Div, Add, Sub of equal shapes or with a scalar; integer division truncates.
+StatusOr<Value> fold_arithmetic(const Fold& f, const std::string& op) {
+  SERF_RETURN_IF_ERROR(f.attributes.only({}));
+  const Value& x = *f.arg(0);
+  const Value& y = *f.arg(1);
+  if (x.elements() != y.elements() && x.elements() != 1 && y.elements() != 1) {
+    return f.unsupported("constant folding with broadcasting beyond scalars");
+  }
+  Value out = x.elements() >= y.elements() ? x : y;
+  out.origin.clear();
+  const bool ints = is_int(x.dtype) && is_int(y.dtype);
+  for (size_t i = 0; i < out.data.size(); ++i) {
+    const double p = x.data[x.data.size() == 1 ? 0 : i], q = y.data[y.data.size() == 1 ? 0 : i];
+    double r = op == "Mul" ? p * q : op == "Add" ? p + q : op == "Sub" ? p - q : 0.0;
+    if (op == "Div") {
+      if (q == 0.0) return f.unsupported("division by zero in a constant");
+      r = ints ? std::trunc(p / q) : p / q;
+    }
+    out.data[i] = ints ? r : static_cast<float>(r);
+  }
+  return out;
+}
+
+StatusOr<Value> fold_reshape(const Fold& f) {
+  Value out = *f.arg(0);
+  out.origin.clear();
+  std::vector<int64_t> dims = as_ints(*f.arg(1));
+  int64_t known = 1, infer = -1;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] == 0 && k < out.dims.size()) dims[k] = out.dims[k];
+    if (dims[k] == -1) {
+      infer = static_cast<int64_t>(k);
+    } else {
+      known *= dims[k];
+    }
+  }
+  if (infer >= 0 && known > 0) dims[static_cast<size_t>(infer)] = out.elements() / known;
+  out.dims = dims;
+  if (out.elements() != static_cast<int64_t>(out.data.size())) {
+    return f.unsupported("a constant reshaped to a different number of elements");
+  }
+  return out;
+}
+
+StatusOr<Value> fold_constant_of_shape(const Fold& f) {
+  SERF_RETURN_IF_ERROR(f.attributes.only({"value"}));
+  double fill = 0.0;
+  Value out = constant_value();
+  out.dtype = onnx::TensorProto_DataType_FLOAT;
+  if (const onnx::AttributeProto* t = f.attributes.find("value")) {
+    SERF_ASSIGN_OR_RETURN(Value v, constant_from(t->t(), f.where));
+    if (v.data.size() != 1) return f.unsupported("value must hold one element");
+    fill = v.data[0];
+    out.dtype = v.dtype;
+  }
+  out.dims = as_ints(*f.arg(0));
+  if (out.elements() > (1 << 24)) return f.unsupported("constant too large");
+  out.data.assign(static_cast<size_t>(out.elements()), fill);
+  return out;
+}
+
+StatusOr<Value> fold_op(const Fold& f) {
+  const std::string& op = f.node.op_type();
+  if (op == "Constant") return fold_constant(f);
+  if (op == "Identity") return *f.arg(0);
+  if (op == "Shape") return fold_shape(f);
+  if (op == "Gather") return fold_gather(f);
+  if (op == "Unsqueeze" || op == "Squeeze") return fold_squeeze(f, op == "Unsqueeze");
+  if (op == "Concat") return fold_concat(f);
+  if (op == "Cast") return fold_cast(f);
+  if (op == "Slice") return fold_slice(f);
+  if (op == "Mul" || op == "Div" || op == "Add" || op == "Sub") return fold_arithmetic(f, op);
+  if (op == "Reshape") return fold_reshape(f);
+  if (op == "ConstantOfShape") return fold_constant_of_shape(f);
+  return f.unsupported("constant folding of " + op + " is not supported");
+}
+
 }  // namespace
 
 bool Importer::foldable(const onnx::NodeProto& node) const {
@@ -55,7 +316,6 @@ bool Importer::foldable(const onnx::NodeProto& node) const {
 }
 
 Status Importer::fold(const onnx::NodeProto& node) {
-  const std::string& op = node.op_type();
   const std::string w = where(node);
   const Attributes a(node, w);
   std::vector<const Value*> in;
@@ -71,206 +331,8 @@ Status Importer::fold(const onnx::NodeProto& node) {
     }
     in.push_back(v);
   }
-  auto arg = [&](size_t k) -> const Value* { return k < in.size() ? in[k] : nullptr; };
-  Value out;
+  SERF_ASSIGN_OR_RETURN(Value out, fold_op(Fold{*this, node, w, a, in}));
   out.constant = true;
-  if (op == "Constant") {
-    SERF_RETURN_IF_ERROR(a.only({"value", "value_float", "value_floats", "value_int",
-                                 "value_ints"}));
-    if (const onnx::AttributeProto* t = a.find("value")) {
-      SERF_ASSIGN_OR_RETURN(out, constant_from(t->t(), w));
-    } else if (const onnx::AttributeProto* f = a.find("value_float")) {
-      out.dims = {};
-      out.data = {f->f()};
-    } else if (const onnx::AttributeProto* fs = a.find("value_floats")) {
-      out.dims = {fs->floats_size()};
-      out.data.assign(fs->floats().begin(), fs->floats().end());
-    } else if (const onnx::AttributeProto* i = a.find("value_int")) {
-      out = int_vector({i->i()});
-      out.dims = {};
-    } else if (const onnx::AttributeProto* is = a.find("value_ints")) {
-      out = int_vector(std::vector<int64_t>(is->ints().begin(), is->ints().end()));
-    } else {
-      return unsupported(node, "no value");
-    }
-    out.origin.clear();
-  } else if (op == "Identity") {
-    out = *arg(0);
-  } else if (op == "Shape") {
-    SERF_RETURN_IF_ERROR(a.only({"start", "end"}));
-    const Value& x = *arg(0);
-    std::vector<int64_t> dims = x.constant ? x.dims
-                                : x.rank == 4 ? std::vector<int64_t>{1, x.shape.channels,
-                                                                     x.shape.height, x.shape.width}
-                                              : std::vector<int64_t>{1, x.shape.channels};
-    SERF_ASSIGN_OR_RETURN(int64_t start, a.integer("start", 0));
-    SERF_ASSIGN_OR_RETURN(int64_t end, a.integer("end", static_cast<int64_t>(dims.size())));
-    const int64_t n = static_cast<int64_t>(dims.size());
-    if (start < 0) start += n;
-    if (end < 0) end += n;
-    start = std::clamp<int64_t>(start, 0, n);
-    end = std::clamp<int64_t>(end, start, n);
-    out = int_vector(std::vector<int64_t>(dims.begin() + start, dims.begin() + end));
-  } else if (op == "Gather") {
-    SERF_RETURN_IF_ERROR(a.only({"axis"}));
-    SERF_ASSIGN_OR_RETURN(int64_t axis, a.integer("axis", 0));
-    const Value& data = *arg(0);
-    const Value& idx = *arg(1);
-    if (data.dims.size() != 1 || axis != 0) {
-      return unsupported(node, "constant folding of Gather beyond a 1-D vector");
-    }
-    out.dtype = data.dtype;
-    out.dims = idx.dims;
-    for (double d : idx.data) {
-      int64_t i = static_cast<int64_t>(d);
-      if (i < 0) i += data.dims[0];
-      if (i < 0 || i >= data.dims[0]) return unsupported(node, "index out of range");
-      out.data.push_back(data.data[static_cast<size_t>(i)]);
-    }
-  } else if (op == "Unsqueeze" || op == "Squeeze") {
-    std::vector<int64_t> axes;
-    if (opset() < 13) {
-      SERF_RETURN_IF_ERROR(a.only({"axes"}));
-      SERF_ASSIGN_OR_RETURN(axes, a.integers("axes", {}));
-    } else {
-      SERF_RETURN_IF_ERROR(a.only({}));
-      if (arg(1) != nullptr) axes = as_ints(*arg(1));
-    }
-    out = *arg(0);
-    out.origin.clear();
-    if (op == "Unsqueeze") {
-      const int64_t rank = static_cast<int64_t>(out.dims.size() + axes.size());
-      std::vector<int64_t> dims;
-      size_t next = 0;
-      for (int64_t d = 0; d < rank; ++d) {
-        bool inserted = false;
-        for (int64_t ax : axes) inserted = inserted || (ax < 0 ? ax + rank : ax) == d;
-        if (inserted) {
-          dims.push_back(1);
-        } else if (next < out.dims.size()) {
-          dims.push_back(out.dims[next++]);
-        }
-      }
-      out.dims = dims;
-    } else {
-      std::vector<int64_t> dims;
-      const int64_t rank = static_cast<int64_t>(out.dims.size());
-      for (int64_t d = 0; d < rank; ++d) {
-        bool removed = axes.empty() && out.dims[static_cast<size_t>(d)] == 1;
-        for (int64_t ax : axes) removed = removed || (ax < 0 ? ax + rank : ax) == d;
-        if (!removed) dims.push_back(out.dims[static_cast<size_t>(d)]);
-      }
-      out.dims = dims;
-    }
-  } else if (op == "Concat") {
-    SERF_RETURN_IF_ERROR(a.only({"axis"}));
-    SERF_ASSIGN_OR_RETURN(int64_t axis, a.integer("axis", 0));
-    out.dtype = arg(0)->dtype;
-    int64_t n = 0;
-    for (const Value* v : in) {
-      if (v == nullptr) continue;
-      SERF_ASSIGN_OR_RETURN(int64_t ax, axis_of(axis, static_cast<int64_t>(v->dims.size()), w));
-      if (v->dims.size() != 1 || ax != 0) {
-        return unsupported(node, "constant folding of Concat beyond 1-D vectors");
-      }
-      out.data.insert(out.data.end(), v->data.begin(), v->data.end());
-      n += v->dims[0];
-    }
-    out.dims = {n};
-  } else if (op == "Cast") {
-    SERF_RETURN_IF_ERROR(a.only({"to"}));
-    SERF_ASSIGN_OR_RETURN(int64_t to, a.integer("to", 0));
-    out = *arg(0);
-    out.origin.clear();
-    out.dtype = static_cast<int>(to);
-    if (is_int(out.dtype)) {
-      for (double& d : out.data) d = std::trunc(d);
-    } else if (out.dtype == onnx::TensorProto_DataType_FLOAT) {
-      for (double& d : out.data) d = static_cast<float>(d);
-    } else {
-      return unsupported(node, "Cast to " + dtype_name(out.dtype) + " (only FLOAT, INT64, INT32)");
-    }
-  } else if (op == "Slice") {
-    std::vector<int64_t> starts, ends, axes, steps;
-    if (opset() < 10) {
-      SERF_RETURN_IF_ERROR(a.only({"starts", "ends", "axes"}));
-      SERF_ASSIGN_OR_RETURN(starts, a.integers("starts", {}));
-      SERF_ASSIGN_OR_RETURN(ends, a.integers("ends", {}));
-      SERF_ASSIGN_OR_RETURN(axes, a.integers("axes", {0}));
-    } else {
-      SERF_RETURN_IF_ERROR(a.only({}));
-      if (arg(1) == nullptr || arg(2) == nullptr) return unsupported(node, "no starts or ends");
-      starts = as_ints(*arg(1));
-      ends = as_ints(*arg(2));
-      axes = arg(3) != nullptr ? as_ints(*arg(3)) : std::vector<int64_t>{0};
-      if (arg(4) != nullptr) steps = as_ints(*arg(4));
-    }
-    const Value& data = *arg(0);
-    if (data.dims.size() != 1 || starts.size() != 1 || ends.size() != 1 ||
-        (axes.size() == 1 && axes[0] != 0 && axes[0] != -1) || (!steps.empty() && steps[0] != 1)) {
-      return unsupported(node, "constant folding of Slice beyond a step-1 slice of a 1-D vector");
-    }
-    const int64_t n = data.dims[0];
-    int64_t s = starts[0] < 0 ? starts[0] + n : starts[0];
-    int64_t e = ends[0] < 0 ? ends[0] + n : ends[0];
-    s = std::clamp<int64_t>(s, 0, n);
-    e = std::clamp<int64_t>(e, s, n);
-    out.dtype = data.dtype;
-    out.data.assign(data.data.begin() + s, data.data.begin() + e);
-    out.dims = {e - s};
-  } else if (op == "Mul" || op == "Div" || op == "Add" || op == "Sub") {
-    SERF_RETURN_IF_ERROR(a.only({}));
-    const Value& x = *arg(0);
-    const Value& y = *arg(1);
-    if (x.elements() != y.elements() && x.elements() != 1 && y.elements() != 1) {
-      return unsupported(node, "constant folding with broadcasting beyond scalars");
-    }
-    out = x.elements() >= y.elements() ? x : y;
-    out.origin.clear();
-    const bool ints = is_int(x.dtype) && is_int(y.dtype);
-    for (size_t i = 0; i < out.data.size(); ++i) {
-      const double p = x.data[x.data.size() == 1 ? 0 : i], q = y.data[y.data.size() == 1 ? 0 : i];
-      double r = op == "Mul" ? p * q : op == "Add" ? p + q : op == "Sub" ? p - q : 0.0;
-      if (op == "Div") {
-        if (q == 0.0) return unsupported(node, "division by zero in a constant");
-        r = ints ? std::trunc(p / q) : p / q;
-      }
-      out.data[i] = ints ? r : static_cast<float>(r);
-    }
-  } else if (op == "Reshape") {
-    out = *arg(0);
-    out.origin.clear();
-    std::vector<int64_t> dims = as_ints(*arg(1));
-    int64_t known = 1, infer = -1;
-    for (size_t k = 0; k < dims.size(); ++k) {
-      if (dims[k] == 0 && k < out.dims.size()) dims[k] = out.dims[k];
-      if (dims[k] == -1) {
-        infer = static_cast<int64_t>(k);
-      } else {
-        known *= dims[k];
-      }
-    }
-    if (infer >= 0 && known > 0) dims[static_cast<size_t>(infer)] = out.elements() / known;
-    out.dims = dims;
-    if (out.elements() != static_cast<int64_t>(out.data.size())) {
-      return unsupported(node, "a constant reshaped to a different number of elements");
-    }
-  } else if (op == "ConstantOfShape") {
-    SERF_RETURN_IF_ERROR(a.only({"value"}));
-    double fill = 0.0;
-    out.dtype = onnx::TensorProto_DataType_FLOAT;
-    if (const onnx::AttributeProto* t = a.find("value")) {
-      SERF_ASSIGN_OR_RETURN(Value v, constant_from(t->t(), w));
-      if (v.data.size() != 1) return unsupported(node, "value must hold one element");
-      fill = v.data[0];
-      out.dtype = v.dtype;
-    }
-    out.dims = as_ints(*arg(0));
-    if (out.elements() > (1 << 24)) return unsupported(node, "constant too large");
-    out.data.assign(static_cast<size_t>(out.elements()), fill);
-  } else {
-    return unsupported(node, "constant folding of " + op + " is not supported");
-  }
   set_constant(node.output(0), std::move(out));
   return Status::Ok();
 }

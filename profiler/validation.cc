@@ -95,12 +95,9 @@ void summarize_errors(std::vector<double> errors, ErrorSummary* s) {
   s->max = errors.back();
 }
 
-StatusOr<ValidationReport> validate_predictions(const Profile& profile,
-                                                const std::vector<MeasuredPoint>& points, int nodes,
-                                                const std::vector<QueueKind>& queues) {
-  if (points.empty()) return InvalidArgument("no measured points to validate");
-  if (queues.empty()) return InvalidArgument("no queue model to validate");
-  if (nodes < 1) return InvalidArgument("nodes must be >= 1");
+namespace {
+
+Status check_points(const Profile& profile, const std::vector<MeasuredPoint>& points, int nodes) {
   for (size_t k = 0; k < points.size(); ++k) {
     const MeasuredPoint& p = points[k];
     if (Status valid = validate(p.config, {nodes, profile.hardware.cores_per_node}); !valid.ok()) {
@@ -120,6 +117,212 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
       }
     }
   }
+  return Status::Ok();
+}
+
+// The relative errors of one queue model over the points, by kind, before their summaries.
+struct ErrorLists {
+  std::vector<double> mean, p99, steady, rescaled, adjusted;
+  double ci_rel_sum = 0;
+};
+
+// The prediction at the service time the point measured: the fixed point of s = measured service
+// / predicted service of the s-scaled model (the state mix moves with the load, so one step is
+// not exact for c > 1). Sets r's rescaled fields when the scaled model is stable.
+void rescale(const QueueModel& model, const LatencyObjective& mean_objective,
+             const ConfigurationFamily& family, const MeasuredPoint& p, PointResult* r) {
+  double scale = 1;
+  Prediction scaled;
+  for (int step = 0; step < 20; ++step) {
+    scaled = model.predict(p.config.service, r->unit_rate_per_s * scale);
+    if (!scaled.stable || !(scaled.service_ms > 0)) break;
+    const double next = p.mean_service_ms / scaled.service_ms;
+    const bool done = std::fabs(next - scale) <= 1e-6 * scale;
+    scale = next;
+    if (done) break;
+  }
+  scaled = model.predict(p.config.service, r->unit_rate_per_s * scale);
+  if (!scaled.stable) return;
+  scaled = mean_objective.corrected(family, p.config.service, scaled);
+  r->has_rescaled = true;
+  r->rescale = scale;
+  r->rescaled_latency_ms = scale * scaled.latency_ms;
+  r->rescaled_rel_error = std::fabs(r->rescaled_latency_ms - p.mean_latency_ms) / p.mean_latency_ms;
+}
+
+// The planner's objectives for a stable point: the mean with the bursty-arrival factor (and its
+// rescaled variant), and the p99.
+Status apply_objectives(const Profile& profile, const QueueModel& model,
+                        const ConfigurationFamily& family, int nodes, const MeasuredPoint& p,
+                        PointResult* r, ErrorLists* errors) {
+  LatencyObjectiveOptions o;
+  o.arrival_scv = p.arrival_scv;
+  o.nodes = nodes;
+  SERF_ASSIGN_OR_RETURN(std::unique_ptr<LatencyObjective> mean_objective,
+                        LatencyObjective::Create(profile, o));
+  r->prediction = mean_objective->corrected(family, p.config.service, r->prediction);
+  if (p.mean_service_ms > 0 && r->prediction.service_ms > 0) {
+    rescale(model, *mean_objective, family, p, r);
+    if (r->has_rescaled) errors->rescaled.push_back(r->rescaled_rel_error);
+  }
+  o.percentile = 99;
+  SERF_ASSIGN_OR_RETURN(std::unique_ptr<LatencyObjective> p99_objective,
+                        LatencyObjective::Create(profile, o));
+  const double p99 =
+      p99_objective->score_ms(family, p.config.service, r->unit_rate_per_s, r->prediction);
+  if (std::isfinite(p99) && p.p99_latency_ms > 0 && p.requests >= kMinRequestsForP99) {
+    r->has_p99 = true;
+    r->predicted_p99_ms = p99;
+    r->p99_rel_error = std::fabs(p99 - p.p99_latency_ms) / p.p99_latency_ms;
+    errors->p99.push_back(r->p99_rel_error);
+  }
+  return Status::Ok();
+}
+
+// The errors of a stable prediction against the measured mean, its CI and the adjusted mean.
+void score_point(const MeasuredPoint& p, PointResult* r, ErrorLists* errors, ModelValidation* mv) {
+  r->rel_error = std::fabs(r->prediction.latency_ms - p.mean_latency_ms) / p.mean_latency_ms;
+  errors->mean.push_back(r->rel_error);
+  if (p.mean_service_ms > 0 && r->prediction.service_ms > 0)
+    r->service_drift = p.mean_service_ms / r->prediction.service_ms - 1;
+  if (std::fabs(r->service_drift) <= kMaxServiceDrift) errors->steady.push_back(r->rel_error);
+  if (r->has_adjusted) {
+    r->adjusted_rel_error = std::fabs(r->prediction.latency_ms - r->adjusted_ms) / r->adjusted_ms;
+    errors->adjusted.push_back(r->adjusted_rel_error);
+    ++mv->adjusted_summary.with_ci95;
+    if (std::fabs(r->prediction.latency_ms - r->adjusted_ms) <= r->adjusted_ci95_ms)
+      ++mv->adjusted_summary.within_ci95;
+  }
+  if (p.ci95_ms >= 0) {
+    ++mv->summary.with_ci95;
+    errors->ci_rel_sum += p.ci95_ms / p.mean_latency_ms;
+    if (std::fabs(r->prediction.latency_ms - p.mean_latency_ms) <= p.ci95_ms)
+      ++mv->summary.within_ci95;
+  }
+}
+
+// The measured configuration with the lowest `ms(r)` (tie_break_less on ties).
+template <typename Ms>
+const PointResult* lowest(const std::vector<const PointResult*>& rs, Ms ms) {
+  const PointResult* best = nullptr;
+  for (const PointResult* r : rs) {
+    if (best == nullptr || ms(*r) < ms(*best) ||
+        (ms(*r) == ms(*best) && tie_break_less(r->measured.config, best->measured.config))) {
+      best = r;
+    }
+  }
+  return best;
+}
+
+// Rates measured on two or more configurations: the planner's rule (lowest predicted mean,
+// tie_break_less on ties) among the measured configurations against the measured best.
+void compare_planner(ModelValidation* mv) {
+  std::map<double, std::vector<const PointResult*>> by_rate;
+  for (const PointResult& r : mv->points) by_rate[r.measured.rate_per_s].push_back(&r);
+  double penalty_sum = 0;
+  int picked = 0;
+  for (const auto& [rate, rs] : by_rate) {
+    if (rs.size() < 2) continue;
+    RateComparison rc;
+    rc.rate_per_s = rate;
+    rc.configurations = static_cast<int>(rs.size());
+    const PointResult* best =
+        lowest(rs, [](const PointResult& r) { return r.measured.mean_latency_ms; });
+    Choice choice;
+    const PointResult* pick = nullptr;
+    for (const PointResult* r : rs) {
+      if (r->prediction.stable && choice.offer(r->prediction.latency_ms, r->measured.config,
+                                               r->units, r->unit_rate_per_s, r->prediction)) {
+        pick = r;
+      }
+    }
+    rc.measured_best = best->measured.config;
+    rc.measured_best_ms = best->measured.mean_latency_ms;
+    if (pick != nullptr) {
+      rc.planner_stable = true;
+      rc.planner_pick = pick->measured.config;
+      rc.planner_predicted_ms = pick->prediction.latency_ms;
+      rc.planner_measured_ms = pick->measured.mean_latency_ms;
+      rc.match = pick == best;
+      rc.penalty = rc.planner_measured_ms / rc.measured_best_ms - 1;
+      if (rc.match) ++mv->matches;
+      const double h_pick = pick->measured.ci95_ms, h_best = best->measured.ci95_ms;
+      rc.within_ci = rc.match || (h_pick >= 0 && h_best >= 0 &&
+                                  rc.planner_measured_ms - rc.measured_best_ms <=
+                                      std::sqrt(h_pick * h_pick + h_best * h_best));
+      if (rc.within_ci) ++mv->matches_within_ci;
+      rc.has_adjusted =
+          std::all_of(rs.begin(), rs.end(), [](const PointResult* r) { return r->has_adjusted; });
+      if (rc.has_adjusted) {
+        const PointResult* best_adjusted =
+            lowest(rs, [](const PointResult& r) { return r.adjusted_ms; });
+        rc.adjusted_best = best_adjusted->measured.config;
+        rc.adjusted_match = pick == best_adjusted;
+        rc.adjusted_penalty = pick->adjusted_ms / best_adjusted->adjusted_ms - 1;
+        ++mv->adjusted_rates;
+        if (rc.adjusted_match) ++mv->adjusted_matches;
+      }
+      penalty_sum += rc.penalty;
+      mv->max_penalty = std::max(mv->max_penalty, rc.penalty);
+      ++picked;
+    }
+    mv->rates.push_back(rc);
+  }
+  if (picked > 0) mv->mean_penalty = penalty_sum / picked;
+}
+
+// One queue model against every point; `adjusted` holds the points' sample-path estimates.
+StatusOr<ModelValidation> validate_model(const Profile& profile,
+                                         const std::vector<MeasuredPoint>& points, int nodes,
+                                         QueueKind queue,
+                                         const std::vector<PointResult>& adjusted) {
+  ModelValidation mv;
+  mv.queue = queue;
+  SERF_ASSIGN_OR_RETURN(std::vector<ConfigurationFamily> families,
+                        build_families(profile, nodes, queue));
+  ErrorLists errors;
+  for (size_t k = 0; k < points.size(); ++k) {
+    const MeasuredPoint& p = points[k];
+    auto model = model_for(profile, p.config, nodes, queue);
+    if (!model.ok()) return model.status().with_context(point_name(k, p));
+    PointResult r = adjusted[k];
+    r.units = units_for(nodes, p.config.inter);
+    r.unit_rate_per_s = p.rate_per_s / r.units;
+    r.utilization = r.unit_rate_per_s / model->max_rate_per_s(p.config.service);
+    r.prediction = model->predict(p.config.service, r.unit_rate_per_s);
+    const ConfigurationFamily* family = nullptr;
+    for (const ConfigurationFamily& f : families) {
+      if (f.inter == p.config.inter && f.intra == p.config.intra) family = &f;
+    }
+    if (r.prediction.stable && family != nullptr) {
+      SERF_RETURN_IF_ERROR(apply_objectives(profile, *model, *family, nodes, p, &r, &errors));
+    }
+    if (r.prediction.stable) {
+      score_point(p, &r, &errors, &mv);
+    } else {
+      ++mv.summary.unstable;
+    }
+    mv.points.push_back(r);
+  }
+  summarize_errors(errors.mean, &mv.summary);
+  summarize_errors(errors.p99, &mv.p99_summary);
+  summarize_errors(errors.steady, &mv.steady_summary);
+  summarize_errors(errors.rescaled, &mv.rescaled_summary);
+  summarize_errors(errors.adjusted, &mv.adjusted_summary);
+  if (mv.summary.with_ci95 > 0) mv.summary.mean_ci95_rel = errors.ci_rel_sum / mv.summary.with_ci95;
+  compare_planner(&mv);
+  return mv;
+}
+
+}  // namespace
+
+StatusOr<ValidationReport> validate_predictions(const Profile& profile,
+                                                const std::vector<MeasuredPoint>& points, int nodes,
+                                                const std::vector<QueueKind>& queues) {
+  if (points.empty()) return InvalidArgument("no measured points to validate");
+  if (queues.empty()) return InvalidArgument("no queue model to validate");
+  if (nodes < 1) return InvalidArgument("nodes must be >= 1");
+  SERF_RETURN_IF_ERROR(check_points(profile, points, nodes));
   ValidationReport report;
   report.nodes = nodes;
   report.cores_per_node = profile.hardware.cores_per_node;
@@ -133,165 +336,8 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
         profile, points[k], units_for(nodes, points[k].config.inter), k, &adjusted[k]));
   }
   for (QueueKind queue : queues) {
-    ModelValidation mv;
-    mv.queue = queue;
-    SERF_ASSIGN_OR_RETURN(std::vector<ConfigurationFamily> families,
-                          build_families(profile, nodes, queue));
-    std::vector<double> errors, p99_errors, steady_errors, rescaled_errors, adjusted_errors;
-    double ci_rel_sum = 0;
-    for (size_t k = 0; k < points.size(); ++k) {
-      const MeasuredPoint& p = points[k];
-      auto model = model_for(profile, p.config, nodes, queue);
-      if (!model.ok()) return model.status().with_context(point_name(k, p));
-      PointResult r = adjusted[k];
-      r.units = units_for(nodes, p.config.inter);
-      r.unit_rate_per_s = p.rate_per_s / r.units;
-      r.utilization = r.unit_rate_per_s / model->max_rate_per_s(p.config.service);
-      r.prediction = model->predict(p.config.service, r.unit_rate_per_s);
-      const ConfigurationFamily* family = nullptr;
-      for (const ConfigurationFamily& f : families) {
-        if (f.inter == p.config.inter && f.intra == p.config.intra) family = &f;
-      }
-      if (r.prediction.stable && family != nullptr) {
-        // The planner's objectives: the mean with the bursty-arrival factor, and the p99.
-        LatencyObjectiveOptions o;
-        o.arrival_scv = p.arrival_scv;
-        o.nodes = nodes;
-        SERF_ASSIGN_OR_RETURN(std::unique_ptr<LatencyObjective> mean_objective,
-                              LatencyObjective::Create(profile, o));
-        r.prediction = mean_objective->corrected(*family, p.config.service, r.prediction);
-        if (p.mean_service_ms > 0 && r.prediction.service_ms > 0) {
-          // Fixed point of s = measured service / predicted service of the s-scaled model (the
-          // state mix moves with the load, so one step is not exact for c > 1).
-          double scale = 1;
-          Prediction scaled;
-          for (int step = 0; step < 20; ++step) {
-            scaled = model->predict(p.config.service, r.unit_rate_per_s * scale);
-            if (!scaled.stable || !(scaled.service_ms > 0)) break;
-            const double next = p.mean_service_ms / scaled.service_ms;
-            const bool done = std::fabs(next - scale) <= 1e-6 * scale;
-            scale = next;
-            if (done) break;
-          }
-          scaled = model->predict(p.config.service, r.unit_rate_per_s * scale);
-          if (scaled.stable) {
-            scaled = mean_objective->corrected(*family, p.config.service, scaled);
-            r.has_rescaled = true;
-            r.rescale = scale;
-            r.rescaled_latency_ms = scale * scaled.latency_ms;
-            r.rescaled_rel_error =
-                std::fabs(r.rescaled_latency_ms - p.mean_latency_ms) / p.mean_latency_ms;
-            rescaled_errors.push_back(r.rescaled_rel_error);
-          }
-        }
-        o.percentile = 99;
-        SERF_ASSIGN_OR_RETURN(std::unique_ptr<LatencyObjective> p99_objective,
-                              LatencyObjective::Create(profile, o));
-        const double p99 =
-            p99_objective->score_ms(*family, p.config.service, r.unit_rate_per_s, r.prediction);
-        if (std::isfinite(p99) && p.p99_latency_ms > 0 && p.requests >= kMinRequestsForP99) {
-          r.has_p99 = true;
-          r.predicted_p99_ms = p99;
-          r.p99_rel_error = std::fabs(p99 - p.p99_latency_ms) / p.p99_latency_ms;
-          p99_errors.push_back(r.p99_rel_error);
-        }
-      }
-      if (r.prediction.stable) {
-        r.rel_error = std::fabs(r.prediction.latency_ms - p.mean_latency_ms) / p.mean_latency_ms;
-        errors.push_back(r.rel_error);
-        if (p.mean_service_ms > 0 && r.prediction.service_ms > 0)
-          r.service_drift = p.mean_service_ms / r.prediction.service_ms - 1;
-        if (std::fabs(r.service_drift) <= kMaxServiceDrift) steady_errors.push_back(r.rel_error);
-        if (r.has_adjusted) {
-          r.adjusted_rel_error = std::fabs(r.prediction.latency_ms - r.adjusted_ms) / r.adjusted_ms;
-          adjusted_errors.push_back(r.adjusted_rel_error);
-          ++mv.adjusted_summary.with_ci95;
-          if (std::fabs(r.prediction.latency_ms - r.adjusted_ms) <= r.adjusted_ci95_ms)
-            ++mv.adjusted_summary.within_ci95;
-        }
-        if (p.ci95_ms >= 0) {
-          ++mv.summary.with_ci95;
-          ci_rel_sum += p.ci95_ms / p.mean_latency_ms;
-          if (std::fabs(r.prediction.latency_ms - p.mean_latency_ms) <= p.ci95_ms)
-            ++mv.summary.within_ci95;
-        }
-      } else {
-        ++mv.summary.unstable;
-      }
-      mv.points.push_back(r);
-    }
-    summarize_errors(errors, &mv.summary);
-    summarize_errors(p99_errors, &mv.p99_summary);
-    summarize_errors(steady_errors, &mv.steady_summary);
-    summarize_errors(rescaled_errors, &mv.rescaled_summary);
-    summarize_errors(adjusted_errors, &mv.adjusted_summary);
-    if (mv.summary.with_ci95 > 0) mv.summary.mean_ci95_rel = ci_rel_sum / mv.summary.with_ci95;
-
-    // Rates measured on two or more configurations: the planner's rule (lowest predicted mean,
-    // tie_break_less on ties) among the measured configurations against the measured best.
-    std::map<double, std::vector<const PointResult*>> by_rate;
-    for (const PointResult& r : mv.points) by_rate[r.measured.rate_per_s].push_back(&r);
-    double penalty_sum = 0;
-    int picked = 0;
-    for (const auto& [rate, rs] : by_rate) {
-      if (rs.size() < 2) continue;
-      RateComparison rc;
-      rc.rate_per_s = rate;
-      rc.configurations = static_cast<int>(rs.size());
-      const PointResult* best = nullptr;
-      Choice choice;
-      const PointResult* pick = nullptr;
-      for (const PointResult* r : rs) {
-        const MeasuredPoint& m = r->measured;
-        if (best == nullptr || m.mean_latency_ms < best->measured.mean_latency_ms ||
-            (m.mean_latency_ms == best->measured.mean_latency_ms &&
-             tie_break_less(m.config, best->measured.config))) {
-          best = r;
-        }
-        if (r->prediction.stable && choice.offer(r->prediction.latency_ms, m.config, r->units,
-                                                 r->unit_rate_per_s, r->prediction)) {
-          pick = r;
-        }
-      }
-      rc.measured_best = best->measured.config;
-      rc.measured_best_ms = best->measured.mean_latency_ms;
-      if (pick != nullptr) {
-        rc.planner_stable = true;
-        rc.planner_pick = pick->measured.config;
-        rc.planner_predicted_ms = pick->prediction.latency_ms;
-        rc.planner_measured_ms = pick->measured.mean_latency_ms;
-        rc.match = pick == best;
-        rc.penalty = rc.planner_measured_ms / rc.measured_best_ms - 1;
-        if (rc.match) ++mv.matches;
-        const double h_pick = pick->measured.ci95_ms, h_best = best->measured.ci95_ms;
-        rc.within_ci = rc.match || (h_pick >= 0 && h_best >= 0 &&
-                                    rc.planner_measured_ms - rc.measured_best_ms <=
-                                        std::sqrt(h_pick * h_pick + h_best * h_best));
-        if (rc.within_ci) ++mv.matches_within_ci;
-        rc.has_adjusted =
-            std::all_of(rs.begin(), rs.end(), [](const PointResult* r) { return r->has_adjusted; });
-        if (rc.has_adjusted) {
-          const PointResult* best_adjusted = nullptr;
-          for (const PointResult* r : rs) {
-            if (best_adjusted == nullptr || r->adjusted_ms < best_adjusted->adjusted_ms ||
-                (r->adjusted_ms == best_adjusted->adjusted_ms &&
-                 tie_break_less(r->measured.config, best_adjusted->measured.config))) {
-              best_adjusted = r;
-            }
-          }
-          rc.adjusted_best = best_adjusted->measured.config;
-          rc.adjusted_match = pick == best_adjusted;
-          rc.adjusted_penalty = pick->adjusted_ms / best_adjusted->adjusted_ms - 1;
-          ++mv.adjusted_rates;
-          if (rc.adjusted_match) ++mv.adjusted_matches;
-        }
-        penalty_sum += rc.penalty;
-        mv.max_penalty = std::max(mv.max_penalty, rc.penalty);
-        ++picked;
-      }
-      mv.rates.push_back(rc);
-    }
-    if (picked > 0) mv.mean_penalty = penalty_sum / picked;
+    SERF_ASSIGN_OR_RETURN(ModelValidation mv,
+                          validate_model(profile, points, nodes, queue, adjusted));
     report.models.push_back(std::move(mv));
   }
   return report;

@@ -1,6 +1,7 @@
 #include "profiler/validation_io.h"
 
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 #include <type_traits>
 
@@ -145,118 +146,221 @@ json trace_json(const RequestTrace& trace) {
           {"latency_ms", std::move(latencies)}};
 }
 
+namespace {
+
+json point_json(const PointResult& r) {
+  const MeasuredPoint& m = r.measured;
+  const bool ok = r.prediction.stable;
+  json p = config_json(m.config);
+  p["rate"] = m.rate_per_s;
+  p["units"] = r.units;
+  p["unit_rate_per_s"] = r.unit_rate_per_s;
+  p["requests"] = m.requests;
+  p["measured_ms"] = m.mean_latency_ms;
+  p["measured_ci95_ms"] = number_or_null(m.ci95_ms >= 0, m.ci95_ms);
+  p["measured_p99_ms"] = m.p99_latency_ms;
+  p["measured_service_ms"] = m.mean_service_ms;
+  p["stable"] = ok;
+  p["predicted_ms"] = number_or_null(ok, r.prediction.latency_ms);
+  p["predicted_service_ms"] = number_or_null(ok, r.prediction.service_ms);
+  p["predicted_wait_ms"] = number_or_null(ok, r.prediction.wait_ms);
+  p["utilization"] = r.utilization;
+  p["rel_error"] = number_or_null(ok, r.rel_error);
+  p["arrival_scv"] = m.arrival_scv;
+  p["service_drift"] = number_or_null(ok, r.service_drift);
+  p["rescale"] = number_or_null(r.has_rescaled, r.rescale);
+  p["rescaled_predicted_ms"] = number_or_null(r.has_rescaled, r.rescaled_latency_ms);
+  p["rescaled_rel_error"] = number_or_null(r.has_rescaled, r.rescaled_rel_error);
+  const bool adj = r.has_adjusted && ok;
+  p["replay_ms"] = number_or_null(r.has_adjusted, r.replay_ms);
+  p["replay_expected_ms"] = number_or_null(r.has_adjusted, r.replay_expected_ms);
+  p["adjusted_ms"] = number_or_null(r.has_adjusted, r.adjusted_ms);
+  p["adjusted_ci95_ms"] = number_or_null(r.has_adjusted, r.adjusted_ci95_ms);
+  p["adjusted_rel_error"] = number_or_null(adj, r.adjusted_rel_error);
+  p["predicted_p99_ms"] = number_or_null(r.has_p99, r.predicted_p99_ms);
+  p["p99_rel_error"] = number_or_null(r.has_p99, r.p99_rel_error);
+  return p;
+}
+
+json rate_json(const RateComparison& rc) {
+  json x = {{"rate", rc.rate_per_s},
+            {"configurations", rc.configurations},
+            {"measured_best", config_json(rc.measured_best)},
+            {"measured_best_ms", rc.measured_best_ms},
+            {"planner_stable", rc.planner_stable}};
+  if (rc.planner_stable) {
+    x["planner_pick"] = config_json(rc.planner_pick);
+    x["planner_predicted_ms"] = rc.planner_predicted_ms;
+    x["planner_measured_ms"] = rc.planner_measured_ms;
+    x["match"] = rc.match;
+    x["within_ci"] = rc.within_ci;
+    x["penalty"] = rc.penalty;
+    if (rc.has_adjusted) {
+      x["adjusted_best"] = config_json(rc.adjusted_best);
+      x["adjusted_match"] = rc.adjusted_match;
+      x["adjusted_penalty"] = rc.adjusted_penalty;
+    }
+  }
+  return x;
+}
+
+// The error summaries of one queue model: the mean's (with the unstable points), the p99's, and
+// the steady, rescaled and adjusted variants.
+json summary_json(const ModelValidation& mv) {
+  const ErrorSummary& s = mv.summary;
+  json unstable = json::array();
+  for (const PointResult& r : mv.points) {
+    if (r.prediction.stable) continue;
+    json u = config_json(r.measured.config);
+    u["rate"] = r.measured.rate_per_s;
+    unstable.push_back(u);
+  }
+  json summary = {{"count", s.count},
+                  {"unstable", s.unstable},
+                  {"unstable_points", unstable},
+                  {"mean_rel_error", s.mean},
+                  {"median_rel_error", s.median},
+                  {"p95_rel_error", s.p95},
+                  {"max_rel_error", s.max},
+                  {"with_ci95", s.with_ci95},
+                  {"within_ci95", s.within_ci95},
+                  {"mean_ci95_rel", s.mean_ci95_rel}};
+  const ErrorSummary& t = mv.p99_summary;
+  summary["p99"] = {
+      {"count", t.count},       {"mean_rel_error", t.mean}, {"median_rel_error", t.median},
+      {"p95_rel_error", t.p95}, {"max_rel_error", t.max},   {"min_requests", kMinRequestsForP99}};
+  const ErrorSummary& d = mv.steady_summary;
+  summary["steady"] = {{"count", d.count},         {"max_service_drift", kMaxServiceDrift},
+                       {"mean_rel_error", d.mean}, {"median_rel_error", d.median},
+                       {"p95_rel_error", d.p95},   {"max_rel_error", d.max}};
+  const ErrorSummary& q = mv.rescaled_summary;
+  summary["rescaled"] = {{"count", q.count},
+                         {"mean_rel_error", q.mean},
+                         {"median_rel_error", q.median},
+                         {"p95_rel_error", q.p95},
+                         {"max_rel_error", q.max}};
+  const ErrorSummary& a = mv.adjusted_summary;
+  summary["adjusted"] = {
+      {"count", a.count},       {"mean_rel_error", a.mean}, {"median_rel_error", a.median},
+      {"p95_rel_error", a.p95}, {"max_rel_error", a.max},   {"within_ci95", a.within_ci95}};
+  return summary;
+}
+
+json planner_json(const ModelValidation& mv) {
+  json rates = json::array();
+  for (const RateComparison& rc : mv.rates) rates.push_back(rate_json(rc));
+  return {{"rates_compared", mv.rates.size()},
+          {"matches", mv.matches},
+          {"matches_within_ci", mv.matches_within_ci},
+          {"mean_penalty", mv.mean_penalty},
+          {"max_penalty", mv.max_penalty},
+          {"adjusted_rates", mv.adjusted_rates},
+          {"adjusted_matches", mv.adjusted_matches},
+          {"rates", rates}};
+}
+
+// One row per queue model of the summary `which`; with_ci adds the "in 95% CI" column.
+void print_error_table(std::FILE* out, const ValidationReport& report,
+                       ErrorSummary ModelValidation::*which, bool with_ci) {
+  std::fprintf(out, "%-14s %6s %7s %7s %7s %7s", "queue", "points", "mean", "median", "p95", "max");
+  std::fprintf(out, with_ci ? " %10s\n" : "\n", "in 95% CI");
+  for (const ModelValidation& mv : report.models) {
+    const ErrorSummary& t = mv.*which;
+    std::fprintf(out, "%-14s %6d %7s %7s %7s %7s", to_string(mv.queue), t.count,
+                 format_percent(t.mean).c_str(), format_percent(t.median).c_str(),
+                 format_percent(t.p95).c_str(), format_percent(t.max).c_str());
+    const std::string ci = std::to_string(t.within_ci95) + "/" + std::to_string(t.count);
+    std::fprintf(out, with_ci ? " %10s\n" : "\n", ci.c_str());
+  }
+}
+
+}  // namespace
+
 json validation_json(const ValidationReport& report, const ValidationInputs& inputs) {
   json doc = {{"format", kValidationFormat},    {"model", inputs.model},
               {"profile", inputs.profile_path}, {"measured", inputs.measured_paths},
               {"nodes", report.nodes},          {"cores_per_node", report.cores_per_node}};
   json models = json::array();
   for (const ModelValidation& mv : report.models) {
-    const ErrorSummary& s = mv.summary;
-    json unstable = json::array();
     json points = json::array();
-    for (const PointResult& r : mv.points) {
-      const MeasuredPoint& m = r.measured;
-      const bool ok = r.prediction.stable;
-      json p = config_json(m.config);
-      p["rate"] = m.rate_per_s;
-      p["units"] = r.units;
-      p["unit_rate_per_s"] = r.unit_rate_per_s;
-      p["requests"] = m.requests;
-      p["measured_ms"] = m.mean_latency_ms;
-      p["measured_ci95_ms"] = number_or_null(m.ci95_ms >= 0, m.ci95_ms);
-      p["measured_p99_ms"] = m.p99_latency_ms;
-      p["measured_service_ms"] = m.mean_service_ms;
-      p["stable"] = ok;
-      p["predicted_ms"] = number_or_null(ok, r.prediction.latency_ms);
-      p["predicted_service_ms"] = number_or_null(ok, r.prediction.service_ms);
-      p["predicted_wait_ms"] = number_or_null(ok, r.prediction.wait_ms);
-      p["utilization"] = r.utilization;
-      p["rel_error"] = number_or_null(ok, r.rel_error);
-      p["arrival_scv"] = m.arrival_scv;
-      p["service_drift"] = number_or_null(ok, r.service_drift);
-      p["rescale"] = number_or_null(r.has_rescaled, r.rescale);
-      p["rescaled_predicted_ms"] = number_or_null(r.has_rescaled, r.rescaled_latency_ms);
-      p["rescaled_rel_error"] = number_or_null(r.has_rescaled, r.rescaled_rel_error);
-      const bool adj = r.has_adjusted && ok;
-      p["replay_ms"] = number_or_null(r.has_adjusted, r.replay_ms);
-      p["replay_expected_ms"] = number_or_null(r.has_adjusted, r.replay_expected_ms);
-      p["adjusted_ms"] = number_or_null(r.has_adjusted, r.adjusted_ms);
-      p["adjusted_ci95_ms"] = number_or_null(r.has_adjusted, r.adjusted_ci95_ms);
-      p["adjusted_rel_error"] = number_or_null(adj, r.adjusted_rel_error);
-      p["predicted_p99_ms"] = number_or_null(r.has_p99, r.predicted_p99_ms);
-      p["p99_rel_error"] = number_or_null(r.has_p99, r.p99_rel_error);
-      if (!ok) {
-        json u = config_json(m.config);
-        u["rate"] = m.rate_per_s;
-        unstable.push_back(u);
-      }
-      points.push_back(std::move(p));
-    }
-    json rates = json::array();
-    for (const RateComparison& rc : mv.rates) {
-      json x = {{"rate", rc.rate_per_s},
-                {"configurations", rc.configurations},
-                {"measured_best", config_json(rc.measured_best)},
-                {"measured_best_ms", rc.measured_best_ms},
-                {"planner_stable", rc.planner_stable}};
-      if (rc.planner_stable) {
-        x["planner_pick"] = config_json(rc.planner_pick);
-        x["planner_predicted_ms"] = rc.planner_predicted_ms;
-        x["planner_measured_ms"] = rc.planner_measured_ms;
-        x["match"] = rc.match;
-        x["within_ci"] = rc.within_ci;
-        x["penalty"] = rc.penalty;
-        if (rc.has_adjusted) {
-          x["adjusted_best"] = config_json(rc.adjusted_best);
-          x["adjusted_match"] = rc.adjusted_match;
-          x["adjusted_penalty"] = rc.adjusted_penalty;
-        }
-      }
-      rates.push_back(std::move(x));
-    }
-    json summary = {{"count", s.count},
-                    {"unstable", s.unstable},
-                    {"unstable_points", unstable},
-                    {"mean_rel_error", s.mean},
-                    {"median_rel_error", s.median},
-                    {"p95_rel_error", s.p95},
-                    {"max_rel_error", s.max},
-                    {"with_ci95", s.with_ci95},
-                    {"within_ci95", s.within_ci95},
-                    {"mean_ci95_rel", s.mean_ci95_rel}};
-    const ErrorSummary& t = mv.p99_summary;
-    summary["p99"] = {
-        {"count", t.count},       {"mean_rel_error", t.mean}, {"median_rel_error", t.median},
-        {"p95_rel_error", t.p95}, {"max_rel_error", t.max},   {"min_requests", kMinRequestsForP99}};
-    const ErrorSummary& d = mv.steady_summary;
-    summary["steady"] = {{"count", d.count},         {"max_service_drift", kMaxServiceDrift},
-                         {"mean_rel_error", d.mean}, {"median_rel_error", d.median},
-                         {"p95_rel_error", d.p95},   {"max_rel_error", d.max}};
-    const ErrorSummary& q = mv.rescaled_summary;
-    summary["rescaled"] = {{"count", q.count},
-                           {"mean_rel_error", q.mean},
-                           {"median_rel_error", q.median},
-                           {"p95_rel_error", q.p95},
-                           {"max_rel_error", q.max}};
-    const ErrorSummary& a = mv.adjusted_summary;
-    summary["adjusted"] = {
-        {"count", a.count},       {"mean_rel_error", a.mean}, {"median_rel_error", a.median},
-        {"p95_rel_error", a.p95}, {"max_rel_error", a.max},   {"within_ci95", a.within_ci95}};
-    json planner = {{"rates_compared", mv.rates.size()},
-                    {"matches", mv.matches},
-                    {"matches_within_ci", mv.matches_within_ci},
-                    {"mean_penalty", mv.mean_penalty},
-                    {"max_penalty", mv.max_penalty},
-                    {"adjusted_rates", mv.adjusted_rates},
-                    {"adjusted_matches", mv.adjusted_matches},
-                    {"rates", rates}};
+    for (const PointResult& r : mv.points) points.push_back(point_json(r));
     models.push_back({{"queue", to_string(mv.queue)},
-                      {"summary", summary},
-                      {"planner", planner},
+                      {"summary", summary_json(mv)},
+                      {"planner", planner_json(mv)},
                       {"points", points}});
   }
   doc["models"] = std::move(models);
   return doc;
+}
+
+void print_validation_tables(std::FILE* out, const ValidationReport& report) {
+  std::fprintf(out, "relative error |predicted - measured| / measured of the mean latency:\n");
+  std::fprintf(out, "%-14s %6s %8s %7s %7s %7s %7s %10s %10s %16s\n", "queue", "points", "unstable",
+               "mean", "median", "p95", "max", "in 95% CI", "planner", "penalty mean/max");
+  for (const ModelValidation& mv : report.models) {
+    const ErrorSummary& s = mv.summary;
+    const std::string ci =
+        s.with_ci95 ? std::to_string(s.within_ci95) + "/" + std::to_string(s.with_ci95) : "-";
+    const std::string planner = std::to_string(mv.matches) + "/" + std::to_string(mv.rates.size());
+    const std::string penalty =
+        mv.rates.empty() ? "-"
+                         : format_percent(mv.mean_penalty) + "/" + format_percent(mv.max_penalty);
+    std::fprintf(out, "%-14s %6d %8d %7s %7s %7s %7s %10s %10s %16s\n", to_string(mv.queue),
+                 s.count, s.unstable, format_percent(s.mean).c_str(),
+                 format_percent(s.median).c_str(), format_percent(s.p95).c_str(),
+                 format_percent(s.max).c_str(), ci.c_str(), planner.c_str(), penalty.c_str());
+  }
+  std::fprintf(
+      out,
+      "the same over the points whose measured service time is within %.0f%% of the profile's "
+      "(the machine as profiled):\n",
+      100 * kMaxServiceDrift);
+  print_error_table(out, report, &ModelValidation::steady_summary, false);
+  std::fprintf(
+      out,
+      "the queue model alone: each prediction re-made with the configuration's service times "
+      "scaled to the point's measured service time (the profile's error taken out):\n");
+  print_error_table(out, report, &ModelValidation::rescaled_summary, false);
+  if (report.models.front().adjusted_summary.count > 0) {
+    std::fprintf(
+        out,
+        "against the sample-path estimate: each measured mean corrected by replaying its own "
+        "arrivals through the model's queue (measured - replay + the replay's long-run mean; "
+        "arrival luck cancels):\n");
+    print_error_table(out, report, &ModelValidation::adjusted_summary, true);
+  }
+  std::fprintf(out, "relative error of the p99 (tail approximation; points of >= %d requests):\n",
+               kMinRequestsForP99);
+  print_error_table(out, report, &ModelValidation::p99_summary, false);
+  const ErrorSummary& first = report.models.front().summary;
+  if (first.with_ci95 > 0) {
+    std::fprintf(out,
+                 "measurement: mean 95%% CI half-width %s of the measured mean (batch means)\n",
+                 format_percent(first.mean_ci95_rel).c_str());
+  }
+  std::fprintf(
+      out,
+      "planner: rates measured on 2+ configurations where the lowest predicted mean is the "
+      "measured best; penalty = measured latency of that pick / measured best - 1\n");
+  if (report.models.front().adjusted_rates > 0) {
+    std::fprintf(
+        out, "planner against the sample-path estimates (the best by estimate, not by raw mean):");
+    for (const ModelValidation& mv : report.models) {
+      std::fprintf(out, " %s %d/%d;", to_string(mv.queue), mv.adjusted_matches, mv.adjusted_rates);
+    }
+    std::fprintf(out, "\n");
+  }
+  if (first.unstable > 0) {
+    std::fprintf(out, "skipped as unstable under %s (predicted utilization >= 1):",
+                 to_string(report.models.front().queue));
+    for (const auto& r : report.models.front().points) {
+      if (!r.prediction.stable) {
+        std::fprintf(out, " %s at %g/s;", to_string(r.measured.config).c_str(),
+                     r.measured.rate_per_s);
+      }
+    }
+    std::fprintf(out, "\n");
+  }
 }
 
 std::string validation_csv(const ValidationReport& report) {

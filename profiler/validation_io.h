@@ -3,6 +3,7 @@
 // --exhaustive`), the report out (serf-validation/1 JSON and a CSV with one row per point and
 // model).
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -37,5 +38,9 @@ nlohmann::json trace_json(const RequestTrace& trace);
 
 nlohmann::json validation_json(const ValidationReport& report, const ValidationInputs& inputs);
 std::string validation_csv(const ValidationReport& report);
+// The report as text tables: the mean latency's relative errors per queue model (with the
+// planner's picks), then the steady, rescaled, sample-path and p99 variants, the measurement's
+// CI, and the points skipped as unstable.
+void print_validation_tables(std::FILE* out, const ValidationReport& report);
 
 }  // namespace serf::profiler

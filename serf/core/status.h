@@ -18,7 +18,7 @@ enum class StatusCode {
   kInternal,         // a bug or a library failure we did not expect
 };
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -45,7 +45,7 @@ inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
 template <typename T>
-class StatusOr {
+class [[nodiscard]] StatusOr {
  public:
   StatusOr(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   StatusOr(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design

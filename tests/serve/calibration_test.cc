@@ -2,8 +2,8 @@
 // the background re-plan, and the controller following a fake transport that slows on purpose.
 #include "serve/calibration.h"
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <random>

@@ -55,8 +55,8 @@ class Serving {
     thread_.join();
     return status_;
   }
-  ~Serving() {
-    if (thread_.joinable()) stop();
+  ~Serving() {  // a test that already failed: its serving status no longer matters
+    if (thread_.joinable()) static_cast<void>(stop());
   }
 
  private:
