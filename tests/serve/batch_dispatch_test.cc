@@ -9,6 +9,7 @@
 #include "fake_transport.h"
 #include "serve/controller.h"
 #include "serve/metrics.h"
+#include "serving_thread.h"
 
 using namespace serf;
 using namespace serf::serve;
@@ -32,26 +33,7 @@ std::future<InferAnswer> submit(Controller& c, std::vector<float> input) {
   return f;
 }
 
-// serve() on its own thread, as rank 0's main thread runs it while front ends take requests.
-class Serving {
- public:
-  explicit Serving(Controller& c) : c_(c) {
-    thread_ = std::thread([this] { status_ = c_.serve(nullptr); });
-  }
-  Status stop() {
-    c_.request_stop();
-    thread_.join();
-    return status_;
-  }
-  ~Serving() {
-    if (thread_.joinable()) stop();
-  }
-
- private:
-  Controller& c_;
-  Status status_;
-  std::thread thread_;
-};
+using serf::serve::testing::Serving;
 
 }  // namespace
 

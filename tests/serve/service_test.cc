@@ -9,6 +9,7 @@
 
 #include "fake_transport.h"
 #include "serve/controller.h"
+#include "serving_thread.h"
 
 using namespace serf;
 using namespace serf::serve;
@@ -44,27 +45,7 @@ std::future<InferAnswer> submit(Controller& c, std::vector<float> input,
   return f;
 }
 
-// Runs serve() on its own thread, as rank 0's main thread does while front ends take requests.
-class Serving {
- public:
-  Serving(Controller& c, SchedulerHook hook = nullptr) : c_(c), hook_(std::move(hook)) {
-    thread_ = std::thread([this] { status_ = c_.serve(hook_); });
-  }
-  Status stop() {
-    c_.request_stop();
-    thread_.join();
-    return status_;
-  }
-  ~Serving() {  // a test that already failed: its serving status no longer matters
-    if (thread_.joinable()) static_cast<void>(stop());
-  }
-
- private:
-  Controller& c_;
-  SchedulerHook hook_;
-  Status status_;
-  std::thread thread_;
-};
+using serf::serve::testing::Serving;
 
 }  // namespace
 
