@@ -9,7 +9,6 @@ per policy; writes DIR/compare.csv (mean/p50/p99/answered/rejected per policy) a
 policies that switched); prints the table. Quantiles are type 7 (serf/core/statistics.h).
 """
 import csv
-import json
 import math
 import sys
 
@@ -17,31 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-
-
-def fail(message):
-    print(f"plot_compare_static.py: error: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-def read_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except OSError as e:
-        fail(f"{path}: cannot open file ({e.strerror})")
-    except json.JSONDecodeError as e:
-        fail(f"{path}: malformed JSON at line {e.lineno}")
-
-
-def quantile(values, q):
-    v = sorted(values)
-    if not v:
-        return math.nan
-    h = (len(v) - 1) * q
-    lo = math.floor(h)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (h - lo) * (v[hi] - v[lo])
+from runfiles import fail, quantile, read_csv_rows, read_json  # noqa: E402
 
 
 def switches_on_client_clock(serve, rows):
@@ -67,11 +42,7 @@ def main():
         run = read_json(f"{folder}/{name}.load.json")
         if run.get("format") != "serf-load/1":
             fail(f"{folder}/{name}.load.json: not a serf load --out file")
-        try:
-            with open(f"{folder}/{name}.load.json.csv", newline="") as f:
-                rows = list(csv.DictReader(f))
-        except OSError as e:
-            fail(f"{folder}/{name}.load.json.csv: cannot open file ({e.strerror})")
+        rows = read_csv_rows(f"{folder}/{name}.load.json.csv")
         serve = read_json(f"{folder}/{name}.serve.json")
         lat = [float(r["latency_ms"]) for r in rows if r["status"] == "200"]
         counts = run["summary"]["counts"]

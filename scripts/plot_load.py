@@ -6,41 +6,17 @@ and p99, the requests not answered, and the client's lateness (sent - scheduled)
     /usr/bin/python3 scripts/plot_load.py RUN.json RUN.png
 """
 import argparse
-import csv
-import json
-import sys
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-
-
-def fail(message):
-    print(f"plot_load.py: error: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-def load_run(path):
-    try:
-        with open(path) as f:
-            run = json.load(f)
-    except OSError as e:
-        fail(f"{path}: cannot open file ({e.strerror})")
-    except json.JSONDecodeError as e:
-        fail(f"{path}: malformed JSON at line {e.lineno}")
-    if run.get("format") != "serf-load/1":
-        fail(f"{path}: format is {run.get('format')!r}, expected 'serf-load/1' (from serf load --out)")
-    return run
+from runfiles import fail, read_json, read_csv_rows  # noqa: E402
 
 
 def load_rows(path):
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        fail(f"{path}: cannot open file ({e.strerror}); serf load --out writes it beside the JSON")
+    rows = read_csv_rows(path, "; serf load --out writes it beside the JSON")
     if not rows:
         fail(f"{path}: no requests")
     return rows
@@ -61,7 +37,7 @@ def main():
     ap.add_argument("run", help="serf-load/1 JSON written by serf load --out")
     ap.add_argument("png", help="PNG to write")
     args = ap.parse_args()
-    run = load_run(args.run)
+    run = read_json(args.run, "serf-load/1", "serf load --out")
     rows = load_rows(args.run + ".csv")
     timeline = run.get("timeline", [])
     ok = [r for r in rows if r["status"] == "200"]

@@ -5,31 +5,17 @@ its rolling mean and p99, the measured arrival rate, and every configuration swi
     /usr/bin/python3 scripts/plot_serve.py RUN.json RUN.png [--window SECONDS]
 """
 import argparse
-import json
-import sys
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-
-
-def fail(message):
-    print(f"plot_serve.py: error: {message}", file=sys.stderr)
-    sys.exit(2)
+from runfiles import fail, read_json  # noqa: E402
 
 
 def load_run(path):
-    try:
-        with open(path) as f:
-            run = json.load(f)
-    except OSError as e:
-        fail(f"{path}: cannot open file ({e.strerror})")
-    except json.JSONDecodeError as e:
-        fail(f"{path}: malformed JSON at line {e.lineno}")
-    if run.get("format") != "serf-run/1":
-        fail(f"{path}: format is {run.get('format')!r}, expected 'serf-run/1' (from serf serve --out)")
+    run = read_json(path, "serf-run/1", "serf serve --out")
     if not isinstance(run.get("requests"), list) or not run["requests"]:
         fail(f"{path}: requests: expected a non-empty array")
     return run

@@ -10,38 +10,8 @@ to its end are compared with the table's entry for that rate: the configuration 
 predicted mean latency. Quantiles are type 7 (numpy's default, serf/core/statistics.h).
 """
 import argparse
-import csv
-import json
-import math
-import sys
 
-
-def fail(message):
-    print(f"serving_summary.py: error: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-def read_json(path, fmt, made_by):
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except OSError as e:
-        fail(f"{path}: cannot open file ({e.strerror})")
-    except json.JSONDecodeError as e:
-        fail(f"{path}: malformed JSON at line {e.lineno}")
-    if doc.get("format") != fmt:
-        fail(f"{path}: format is {doc.get('format')!r}, expected {fmt!r} (from {made_by})")
-    return doc
-
-
-def quantile(values, q):
-    v = sorted(values)
-    if not v:
-        return math.nan
-    h = (len(v) - 1) * q
-    lo = math.floor(h)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (h - lo) * (v[hi] - v[lo])
+from runfiles import quantile, read_csv_rows, read_json
 
 
 def table_entry(table, rate):
@@ -61,11 +31,7 @@ def main():
     args = ap.parse_args()
     table = read_json(args.table, "serf-table/1", "serf plan --out")
     run = read_json(args.load, "serf-load/1", "serf load --out")
-    try:
-        with open(args.load + ".csv", newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        fail(f"{args.load}.csv: cannot open file ({e.strerror}); serf load --out writes it")
+    rows = read_csv_rows(args.load + ".csv", "; serf load --out writes it")
     steps = run["load"]
     end_s = run["summary"]["span_s"]
     print(f"{'load step':<18} {'rate/s':>7}  {'table names':<16} {'predicted mean':>14}  "
