@@ -11,24 +11,17 @@
 #include "model/weights.h"
 #include "mpi/engine_worker.h"
 #include "mpi/runtime.h"
+#include "mpi_test_env.h"
 
 using namespace serf;
 using namespace serf::mpi;
 using namespace serf::serve;
+using namespace serf::mpi::testing;  // environment, AbortOnFailure
 
 namespace {
 
 const std::string kModel = std::string(SERF_SOURCE_DIR) + "/configs/models/tiny.json";
 constexpr uint64_t kWeightSeed = 5;
-
-Environment& environment() {
-  static std::unique_ptr<Environment> env = [] {
-    auto e = Environment::Create();
-    if (!e.ok()) FAIL(e.status().message());
-    return std::move(e).value();
-  }();
-  return *env;
-}
 
 // The model run alone on each input, batch 1, one process: the reference rows.
 std::vector<std::vector<float>> run_alone(const std::vector<std::vector<float>>& inputs) {
@@ -86,12 +79,7 @@ TEST_CASE("batches on real nodes answer each request with its own row", "[mpi][b
     REQUIRE(run_node(*comms, {2, false}, (*slots)->factory()).ok());
     return;
   }
-  struct AbortOnFailure {  // a failed REQUIRE on rank 0 must not leave the nodes waiting
-    bool done = false;
-    ~AbortOnFailure() {
-      if (!done) environment().abort(1);
-    }
-  } guard;
+  AbortOnFailure guard;  // a failed REQUIRE on rank 0 must not leave the nodes waiting
   auto plan = model::load_model(kModel);
   REQUIRE(plan.ok());
   std::vector<std::vector<float>> inputs;

@@ -7,9 +7,12 @@
 #include <catch2/catch.hpp>
 #include <map>
 
+#include "mpi_test_env.h"
+
 using namespace serf;
 using namespace serf::mpi;
 using namespace serf::serve;
+using namespace serf::mpi::testing;  // environment, AbortOnFailure
 
 namespace {
 
@@ -28,15 +31,6 @@ Profile test_profile() {
   return p;
 }
 
-Environment& environment() {
-  static std::unique_ptr<Environment> env = [] {
-    auto e = Environment::Create();
-    if (!e.ok()) FAIL(e.status().message());
-    return std::move(e).value();
-  }();
-  return *env;
-}
-
 }  // namespace
 
 TEST_CASE("switching configuration under load answers every request once", "[mpi]") {
@@ -49,12 +43,7 @@ TEST_CASE("switching configuration under load answers every request once", "[mpi
     return;
   }
   // A failed REQUIRE on rank 0 must not leave the nodes waiting: tear the job down instead.
-  struct AbortOnFailure {
-    bool done = false;
-    ~AbortOnFailure() {
-      if (!done) environment().abort(1);
-    }
-  } guard;
+  AbortOnFailure guard;
   MpiTransport transport(*comms, 10.0);
   Controller controller(transport, {});
   ServiceSampler sampler(test_profile(), false, 3);

@@ -6,6 +6,7 @@
 #include <future>
 #include <thread>
 
+#include "client_requests.h"
 #include "fake_transport.h"
 #include "serve/controller.h"
 #include "serve/metrics.h"
@@ -13,29 +14,8 @@
 
 using namespace serf;
 using namespace serf::serve;
-
-namespace {
-
+using namespace serf::serve::testing;  // Serving, submit, seconds_since
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::future<InferAnswer> submit(Controller& c, std::vector<float> input) {
-  auto promise = std::make_shared<std::promise<InferAnswer>>();
-  InferRequest r;
-  r.input = std::make_shared<const std::vector<float>>(std::move(input));
-  r.arrival = Clock::now();
-  r.done = [promise](InferAnswer&& a) { promise->set_value(std::move(a)); };
-  auto f = promise->get_future();
-  REQUIRE(c.inbox().push(std::move(r)));
-  return f;
-}
-
-using serf::serve::testing::Serving;
-
-}  // namespace
 
 TEST_CASE("a free slot takes up to b waiting requests and each answer is its own row",
           "[mpi][controller][batch]") {
@@ -112,7 +92,9 @@ TEST_CASE("a max batch delay waits for a full batch, at most the delay",
   const auto t1 = Clock::now();
   std::vector<std::future<InferAnswer>> f;
   for (int i = 0; i < 4; ++i) f.push_back(submit(c, {float(10 + i)}));
-  for (int i = 0; i < 4; ++i) REQUIRE(f[static_cast<size_t>(i)].get().output[0] == 11.0f + i);
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(f[static_cast<size_t>(i)].get().output == std::vector<float>{11.0f + float(i)});
+  }
   REQUIRE(seconds_since(t1) < 0.8);
   REQUIRE(serving.stop().ok());
   REQUIRE(t.rows_sent.size() >= 2);

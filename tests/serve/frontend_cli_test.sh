@@ -5,57 +5,20 @@
 #   http_overload  503 (queue full), 504 (timeout), SIGUSR1 through mpirun, the accounting line
 #   infer_equal    the HTTP and gRPC answers equal `serf infer` for the same input (cifar10,
 #                  K = 1 and 2); GRPC_CLIENT empty (a build without gRPC): HTTP only
-set -uo pipefail
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-out="$(mktemp -d)"
-server_pid=""
-cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
-  rm -rf "$out"
-}
-trap cleanup EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/serve_lib.sh"
 fail() { echo "FAIL: $*"; [ -f "$out/o" ] && cat "$out/o" "$out/e"; exit 1; }
 client() { /usr/bin/python3 "$ROOT/tests/serve/kserve_client.py" "$@"; }
 profile="$ROOT/tests/mpi/emulated_profile.json"
 
-# start NP ARGS...: starts `serf serve ARGS` under mpiexec, waits for its HTTP line; sets URL,
-# RANK0 (rank 0's pid) and server_pid (mpiexec's).
-start() {
+# start_http NP ARGS...: start (serve_lib.sh) with an HTTP front end on a free port.
+start_http() {
   local np=$1; shift
-  "$MPIEXEC" --oversubscribe -np "$np" "$SERF" serve --http 127.0.0.1:0 "$@" >"$out/o" 2>"$out/e" &
-  server_pid=$!
-  for _ in $(seq 1 600); do
-    URL=$(sed -n 's|^serf: KServe v2 HTTP on \(http://[0-9.:]*\).*|\1|p' "$out/o")
-    GRPC=$(sed -n 's|^serf: KServe v2 gRPC on \([0-9.:]*\).*|\1|p' "$out/o")
-    RANK0=$(sed -n 's|.*rank 0 is pid \([0-9]*\).*|\1|p' "$out/o" | head -1)
-    if [ -n "$URL" ] && [ -n "$RANK0" ]; then
-      case " $* " in *" --grpc "*) [ -n "$GRPC" ] && return 0 ;; *) return 0 ;; esac
-    fi
-    kill -0 "$server_pid" 2>/dev/null || fail "the server exited before listening"
-    sleep 0.1
-  done
-  fail "no 'KServe v2 HTTP on' line within 60 s"
-}
-
-# finish: waits for mpiexec (at most 30 s); RC is its exit code.
-finish() {
-  local start=$SECONDS
-  while kill -0 "$server_pid" 2>/dev/null; do
-    [ $((SECONDS - start)) -lt 30 ] || fail "the server did not stop within 30 s"
-    sleep 0.1
-  done
-  wait "$server_pid"; RC=$?
-  server_pid=""
-}
-
-# accounting: "received R = answered A + rejected J + timed out T + failed F" -> R A J T F
-accounting() {
-  sed -n 's/^received \([0-9]*\) = answered \([0-9]*\) + rejected \([0-9]*\) + timed out \([0-9]*\) + failed \([0-9]*\)$/\1 \2 \3 \4 \5/p' "$out/o"
+  start "$np" --http 127.0.0.1:0 "$@"
 }
 
 case "$1" in
   http_emulated)
-    start 3 --emulate "$profile" --model "$ROOT/configs/models/tiny.json" --out "$out/run.json"
+    start_http 3 --emulate "$profile" --model "$ROOT/configs/models/tiny.json" --out "$out/run.json"
     client check "$URL" tiny || fail "client check"
     curl -sf "$URL/metrics" >"$out/metrics.txt" || fail "GET /metrics"
     "$PROMTOOL" check metrics <"$out/metrics.txt" || fail "promtool check metrics"
@@ -75,7 +38,7 @@ case "$1" in
   http_overload)
     # c = 1 on 2 emulated nodes (21 ms a request), no waiting room: most of 16 concurrent
     # requests find their unit busy (503); with room, requests waiting past 5 ms end 504.
-    start 3 --emulate "$profile" --max-queue 0
+    start_http 3 --emulate "$profile" --max-queue 0
     counts=$(client overload "$URL" emulated-small 16 5000) || fail "client overload"
     echo "$counts"
     kill -USR1 "$server_pid"  # mpirun forwards SIGUSR1 to every rank: rank 0 drains
@@ -88,7 +51,7 @@ case "$1" in
       assert c.get('200',0)==$a and c.get('503',0)==$j and c.get('504',0)==$t, c" "$counts" \
       || fail "the client's statuses $counts differ from rank 0's $(accounting)"
     echo "ok: SIGUSR1 through mpirun: $(grep '^received' "$out/o")"
-    start 3 --emulate "$profile" --max-queue 100
+    start_http 3 --emulate "$profile" --max-queue 100
     counts=$(client overload "$URL" emulated-small 16 5000) || fail "client overload"
     echo "$counts"
     kill -TERM "$RANK0"
@@ -106,7 +69,7 @@ case "$1" in
     grpc=()
     [ -n "${GRPC_CLIENT:-}" ] && grpc=(--grpc 127.0.0.1:0)
     for k in 1 2; do
-      start $((k + 1)) --model "$model" --weights "$out/w.safetensors" --cores-per-node 1 \
+      start_http $((k + 1)) --model "$model" --weights "$out/w.safetensors" --cores-per-node 1 \
         --config "1,$k,1" "${grpc[@]}"
       client infer "$URL" cifar10 "$out/x.safetensors" "$out/http$k.json" || fail "client infer K=$k"
       if [ -n "${GRPC_CLIENT:-}" ]; then

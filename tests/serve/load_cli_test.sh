@@ -6,49 +6,17 @@
 #                load that changes, --out/--plot; the client's counts equal rank 0's accounting
 #   overload     a server with no waiting room: the client's 200/503 counts equal rank 0's
 #   grpc         the same over KServe v2 gRPC (skipped, exit 77, in a build without gRPC)
-set -uo pipefail
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-out="$(mktemp -d)"
-server_pid=""
-cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
-  rm -rf "$out"
-}
-trap cleanup EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/serve_lib.sh"
 fail() { echo "FAIL: $*"; for f in o e lo le; do [ -f "$out/$f" ] && { echo "--- $f"; tail -20 "$out/$f"; }; done; exit 1; }
 profile="$ROOT/tests/mpi/emulated_profile.json"
 tiny="$ROOT/configs/models/tiny.json"
 
-# start NP ARGS...: `serf serve ARGS` under mpiexec; waits for its listening lines; sets URL,
-# GRPC (when --grpc), RANK0 and server_pid.
-start() {
-  local np=$1; shift
-  "$MPIEXEC" --oversubscribe -np "$np" "$SERF" serve "$@" >"$out/o" 2>"$out/e" &
-  server_pid=$!
-  for _ in $(seq 1 600); do
-    URL=$(sed -n 's|^serf: KServe v2 HTTP on \(http://[0-9.:]*\).*|\1|p' "$out/o")
-    GRPC=$(sed -n 's|^serf: KServe v2 gRPC on \([0-9.:]*\).*|\1|p' "$out/o")
-    RANK0=$(sed -n 's|.*rank 0 is pid \([0-9]*\).*|\1|p' "$out/o" | head -1)
-    if [ -n "$RANK0" ]; then
-      case " $* " in *" --grpc "*) [ -n "$GRPC" ] && return 0 ;; *) [ -n "$URL" ] && return 0 ;; esac
-    fi
-    kill -0 "$server_pid" 2>/dev/null || fail "the server exited before listening"
-    sleep 0.1
-  done
-  fail "the server did not listen within 60 s"
-}
-
 # stop: SIGTERM to rank 0 and wait for mpiexec (at most 30 s); sets the accounting R A J T F.
 stop() {
   kill -TERM "$RANK0"
-  local begin=$SECONDS
-  while kill -0 "$server_pid" 2>/dev/null; do
-    [ $((SECONDS - begin)) -lt 30 ] || fail "the server did not stop within 30 s"
-    sleep 0.1
-  done
-  wait "$server_pid" || fail "the server exited with $?"
-  server_pid=""
-  read -r R A J T F <<<"$(sed -n 's/^received \([0-9]*\) = answered \([0-9]*\) + rejected \([0-9]*\) + timed out \([0-9]*\) + failed \([0-9]*\)$/\1 \2 \3 \4 \5/p' "$out/o")"
+  finish
+  [ "$RC" -eq 0 ] || fail "the server exited with $RC"
+  read -r R A J T F <<<"$(accounting)"
   [ -n "${R:-}" ] || fail "no accounting line"
 }
 

@@ -7,47 +7,15 @@
 #include <set>
 #include <thread>
 
+#include "client_requests.h"
 #include "fake_transport.h"
 #include "serve/controller.h"
 #include "serving_thread.h"
 
 using namespace serf;
 using namespace serf::serve;
-
-namespace {
-
+using namespace serf::serve::testing;  // Serving, submit, seconds_since
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// A client request with `input`; its answer lands in the returned future.
-std::future<InferAnswer> submit(Controller& c, std::vector<float> input,
-                                std::optional<double> timeout_s = std::nullopt) {
-  auto promise = std::make_shared<std::promise<InferAnswer>>();
-  InferRequest r;
-  r.input = std::make_shared<const std::vector<float>>(std::move(input));
-  r.arrival = Clock::now();
-  if (timeout_s) {
-    r.deadline = r.arrival + std::chrono::duration_cast<Clock::duration>(
-                                 std::chrono::duration<double>(*timeout_s));
-  }
-  r.done = [promise](InferAnswer&& a) { promise->set_value(std::move(a)); };
-  auto f = promise->get_future();
-  if (!c.inbox().push(std::move(r))) {
-    std::promise<InferAnswer> refused;
-    InferAnswer a;
-    a.outcome = Outcome::kRejected;
-    refused.set_value(a);
-    return refused.get_future();
-  }
-  return f;
-}
-
-using serf::serve::testing::Serving;
-
-}  // namespace
 
 TEST_CASE("the inbox hands requests over in order and wakes a waiter at once", "[serve]") {
   RequestInbox inbox;
