@@ -52,7 +52,7 @@ StatusOr<std::unique_ptr<serve::SelfCalibration>> start_self_calibration(
                 to_string(r.tuple).c_str(), r.at_s, r.old_mean_ms, r.new_mean_ms, r.samples);
     std::fflush(stdout);
     if (metrics == nullptr) return;
-    metrics->count_recalibration();
+    metrics->count_recalibration(r);
     metrics->set_predictor(serve::LatencyPredictor(
         std::make_shared<const Profile>(c->current_profile()), table, nodes, queue));
   });

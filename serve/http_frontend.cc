@@ -6,6 +6,7 @@
 #include "serve/http_connection.h"
 #include "serve/kserve.h"
 #include "serve/metrics.h"
+#include "serve/status_page.h"
 
 namespace serf::serve {
 
@@ -149,6 +150,13 @@ void HttpFrontend::Impl::routes() {
   };
   server_.Get(kModelPath + "/stats", stats);
   server_.Get("/v2/models/stats", stats);
+  server_.Get("/", [&](const Request&, Response& res) {
+    if (service_.metrics() == nullptr) return json_error(res, 500, "no metrics are kept");
+    StatusSnapshot snap = service_.metrics()->snapshot(service_.status());
+    snap.model = service_.model().name;
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(status_page_html(snap), "text/html; charset=utf-8");
+  });
   server_.Get("/metrics", [&](const Request&, Response& res) {
     if (service_.metrics() == nullptr) return json_error(res, 500, "no metrics are kept");
     res.set_content(service_.metrics()->prometheus_text(service_.status()),
@@ -208,7 +216,7 @@ void HttpFrontend::Impl::handle_error(const Request& req, Response& res) {
     return json_error(res, 404,
                       "no endpoint " + req.method + " " + req.path +
                           " (KServe v2: /v2, /v2/health/{live,ready}, "
-                          "/v2/models/NAME[/ready|/infer|/stats], /metrics)");
+                          "/v2/models/NAME[/ready|/infer|/stats], /metrics; / is a status page)");
   }
   if (res.status == 400) {
     invalid();

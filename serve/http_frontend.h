@@ -1,8 +1,9 @@
 #pragma once
 // KServe v2 over HTTP/1.1 (cpp-httplib): health, metadata, infer (JSON or binary tensors,
-// classification), Triton's statistics, Prometheus /metrics. Each connection is served by one
-// thread of a bounded pool; one more connection is answered 503 and closed; a client must send a
-// whole request within the read timeout (headers sent slowly byte by byte included).
+// classification), Triton's statistics, Prometheus /metrics, and a status page at /
+// (serve/status_page.h). Each connection is served by one thread of a bounded pool; one more
+// connection is answered 503 and closed; a client must send a whole request within the read
+// timeout (headers sent slowly byte by byte included).
 
 #include <memory>
 #include <string>

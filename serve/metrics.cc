@@ -1,5 +1,6 @@
 #include "serve/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -97,7 +98,7 @@ ServeMetrics::ServeMetrics(LatencyPredictor predictor, double window_s)
       compute_s_(kRequestBounds),
       frontend_s_(kFrontendBounds),
       batch_size_(kBatchBounds),
-      seconds_(static_cast<size_t>(std::ceil(window_s_)) + 1) {}
+      seconds_(static_cast<size_t>(std::max(std::ceil(window_s_), double{kHistoryS})) + 1) {}
 
 double ServeMetrics::now_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -115,6 +116,7 @@ void ServeMetrics::record(const RequestRecord& r) {
   ++outcomes_[r.outcome];
   // Once per batch a slot computed (its first row), whether or not it was answered.
   if (r.dispatch_s > 0 && r.batch_row == 0) batch_size_.observe(r.batch);
+  note_generation(r);
   Second& b = bucket(now_s());
   ++b.ended;
   if (!r.answered) {
@@ -127,6 +129,13 @@ void ServeMetrics::record(const RequestRecord& r) {
   compute_s_.observe(r.done_s - r.dispatch_s);
   ++b.answered;
   b.latency_sum_s += total;
+  const std::pair<double, double> sample{now_s(), total};
+  if (latencies_.size() < kLatencySamples) {
+    latencies_.push_back(sample);
+  } else {
+    latencies_[latency_next_] = sample;
+  }
+  latency_next_ = (latency_next_ + 1) % kLatencySamples;
   last_answer_epoch_ms_ =
       std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch())
           .count();
@@ -183,9 +192,82 @@ void ServeMetrics::set_predictor(LatencyPredictor predictor) {
   predictor_ = std::move(predictor);
 }
 
-void ServeMetrics::count_recalibration() {
+void ServeMetrics::count_recalibration(const Recalibration& r) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++recalibrations_;
+  keep_recent(&recalibration_log_, r);
+}
+
+void ServeMetrics::note_generation(const RequestRecord& r) {
+  // The controller's switch log is its own thread's; a request dispatched in a newer generation
+  // in another configuration shows the switch (at its dispatch, on the controller's clock).
+  if (r.dispatch_s <= 0 || r.generation <= last_generation_) return;
+  if (last_generation_ >= 0 && r.config != last_config_) {
+    SwitchRecord s;
+    s.at_s = r.dispatch_s;
+    s.from = last_config_;
+    s.to = r.config;
+    keep_recent(&switches_, s);
+  }
+  last_generation_ = r.generation;
+  last_config_ = r.config;
+}
+
+StatusSnapshot ServeMetrics::snapshot(const LiveStatus& live) const {
+  StatusSnapshot s;
+  s.live = live;
+  s.rate_per_s = window_rate_per_s();
+  const std::optional<double> mean_s = window_mean_s();
+  if (mean_s) s.observed_mean_ms = *mean_s * 1e3;
+  LatencyPredictor predictor;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    predictor = predictor_;
+  }
+  s.predicted_mean_ms = predictor.mean_ms(live.config, s.rate_per_s);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto count = [&](Outcome o) {
+    auto it = outcomes_.find(o);
+    return it == outcomes_.end() ? uint64_t{0} : it->second;
+  };
+  s.answered = count(Outcome::kAnswered);
+  s.rejected = count(Outcome::kRejected);
+  s.timed_out = count(Outcome::kTimedOut);
+  s.failed = count(Outcome::kFailed);
+  s.received = s.answered + s.rejected + s.timed_out + s.failed;
+  s.window_s = window_s_;
+  const double now = now_s();
+  std::vector<double> window;
+  for (const auto& [at, latency] : latencies_) {
+    if (at > now - window_s_) window.push_back(latency);
+  }
+  s.window_answered = window.size();
+  if (!window.empty()) {
+    // Nearest rank: the smallest latency at or above 99 % of the window's answers.
+    const size_t rank = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(window.size())));
+    std::nth_element(window.begin(), window.begin() + (rank - 1), window.end());
+    s.observed_p99_ms = window[rank - 1] * 1e3;
+  }
+  s.switches = switches_;
+  s.recalibrations_total = recalibrations_;
+  s.recalibrations = recalibration_log_;
+  s.bin_s = kHistoryBinS;
+  const auto current = static_cast<int64_t>(now);
+  for (int64_t first = current - kHistoryS + 1; first <= current; first += kHistoryBinS) {
+    uint64_t ended = 0, answered = 0;
+    double sum = 0;
+    for (const Second& b : seconds_) {
+      if (b.at < first || b.at >= first + kHistoryBinS) continue;
+      ended += b.ended;
+      answered += b.answered;
+      sum += b.latency_sum_s;
+    }
+    StatusSnapshot::Bin bin;
+    bin.rate_per_s = static_cast<double>(ended) / kHistoryBinS;
+    if (answered > 0) bin.mean_ms = sum / static_cast<double>(answered) * 1e3;
+    s.history.push_back(bin);
+  }
+  return s;
 }
 
 std::string ServeMetrics::prometheus_text(const LiveStatus& live) const {

@@ -15,6 +15,7 @@
 
 #include "serf/core/planner.h"
 #include "serf/core/profile.h"
+#include "serve/calibration.h"
 #include "serve/controller.h"
 #include "serve/model_info.h"
 
@@ -56,8 +57,33 @@ class LatencyPredictor {
   QueueKind queue_ = QueueKind::kMdInterf;
 };
 
+// One consistent reading of the metrics for the status page (GET /).
+struct StatusSnapshot {
+  LiveStatus live;
+  std::string model;
+  uint64_t received = 0, answered = 0, rejected = 0, timed_out = 0, failed = 0;  // since start
+  double window_s = 0;
+  double rate_per_s = 0;  // requests ended per second over the window (as /metrics)
+  uint64_t window_answered = 0;
+  std::optional<double> observed_mean_ms, observed_p99_ms, predicted_mean_ms;
+  std::vector<SwitchRecord> switches;  // the most recent, oldest first (drain times unknown: 0)
+  uint64_t recalibrations_total = 0;
+  std::vector<Recalibration> recalibrations;  // the most recent, oldest first
+  struct Bin {
+    double rate_per_s = 0;
+    std::optional<double> mean_ms;
+  };
+  double bin_s = 0;
+  std::vector<Bin> history;  // the last minutes in bins of bin_s, oldest first
+};
+
 class ServeMetrics {
  public:
+  static constexpr size_t kRecentEvents = 10;  // switches and recalibrations on the page
+  static constexpr int kHistoryS = 300;        // the page's sparkline span
+  static constexpr int kHistoryBinS = 5;
+  static constexpr size_t kLatencySamples = 1 << 15;  // the window's p99 rests on at most these
+
   // `window_s`: the span of the observed rolling mean and of the rate it is predicted at.
   explicit ServeMetrics(LatencyPredictor predictor = {}, double window_s = 30);
   // Every request as it ends (the controller's answer hook).
@@ -66,7 +92,7 @@ class ServeMetrics {
   void count_refused_connection();                  // too many connections
   // Self-calibration: the predictions follow the recalibrated profile; one more recalibration.
   void set_predictor(LatencyPredictor predictor);
-  void count_recalibration();
+  void count_recalibration(const Recalibration& r);
   // The front end's own time for one answered request (receive to hand-over, answer to send).
   void observe_frontend(double seconds);
 
@@ -75,6 +101,8 @@ class ServeMetrics {
   // Over the window: requests ended per second and the mean latency of the answered ones (s).
   double window_rate_per_s() const;
   std::optional<double> window_mean_s() const;
+  // What GET / shows; `live` is the controller's status read by the caller.
+  StatusSnapshot snapshot(const LiveStatus& live) const;
 
  private:
   struct Second {
@@ -86,6 +114,12 @@ class ServeMetrics {
   Second& bucket(double at_s);
   double window_span_s() const;
   void totals(uint64_t* ended, uint64_t* answered, double* latency_sum_s) const;
+  void note_generation(const RequestRecord& r);
+  template <typename T>
+  static void keep_recent(std::vector<T>* log, const T& event) {
+    log->push_back(event);
+    if (log->size() > kRecentEvents) log->erase(log->begin());
+  }
 
   LatencyPredictor predictor_;
   double window_s_;
@@ -99,7 +133,15 @@ class ServeMetrics {
   Histogram batch_size_;             // once per batch served: its requests
   double failed_latency_sum_s_ = 0;  // time to the end of requests not answered
   double last_answer_epoch_ms_ = 0;
-  std::vector<Second> seconds_;  // ring over the window
+  std::vector<Second> seconds_;  // ring over the window (and the page's history, if longer)
+  // Answered requests' (end time, latency) for the window's p99; a ring, newest at latency_next_.
+  std::vector<std::pair<double, double>> latencies_;
+  size_t latency_next_ = 0;
+  // Switches seen from the answers (a new generation in another configuration).
+  int last_generation_ = -1;
+  Configuration last_config_;
+  std::vector<SwitchRecord> switches_;
+  std::vector<Recalibration> recalibration_log_;
 };
 
 }  // namespace serf::serve
