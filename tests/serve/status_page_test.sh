@@ -91,7 +91,7 @@ PY
       exit 77
     fi
     # A model name with HTML characters: the page must show it escaped.
-    sed 's|"name": "tiny"|"name": "tiny<b>&\\"x"|' "$ROOT/configs/models/tiny.json" >"$out/model.json"
+    sed 's|"name": "tiny"|"name": "tiny<b>\&\\"x"|' "$ROOT/configs/models/tiny.json" >"$out/model.json"
     start 3 --emulate "$profile" --model "$out/model.json"
     curl -sf "$URL/" >"$out/page.html" || fail "GET /"
     grep -q 'tiny&lt;b&gt;&amp;&quot;x' "$out/page.html" || fail "the model name is not escaped"
