@@ -5,47 +5,21 @@
 #               (answered and rejected requests), self-contained HTML, meta refresh
 #   screenshot  headless Chromium renders the page (model name with HTML characters) to a PNG of
 #               the size asked that is not blank; exit 77 (skip) without chromium
-set -uo pipefail
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-out="$(mktemp -d)"
-server_pid=""
-cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
-  rm -rf "$out"
-}
-trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$out/o" ] && cat "$out/o" "$out/e"; exit 1; }
+# shellcheck source=tests/serve/serve_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/serve_lib.sh"
 profile="$ROOT/tests/mpi/emulated_profile.json"
 
-# start NP ARGS...: `serf serve --http ARGS` under mpiexec; waits (up to 60 s) for its HTTP line.
-start() {
-  local np=$1; shift
-  "$MPIEXEC" --oversubscribe -np "$np" "$SERF" serve --http 127.0.0.1:0 "$@" >"$out/o" 2>"$out/e" &
-  server_pid=$!
-  for _ in $(seq 1 600); do
-    URL=$(sed -n 's|^serf: KServe v2 HTTP on \(http://[0-9.:]*\).*|\1|p' "$out/o")
-    RANK0=$(sed -n 's|.*rank 0 is pid \([0-9]*\).*|\1|p' "$out/o" | head -1)
-    [ -n "$URL" ] && [ -n "$RANK0" ] && return 0
-    kill -0 "$server_pid" 2>/dev/null || fail "the server exited before listening"
-    sleep 0.1
-  done
-  fail "no 'KServe v2 HTTP on' line within 60 s"
-}
-
+# stop: SIGTERM to rank 0; the service drains and exits 0.
 stop() {
   kill -TERM "$RANK0"
-  local t=$SECONDS
-  while kill -0 "$server_pid" 2>/dev/null; do
-    [ $((SECONDS - t)) -lt 30 ] || fail "the server did not stop within 30 s"
-    sleep 0.1
-  done
-  wait "$server_pid" || fail "exit $? after SIGTERM to rank 0"
-  server_pid=""
+  finish
+  [ "$RC" -eq 0 ] || fail "exit $RC after SIGTERM to rank 0"
 }
 
 case "$1" in
   values)
-    start 3 --emulate "$profile" --max-queue 0
+    start 3 --http 127.0.0.1:0 --emulate "$profile" --max-queue 0
     /usr/bin/python3 "$ROOT/tests/serve/kserve_client.py" overload "$URL" emulated-small 16 5000 \
       || fail "client overload"
     curl -sf -D "$out/headers" "$URL/" >"$out/page.html" || fail "GET /"
@@ -92,7 +66,7 @@ PY
     fi
     # A model name with HTML characters: the page must show it escaped.
     sed 's|"name": "tiny"|"name": "tiny<b>\&\\"x"|' "$ROOT/configs/models/tiny.json" >"$out/model.json"
-    start 3 --emulate "$profile" --model "$out/model.json"
+    start 3 --http 127.0.0.1:0 --emulate "$profile" --model "$out/model.json"
     curl -sf "$URL/" >"$out/page.html" || fail "GET /"
     grep -q 'tiny&lt;b&gt;&amp;&quot;x' "$out/page.html" || fail "the model name is not escaped"
     ! grep -q 'tiny<b>' "$out/page.html" || fail "the model name is on the page unescaped"
