@@ -3,6 +3,7 @@
 
 #include <sys/resource.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -131,7 +132,13 @@ int main(int argc, char** argv) {
     std::cerr << "serf: error: no subcommand given (see serf --help)\n";
     return 2;
   }
-  const serf::Status status = serf::cli::run_guarded(*run);
+  // A file past the size limit (ulimit -f) is a write error the command reports, not a crash.
+  std::signal(SIGXFSZ, SIG_IGN);
+  serf::Status status = serf::cli::run_guarded(*run);
+  // Results printed to a full disk or a closed pipe are lost: say so instead of exiting 0.
+  if (status.ok() && (!std::cout.flush() || std::fflush(stdout) != 0 || std::ferror(stdout))) {
+    status = serf::Unavailable("cannot write the results to standard output");
+  }
   if (!status.ok()) {
     // Under mpirun every rank returns the same Status (launch_runtime agrees on it): rank 0 says
     // it.

@@ -141,6 +141,11 @@ Status run_serve(const ServeOptions& o) {
         if (!e.stable) continue;
         SERF_RETURN_IF_ERROR(session.check_configuration(e.config, o.table));
       }
+      // A load beyond every entry runs this one (table_hook): it must run too.
+      if (const auto biggest = serve::highest_capacity(*table)) {
+        SERF_RETURN_IF_ERROR(session.check_configuration(biggest->first, o.table));
+        SERF_RETURN_IF_ERROR(refuse_batches(biggest->first, o.table));
+      }
     }
     return session.run_controller([&](serve::Controller& controller) -> Status {
       controller.set_rate_window_s(o.rate_window_s);
@@ -155,7 +160,11 @@ Status run_serve(const ServeOptions& o) {
       if (clients) controller.set_max_records(kServiceRecords);
       SERF_ASSIGN_OR_RETURN(std::shared_ptr<RunJournal> journal, RunJournal::Open(o.out));
       if (journal) {
-        controller.add_answer_hook([journal](const serve::RequestRecord& r) { journal->add(r); });
+        // A write error (a full disk) is found at the row that failed: the run stops taking
+        // requests there (those queued and running finish) instead of running on unrecorded.
+        controller.add_answer_hook([journal, &controller](const serve::RequestRecord& r) {
+          if (journal->status().ok() && !journal->add(r)) controller.request_stop();
+        });
       }
       SERF_RETURN_IF_ERROR(controller.configure(first));
       if (!session.emulation) std::cout << session.placement();
@@ -176,15 +185,32 @@ Status run_serve(const ServeOptions& o) {
         }
         return want;
       };
+      std::vector<serve::OverloadNote> overloads;
+      serve::OverloadHook on_overload = [&](const serve::OverloadNote& note) {
+        serve::OverloadNote n = note;
+        n.at_s = controller.now_s();  // the clock of the switches in --out
+        overloads.push_back(n);
+        std::printf("load %.1f requests/s at %.2f s exceeds every configuration of %s: ",
+                    n.rate_per_s, n.at_s, o.table.c_str());
+        if (n.capacity_per_s > 0) {
+          std::printf("running the one of highest capacity, %s (%.1f requests/s)\n",
+                      to_string(n.config).c_str(), n.capacity_per_s);
+        } else {
+          std::printf("the table has no stable configuration at all\n");
+        }
+        std::fflush(stdout);
+      };
       if (table) {
         // Self-calibrating: the newest table re-planned in the background; else the one given.
-        hook = calibration && table->objective == "mean" ? calibration->scheduler_hook()
-                                                         : serve::table_hook(*table, o.min_dwell_s);
+        // Both switch by table_hook's rule, overloads included.
+        hook = calibration && table->objective == "mean"
+                   ? calibration->scheduler_hook(on_overload)
+                   : serve::table_hook(*table, o.min_dwell_s, on_overload);
       }
       std::vector<serve::Recalibration> recalibrations;
       auto report = [&] {
         if (calibration) recalibrations = calibration->recalibrations();
-        return write_run_report(controller, o.out, session.model_name,
+        return write_run_report(controller, o.out, session.model_name, overloads,
                                 calibration ? &recalibrations : nullptr);
       };
       std::vector<double> arrival_s;
@@ -202,6 +228,13 @@ Status run_serve(const ServeOptions& o) {
       controller.set_terminated_hook(nullptr);
       if (!written) written = report();
       print_run_summary(controller, std::cout);
+      if (run.ok() && journal && !journal->status().ok()) {
+        // The journal stays as it was cut (whole rows) when the report could not replace it.
+        return Status(journal->status().code(),
+                      journal->status().message() + "; the run stopped there" +
+                          (written->ok() ? "; wrote " + o.out + " and " + o.out + ".csv"
+                                         : "; " + written->message()));
+      }
       if (!run.ok()) {
         if (o.out.empty() || !written->ok()) return run;
         size_t answered = 0;

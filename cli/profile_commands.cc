@@ -147,6 +147,20 @@ Status run_profile(const ProfileFlags& f) {
                              "batches as tuples (without --exhaustive)");
     }
     const Hardware hw{session.nodes, session.cores_per_node};
+    // Every tuple or configuration the run will switch to, checked before the first request
+    // (emulated nodes need the emulation profile's tuples of each).
+    if (session.emulation) {
+      const std::string flag = "--emulate " + f.runtime.emulate;
+      if (f.exhaustive) {
+        for (const Configuration& c :
+             profiler::all_configurations(hw.nodes, hw.cores_per_node, inter))
+          SERF_RETURN_IF_ERROR(session.check_configuration(c, flag));
+      } else {
+        for (const ParallelismTuple& t :
+             profiler::profile_tuples(hw.nodes, hw.cores_per_node, inter))
+          SERF_RETURN_IF_ERROR(session.check_configuration({t.service, t.inter, t.intra}, flag));
+      }
+    }
     return session.run_controller([&](serve::Controller& controller) -> Status {
       if (!f.exhaustive) {
         profiler::TupleProfileOptions o{session.model_name, hw,     inter, f.samples, warmup,

@@ -1,10 +1,15 @@
 #include "cli/runtime_launch.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -82,6 +87,15 @@ Status RuntimeSession::check_configuration(const Configuration& config,
     return InvalidArgument(flag + ": K = " + std::to_string(config.inter) +
                            " is more than the model can be split over (" +
                            std::to_string(max_inter_) + ", its narrowest layer)");
+  }
+  // Emulated nodes sleep the profiled time of (i, K, T) for every i <= c: found here, before the
+  // first request, not at the switch to it.
+  if (emulation) {
+    auto tuples = emulation->tuples_for(config);
+    if (!tuples.ok()) {
+      return InvalidArgument(flag + ": the emulation profile cannot run " + to_string(config) +
+                             ": " + tuples.status().message());
+    }
   }
   return Status::Ok();
 }
@@ -316,24 +330,52 @@ void write_csv_row(std::ostream& csv, const serve::RequestRecord& r) {
 StatusOr<std::unique_ptr<RunJournal>> RunJournal::Open(const std::string& path) {
   if (path.empty()) return std::unique_ptr<RunJournal>();
   const std::string csv = path + ".csv";
-  std::FILE* f = std::fopen(csv.c_str(), "w");
-  if (f == nullptr) return InvalidArgument(csv + ": cannot write file (does its folder exist?)");
-  std::unique_ptr<RunJournal> journal(new RunJournal(f));
-  std::fputs(kRunCsvHeader, f);
-  std::fflush(f);
+  const int fd = ::open(csv.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return InvalidArgument(csv + ": cannot write file (" + std::strerror(errno) +
+                           "; does its folder exist?)");
+  }
+  std::unique_ptr<RunJournal> journal(new RunJournal(fd, csv));
+  if (!journal->write_whole(kRunCsvHeader)) return journal->status();
   return journal;
 }
 
-void RunJournal::add(const serve::RequestRecord& record) {
+RunJournal::~RunJournal() { ::close(fd_); }
+
+bool RunJournal::write_whole(const std::string& text) {
+  if (!status_.ok()) return false;
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? std::strerror(errno) : "nothing written";
+      // A row cut short would not parse: back to the last whole one.
+      const bool cut =
+          ::ftruncate(fd_, good_bytes_) == 0 && ::lseek(fd_, good_bytes_, SEEK_SET) >= 0;
+      status_ = Unavailable(path_ + ": write failed after " + std::to_string(rows_) + " rows (" +
+                            why + ")" +
+                            (cut ? "; the file holds those rows, each whole"
+                                 : "; it could not be cut back to its last whole row"));
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  good_bytes_ += static_cast<long long>(text.size());
+  return true;
+}
+
+bool RunJournal::add(const serve::RequestRecord& record) {
   std::ostringstream row;
   write_csv_row(row, record);
-  const std::string text = row.str();
-  std::fwrite(text.data(), 1, text.size(), file_.get());
-  std::fflush(file_.get());  // in the kernel now: survives the process being killed
+  if (!write_whole(row.str())) return false;  // in the kernel now: survives a SIGKILL
+  ++rows_;
+  return true;
 }
 
 Status write_run_report(const serve::Controller& controller, const std::string& path,
                         const std::string& model,
+                        const std::vector<serve::OverloadNote>& overloads,
                         const std::vector<serve::Recalibration>* recalibrations) {
   if (path.empty()) return Status::Ok();
   nlohmann::json doc{{"format", "serf-run/1"}, {"model", model}};
@@ -367,6 +409,13 @@ Status write_run_report(const serve::Controller& controller, const std::string& 
                                {"to", {s.to.service, s.to.inter, s.to.intra, s.to.batch}},
                                {"drain_ms", s.drain_ms},
                                {"configure_ms", s.configure_ms}});
+  }
+  doc["overloads"] = nlohmann::json::array();
+  for (const serve::OverloadNote& n : overloads) {
+    doc["overloads"].push_back({{"at_s", n.at_s},
+                                {"rate_per_s", n.rate_per_s},
+                                {"to", {n.config.service, n.config.inter, n.config.intra}},
+                                {"capacity_per_s", n.capacity_per_s}});
   }
   if (recalibrations != nullptr) {
     doc["recalibrations"] = nlohmann::json::array();

@@ -259,29 +259,17 @@ AnswerHook SelfCalibration::answer_hook() {
   };
 }
 
-SchedulerHook SelfCalibration::scheduler_hook() {
-  auto last_switch_s = std::make_shared<double>(-1e300);
-  auto current = std::make_shared<std::optional<Configuration>>();
-  return [this, last_switch_s, current](double now_s,
-                                        double rate_per_s) -> std::optional<Configuration> {
+SchedulerHook SelfCalibration::scheduler_hook(OverloadHook on_overload) {
+  TableSource newest = [this]() -> std::shared_ptr<const ConfigurationTable> {
     int64_t tag = 0;
     std::shared_ptr<const ConfigurationTable> table = replanner_.latest(&tag);
-    if (table == nullptr) {
-      table = initial_;
-    } else {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (tag >= 1 && static_cast<size_t>(tag) <= log_.size() && log_[tag - 1].replan_ms < 0)
-        log_[tag - 1].replan_ms = replanner_.last_plan_ms();
-    }
-    if (table->entries.empty() || rate_per_s <= 0) return std::nullopt;
-    const TableEntry* entry = table->lookup(rate_per_s).entry;
-    if (entry == nullptr || !entry->stable) return std::nullopt;
-    if (*current && **current == entry->config) return std::nullopt;
-    if (now_s - *last_switch_s < min_dwell_s_) return std::nullopt;
-    *last_switch_s = now_s;
-    *current = entry->config;
-    return entry->config;
+    if (table == nullptr) return initial_;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (tag >= 1 && static_cast<size_t>(tag) <= log_.size() && log_[tag - 1].replan_ms < 0)
+      log_[tag - 1].replan_ms = replanner_.last_plan_ms();
+    return table;
   };
+  return table_hook(std::move(newest), min_dwell_s_, std::move(on_overload));
 }
 
 std::vector<Recalibration> SelfCalibration::recalibrations() const {

@@ -140,15 +140,17 @@ class Replanner {
 };
 
 // The controller side of self-calibration: an answer hook feeding the tracker and a scheduler
-// hook switching by the newest table (table_hook's rule: the table's configuration at the
-// observed rate, at least min_dwell_s between switches).
+// hook switching by the newest table with table_hook's rule (the table's configuration at the
+// observed rate, at least min_dwell_s between switches; a load beyond every entry runs the table's
+// configuration of highest capacity).
 class SelfCalibration {
  public:
   SelfCalibration(Profile profile, ConfigurationTable initial, std::vector<double> rates_per_s,
                   PlanOptions options, DriftRule rule, double min_dwell_s);
   // Attach with controller.add_answer_hook(calibration.answer_hook()).
   AnswerHook answer_hook();
-  SchedulerHook scheduler_hook();
+  // on_overload: as table_hook's, for the table in use at that moment.
+  SchedulerHook scheduler_hook(OverloadHook on_overload = nullptr);
   // Called (on the controller's thread) after each recalibration, e.g. to log it.
   void set_on_recalibration(std::function<void(const Recalibration&)> f) {
     on_recalibration_ = std::move(f);

@@ -98,20 +98,71 @@ double RateMonitor::rate_per_s(double now_s) {
   return static_cast<double>(arrivals_.size()) / span;
 }
 
-SchedulerHook table_hook(ConfigurationTable table, double min_dwell_s) {
-  auto last_switch_s = std::make_shared<double>(-1e300);
-  auto current = std::make_shared<std::optional<Configuration>>();
-  return [table = std::move(table), min_dwell_s, last_switch_s, current](
-             double now_s, double rate_per_s) -> std::optional<Configuration> {
-    if (table.entries.empty() || rate_per_s <= 0) return std::nullopt;
-    const TableEntry* entry = table.lookup(rate_per_s).entry;
-    if (entry == nullptr || !entry->stable) return std::nullopt;
-    if (*current && **current == entry->config) return std::nullopt;
-    if (now_s - *last_switch_s < min_dwell_s) return std::nullopt;
-    *last_switch_s = now_s;
-    *current = entry->config;
-    return entry->config;
+std::optional<std::pair<Configuration, double>> highest_capacity(const ConfigurationTable& table) {
+  std::optional<std::pair<Configuration, double>> best;
+  auto offer = [&](const Configuration& config, double rate_per_s, const Prediction& p) {
+    if (!p.stable || !(p.utilization > 0)) return;
+    const double capacity = rate_per_s / p.utilization;
+    if (!best || capacity > best->second) best = std::make_pair(config, capacity);
   };
+  for (const TableEntry& e : table.entries) {
+    if (e.stable) offer(e.config, e.rate_per_s, e.prediction);
+  }
+  for (size_t k = 0; k < table.configurations.size() && k < table.predictions.size(); ++k) {
+    for (size_t r = 0; r < table.entries.size() && r < table.predictions[k].size(); ++r)
+      offer(table.configurations[k], table.entries[r].rate_per_s, table.predictions[k][r]);
+  }
+  return best;
+}
+
+SchedulerHook table_hook(TableSource source, double min_dwell_s, OverloadHook on_overload) {
+  struct State {
+    double last_switch_s = -1e300;
+    std::optional<Configuration> current;
+    bool overloaded = false;
+    // highest_capacity() of the table last seen: recomputed only when the source gives a new one.
+    std::shared_ptr<const ConfigurationTable> table;
+    std::optional<std::pair<Configuration, double>> biggest;
+  };
+  auto state = std::make_shared<State>();
+  return [source = std::move(source), min_dwell_s, on_overload = std::move(on_overload),
+          state](double now_s, double rate_per_s) -> std::optional<Configuration> {
+    std::shared_ptr<const ConfigurationTable> table = source();
+    if (table == nullptr) return std::nullopt;
+    if (table != state->table) {
+      state->table = table;
+      state->biggest = highest_capacity(*table);
+    }
+    const auto& biggest = state->biggest;
+    if (table->entries.empty() || rate_per_s <= 0) return std::nullopt;
+    const TableEntry* entry = table->lookup(rate_per_s).entry;
+    if (entry == nullptr) return std::nullopt;
+    const bool overloaded = !entry->stable;
+    if (overloaded && !state->overloaded && on_overload) {
+      OverloadNote note;
+      note.at_s = now_s;
+      note.rate_per_s = rate_per_s;
+      if (biggest) {
+        note.config = biggest->first;
+        note.capacity_per_s = biggest->second;
+      }
+      on_overload(note);
+    }
+    state->overloaded = overloaded;
+    if (overloaded && !biggest) return std::nullopt;  // nothing in the table is ever stable
+    const Configuration want = overloaded ? biggest->first : entry->config;
+    if (state->current && *state->current == want) return std::nullopt;
+    // Hysteresis against a noisy rate; an overload is no noise: the queue grows meanwhile.
+    if (!overloaded && now_s - state->last_switch_s < min_dwell_s) return std::nullopt;
+    state->last_switch_s = now_s;
+    state->current = want;
+    return want;
+  };
+}
+
+SchedulerHook table_hook(ConfigurationTable table, double min_dwell_s, OverloadHook on_overload) {
+  auto fixed = std::make_shared<const ConfigurationTable>(std::move(table));
+  return table_hook([fixed] { return fixed; }, min_dwell_s, std::move(on_overload));
 }
 
 std::vector<double> poisson_arrivals(double rate_per_s, int count, uint64_t seed) {

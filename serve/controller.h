@@ -18,6 +18,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "serf/core/arrivals.h"
@@ -99,11 +100,31 @@ class RateMonitor {
 // The scheduler hook: asked periodically; returns a configuration to switch to, or nothing.
 using SchedulerHook = std::function<std::optional<Configuration>(double now_s, double rate_per_s)>;
 
+// The table scheduler's word that the measured load exceeds every configuration of its table.
+struct OverloadNote {
+  double at_s = 0;            // the hook's now_s
+  double rate_per_s = 0;      // the measured arrival rate
+  Configuration config;       // the configuration of highest capacity in the table, switched to
+  double capacity_per_s = 0;  // its capacity as the table predicts it (rate / utilization)
+};
+using OverloadHook = std::function<void(const OverloadNote&)>;
+
+// The configuration of highest predicted capacity among the table's stable predictions (its
+// entries, and every configuration's when planned with keep_all); nullopt when none is stable.
+std::optional<std::pair<Configuration, double>> highest_capacity(const ConfigurationTable& table);
+
 // SERF's online scheduler: looks the measured rate up in the configuration reference table (the
 // nearest load level at or above it) and switches when the table names another configuration and
 // the last switch is at least `min_dwell_s` ago (hysteresis: a noisy rate estimate near a level
-// boundary must not make the cluster flap). Unstable levels keep the current configuration.
-SchedulerHook table_hook(ConfigurationTable table, double min_dwell_s);
+// boundary must not make the cluster flap). A level where no configuration is stable means the
+// load exceeds them all: the hook switches at once to the one of highest capacity and, once per
+// such episode, tells `on_overload`.
+// Where the hook reads its table at each call: a fixed table, or the newest re-planned one
+// (self-calibration); never null.
+using TableSource = std::function<std::shared_ptr<const ConfigurationTable>()>;
+SchedulerHook table_hook(TableSource source, double min_dwell_s, OverloadHook on_overload = nullptr);
+SchedulerHook table_hook(ConfigurationTable table, double min_dwell_s,
+                         OverloadHook on_overload = nullptr);
 
 struct RequestRecord {
   int64_t id = -1;

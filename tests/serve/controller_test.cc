@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <thread>
+#include <tuple>
 
 #include "fake_transport.h"
 #include "profiler/tuple_profiler.h"
@@ -303,4 +304,43 @@ TEST_CASE("the table hook follows the measured rate with hysteresis", "[mpi][con
   REQUIRE(hook(2.5, 90) == std::optional<Configuration>(Configuration{2, 1, 1}));
   REQUIRE(!hook(4.0, 150));  // unstable level: keep what runs
   REQUIRE(!hook(5.0, 0));    // no arrivals measured yet
+}
+
+TEST_CASE("an unstable level switches to the configuration of highest capacity, once said",
+          "[mpi][controller]") {
+  // Three stable levels: (1,4,1) holds 10/s at utilization 0.1 (capacity 100/s), (1,2,1) 50/s at
+  // 0.25 (200/s), (2,1,1) 100/s at 0.8 (125/s); at 200/s nothing is stable.
+  ConfigurationTable table;
+  table.nodes = 4;
+  for (auto [rate, c, u] : std::vector<std::tuple<double, Configuration, double>>{
+           {10, {1, 4, 1}, 0.1}, {50, {1, 2, 1}, 0.25}, {100, {2, 1, 1}, 0.8}}) {
+    TableEntry e;
+    e.rate_per_s = rate;
+    e.stable = true;
+    e.config = c;
+    e.prediction.stable = true;
+    e.prediction.utilization = u;
+    table.entries.push_back(e);
+  }
+  TableEntry unstable;
+  unstable.rate_per_s = 200;
+  table.entries.push_back(unstable);
+  auto best = highest_capacity(table);
+  REQUIRE(best.has_value());
+  REQUIRE(best->first == Configuration{1, 2, 1});
+  REQUIRE(best->second == Approx(200.0));
+  std::vector<OverloadNote> notes;
+  SchedulerHook hook = table_hook(table, 10.0, [&](const OverloadNote& n) { notes.push_back(n); });
+  REQUIRE(hook(0.0, 90) == std::optional<Configuration>(Configuration{2, 1, 1}));
+  // Within the dwell time, but overloaded: the highest capacity at once (it stayed on (2,1,1)).
+  REQUIRE(hook(0.5, 180) == std::optional<Configuration>(Configuration{1, 2, 1}));
+  REQUIRE(notes.size() == 1);
+  REQUIRE(notes[0].rate_per_s == 180);
+  REQUIRE(notes[0].config == Configuration{1, 2, 1});
+  REQUIRE(notes[0].capacity_per_s == Approx(200.0));
+  REQUIRE(!hook(0.6, 250));  // still overloaded: already there, said once
+  REQUIRE(notes.size() == 1);
+  REQUIRE(!hook(0.7, 40));  // back within the table: its level names (1,2,1), which runs
+  REQUIRE(hook(11.0, 300) == std::nullopt);  // a new episode: said again, nothing to switch
+  REQUIRE(notes.size() == 2);
 }
