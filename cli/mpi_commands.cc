@@ -144,7 +144,6 @@ Status run_serve(const ServeOptions& o) {
       // A load beyond every entry runs this one (table_hook): it must run too.
       if (const auto biggest = serve::highest_capacity(*table)) {
         SERF_RETURN_IF_ERROR(session.check_configuration(biggest->first, o.table));
-        SERF_RETURN_IF_ERROR(refuse_batches(biggest->first, o.table));
       }
     }
     return session.run_controller([&](serve::Controller& controller) -> Status {

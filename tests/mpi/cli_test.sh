@@ -302,10 +302,13 @@ PY
   overload)
     # The load rises past every configuration of the table (4 nodes hold about 320 requests/s):
     # the scheduler runs the one of highest capacity and says so, on stdout and in --out (it
-    # stayed on what ran).
+    # stayed on what ran). Self-calibration is off: on a loaded machine the emulated nodes run
+    # slower than their profile, the re-planned table then ends below 300 requests/s and the
+    # bounds below would measure the machine (test_calibration checks the rule on that path).
     plan_table "$out/table.json"
     timeout 120 "$MPIEXEC" --oversubscribe -np 5 "$SERF" serve --emulate "$profile" --config 1,4,1 \
       --table "$out/table.json" --load "0:30;2:390" --requests 900 --rate-window 1 --min-dwell 1 \
+      --recalibrate off \
       --out "$out/run.json" >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "serve --table"; }
     cat "$out/o"
     grep -q "requests: 900 answered of 900" "$out/o" || fail "not every request answered"

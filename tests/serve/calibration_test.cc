@@ -107,6 +107,40 @@ TEST_CASE("unobserved tuples take their neighbours' drift", "[calibration]") {
   CHECK(mean_of(d.profile(), {1, 2, 1}) == Approx(5.0 * both));
 }
 
+TEST_CASE("the self-calibrating scheduler runs table_hook's overload rule", "[calibration]") {
+  // Levels up to 300/s on one 2-core node: the highest ones exceed every configuration.
+  const Profile p = small_profile();
+  std::vector<double> rates;
+  for (double r = 10; r <= 300; r += 10) rates.push_back(r);
+  PlanOptions o;
+  o.nodes = 1;
+  auto initial = plan_table(p, rates, o);
+  REQUIRE(initial.ok());
+  REQUIRE_FALSE(initial->lookup(300).entry->stable);
+  const auto biggest = highest_capacity(*initial);
+  REQUIRE(biggest);
+  SelfCalibration cal(p, *initial, rates, o, DriftRule{}, 0);
+  std::vector<OverloadNote> notes;
+  auto hook = cal.scheduler_hook([&](const OverloadNote& n) { notes.push_back(n); });
+  auto next = hook(1, 300);
+  REQUIRE(next);
+  CHECK(*next == biggest->first);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0].rate_per_s == 300);
+  CHECK(notes[0].config == biggest->first);
+  CHECK(notes[0].capacity_per_s == Approx(biggest->second));
+  CHECK(notes[0].capacity_per_s > 100);
+  CHECK_FALSE(hook(2, 290));  // the same episode: no second note, no switch
+  CHECK(notes.size() == 1);
+  // The load falls back into the table (its configuration there, if another), then rises again:
+  // a new episode, a new note.
+  const auto back = hook(3, 10);
+  CHECK((back ? *back : biggest->first) == initial->lookup(10).entry->config);
+  const auto again = hook(4, 300);
+  CHECK(again.has_value() == back.has_value());  // back to the biggest only if it had left it
+  CHECK(notes.size() == 2);
+}
+
 TEST_CASE("the re-plan runs on its own thread and the scheduler uses the new table",
           "[calibration]") {
   // Little interference: (1,1,2) is best at a low load, (2,1,1) at a high one.
