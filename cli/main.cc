@@ -117,13 +117,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // Every rank parsed the same words and failed alike: rank 0 says it and its exit code is
+    // mpirun's. The other ranks exit 0: a rank exiting non-zero first makes mpirun kill the rest,
+    // and on a loaded machine rank 0 (still loading) was killed before its line.
+    if (serf::cli::quiet_rank()) return 0;
     std::string what = serf::cli::unknown_subcommand(app, argc, argv);
     if (what.empty()) what = e.what();
-    if (!serf::cli::quiet_rank()) std::cerr << "serf: error: " << what << " (see serf --help)\n";
+    std::cerr << "serf: error: " << what << " (see serf --help)\n";
     return 2;
   } catch (const std::bad_alloc&) {
+    if (serf::cli::quiet_rank()) return 0;  // as above: rank 0 reports it
     const serf::Status oom = serf::cli::out_of_memory();
-    if (!serf::cli::quiet_rank()) std::cerr << "serf: error: " << oom.message() << "\n";
+    std::cerr << "serf: error: " << oom.message() << "\n";
     return oom.exit_code();
   }
 

@@ -29,11 +29,13 @@ int launcher_rank() {
 
 // Ends the process when a blocking MPI call on every rank (MPI_Init, MPI_Finalize) does not return
 // within its bound: the call cannot be cancelled, and a rank that is stopped or dead would hold
-// this one there forever. Rank 0 says why; the exit makes mpirun end the job.
+// this one there forever. Rank 0 says why; the exit makes mpirun end the job. Node ranks wait
+// longer (node_bound_s), so their exit never ends the job before rank 0 has said it.
 class Watchdog {
  public:
   Watchdog(double seconds, std::string message) {
     if (!(seconds > 0)) return;
+    if (launcher_rank() != 0) seconds = node_bound_s(seconds);
     thread_ = std::thread([this, seconds, message = std::move(message)] {
       std::unique_lock<std::mutex> lock(mutex_);
       if (cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; }))

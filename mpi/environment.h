@@ -12,12 +12,22 @@
 
 namespace serf::mpi {
 
+// The bound a node rank keeps on a wait that rank 0 bounds too (MPI_Init, MPI_Finalize, the
+// runtime's communicators): longer, so rank 0 always finds the fault first and reports it. A node
+// ending the job first (its exit or MPI_Abort) made mpirun kill rank 0 before its error line
+// when the ranks started a few seconds apart on a loaded machine: no line, only mpirun's notice.
+// A node's bound expires only when rank 0 itself is dead or hung.
+inline double node_bound_s(double rank0_bound_s) { return 2 * rank0_bound_s + 5; }
+
 class Environment {
  public:
   // MPI_Init waits for every rank of the job; past `start_bound_s` (> 0) rank 0 says a rank did
-  // not start, and the process exits 1 (mpirun then ends the job).
+  // not start, and the process exits 1 (mpirun then ends the job). Node ranks wait
+  // node_bound_s(start_bound_s) and exit 1 without a word (rank 0 did not report: it is the one
+  // dead or hung).
   static StatusOr<std::unique_ptr<Environment>> Create(double start_bound_s = 0);
-  // MPI_Finalize, unless abort() was called; bounded by set_finish_bound_s as MPI_Init is.
+  // MPI_Finalize, unless abort() was called; bounded by set_finish_bound_s as MPI_Init is
+  // (node ranks by node_bound_s of it).
   ~Environment();
   Environment(const Environment&) = delete;
   Environment& operator=(const Environment&) = delete;

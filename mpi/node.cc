@@ -1,4 +1,5 @@
 // Ranks 1..N: the node side of the runtime (slot threads, reconfiguration, fault hooks).
+#include <mpi.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "mpi/environment.h"
 #include "mpi/runtime.h"
 
 namespace serf::mpi {
@@ -176,10 +178,11 @@ class NodeWatch {
     r.rank = rank;
     r.set_message(signal_name(signal));
     (void)control.send(r, 0, kReplyTag, WaitPolicy{0.3});
-    // Stay until mpirun's SIGKILL (1 s after its SIGTERM): measured with Open MPI 4.1, a node
-    // that exits earlier makes mpirun kill rank 0 at once, before it wrote and reported. The
-    // bound only matters when this node alone got the SIGTERM.
-    std::this_thread::sleep_for(std::chrono::seconds(5));
+    // Stay until mpirun's SIGKILL (1 s after its SIGTERM), or rank 0's MPI_Abort when this node
+    // alone got the signal (rank 0 names it 1.5-1.8 s after, later on a loaded machine): measured
+    // with Open MPI 4.1, a node that exits earlier makes mpirun kill rank 0 at once, before it
+    // wrote and reported. The bound only matters when rank 0 is itself dead or hung.
+    std::this_thread::sleep_for(std::chrono::seconds(15));
     const int sig = signal > 0 ? signal : SIGTERM;
     std::signal(sig, SIG_DFL);
     std::raise(sig);
@@ -220,9 +223,12 @@ SlotWorkerFactory emulated_worker_factory() {
 
 StatusOr<RuntimeComms> make_runtime_comms(double timeout_s) {
   RuntimeComms comms;
-  const WaitPolicy wait{timeout_s};
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  // Rank 0 names a rank that does not come; a node gives up only after it would have.
+  const WaitPolicy wait{world_rank == 0 ? timeout_s : node_bound_s(timeout_s)};
   const std::string hung = "a rank did not join the runtime's communicators within " +
-                           serve::seconds_text(timeout_s) + " s (dead or hung node)";
+                           serve::seconds_text(wait.timeout_s) + " s (dead or hung node)";
   auto control = Communicator::world(wait);
   if (!control.ok()) return Unavailable(hung);
   comms.control = std::move(control).value();

@@ -442,11 +442,12 @@ Status Controller::check_timeouts() {
   if (interrupted()) return terminated();
   const double timeout = options_.node_timeout_s;
   const double probe_within = probe_s(timeout);
+  const double probe_at = timeout - probe_within - report_margin_s(timeout);
   for (const auto& [id, dispatched_s] : in_flight_) {
     const int unit = record(id).unit;
     const std::string what =
         "request " + std::to_string(id) + " on unit " + std::to_string(unit) + " not answered";
-    if (now_s() - dispatched_s > timeout - probe_within && probed_.count(id) == 0) {
+    if (now_s() - dispatched_s > probe_at && probed_.count(id) == 0) {
       Status alive = transport_.probe(unit, probe_within);
       if (interrupted()) return terminated();
       if (!alive.ok()) {

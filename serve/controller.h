@@ -158,8 +158,9 @@ inline constexpr size_t kUnboundedQueue = static_cast<size_t>(-1);
 struct ControllerOptions {
   int cores_per_node = 1024;  // F: configure() refuses a configuration with c*T > F (validate())
   // A request not answered in this long is a fault, reported within this long too: the unit is
-  // probed (pinged) at most kProbeMaxS (and at most 20 %) before the timeout, so a dead or hung
-  // node is named when the timeout passes, not a ping window after it.
+  // probed (pinged) at most kProbeMaxS (and at most 20 %) plus a report margin before the
+  // timeout, so a dead or hung node is named before the timeout passes, not a ping window after
+  // it; a unit that answers the ping is reported when the timeout passes.
   double node_timeout_s = 10;
   double tick_s = 0.05;  // how often the scheduler hook is asked
   double rate_window_s = 2;
@@ -231,6 +232,14 @@ class Controller {
   static constexpr double kProbeMaxS = 2.0;
   static double probe_s(double node_timeout_s) {
     return std::min(kProbeMaxS, 0.2 * node_timeout_s);
+  }
+  // How much earlier still an unanswered request's unit is probed: the report (partial results
+  // written, the summary, the error line) takes up to this long on a loaded machine, and a hung
+  // node must be named within the node timeout in total (10 s by default: probed at 7 s, the ping
+  // given up at 9 s, then the report). Probed exactly probe_s() before the timeout, the line came
+  // 10.07 s after a SIGSTOP; with a 0.5 s margin still 10.07 s once in 5 beside two busy loops.
+  static double report_margin_s(double node_timeout_s) {
+    return std::min(1.0, 0.1 * node_timeout_s);
   }
   Controller(Transport& transport, ControllerOptions options);
   // Emulated nodes: each action carries a service time drawn here. Without it nodes compute.

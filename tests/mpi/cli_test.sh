@@ -196,7 +196,8 @@ case "$1" in
     ;;
   fault_stop_busy)
     # A busy node hangs (SIGSTOP) with the default flags: named within the 10 s node timeout in
-    # total (the unit is pinged 2 s before it; the ping came after it, 12-13 s).
+    # total (the unit is pinged 3 s before it, with 2 s for the ping and 1 s for the report;
+    # the ping came after it, 12-13 s, then exactly 2 s before it, 10.07 s).
     start_job -np 5 "$SERF" serve --emulate "$profile" --config 1,1,1 --rate 250 --requests 4000 \
       --out "$out/run.json"
     wait_serving
@@ -206,9 +207,9 @@ case "$1" in
     grep '^serf: error:' "$out/e"
     [ $rc -ne 0 ] || fail "exit 0 with a hung node"
     grep '^serf: error:' "$out/e" | grep -q "rank(s) 2 did not answer a ping" || { cat "$out/e"; fail "the error does not name rank 2"; }
-    # 10 s from the dispatch of a request rank 2 never answered, which was at most a few ms before
-    # the stop (or after it); 1 s more for a loaded machine.
-    [ "$(echo "$error_after <= 11" | bc)" -eq 1 ] || fail "named $error_after s after the stop (want <= 10 s + 1 s slack)"
+    # At most 10 s from the dispatch of a request rank 2 never answered, which was at most a few
+    # ms before the stop (rank 2 was busy: 250 requests/s on 4 nodes of about 10 ms each).
+    [ "$(echo "$error_after <= 10" | bc)" -eq 1 ] || fail "named $error_after s after the stop (want <= 10 s)"
     echo "ok: busy rank 2 stopped, named $error_after s later with the default --node-timeout"
     ;;
   fault_stop_start)
@@ -244,7 +245,7 @@ case "$1" in
       || fail "SIGTERM to rank 0: $line"
     echo "ok: $line ($error_after s)"
     # 2. SIGTERM to node rank 2 alone (serf serve): named within kLoneSignalS (1.5 s), before it
-    # leaves (5 s), with the measurements written.
+    # leaves (15 s), with the measurements written.
     start_job -np 5 "$SERF" serve --emulate "$profile" --config 1,1,1 --rate 50 --requests 2000 --out "$out/run.json"
     wait_serving
     sleep 0.5
