@@ -374,8 +374,7 @@ bool RunJournal::add(const serve::RequestRecord& record) {
 }
 
 Status write_run_report(const serve::Controller& controller, const std::string& path,
-                        const std::string& model,
-                        const std::vector<serve::OverloadNote>& overloads,
+                        const std::string& model, const std::vector<serve::OverloadNote>& overloads,
                         const std::vector<serve::Recalibration>* recalibrations) {
   if (path.empty()) return Status::Ok();
   nlohmann::json doc{{"format", "serf-run/1"}, {"model", model}};
@@ -412,10 +411,11 @@ Status write_run_report(const serve::Controller& controller, const std::string& 
   }
   doc["overloads"] = nlohmann::json::array();
   for (const serve::OverloadNote& n : overloads) {
-    doc["overloads"].push_back({{"at_s", n.at_s},
-                                {"rate_per_s", n.rate_per_s},
-                                {"to", {n.config.service, n.config.inter, n.config.intra}},
-                                {"capacity_per_s", n.capacity_per_s}});
+    doc["overloads"].push_back(
+        {{"at_s", n.at_s},
+         {"rate_per_s", n.rate_per_s},
+         {"to", {n.config.service, n.config.inter, n.config.intra, n.config.batch}},
+         {"capacity_per_s", n.capacity_per_s}});
   }
   if (recalibrations != nullptr) {
     doc["recalibrations"] = nlohmann::json::array();
