@@ -1,8 +1,10 @@
 // serf profile: tuple profiling and the exhaustive baseline under mpirun (issue 4).
 //   mpirun -np N+1 serf profile --model FILE --cores-per-node F [--inter LIST] --out profile.json
 //   mpirun -np N+1 serf profile --emulate P --exhaustive --rates 10,20 --requests 200 --out ex.json
+//   mpirun -np N+1 serf profile --model FILE --refresh old.json --drift run.json --out new.json
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -11,6 +13,7 @@
 #include "cli/plot.h"
 #include "cli/progress.h"
 #include "cli/runtime_launch.h"
+#include "profiler/profile_refresh.h"
 #include "profiler/tuple_profiler.h"
 #include "serf/core/arrivals.h"
 #include "serf/core/rate_spec.h"
@@ -43,7 +46,109 @@ struct ProfileFlags {
   const CLI::Option* warmup_flag = nullptr;
   ArrivalFlags arrivals;     // --arrivals, --arrival-scv (with --exhaustive)
   ProgressOptions progress;  // --quiet, --progress-every
+  std::string refresh;       // --refresh OLD: re-measure some of its tuples
+  std::string drift;         // --drift RUN: the tuples its recalibrations name
+  const CLI::Option* inter_flag = nullptr;
+  const CLI::Option* batches_flag = nullptr;
 };
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+bool given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
+
+// The tuples of `old` to measure again: those --drift's run recalibrated, else those --inter and
+// --batches select (all by default). Empty: nothing to refresh (said on stdout).
+StatusOr<std::vector<ParallelismTuple>> refresh_selection(const ProfileFlags& f, const Profile& old,
+                                                          std::string* why) {
+  if (!f.drift.empty()) {
+    if (given(f.inter_flag) || given(f.batches_flag))
+      return InvalidArgument(
+          "--inter/--batches: with --drift the run names the tuples to "
+          "re-measure; give one or the other");
+    SERF_ASSIGN_OR_RETURN(nlohmann::json run, io::read_json_file(f.drift));
+    SERF_ASSIGN_OR_RETURN(auto tuples, profiler::drifted_tuples(run, f.drift, old));
+    *why = "the drift seen in " + f.drift;
+    return tuples;
+  }
+  std::vector<int> inter, batches;
+  if (given(f.inter_flag)) {
+    SERF_ASSIGN_OR_RETURN(inter, profiler::parse_int_list(f.inter, "--inter"));
+  }
+  if (given(f.batches_flag)) {
+    SERF_ASSIGN_OR_RETURN(batches, profiler::parse_int_list(f.batches, "--batches"));
+  }
+  auto tuples = profiler::select_tuples(old, inter, batches);
+  if (tuples.empty())
+    return InvalidArgument("--inter/--batches: no tuple of " + f.refresh +
+                           " has the K and b given; give values its tuples have");
+  *why = inter.empty() && batches.empty() ? "all tuples" : "the tuples --inter/--batches select";
+  return tuples;
+}
+
+// serf profile --refresh OLD [--drift RUN]: re-measure on the nodes only the tuples whose drift
+// was seen; keep the others scaled by their neighbours' drift (docs/calibration.md).
+Status run_refresh(const ProfileFlags& f, RuntimeSession& session, int warmup) {
+  if (f.refresh.empty()) return InvalidArgument("--drift: only with --refresh OLD_PROFILE");
+  if (f.exhaustive || f.precision > 0)
+    return InvalidArgument("--refresh: re-measures tuples; not with --exhaustive or --precision");
+  std::vector<InputFile> inputs = runtime_inputs(f.runtime);
+  inputs.push_back({"--refresh", f.refresh});
+  inputs.push_back({"--drift", f.drift});
+  SERF_RETURN_IF_ERROR(check_output_path("--out", f.out, inputs));
+  SERF_ASSIGN_OR_RETURN(Profile old, io::load_profile(f.refresh));
+  const Hardware hw{session.nodes, session.cores_per_node};
+  if (old.model != session.model_name)
+    return InvalidArgument("--refresh " + f.refresh + ": profiled model \"" + old.model +
+                           "\", this run has \"" + session.model_name +
+                           "\"; refresh it with the model it was profiled on");
+  if (old.hardware.nodes != hw.nodes || old.hardware.cores_per_node != hw.cores_per_node)
+    return InvalidArgument("--refresh " + f.refresh + ": profiled on " +
+                           std::to_string(old.hardware.nodes) + " node(s) x " +
+                           std::to_string(old.hardware.cores_per_node) + " core(s), this run has " +
+                           std::to_string(hw.nodes) + " x " + std::to_string(hw.cores_per_node) +
+                           "; refresh it on the hardware it was profiled on");
+  std::string why;
+  SERF_ASSIGN_OR_RETURN(std::vector<ParallelismTuple> tuples, refresh_selection(f, old, &why));
+  if (tuples.empty()) {  // a run that saw no drift: nothing is wrong, nothing to do
+    if (session.rank == 0)
+      std::cout << "nothing to refresh: " << f.drift
+                << " has no recalibrations (the run saw no drift); " << f.out << " not written\n";
+    return Status::Ok();
+  }
+  return session.run_controller([&](serve::Controller& controller) -> Status {
+    profiler::TupleProfileOptions o{session.model_name, hw, {}, f.samples, warmup, f.passes};
+    o.tuples = tuples;
+    Profile measured;
+    SERF_RETURN_IF_ERROR(
+        profiler::run_tuple_profile(controller, o, make_progress("refresh", f.progress), &measured)
+            .status());
+    profiler::RefreshSummary sum;
+    SERF_ASSIGN_OR_RETURN(Profile fresh,
+                          profiler::merge_refresh(old, measured, utc_now(), why, &sum));
+    std::cout << std::fixed << std::setprecision(3);
+    std::cout << "tuple                  old_ms    new_ms    ratio  samples\n";
+    for (const TupleStats& m : measured.tuples) {
+      const double before = old.find(m.tuple)->mean_ms;
+      std::cout << std::left << std::setw(20) << to_string(m.tuple) << std::right << std::setw(10)
+                << before << std::setw(10) << m.mean_ms << std::setw(9) << m.mean_ms / before
+                << std::setw(9) << m.samples << "\n";
+    }
+    std::cout << "re-measured " << sum.remeasured << " of " << fresh.tuples.size()
+              << " tuples; the other " << fresh.tuples.size() - sum.remeasured
+              << " kept, scaled by their neighbours' drift (" << sum.scaled
+              << " moved; mean factor " << std::setprecision(4) << sum.drift << ")\n";
+    SERF_RETURN_IF_ERROR(io::save_profile(fresh, f.out));
+    std::cout << "wrote " << f.out << "\n";
+    return Status::Ok();
+  });
+}
 
 // --precision and its companions; --requests and --warmup belong to fixed-count points.
 Status check_precision_flags(const ProfileFlags& f) {
@@ -95,6 +200,7 @@ Status run_profile(const ProfileFlags& f) {
                              " (each pass measures at least one of the --samples)");
     // Tuples: 2 closed-loop requests; exhaustive: 10% of --requests more, left out of the stats.
     const int warmup = f.warmup >= 0 ? f.warmup : f.exhaustive ? f.requests / 10 : 2;
+    if (!f.refresh.empty() || !f.drift.empty()) return run_refresh(f, session, warmup);
     std::vector<InputFile> inputs = runtime_inputs(f.runtime);
     inputs.push_back({"--capacity-profile", f.capacity_profile});
     SERF_RETURN_IF_ERROR(check_output_path("--out", f.out, inputs));
@@ -285,12 +391,14 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
       "measure the mean latency of every configuration at every load (the baseline SERF avoids).\n"
       "  mpirun -np 3 serf profile --model m.json --cores-per-node 2 --out profile.json");
   add_runtime_flags(sub, &f->runtime);
-  sub->add_option("--inter", f->inter,
-                  "K values to profile, e.g. 1,2,4 (nodes per request; default powers of 2 <= N)");
-  sub->add_option("--batches", f->batches,
-                  "batch sizes b to profile, e.g. 1,2,4,8: tuples (i, K, T, b), each the time of "
-                  "a batch of b with i batches running (\"batch\": b in the profile; default 1) "
-                  "(--exhaustive: 1 only for now)");
+  f->inter_flag = sub->add_option(
+      "--inter", f->inter,
+      "K values to profile, e.g. 1,2,4 (nodes per request; default powers of 2 <= N)");
+  f->batches_flag = sub->add_option(
+      "--batches", f->batches,
+      "batch sizes b to profile, e.g. 1,2,4,8: tuples (i, K, T, b), each the time of "
+      "a batch of b with i batches running (\"batch\": b in the profile; default 1) "
+      "(--exhaustive: 1 only for now)");
   sub->add_option("--samples", f->samples, "measured requests per tuple (count)");
   sub->add_option("--passes", f->passes,
                   "measure every tuple in this many passes over all tuples, --samples split "
@@ -338,6 +446,13 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--max-duration", f->max_duration_s,
                   "with --precision: cap on how long arrivals come to a point (seconds)")
       ->check(finite_range(0.001, 86400));
+  sub->add_option("--refresh", f->refresh,
+                  "serf-profile/1 to refresh: re-measure some of its tuples on these nodes (the "
+                  "ones --drift names, else those --inter/--batches select, else all), keep the "
+                  "others scaled by their neighbours' drift, write the new profile to --out");
+  sub->add_option("--drift", f->drift,
+                  "with --refresh: a serf serve --out run (serf-run/1) whose recalibrations name "
+                  "the tuples to re-measure");
   f->arrivals.add(sub, "with --exhaustive: ");
   add_progress_flags(sub, &f->progress);
   registry.add(sub, [f] { return run_profile(*f); });

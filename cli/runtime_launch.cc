@@ -420,8 +420,11 @@ Status write_run_report(const serve::Controller& controller, const std::string& 
   if (recalibrations != nullptr) {
     doc["recalibrations"] = nlohmann::json::array();
     for (const serve::Recalibration& r : *recalibrations) {
+      // [i, K, T], with b appended when it is not 1 (serf profile --refresh reads both).
+      nlohmann::json tuple = {r.tuple.service, r.tuple.inter, r.tuple.intra};
+      if (r.tuple.batch != 1) tuple.push_back(r.tuple.batch);
       doc["recalibrations"].push_back({{"at_s", r.at_s},
-                                       {"tuple", {r.tuple.service, r.tuple.inter, r.tuple.intra}},
+                                       {"tuple", tuple},
                                        {"old_mean_ms", r.old_mean_ms},
                                        {"new_mean_ms", r.new_mean_ms},
                                        {"samples", r.samples},

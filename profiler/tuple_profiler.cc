@@ -107,8 +107,10 @@ TupleStats pool_passes(const ParallelismTuple& tuple, const std::vector<PassSamp
 StatusOr<Profile> run_tuple_profile(serve::Controller& controller,
                                     const TupleProfileOptions& options, const ProgressFn& progress,
                                     Profile* partial) {
-  const auto tuples = profile_tuples(options.hardware.nodes, options.hardware.cores_per_node,
-                                     options.inter, options.batches);
+  const auto tuples = !options.tuples.empty()
+                          ? options.tuples
+                          : profile_tuples(options.hardware.nodes, options.hardware.cores_per_node,
+                                           options.inter, options.batches);
   if (tuples.empty()) {
     return InvalidArgument("--inter: no K in the list fits the " +
                            std::to_string(options.hardware.nodes) + " node(s); give K <= nodes");

@@ -53,6 +53,9 @@ struct TupleProfileOptions {
   int passes = 1;
   // Batch sizes b of the tuples (i, K, T, b): each measured with i full batches of b running.
   std::vector<int> batches = {1};
+  // Non-empty: measure exactly these tuples, in this order, instead of the grid of inter and
+  // batches (serf profile --refresh re-measures the tuples whose drift was seen).
+  std::vector<ParallelismTuple> tuples = {};
 };
 
 // Closed loop per tuple: exactly i batches of b requests running on one unit; records each service

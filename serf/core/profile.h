@@ -31,6 +31,11 @@ struct TupleStats {
   // `passes_kept` passes that were not disturbed (profiler/tuple_profiler.h). 0: one pass.
   int passes = 0;
   int passes_kept = 0;
+  // serf profile --refresh: when this tuple was last re-measured (UTC, ISO 8601; empty: as first
+  // profiled), and the factor its mean was scaled by since it was measured, by the drift seen on
+  // its neighbours (0: not scaled).
+  std::string refreshed_at = {};
+  double drift_scale = 0;
 };
 
 // The hardware a profile was measured on: N nodes of F cores.

@@ -1,5 +1,7 @@
 #include "serf/io/profile_io.h"
 
+#include <cmath>
+
 #include "serf/io/json_fields.h"
 
 namespace serf::io {
@@ -60,6 +62,15 @@ StatusOr<Profile> parse(const json& doc) {
       if (!(s.passes >= 1 && s.passes_kept >= 1 && s.passes_kept <= s.passes))
         return InvalidArgument(where + ".passes_kept: must lie in [1, passes]");
     }
+    if (t.contains("refreshed_at")) {
+      SERF_ASSIGN_OR_RETURN(s.refreshed_at, get_string(t, "refreshed_at", where));
+    }
+    if (t.contains("drift_scale")) {
+      SERF_ASSIGN_OR_RETURN(s.drift_scale, get_number(t, "drift_scale", where));
+      if (!(std::isfinite(s.drift_scale) && s.drift_scale > 0))
+        return InvalidArgument(where + ".drift_scale: must be a finite number > 0, got " +
+                               std::to_string(s.drift_scale));
+    }
     p.tuples.push_back(s);
   }
   SERF_RETURN_IF_ERROR(p.validate());
@@ -87,6 +98,8 @@ json profile_to_json(const Profile& profile) {
       t["passes"] = s.passes;
       t["passes_kept"] = s.passes_kept;
     }
+    if (!s.refreshed_at.empty()) t["refreshed_at"] = s.refreshed_at;
+    if (s.drift_scale > 0) t["drift_scale"] = s.drift_scale;
     tuples.push_back(std::move(t));
   }
   json doc = {
