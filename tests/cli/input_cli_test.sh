@@ -11,19 +11,8 @@ trap 'rm -rf "$tmp"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-# expect CODE PATTERN -- ARGS...: exit code CODE, exactly one stderr line containing PATTERN,
-# within 10 s (nothing blocks or reads a device to its end).
-expect() {
-  local code="$1" pattern="$2"
-  shift 3
-  local start=$SECONDS
-  timeout 10 "$serf" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [[ $rc -ne $code ]]; then fail "serf $* -> exit $rc, want $code ($(cat "$tmp/err"))"; return; fi
-  if [[ $(wc -l <"$tmp/err") -ne 1 ]]; then fail "serf $* -> stderr not one line: $(cat "$tmp/err")"; return; fi
-  if ! grep -qF -- "$pattern" "$tmp/err"; then fail "serf $* -> '$(cat "$tmp/err")' lacks '$pattern'"; return; fi
-  echo "ok   serf $* -> $(cat "$tmp/err") ($((SECONDS - start)) s)"
-}
+# shellcheck source=expect.sh
+source "$(dirname "${BASH_SOURCE[0]}")/expect.sh"
 
 P=(--profile "$profile")
 cfg=(--service 1 --inter 1 --intra 1 --rate 1)

@@ -11,19 +11,8 @@ failures=0
 
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-# expect CODE PATTERN -- ARGS...: exit code CODE, exactly one stderr line containing PATTERN.
-expect() {
-  local code="$1" pattern="$2"
-  shift 3
-  "$serf" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  local lines
-  lines=$(wc -l <"$tmp/err")
-  if [[ $rc -ne $code ]]; then fail "serf $* -> exit $rc, want $code ($(cat "$tmp/err"))"; return; fi
-  if [[ $lines -ne 1 ]]; then fail "serf $* -> $lines stderr lines, want 1: $(cat "$tmp/err")"; return; fi
-  if ! grep -qF -- "$pattern" "$tmp/err"; then fail "serf $* -> '$(cat "$tmp/err")' lacks '$pattern'"; fi
-  if grep -qiE '\bnan\b|\binf\b' "$tmp/out"; then fail "serf $* printed NaN/inf"; fi
-}
+# shellcheck source=expect.sh
+source "$(dirname "${BASH_SOURCE[0]}")/expect.sh"
 
 P=(--profile "$profile")
 cfg=(--service 2 --inter 1 --intra 4)
