@@ -50,7 +50,9 @@ assert counts["answered"] >= 1 and counts["rejected"] >= 1, counts
 assert int(cell("switches")) == metric("serf_configuration_switches_total")
 assert int(cell("recalibrations")) == metric("serf_recalibrations_total")
 assert cell("observed-mean").endswith(" ms") and cell("observed-p99").endswith(" ms")
-assert cell("predicted-mean").endswith(" ms"), cell("predicted-mean")
+# The prediction is at the scheduler's observed rate: after a burst of 32 that rate can be
+# beyond the configuration's capacity, where the page says n/a (no finite mean exists).
+assert re.fullmatch(r"\d+\.\d\d ms|n/a", cell("predicted-mean")), cell("predicted-mean")
 assert re.search(r'<meta http-equiv="refresh" content="\d+">', page)
 assert not re.search(r"<script|<link|<img|src=|@import|url\(", page, re.I), "not self-contained"
 assert "NaN" not in page and "nan" not in page.lower().split("<style>")[0]
