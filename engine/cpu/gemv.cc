@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "engine/cpu/aligned_floats.h"
+
 namespace serf::engine {
 namespace {
 
@@ -64,57 +66,135 @@ void gemv_rows(const float* w, const float* x, const float* b, float* y, int64_t
   gemv_groups<1>(w, x, b, y, o, end, in, relu);
 }
 
-// A batch: rows [begin, end) of W, R at a time, against C input rows at a time (R x C
-// accumulators). The first sweep over a group of R rows streams them from memory; the group
-// (R x in floats: 64 KiB at in = 2048, 256 KiB at 8192) then stays in L2 for the batch's other
-// sweeps, so W is read from memory once per batch. Each (row, input) pair sums in gemv_groups'
-// order, so a row of the batch equals the same input alone bit for bit.
+// A batch (gemm_f32). A register tile holds R weight rows x C batch rows of accumulators (8 x 3:
+// 24 of the 32 zmm registers, 11 loads per 24 FMAs). The weights are walked once per batch, a
+// group of R rows at a time and, within it, in blocks of kBlock columns: the tile with the
+// batch's first C rows streams a block from memory (prefetching 4 KiB ahead, as the GEMV does)
+// and the batch's other tiles find it in L1 (R x kBlock floats: 16 KiB), so only the first
+// touch costs memory bandwidth; that tile alone prefetches, each line once, two blocks ahead in
+// the walk (the GEMV's 4 KiB-ahead-in-the-row scheme left each group's first 4 KiB per row to
+// the hardware, and the weights' streaming then did not overlap the batch's FMAs). Between blocks
+// the partial sums wait in a per-thread buffer as whole vectors, so every (row, input) pair sums
+// its lanes in the GEMV's order and a row of the batch equals the same input alone bit for bit.
+constexpr int kTileRows = 8;
+constexpr int kTileBatch = 3;
+constexpr int64_t kBlock = 512;
+
+struct Tile {
+  const float* w;      // the group's first weight row, column 0
+  const float* ahead;  // the block two blocks on in the walk (row 0, its first column)
+  int64_t pf_begin;    // this tile prefetches lines [pf_begin, pf_end) of `ahead`, row-major
+  int64_t pf_end;      // (kBlock / 16 lines a row), pf_per a column step
+  int pf_per;
+  const float* x;  // the tile's first batch row, column 0
+  float* acc;      // partial sums of (row 0, batch row 0): [R][batch][16]
+  int64_t in;
+  int64_t batch;
+};
+
+// Columns [k0, k1) of one tile (k1 - k0 a multiple of 16), then the masked tail when `tail` is
+// not zero. `first` zeroes the sums instead of loading them; `last` finishes the rows into y.
 template <int R, int C>
-__attribute__((target("avx512f,fma"))) void gemm_group(const float* r, const float* x, int64_t ldx,
-                                                       const float* b, float* y, int64_t ldy,
-                                                       int64_t o, int64_t in, bool relu) {
-  const int64_t full = in / 16 * 16;
-  const __mmask16 tail = static_cast<__mmask16>((1u << (in - full)) - 1u);
+__attribute__((target("avx512f,fma"))) void tile(const Tile& t, int64_t k0, int64_t k1,
+                                                 __mmask16 tail, bool first, bool last,
+                                                 const float* b, float* y, int64_t ldy, int64_t o,
+                                                 bool relu) {
   __m512 a[R][C];
+#pragma GCC unroll 8
   for (int j = 0; j < R; ++j) {
-    for (int c = 0; c < C; ++c) a[j][c] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c)
+      a[j][c] = first ? _mm512_setzero_ps() : _mm512_load_ps(t.acc + (j * t.batch + c) * 16);
   }
-  for (int64_t i = 0; i < full; i += 16) {
+  int64_t q = t.pf_begin;
+  for (int64_t i = k0; i < k1; i += 16) {
+    for (int s = 0; s < t.pf_per && q < t.pf_end; ++s, ++q) {
+      const float* line = t.ahead + (q / (kBlock / 16)) * t.in + (q % (kBlock / 16)) * 16;
+      _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+    }
     __m512 xv[C];
-    for (int c = 0; c < C; ++c) xv[c] = _mm512_loadu_ps(x + c * ldx + i);
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) xv[c] = _mm512_loadu_ps(t.x + c * t.in + i);
+#pragma GCC unroll 8
     for (int j = 0; j < R; ++j) {
-      const float* p = r + j * in + i;
-      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchFloats), _MM_HINT_T1);
+      const float* p = t.w + j * t.in + i;
       const __m512 wv = _mm512_loadu_ps(p);
+#pragma GCC unroll 4
       for (int c = 0; c < C; ++c) a[j][c] = _mm512_fmadd_ps(wv, xv[c], a[j][c]);
     }
   }
   if (tail != 0) {
     __m512 xv[C];
-    for (int c = 0; c < C; ++c) xv[c] = _mm512_maskz_loadu_ps(tail, x + c * ldx + full);
+    for (int c = 0; c < C; ++c) xv[c] = _mm512_maskz_loadu_ps(tail, t.x + c * t.in + k1);
     for (int j = 0; j < R; ++j) {
-      const __m512 wv = _mm512_maskz_loadu_ps(tail, r + j * in + full);
+      const __m512 wv = _mm512_maskz_loadu_ps(tail, t.w + j * t.in + k1);
       for (int c = 0; c < C; ++c) a[j][c] = _mm512_fmadd_ps(wv, xv[c], a[j][c]);
     }
   }
   for (int j = 0; j < R; ++j) {
-    for (int c = 0; c < C; ++c) finish(a[j][c], b, y + c * ldy, o + j, relu);
+    for (int c = 0; c < C; ++c) {
+      if (last) {
+        finish(a[j][c], b, y + c * ldy, o + j, relu);
+      } else {
+        _mm512_store_ps(t.acc + (j * t.batch + c) * 16, a[j][c]);
+      }
+    }
   }
 }
 
+// Rows [o, o + R) of W against the whole batch, block by block.
 template <int R>
-void gemm_sweeps(const float* w, const float* x, const float* b, float* y, int64_t o, int64_t in,
-                 int64_t out, int64_t batch, bool relu) {
-  int64_t n = 0;
-  for (; n + 2 <= batch; n += 2) gemm_group<R, 2>(w + o * in, x + n * in, in, b, y + n * out, out, o, in, relu);
-  if (n < batch) gemm_group<R, 1>(w + o * in, x + n * in, in, b, y + n * out, out, o, in, relu);
+void gemm_group(const float* w, const float* x, const float* b, float* y, float* acc, int64_t o,
+                int64_t out, int64_t in, int64_t batch, bool relu) {
+  const int64_t full = in / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (in - full)) - 1u);
+  const int64_t blocks = std::max<int64_t>(1, (full + kBlock - 1) / kBlock);
+  for (int64_t k = 0; k < blocks; ++k) {
+    const int64_t k0 = k * kBlock, k1 = std::min(full, k0 + kBlock);
+    const bool first = k == 0, last = k + 1 == blocks;
+    const __mmask16 mask = last ? tail : __mmask16{0};
+    // Two blocks on: later in these rows, or at the start of the next group's rows (a prefetch
+    // past the weights' end or into another thread's rows is harmless).
+    const float* ahead = k + 2 < blocks ? w + o * in + (k + 2) * kBlock
+                                        : w + (o + R) * in + (k + 2 - blocks) * kBlock;
+    // The ahead block's lines spread over all of this block's tiles, so that memory streams
+    // while the FMAs run instead of in a burst at the first tile.
+    const int64_t tiles = (batch + kTileBatch - 1) / kTileBatch, lines = R * (kBlock / 16);
+    const int per = static_cast<int>((lines + tiles * (kBlock / 16) - 1) / (tiles * (kBlock / 16)));
+    for (int64_t n = 0, m = 0; n < batch; n += kTileBatch, ++m) {
+      const int64_t pf = m * per * (kBlock / 16);
+      const Tile t{
+          w + o * in, ahead,      std::min(pf, lines), std::min(pf + per * (kBlock / 16), lines),
+          per,        x + n * in, acc + n * 16,        in,
+          batch};
+      float* yn = y + n * out;
+      if (batch - n >= kTileBatch) {
+        tile<R, kTileBatch>(t, k0, k1, mask, first, last, b, yn, out, o, relu);
+      } else if (batch - n == 2) {
+        tile<R, 2>(t, k0, k1, mask, first, last, b, yn, out, o, relu);
+      } else {
+        tile<R, 1>(t, k0, k1, mask, first, last, b, yn, out, o, relu);
+      }
+    }
+  }
+}
+
+// The partial sums of one group: [kTileRows][batch][16] floats, per thread, grown on demand
+// (allocated at a slot's first batch, then reused: the request path allocates nothing after it).
+float* partial_sums(int64_t batch) {
+  thread_local AlignedFloats buffer;
+  const int64_t want = kTileRows * batch * 16;
+  if (buffer.size() < want) buffer = AlignedFloats(want);
+  return buffer.data();
 }
 
 void gemm_rows(const float* w, const float* x, const float* b, float* y, int64_t begin, int64_t end,
                int64_t out, int64_t in, int64_t batch, bool relu) {
+  float* acc = partial_sums(batch);
   int64_t o = begin;
-  for (; o + kRows <= end; o += kRows) gemm_sweeps<kRows>(w, x, b, y, o, in, out, batch, relu);
-  for (; o < end; ++o) gemm_sweeps<1>(w, x, b, y, o, in, out, batch, relu);
+  for (; o + kTileRows <= end; o += kTileRows)
+    gemm_group<kTileRows>(w, x, b, y, acc, o, out, in, batch, relu);
+  for (; o < end; ++o) gemm_group<1>(w, x, b, y, acc, o, out, in, batch, relu);
 }
 
 }  // namespace

@@ -64,12 +64,14 @@ TEST_CASE("gemv_f32 on a slice of rows gives the whole layer's values bit for bi
 TEST_CASE("gemm_f32: each row of a batch equals gemv_f32 on that row, bit for bit",
           "[engine][avx512]") {
   if (!gemv_supported()) SERF_SKIP(kNoAvx512);
-  for (int64_t out : {1, 7, 9, 40}) {
-    for (int64_t in : {15, 17, 2048}) {
+  // Odd row and column counts, columns across several of the kernel's 512-column blocks (1041,
+  // 2048 + 7), and batches that leave every remainder of its 3-row tiles (2, 3, 5, 8, 17, 32).
+  for (int64_t out : {1, 7, 9, 17, 40}) {
+    for (int64_t in : {3, 15, 17, 1041, 2055}) {
       const std::vector<float> w = values(static_cast<size_t>(out * in), 1), b = values(out, 3);
-      for (int64_t batch : {2, 3, 8}) {
+      for (int64_t batch : {2, 3, 5, 8, 17, 32}) {
         const std::vector<float> x = values(static_cast<size_t>(batch * in), 4);
-        for (int threads : {1, 2}) {
+        for (int threads : {1, 2, 3}) {
           std::vector<float> y(static_cast<size_t>(batch * out), NAN), one(out, NAN);
           gemm_f32(w.data(), x.data(), b.data(), y.data(), out, in, batch, true, threads);
           for (int64_t n = 0; n < batch; ++n) {
