@@ -88,13 +88,14 @@ struct Tile {
   int pf_per;
   const float* x;  // the tile's first batch row, column 0
   float* acc;      // partial sums of (row 0, batch row 0): [R][batch][16]
+  float* pack;     // the block's weights, [kBlock / 16][R][16]: one contiguous 16 KiB
   int64_t in;
   int64_t batch;
 };
 
 // Columns [k0, k1) of one tile (k1 - k0 a multiple of 16), then the masked tail when `tail` is
 // not zero. `first` zeroes the sums instead of loading them; `last` finishes the rows into y.
-template <int R, int C>
+template <int R, int C, bool kFill>
 __attribute__((target("avx512f,fma"))) void tile(const Tile& t, int64_t k0, int64_t k1,
                                                  __mmask16 tail, bool first, bool last,
                                                  const float* b, float* y, int64_t ldy, int64_t o,
@@ -117,8 +118,14 @@ __attribute__((target("avx512f,fma"))) void tile(const Tile& t, int64_t k0, int6
     for (int c = 0; c < C; ++c) xv[c] = _mm512_loadu_ps(t.x + c * t.in + i);
 #pragma GCC unroll 8
     for (int j = 0; j < R; ++j) {
-      const float* p = t.w + j * t.in + i;
-      const __m512 wv = _mm512_loadu_ps(p);
+      float* packed = t.pack + ((i - k0) / 16 * R + j) * 16;
+      __m512 wv;
+      if (kFill) {
+        wv = _mm512_loadu_ps(t.w + j * t.in + i);
+        _mm512_store_ps(packed, wv);
+      } else {
+        wv = _mm512_load_ps(packed);
+      }
 #pragma GCC unroll 4
       for (int c = 0; c < C; ++c) a[j][c] = _mm512_fmadd_ps(wv, xv[c], a[j][c]);
     }
@@ -165,25 +172,36 @@ void gemm_group(const float* w, const float* x, const float* b, float* y, float*
       const int64_t pf = m * per * (kBlock / 16);
       const Tile t{
           w + o * in, ahead,      std::min(pf, lines), std::min(pf + per * (kBlock / 16), lines),
-          per,        x + n * in, acc + n * 16,        in,
-          batch};
+          per,        x + n * in, acc + n * 16,        acc + kTileRows * batch * 16,
+          in,         batch};
       float* yn = y + n * out;
       if (batch - n >= kTileBatch) {
-        tile<R, kTileBatch>(t, k0, k1, mask, first, last, b, yn, out, o, relu);
+        if (n == 0) {
+          tile<R, kTileBatch, true>(t, k0, k1, mask, first, last, b, yn, out, o, relu);
+        } else {
+          tile<R, kTileBatch, false>(t, k0, k1, mask, first, last, b, yn, out, o, relu);
+        }
       } else if (batch - n == 2) {
-        tile<R, 2>(t, k0, k1, mask, first, last, b, yn, out, o, relu);
+        if (n == 0) {
+          tile<R, 2, true>(t, k0, k1, mask, first, last, b, yn, out, o, relu);
+        } else {
+          tile<R, 2, false>(t, k0, k1, mask, first, last, b, yn, out, o, relu);
+        }
+      } else if (n == 0) {
+        tile<R, 1, true>(t, k0, k1, mask, first, last, b, yn, out, o, relu);
       } else {
-        tile<R, 1>(t, k0, k1, mask, first, last, b, yn, out, o, relu);
+        tile<R, 1, false>(t, k0, k1, mask, first, last, b, yn, out, o, relu);
       }
     }
   }
 }
 
-// The partial sums of one group: [kTileRows][batch][16] floats, per thread, grown on demand
-// (allocated at a slot's first batch, then reused: the request path allocates nothing after it).
+// The partial sums of one group, [kTileRows][batch][16] floats, then the packed block, per
+// thread, grown on demand (allocated at a slot's first batch, then reused: the request path
+// allocates nothing after it).
 float* partial_sums(int64_t batch) {
   thread_local AlignedFloats buffer;
-  const int64_t want = kTileRows * batch * 16;
+  const int64_t want = kTileRows * batch * 16 + kTileRows * kBlock;
   if (buffer.size() < want) buffer = AlignedFloats(want);
   return buffer.data();
 }
