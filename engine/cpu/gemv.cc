@@ -46,7 +46,7 @@ __attribute__((target("avx512f,fma"))) int64_t gemv_groups(const float* w, const
       const __m512 xv = _mm512_loadu_ps(x + i);
       for (int j = 0; j < R; ++j) {
         const float* p = r + j * in + i;
-        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchFloats), _MM_HINT_T1);
+        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchFloats), _MM_HINT_T0);
         a[j] = _mm512_fmadd_ps(_mm512_loadu_ps(p), xv, a[j]);
       }
     }
@@ -69,20 +69,21 @@ void gemv_rows(const float* w, const float* x, const float* b, float* y, int64_t
 // A batch (gemm_f32). A register tile holds R weight rows x C batch rows of accumulators (8 x 3:
 // 24 of the 32 zmm registers, 11 loads per 24 FMAs). The weights are walked once per batch, a
 // group of R rows at a time and, within it, in blocks of kBlock columns: the tile with the
-// batch's first C rows streams a block from memory (prefetching 4 KiB ahead, as the GEMV does)
-// and the batch's other tiles find it in L1 (R x kBlock floats: 16 KiB), so only the first
-// touch costs memory bandwidth; that tile alone prefetches, each line once, two blocks ahead in
-// the walk (the GEMV's 4 KiB-ahead-in-the-row scheme left each group's first 4 KiB per row to
-// the hardware, and the weights' streaming then did not overlap the batch's FMAs). Between blocks
-// the partial sums wait in a per-thread buffer as whole vectors, so every (row, input) pair sums
-// its lanes in the GEMV's order and a row of the batch equals the same input alone bit for bit.
+// batch's first C rows reads a block from memory and copies it into a contiguous per-thread pack
+// (R x kBlock floats: 16 KiB; the R rows themselves lie 8-32 KiB apart and share L1 sets), and
+// the batch's other tiles read the pack from L1, so only the first touch costs memory bandwidth.
+// The next block's lines are prefetched once each, spread over all of the block's tiles so that
+// memory streams while the FMAs run. Between blocks the partial sums wait in a per-thread buffer
+// as whole vectors, so every (row, input) pair sums its lanes in the GEMV's order and a row of
+// the batch equals the same input alone bit for bit. Hot in cache, the kernel ran at 90-103
+// GFLOP/s of thread CPU time at b = 30-32 against a 92-99 GFLOP/s FMA loop (bench/fma_peak.h).
 constexpr int kTileRows = 8;
 constexpr int kTileBatch = 3;
 constexpr int64_t kBlock = 512;
 
 struct Tile {
   const float* w;      // the group's first weight row, column 0
-  const float* ahead;  // the block two blocks on in the walk (row 0, its first column)
+  const float* ahead;  // the next block in the walk (row 0, its first column)
   int64_t pf_begin;    // this tile prefetches lines [pf_begin, pf_end) of `ahead`, row-major
   int64_t pf_end;      // (kBlock / 16 lines a row), pf_per a column step
   int pf_per;
@@ -111,7 +112,7 @@ __attribute__((target("avx512f,fma"))) void tile(const Tile& t, int64_t k0, int6
   for (int64_t i = k0; i < k1; i += 16) {
     for (int s = 0; s < t.pf_per && q < t.pf_end; ++s, ++q) {
       const float* line = t.ahead + (q / (kBlock / 16)) * t.in + (q % (kBlock / 16)) * 16;
-      _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
     }
     __m512 xv[C];
 #pragma GCC unroll 4
@@ -160,10 +161,12 @@ void gemm_group(const float* w, const float* x, const float* b, float* y, float*
     const int64_t k0 = k * kBlock, k1 = std::min(full, k0 + kBlock);
     const bool first = k == 0, last = k + 1 == blocks;
     const __mmask16 mask = last ? tail : __mmask16{0};
-    // Two blocks on: later in these rows, or at the start of the next group's rows (a prefetch
-    // past the weights' end or into another thread's rows is harmless).
-    const float* ahead = k + 2 < blocks ? w + o * in + (k + 2) * kBlock
-                                        : w + (o + R) * in + (k + 2 - blocks) * kBlock;
+    // The next block: later in these rows, or at the start of the next group's rows (a prefetch
+    // past the weights' end or into another thread's rows is harmless). Into L1, one block
+    // ahead: two blocks ahead (32 KiB beside the 16 KiB pack) or into L2 only ran 5-15 % slower
+    // on ranking_mlp's fc2 at b = 8 (CPU time, /tmp probe), no software prefetch 15 % slower.
+    const float* ahead = k + 1 < blocks ? w + o * in + (k + 1) * kBlock
+                                        : w + (o + R) * in + (k + 1 - blocks) * kBlock;
     // The ahead block's lines spread over all of this block's tiles, so that memory streams
     // while the FMAs run instead of in a burst at the first tile.
     const int64_t tiles = (batch + kTileBatch - 1) / kTileBatch, lines = R * (kBlock / 16);
