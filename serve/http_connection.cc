@@ -21,6 +21,9 @@ using Clock = std::chrono::steady_clock;
 
 thread_local bool t_rejecting = false;
 
+// How long a connection the server closes after an answer may still send before it is closed.
+constexpr double kLingerS = 2.0;
+
 // Waits until `fd` is ready for `events` or `timeout_s` passed (EINTR resumes the wait).
 bool wait_fd(int fd, short events, double timeout_s) {
   const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -46,6 +49,28 @@ void address_of(const sockaddr_storage& addr, std::string& ip, int& port) {
     port = ntohs(a->sin6_port);
   }
   ip = buf;
+}
+
+// Closes a connection without resetting it. close() with unread data in the socket, or data
+// arriving after it, makes the kernel answer with a TCP reset, which can discard an answer the
+// client has not read yet (a client still sending a body the server refused, or pipelining past
+// the last request). So: end our side (FIN after the answer), read and drop what the client still
+// sends until it closes or `linger_s` passes (0: only what is already there), then close.
+void close_gracefully(int fd, double linger_s) {
+  ::shutdown(fd, SHUT_WR);
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(linger_s));
+  char sink[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+    if (n > 0) continue;
+    if (n == 0) break;  // the client closed: it has read the answer
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) break;
+    const double left = std::chrono::duration<double>(end - Clock::now()).count();
+    if (left <= 0 || !wait_fd(fd, POLLIN, left)) break;
+  }
+  ::close(fd);
 }
 
 }  // namespace
@@ -188,40 +213,41 @@ void BoundedServer::reject(int fd) const {
       "application/json\r\nConnection: close\r\nContent-Length: " +
       std::to_string(body.size()) + "\r\n\r\n" + body;
   if (wait_fd(fd, POLLOUT, 1.0)) (void)::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
-  ::shutdown(fd, SHUT_WR);
-  // Read what the client sent until it closes (it has read the answer) or 2 s pass, so that
-  // closing does not reset the connection before the client read the answer: a close with unread
-  // data, or data arriving after it, sends a TCP reset that can discard the 503 on its way
-  // (a loaded client sends its body late; 0.1 s was not always enough).
-  const auto end = Clock::now() + std::chrono::seconds(2);
-  char sink[4096];
-  while (Clock::now() < end) {
-    if (!wait_fd(fd, POLLIN, 0.1)) continue;
-    if (::recv(fd, sink, sizeof(sink), 0) <= 0) break;  // the client closed, or an error
-  }
+  // A loaded client sends its body late: 0.1 s of draining was not always enough.
+  close_gracefully(fd, kLingerS);
 }
 
 bool BoundedServer::process_and_close_socket(socket_t sock) {
   if (ConnectionPool::rejecting_connection()) {
     if (on_reject_) on_reject_();
     reject(sock);
-    ::close(sock);
     return true;
   }
   const int one = 1;
   setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // small answers leave at once
   DeadlineStream stream(sock, limits_.read_timeout_s, limits_.write_timeout_s);
   bool ok = true;
-  for (size_t left = keep_alive_max_count_;
-       left > 0 && (stream.buffered() || wait_for_request(sock)); --left) {
+  // True when the loop ends right after an answer: the client may still be sending (a body the
+  // server did not read, pipelined requests) and gets time to finish; an idle end has nothing.
+  bool answered_last = false;
+  for (size_t left = keep_alive_max_count_; left > 0; --left) {
+    if (!stream.buffered() && !wait_for_request(sock)) {
+      answered_last = false;
+      break;
+    }
     stream.start_request();
     bool closed = false;
+    answered_last = true;
     ok = process_request(stream, left == 1 || svr_sock_ == INVALID_SOCKET, closed, nullptr);
     if (!ok || closed) break;
   }
-  ::shutdown(sock, SHUT_RDWR);
-  ::close(sock);
+  close_gracefully(sock, answered_last ? kLingerS : 0.0);
   return ok;
+}
+
+bool BoundedServer::widen_backlog() {
+  const socket_t sock = svr_sock_;
+  return sock != INVALID_SOCKET && ::listen(sock, SOMAXCONN) == 0;
 }
 
 }  // namespace serf::serve

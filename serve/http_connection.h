@@ -77,6 +77,11 @@ struct ConnectionLimits {
 class BoundedServer : public httplib::Server {
  public:
   BoundedServer(ConnectionLimits limits, std::function<void()> on_reject);
+  // Call after binding. httplib listens with a backlog of 5: when the accept thread is slow (a
+  // loaded machine) and more clients connect at once, the kernel answers with SYN cookies, and a
+  // client segment that fails the cookie check is answered with a reset (ConnectionResetError in
+  // a client that connected fine). The system's maximum (net.core.somaxconn) instead.
+  bool widen_backlog();
 
  private:
   bool process_and_close_socket(socket_t sock) override;

@@ -1,6 +1,8 @@
 #include "serve/http_frontend.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "serve/http_connection.h"
@@ -92,6 +94,10 @@ class HttpFrontend::Impl {
     if (port_ < 0) {
       return InvalidArgument("--http " + options_.host + ":" + std::to_string(options_.port) +
                              ": cannot listen there (in use, or not an address of this host)");
+    }
+    if (!server_.widen_backlog()) {
+      return Internal("--http " + options_.host + ":" + std::to_string(port_) +
+                      ": cannot widen the listen backlog: " + std::strerror(errno));
     }
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     return Status::Ok();

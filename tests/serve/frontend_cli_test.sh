@@ -41,6 +41,7 @@ case "$1" in
     start_http 3 --emulate "$profile" --max-queue 0
     counts=$(client overload "$URL" emulated-small 16 5000) || fail "client overload"
     echo "$counts"
+    [[ $counts != *reset* ]] || fail "connections reset by the server: $counts"
     kill -USR1 "$server_pid"  # mpirun forwards SIGUSR1 to every rank: rank 0 drains
     finish
     [ $RC -eq 0 ] || fail "exit $RC after SIGUSR1 to mpirun (want 0)"
@@ -54,6 +55,7 @@ case "$1" in
     start_http 3 --emulate "$profile" --max-queue 100
     counts=$(client overload "$URL" emulated-small 16 5000) || fail "client overload"
     echo "$counts"
+    [[ $counts != *reset* ]] || fail "connections reset by the server: $counts"
     kill -TERM "$RANK0"
     finish
     read -r r a j t f <<<"$(accounting)"

@@ -4,7 +4,7 @@ Usage: kserve_client.py COMMAND URL [ARGS...]
   check URL MODEL                 health, metadata, infer (JSON flat/nested, binary), bad requests,
                                   statistics; prints "ok: ..." lines, exits 1 on a mismatch
   overload URL MODEL N TIMEOUT_US N concurrent requests, then N with a timeout: prints the counts
-                                  of each status as JSON
+                                  of each status as JSON ("reset": connections reset by the server)
   infer URL MODEL INPUT.safetensors OUT.json   one binary and one JSON request of the input;
                                   writes both answers' outputs (float32 values) to OUT.json
 """
@@ -113,7 +113,11 @@ def overload(url, model, count, timeout_us):
     path = "/v2/models/%s/infer" % model
 
     def send(params):
-        return request(url, "POST", path, infer_json([0.25] * n, shape, parameters=params))[0]
+        # A reset is counted, not a crash: the caller says which statuses it accepts.
+        try:
+            return request(url, "POST", path, infer_json([0.25] * n, shape, parameters=params))[0]
+        except (ConnectionResetError, BrokenPipeError):
+            return "reset"
 
     counts = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=count) as pool:

@@ -20,8 +20,9 @@ stop() {
 case "$1" in
   values)
     start 3 --http 127.0.0.1:0 --emulate "$profile" --max-queue 0
-    /usr/bin/python3 "$ROOT/tests/serve/kserve_client.py" overload "$URL" emulated-small 16 5000 \
+    counts=$(/usr/bin/python3 "$ROOT/tests/serve/kserve_client.py" overload "$URL" emulated-small 16 5000) \
       || fail "client overload"
+    [[ $counts != *reset* ]] || fail "connections reset by the server: $counts"
     curl -sf -D "$out/headers" "$URL/" >"$out/page.html" || fail "GET /"
     curl -sf "$URL/metrics" >"$out/metrics.txt" || fail "GET /metrics"
     stop
