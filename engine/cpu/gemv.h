@@ -20,8 +20,9 @@ void gemv_f32(const float* w, const float* x, const float* b, float* y, int64_t 
               bool relu, int threads);
 
 // A batch: Y = X W^T + b for `batch` input rows X [batch, in] and outputs Y [batch, out], both
-// row-major. W is read from memory once per batch (each group of eight rows is swept for two
-// inputs at a time while it sits in L2), and row n of Y equals gemv_f32 on row n of X bit for bit.
+// row-major. W is read from memory once per batch (8 rows x 512 columns at a time, packed into L1
+// and swept by 8 x 3 register tiles over the batch); `threads` split the output columns (rows of
+// W), never the batch. Row n of Y equals gemv_f32 on row n of X bit for bit.
 void gemm_f32(const float* w, const float* x, const float* b, float* y, int64_t out, int64_t in,
               int64_t batch, bool relu, int threads);
 
