@@ -1,6 +1,7 @@
 // interference_bench: the paper's premise on this machine. For each model, i = 1..4 requests run at
-// once (i slots of one Executor, i closed-loop caller threads, T = 1 thread each); prints the mean
-// service time and its squared coefficient of variation (SCV = variance / mean^2) per i.
+// once (i slots of one PreparedModel, each an Executable owned by its closed-loop caller thread, as
+// a node's slot threads own theirs; T = 1 thread each); prints the mean service time and its
+// squared coefficient of variation (SCV = variance / mean^2) per i.
 //   interference_bench [--root DIR] [--models a,b] [--max-i n] [--requests n]
 // --requests is per caller thread; imagenet22k uses a quarter of it (it takes ~0.1-0.5 s each).
 #include <atomic>
@@ -9,7 +10,7 @@
 #include <thread>
 
 #include "bench_util.h"
-#include "engine/executor.h"
+#include "engine/backend.h"
 #include "model/weights.h"
 
 using namespace serf;
@@ -56,8 +57,12 @@ int main(int argc, char** argv) {
     const int per_thread = name == "imagenet22k" ? std::max(2, requests / 4) : requests;
     double base = 0.0;
     for (int i = 1; i <= max_i; ++i) {
-      auto executor = engine::Executor::create(*prepared, i);
-      if (!executor.ok()) return 1;
+      std::vector<std::unique_ptr<engine::Executable>> slots;
+      for (int s = 0; s < i; ++s) {
+        auto slot = (*prepared)->new_slot();
+        if (!slot.ok()) return 1;
+        slots.push_back(std::move(slot).value());
+      }
       std::vector<std::vector<double>> ms(i);
       std::atomic<int> failures{0};
       std::vector<std::thread> callers;
@@ -66,10 +71,10 @@ int main(int argc, char** argv) {
           const std::vector<float> input = model::seeded_input(plan->spec.input, 1 + t);
           std::vector<float> output(plan->output().elements());
           engine::LocalExchange local;
-          Status status = (*executor)->run(input.data(), output.data(), local, nullptr);  // warm-up
+          Status status = slots[t]->run(input.data(), output.data(), local, nullptr);  // warm-up
           for (int r = 0; r < per_thread && status.ok(); ++r) {
             const double t0 = bench::now_ms();
-            status = (*executor)->run(input.data(), output.data(), local, nullptr);
+            status = slots[t]->run(input.data(), output.data(), local, nullptr);
             ms[t].push_back(bench::now_ms() - t0);
           }
           if (!status.ok()) {

@@ -12,8 +12,8 @@
 // A PreparedModel holds what every slot shares read-only (this rank's weight slices in the
 // kernels' preferred layout, the primitives created for `threads`), so c slots cost one copy of the
 // weights. An Executable is one slot: its own activations and scratchpads. It is not thread-safe;
-// different Executables of one PreparedModel run concurrently from different threads (the
-// Executor).
+// different Executables of one PreparedModel run concurrently from different threads (a node's
+// slot threads, mpi/node.cc, each own theirs).
 
 #include <memory>
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 // PreparedCache: Backend::prepare's cache (backend.h): while a PreparedModel is held, preparing
 // the same (weights object, model, partition, threads,
-// batch) again returns it, so a second Executor or a
+// batch) again returns it, so another slot of the node or a
 // switch back to a configuration still in use shares the weight slices instead of building them
 // again. Keyed by the Weights object's address; entries are weak, so nothing is kept alive here.
 // Thread-safe.

@@ -18,7 +18,7 @@ namespace {
 // OpenMP thread i to the i-th of them. Left to Linux, the team of a request that arrives after an
 // idle gap is often woken onto one core (wake-affine placement): measured on a 2-core node, T = 2
 // then served a lone request in 17-22 ms against 12 ms back to back. A thread with more cores
-// than T (an in-process Executor's slots, `serf infer`) is left floating.
+// than T (`serf infer`, or tests running several slots in one process) is left floating.
 void pin_team(int threads) {
   cpu_set_t mask;
   CPU_ZERO(&mask);

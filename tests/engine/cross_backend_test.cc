@@ -16,7 +16,6 @@
 #include <thread>
 
 #include "engine/backend.h"
-#include "engine/executor.h"
 #include "engine/layer_steps.h"
 #include "engine/simulated_unit.h"
 #include "model/weights.h"
@@ -269,11 +268,14 @@ TEST_CASE("c slots run as concurrent CUDA streams and give the serial answers", 
     auto again = gpu->prepare(plan, w, Partition{0, 1}, threads);  // held: the cached one
     REQUIRE(again.ok());
     CHECK(again->get() == prepared->get());
-    const int slots = 4, callers = 6, per_caller = 5;
-    auto executor = Executor::create(*prepared, slots);
-    REQUIRE(executor.ok());
+    // One Executable (stream) per caller thread, as a node's slot threads own theirs.
+    const int callers = 4, per_caller = 5;
+    std::vector<std::unique_ptr<Executable>> slots;
     std::vector<std::vector<float>> inputs, expected;
     for (int i = 0; i < callers; ++i) {
+      auto slot = (*prepared)->new_slot();
+      REQUIRE(slot.ok());
+      slots.push_back(std::move(slot).value());
       inputs.push_back(model::seeded_input(plan.spec.input, 200 + i));
       expected.push_back(run_once(cpu(), plan, w, inputs.back()));
     }
@@ -284,7 +286,7 @@ TEST_CASE("c slots run as concurrent CUDA streams and give the serial answers", 
         LocalExchange local;
         std::vector<float> out(static_cast<size_t>(plan.output().elements()));
         for (int i = 0; i < per_caller; ++i) {
-          if (!(*executor)->run(inputs[t].data(), out.data(), local, nullptr).ok()) ++failed;
+          if (!slots[t]->run(inputs[t].data(), out.data(), local, nullptr).ok()) ++failed;
           if (tolerance_ratio(out, expected[t]) > 1.0) ++wrong;
         }
       });

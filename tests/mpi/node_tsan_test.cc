@@ -1,9 +1,10 @@
 // The node's slot threads and watcher and the controller's dispatcher under ThreadSanitizer
 // (CTest test_node_tsan, label tsan): the runtime's own sources built with -fsanitize=thread,
-// emulated nodes under mpiexec. Open MPI is not instrumented: tests/mpi/tsan.supp leaves its
-// libraries out (their memcpy into our buffers is synchronised by atomics TSan cannot see). A race
-// in the node (slot threads, reconfiguration, the watcher answering pings) or the controller makes
-// TSan report and the rank exit non-zero (halt_on_error).
+// emulated nodes under mpiexec (real nodes run the same slot threads; only the worker inside
+// sleeps instead of computing). Open MPI is not instrumented: tests/mpi/tsan.supp names the Open
+// MPI functions whose accesses it orders with atomics TSan cannot see, each from a report read.
+// A race in the node (slot threads, reconfiguration, the watcher answering pings) or the
+// controller makes TSan report and the rank exit non-zero (halt_on_error).
 #include <catch2/catch.hpp>
 #include <map>
 #include <memory>
