@@ -15,19 +15,24 @@ namespace serf::cli {
 class CommandRegistry {
  public:
   // `app` is a subcommand (possibly nested) created by the caller; `run` is called when it was
-  // parsed.
-  void add(CLI::App* app, std::function<Status()> run) {
-    commands_.push_back({app, std::move(run)});
+  // parsed. `uses_mpi` (asked after parsing; none: never) says whether this run starts the MPI
+  // runtime: under mpirun, only rank 0 runs a command that does not (main.cc).
+  void add(CLI::App* app, std::function<Status()> run, std::function<bool()> uses_mpi = {}) {
+    commands_.push_back({app, std::move(run), std::move(uses_mpi)});
   }
 
   // The deepest parsed subcommand's action, or nullptr.
   const std::function<Status()>* selected() const;
+  // Whether the deepest parsed subcommand, with the flags given, starts the MPI runtime.
+  bool selected_uses_mpi() const;
 
  private:
   struct Entry {
     CLI::App* app;
     std::function<Status()> run;
+    std::function<bool()> uses_mpi;
   };
+  const Entry* deepest_parsed() const;
   std::vector<Entry> commands_;
 };
 

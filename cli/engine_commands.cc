@@ -248,7 +248,8 @@ void register_engine_commands(CLI::App& app, CommandRegistry& registry) {
              "Also write the whole output as safetensors (tensor \"output\", [1, C] or "
              "[1, C, H, W], float32)",
              false);
-  registry.add(sub, [o] { return run_infer(*o); });
+  registry.add(
+      sub, [o] { return run_infer(*o); }, [o] { return o->inter > 0; });
 }
 
 }  // namespace serf::cli

@@ -14,7 +14,7 @@
 
 namespace serf::cli {
 
-const std::function<Status()>* CommandRegistry::selected() const {
+const CommandRegistry::Entry* CommandRegistry::deepest_parsed() const {
   const Entry* best = nullptr;
   int best_depth = -1;
   for (const Entry& e : commands_) {
@@ -26,7 +26,17 @@ const std::function<Status()>* CommandRegistry::selected() const {
       best_depth = depth;
     }
   }
-  return best ? &best->run : nullptr;
+  return best;
+}
+
+const std::function<Status()>* CommandRegistry::selected() const {
+  const Entry* e = deepest_parsed();
+  return e ? &e->run : nullptr;
+}
+
+bool CommandRegistry::selected_uses_mpi() const {
+  const Entry* e = deepest_parsed();
+  return e != nullptr && e->uses_mpi && e->uses_mpi();
 }
 
 Status out_of_memory() {
@@ -137,6 +147,11 @@ int main(int argc, char** argv) {
     std::cerr << "serf: error: no subcommand given (see serf --help)\n";
     return 2;
   }
+  // A command without MPI launched by mpirun on several ranks (`mpirun -n 2 serf predict`): rank 0
+  // runs it, the others exit 0 at once without a word (docs/runtime.md). Run on every rank, each
+  // printed its own answer and wrote the same --out file, and one exiting non-zero made mpirun
+  // kill the other, sometimes before its line.
+  if (serf::cli::quiet_rank() && !registry.selected_uses_mpi()) return 0;
   // A file past the size limit (ulimit -f) is a write error the command reports, not a crash.
   std::signal(SIGXFSZ, SIG_IGN);
   serf::Status status = serf::cli::run_guarded(*run);

@@ -359,7 +359,7 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
              "also draw latency over time, the arrival rate and every switch to this PNG "
              "(scripts/plot_serve.py; needs --out)",
              false);
-  registry.add(sub, [serve] { return run_serve(*serve); });
+  registry.add(sub, [serve] { return run_serve(*serve); }, [] { return true; });
 
   register_profile_command(app, registry);
 }

@@ -455,7 +455,7 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
                   "the tuples to re-measure");
   f->arrivals.add(sub, "with --exhaustive: ");
   add_progress_flags(sub, &f->progress);
-  registry.add(sub, [f] { return run_profile(*f); });
+  registry.add(sub, [f] { return run_profile(*f); }, [] { return true; });
 }
 
 }  // namespace serf::cli

@@ -71,7 +71,7 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
   sub->add_option("--test-fault-rank", f->fault_rank)->group("");
   sub->add_option("--test-fault-mode", f->fault_mode)
       ->group("")
-      ->check(CLI::IsMember({"none", "hang", "exit"}));
+      ->check(CLI::IsMember({"none", "hang", "exit", "hang-at-start"}));
   sub->add_option("--test-fault-after", f->fault_after)->group("");
 }
 
@@ -210,13 +210,7 @@ class MpiSession : public RuntimeSession {
       mpi::SlotWorkerFactory factory =
           emulation ? mpi::emulated_worker_factory() : engine_->factory();
       // The hidden test hook: one rank's workers misbehave on purpose.
-      mpi::FaultPlan fault;
-      fault.rank = flags_.fault_rank;
-      fault.mode = flags_.fault_mode == "hang"   ? mpi::FaultMode::kHang
-                   : flags_.fault_mode == "exit" ? mpi::FaultMode::kExit
-                                                 : mpi::FaultMode::kNone;
-      fault.after = flags_.fault_after;
-      return mpi::run_node(comms_, options, mpi::with_injected_fault(factory, fault, rank));
+      return mpi::run_node(comms_, options, mpi::with_injected_fault(factory, fault_plan(), rank));
     }
     mpi::MpiTransport transport(comms_, flags_.node_timeout_s, &g_terminated, &g_signal);
     serve::ControllerOptions options;
@@ -246,13 +240,27 @@ class MpiSession : public RuntimeSession {
   // the same files as rank 0, more slowly when they share its cores: rank 0 waits for them the
   // node timeout plus twice its own time (an emulation profile: the node timeout; imagenet1k's
   // seeded weights on a loaded 2-core machine: about 9 s more).
+  // A node computes the bound as rank 0 does, from its own reading time, and waits
+  // mpi::node_bound_s of it for rank 0's verdict.
   Status agree(const Status& mine) {
     agreed = true;
+    mpi::hang_at_start(fault_plan(), env_.rank());  // the hidden test hook (hang-at-start)
     const double own_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - created_).count();
     Status verdict = env_.agree(mine, timeout_s_ + 2 * own_s, &complete);
     if (!complete) started = true;  // a rank is missing: only an abort ends it
     return verdict;
+  }
+
+  mpi::FaultPlan fault_plan() const {
+    mpi::FaultPlan fault;
+    fault.rank = flags_.fault_rank;
+    fault.mode = flags_.fault_mode == "hang"            ? mpi::FaultMode::kHang
+                 : flags_.fault_mode == "exit"          ? mpi::FaultMode::kExit
+                 : flags_.fault_mode == "hang-at-start" ? mpi::FaultMode::kHangAtStart
+                                                        : mpi::FaultMode::kNone;
+    fault.after = flags_.fault_after;
+    return fault;
   }
 
   bool started = false;  // the runtime started (or must be torn down like it had)
@@ -296,6 +304,9 @@ Status launch_runtime(const RuntimeFlags& flags,
     // here when they failed.
     if (!session.agreed) status = session.agree(status);
     started = session.started;
+    // Rank 0 never sent the verdict (dead or hung): every node gives up at about the same time;
+    // rank 1 alone says so, so the user reads one line.
+    if (rank != 0 && !session.complete && rank != 1) env->abort(status.exit_code());
   }
   if (status.ok() || !started) {
     // The one way out: the same Status on every rank; main() prints it on rank 0 only and exits

@@ -125,12 +125,7 @@ Environment::~Environment() {
 
 Status Environment::agree(const Status& mine, double timeout_s, bool* complete) {
   *complete = true;
-  if (rank_ != 0) {
-    Verdict v = verdict_of(mine);
-    MPI_Send(&v, sizeof(v), MPI_BYTE, 0, kAgreeTag, MPI_COMM_WORLD);
-    MPI_Recv(&v, sizeof(v), MPI_BYTE, 0, kAgreeTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    return Status(static_cast<StatusCode>(v.code), v.message);
-  }
+  if (rank_ != 0) return agree_as_node(mine, timeout_s, complete);
   const int nodes = size_ - 1;
   std::vector<Verdict> got(static_cast<size_t>(nodes));
   std::vector<MPI_Request> pending(static_cast<size_t>(nodes), MPI_REQUEST_NULL);
@@ -181,6 +176,35 @@ Status Environment::agree(const Status& mine, double timeout_s, bool* complete) 
     MPI_Send(&out, sizeof(out), MPI_BYTE, r, kAgreeTag, MPI_COMM_WORLD);
   }
   return verdict;
+}
+
+Status Environment::agree_as_node(const Status& mine, double timeout_s, bool* complete) {
+  // Rank 0 may be dead or hung before the agreement: the node waits node_bound_s of rank 0's bound
+  // (longer, so a rank 0 that is merely slow still reports first), then gives up.
+  const double bound_s = node_bound_s(timeout_s);
+  const Verdict v = verdict_of(mine);
+  Verdict got;
+  MPI_Request pending[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  MPI_Isend(&v, sizeof(v), MPI_BYTE, 0, kAgreeTag, MPI_COMM_WORLD, &pending[0]);
+  MPI_Irecv(&got, sizeof(got), MPI_BYTE, 0, kAgreeTag, MPI_COMM_WORLD, &pending[1]);
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    int all = 0;
+    MPI_Testall(2, pending, &all, MPI_STATUSES_IGNORE);
+    if (all) return Status(static_cast<StatusCode>(got.code), got.message);
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > bound_s)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (MPI_Request& req : pending) {
+    if (req == MPI_REQUEST_NULL) continue;
+    MPI_Cancel(&req);
+    MPI_Request_free(&req);
+  }
+  *complete = false;
+  return Unavailable("rank 0 did not send the start-up verdict within " +
+                     seconds_text(std::round(bound_s * 10) / 10) +
+                     " s (2 x its own bound + 5 s): rank 0 is dead or hung");
 }
 
 void Environment::abort(int code) {

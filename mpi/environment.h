@@ -38,7 +38,9 @@ class Environment {
   // passes its own outcome; rank 0 collects them within `timeout_s` and sends every rank the
   // verdict: rank 0's own error, else the lowest failing rank's ("rank 3: ..."), else Ok. On rank
   // 0, `*complete` is false when a rank did not report in time (the verdict then names it): that
-  // rank cannot be told anything, so the caller must abort. Nodes wait for the verdict.
+  // rank cannot be told anything, so the caller must abort. Nodes wait for the verdict
+  // node_bound_s(timeout_s) (their `timeout_s` is computed as rank 0's is); past it `*complete` is
+  // false and the Status says rank 0 is dead or hung: the caller must abort too.
   Status agree(const Status& mine, double timeout_s, bool* complete);
   void set_finish_bound_s(double seconds) { finish_bound_s_ = seconds; }
   // Tears the whole job down (every rank) with `code`; used after a fault, where a rank may hang.
@@ -46,6 +48,7 @@ class Environment {
 
  private:
   Environment() = default;
+  Status agree_as_node(const Status& mine, double timeout_s, bool* complete);
   int rank_ = 0;
   int size_ = 1;
   double finish_bound_s_ = 0;

@@ -33,13 +33,19 @@ class FaultyWorker final : public SlotWorker {
 }  // namespace
 
 SlotWorkerFactory with_injected_fault(SlotWorkerFactory factory, const FaultPlan& plan, int rank) {
-  if (plan.rank != rank || plan.mode == FaultMode::kNone) return factory;
+  if (plan.rank != rank || (plan.mode != FaultMode::kHang && plan.mode != FaultMode::kExit))
+    return factory;
   auto served = std::make_shared<std::atomic<int>>(0);
   return [factory = std::move(factory), plan,
           served](const SlotContext& ctx) -> StatusOr<std::unique_ptr<SlotWorker>> {
     SERF_ASSIGN_OR_RETURN(std::unique_ptr<SlotWorker> inner, factory(ctx));
     return std::unique_ptr<SlotWorker>(new FaultyWorker(std::move(inner), plan, served));
   };
+}
+
+void hang_at_start(const FaultPlan& plan, int rank) {
+  if (plan.rank != rank || plan.mode != FaultMode::kHangAtStart) return;
+  for (;;) std::raise(SIGSTOP);
 }
 
 }  // namespace serf::mpi

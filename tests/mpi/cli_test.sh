@@ -228,6 +228,50 @@ case "$1" in
     [ "$(echo "$error_after < 10 + 4" | bc)" -eq 1 ] || fail "named $error_after s after the stop"
     echo "ok: $line ($error_after s)"
     ;;
+  fault_start_rank0)
+    # Rank 0 never reaches the start-up agreement (it stops itself just before it): the nodes wait
+    # mpi::node_bound_s of the bound rank 0 would have had (2 x (1 s + 2 x reading time) + 5 s,
+    # about 7 s with --node-timeout 1), then rank 1 alone says so and the job ends: one line.
+    start_job -np 3 "$SERF" serve --emulate "$profile" --rate 20 --requests 50 --node-timeout 1 \
+      --test-fault-rank 0 --test-fault-mode hang-at-start
+    deadline=$((SECONDS + 60))
+    until p0=$(rank_pid 0) && [ -n "$p0" ] && [ "$(awk '{print $3}' "/proc/$p0/stat" 2>/dev/null)" = T ]; do
+      [ $SECONDS -lt $deadline ] || fail "rank 0 did not stop itself within 60 s"
+      sleep 0.02
+    done
+    stopped=$p0
+    stop_at=$(date +%s.%N)
+    wait_job 60
+    [ $rc -ne 0 ] || fail "exit 0 with rank 0 hung at the start"
+    [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "want one error line"; }
+    line=$(grep '^serf: error:' "$out/e")
+    echo "$line" | grep -q "rank 1: rank 0 did not send the start-up verdict within" \
+      || fail "the error does not name rank 0: $line"
+    bound=$(echo "$line" | sed -E 's/.*within ([0-9.]+) s.*/\1/')
+    # Past the bound, the line and the job's end; 5 s for a loaded machine.
+    [ "$(echo "$error_after < $bound + 5" | bc)" -eq 1 ] || fail "named $error_after s after rank 0 stopped (bound $bound s)"
+    echo "ok: $line ($error_after s after rank 0 stopped)"
+    ;;
+  non_mpi)
+    # A command without MPI launched by mpirun on 2 ranks: rank 0 alone runs and prints it.
+    timeout 60 "$MPIEXEC" --oversubscribe -np 2 "$SERF" predict --profile "$profile" --service 1 \
+      --inter 1 --intra 1 --rate 20 --nodes 4 >"$out/o" 2>"$out/e"
+    rc=$?
+    [ $rc -eq 0 ] || { cat "$out/e"; fail "predict under mpirun -np 2: exit $rc"; }
+    [ "$(grep -c 'mean latency' "$out/o")" -eq 1 ] || { cat "$out/o"; fail "want the answer once"; }
+    [ ! -s "$out/e" ] || { cat "$out/e"; fail "predict under mpirun -np 2 wrote to stderr"; }
+    echo "ok: predict under mpirun -np 2 -> exit 0, $(grep 'mean latency' "$out/o")"
+    # Bad input: one line, exit 2 (mpirun's code is rank 0's).
+    expect_error 2 "--rate" predict --profile "$profile" --service 1 --inter 1 --intra 1 --rate -5 --nodes 4
+    expect_error 2 "nope.json" plan --profile /nope.json --nodes 4 --rates 10:50:10 --out "$out/t.json"
+    # An output file is written once, by rank 0.
+    timeout 60 "$MPIEXEC" --oversubscribe -np 2 "$SERF" plan --profile "$profile" --nodes 4 \
+      --rates 10:50:10 --out "$out/t.json" >"$out/o" 2>"$out/e"
+    rc=$?
+    { [ $rc -eq 0 ] || [ $rc -eq 3 ]; } && [ -s "$out/t.json" ] || { cat "$out/e"; fail "plan under mpirun -np 2: exit $rc"; }
+    [ "$(grep -c '^wrote ' "$out/o")" -le 1 ] || { cat "$out/o"; fail "plan printed twice"; }
+    echo "ok: plan under mpirun -np 2 -> exit $rc, one table"
+    ;;
   signals)
     # Who got which signal, named as it happened (it said "node ranks 1, 2, 3 died" when rank 0
     # alone got SIGTERM, and "the job was cancelled, every node rank alive" when one node did).
