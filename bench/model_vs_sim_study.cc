@@ -55,22 +55,39 @@ std::vector<InterferenceProfile> make_profiles() {
   return out;
 }
 
-std::string run_task(const Task& t, double scale) {
-  const auto levels = t.profile->levels(t.c);
+// What both studies derive from a task: its service levels and their means, the arrival rate
+// per unit for its rho, and the simulation of those levels.
+struct TaskSetup {
+  std::vector<serf::ServiceLevel> levels;
   std::vector<double> means;
-  for (const auto& l : levels) means.push_back(l.mean_ms);
-  const double lambda_unit = t.rho * t.c * 1000.0 / levels.back().mean_ms;
+  double lambda_unit = 0;
+  serf::sim::SimulationOptions options;
+};
 
-  serf::sim::SimulationOptions o;
-  o.levels = levels;
+// `seed_base` keeps the two studies' random streams apart.
+TaskSetup task_setup(const Task& t, uint64_t seed_base) {
+  TaskSetup s;
+  s.levels = t.profile->levels(t.c);
+  for (const auto& l : s.levels) s.means.push_back(l.mean_ms);
+  s.lambda_unit = t.rho * t.c * 1000.0 / s.levels.back().mean_ms;
+  s.options.levels = s.levels;
+  s.options.seed = seed_base * static_cast<uint64_t>(t.profile->id) + 1009ULL * t.c +
+                   static_cast<uint64_t>(t.rho * 1000);
+  return s;
+}
+
+std::string run_task(const Task& t, double scale) {
+  TaskSetup setup = task_setup(t, 1000003ULL);
+  const auto& levels = setup.levels;
+  const auto& means = setup.means;
+  const double lambda_unit = setup.lambda_unit;
+  serf::sim::SimulationOptions& o = setup.options;
   o.units = t.units;
   o.semantics = t.semantics;
   o.arrival_kind = t.arrival_scv == 1.0 ? serf::ArrivalKind::kPoisson : serf::ArrivalKind::kGamma;
   o.arrival_scv = t.arrival_scv;
   o.rate_per_s = lambda_unit * t.units;
   o.requests = static_cast<int64_t>(scale * std::max(200000.0, 40000.0 / (1.0 - t.rho)));
-  o.seed = 1000003ULL * static_cast<uint64_t>(t.profile->id) + 1009ULL * t.c +
-           static_cast<uint64_t>(t.rho * 1000);
   const auto sim = serf::sim::simulate(o);
 
   auto md = serf::QueueModel::Create(serf::QueueKind::kMdInterf, means, t.profile->scv);
@@ -119,20 +136,16 @@ std::string run_task(const Task& t, double scale) {
 
 // One point of the SCV sweep: the simulated mean against md-, mm- and mg-interf.
 std::string run_scv_task(const Task& t, double scale) {
-  const auto levels = t.profile->levels(t.c);
-  std::vector<double> means;
-  for (const auto& l : levels) means.push_back(l.mean_ms);
-  const double lambda_unit = t.rho * t.c * 1000.0 / levels.back().mean_ms;
-  serf::sim::SimulationOptions o;
-  o.levels = levels;
+  TaskSetup setup = task_setup(t, 7000003ULL);
+  const auto& means = setup.means;
+  const double lambda_unit = setup.lambda_unit;
+  serf::sim::SimulationOptions& o = setup.options;
   o.units = 1;
   o.semantics = serf::sim::ServiceSemantics::kStart;
   o.rate_per_s = lambda_unit;
   // Waits vary more with the service SCV: longer runs where it is high.
   o.requests = static_cast<int64_t>(scale * (1.0 + t.profile->scv) *
                                     std::max(200000.0, 40000.0 / (1.0 - t.rho)));
-  o.seed = 7000003ULL * static_cast<uint64_t>(t.profile->id) + 1009ULL * t.c +
-           static_cast<uint64_t>(t.rho * 1000);
   const auto sim = serf::sim::simulate(o);
   double model[3] = {0, 0, 0};
   const serf::QueueKind kinds[3] = {serf::QueueKind::kMdInterf, serf::QueueKind::kMmInterf,

@@ -33,25 +33,59 @@ double seconds_since(Clock::time_point t0) {
 
 using serf::median;  // serf/core/statistics.h
 
-// The same cost model as scripts/make_example_profile.py, scaled to 64 cores.
-serf::Profile synthetic_profile() {
+// The batch cost model of scripts/make_batch_example_profile.py in spirit: a batch of n costs
+// (1 + g (n - 1)) times one request (weights read once, arithmetic per request), g = 0.15.
+double batch_factor(int n) { return 1.0 + 0.15 * (n - 1); }
+
+// The cost model of scripts/make_example_profile.py on `nodes` x `cores`: every tuple (i, K, T)
+// with i*T <= cores, K = 1, 2, 4... <= nodes, each batch size of `batches`. `thread_ms` is one
+// request's time on one thread, `log_ms` the exchange cost per doubling of K.
+serf::Profile synthetic_profile(const std::string& model, int nodes, int cores, double thread_ms,
+                                double log_ms, const std::vector<int>& batches) {
   serf::Profile p;
-  p.model = "synthetic-1024x64";
-  p.hardware = {1024, 64};
+  p.model = model;
+  p.hardware = {nodes, cores};
   p.illustrative = true;
   p.note = "synthetic, for bench_queue";
-  for (int k = 1; k <= 1024; k *= 2) {
-    for (int t = 1; t <= 64; ++t) {
-      for (int i = 1; i * t <= 64; ++i) {
-        const double threads = 2400.0 * (0.1 + 0.9 / t);
-        const double nodes = threads * (0.1 + 0.9 / k) + 50.0 * std::log2(k) * (1 + 0.1 * (i - 1));
-        const double interference = 1.0 + 0.06 * (i - 1) + 0.02 * (i - 1) * (t - 1);
-        p.tuples.push_back({{i, k, t}, nodes * interference, 0.02, 100, 0});
+  for (int k = 1; k <= nodes; k *= 2) {
+    for (int t = 1; t <= cores; ++t) {
+      for (int i = 1; i * t <= cores; ++i) {
+        for (int b : batches) {
+          const double threads = thread_ms * (0.1 + 0.9 / t);
+          const double on_nodes =
+              threads * (0.1 + 0.9 / k) + log_ms * std::log2(k) * (1 + 0.1 * (i - 1));
+          const double interference = 1.0 + 0.06 * (i - 1) + 0.02 * (i - 1) * (t - 1);
+          p.tuples.push_back(
+              {{i, k, t, b}, on_nodes * interference * batch_factor(b), 0.02, 100, 0});
+        }
       }
     }
   }
   p.reindex();
   return p;
+}
+
+// 1024 nodes x 64 cores, batch 1.
+serf::Profile synthetic_profile() {
+  return synthetic_profile("synthetic-1024x64", 1024, 64, 2400.0, 50.0, {1});
+}
+
+// 16 nodes x 16 cores, K = 1, 2, 4, 8, 16, T = 1..16, i*T <= 16, b = 1, 2, 4, 8, 16, 32.
+serf::Profile synthetic_batched_profile() {
+  return synthetic_profile("synthetic-16x16-batched", 16, 16, 40.0, 1.0, {1, 2, 4, 8, 16, 32});
+}
+
+// Predictions per second of predict(k), k = 0..n-1: the median of 5 runs. The answers are summed
+// into *sink (printed), so the calls are not optimised away.
+template <typename Predict>
+double predictions_per_s(int n, Predict predict, double* sink) {
+  std::vector<double> per_s;
+  for (int run = 0; run < 5; ++run) {
+    const auto t0 = Clock::now();
+    for (int k = 0; k < n; ++k) *sink += predict(k);
+    per_s.push_back(n / seconds_since(t0));
+  }
+  return median(per_s);
 }
 
 // Single predictions of configuration c (interference-aware) over a sweep of loads.
@@ -62,22 +96,14 @@ void bench_predict(int c) {
     auto model = serf::QueueModel::Create(kind, mean_ms);
     const double top = model->max_rate_per_s(c);
     const int n = kind == serf::QueueKind::kMdcExact ? 20000 : 2000000;
-    std::vector<double> per_s;
     double sink = 0;
-    for (int run = 0; run < 5; ++run) {
-      const auto t0 = Clock::now();
-      for (int k = 0; k < n; ++k)
-        sink += model->predict(c, top * ((k % 999) + 0.5) / 1000.0).latency_ms;
-      per_s.push_back(n / seconds_since(t0));
-    }
+    const double per_s = predictions_per_s(
+        n, [&](int k) { return model->predict(c, top * ((k % 999) + 0.5) / 1000.0).latency_ms; },
+        &sink);
     std::printf("predict %-10s c=%-3d %12.3g predictions/s (median of 5; checksum %.6g)\n",
-                serf::to_string(kind), c, median(per_s), sink);
+                serf::to_string(kind), c, per_s, sink);
   }
 }
-
-// The batch cost model of scripts/make_batch_example_profile.py in spirit: a batch of n costs
-// (1 + g (n - 1)) times one request (weights read once, arithmetic per request), g = 0.15.
-double batch_factor(int n) { return 1.0 + 0.15 * (n - 1); }
 
 // Predictions of the bulk-service model of (c, K, T, b) over a sweep of loads.
 void bench_batch_predict(int c, int b, int n) {
@@ -89,39 +115,12 @@ void bench_batch_predict(int c, int b, int n) {
   auto table = serf::ServiceTable::Create(c, b, levels);
   auto model = serf::BatchQueueModel::Create(serf::QueueKind::kMdInterf, *table);
   const double top = model->max_rate_per_s();
-  std::vector<double> per_s;
   double sink = 0;
-  for (int run = 0; run < 5; ++run) {
-    const auto t0 = Clock::now();
-    for (int k = 0; k < n; ++k) sink += model->predict(top * ((k % 99) + 0.5) / 100.0).latency_ms;
-    per_s.push_back(n / seconds_since(t0));
-  }
+  const double per_s = predictions_per_s(
+      n, [&](int k) { return model->predict(top * ((k % 99) + 0.5) / 100.0).latency_ms; }, &sink);
   std::printf(
       "predict batch md-interf c=%-3d b=%-3d %10.3g predictions/s (median of 5; checksum %.6g)\n",
-      c, b, median(per_s), sink);
-}
-
-// 16 nodes x 16 cores, K = 1, 2, 4, 8, 16, T = 1..16, i*T <= 16, b = 1, 2, 4, 8, 16, 32.
-serf::Profile synthetic_batched_profile() {
-  serf::Profile p;
-  p.model = "synthetic-16x16-batched";
-  p.hardware = {16, 16};
-  p.illustrative = true;
-  p.note = "synthetic, for bench_queue";
-  for (int k = 1; k <= 16; k *= 2) {
-    for (int t = 1; t <= 16; ++t) {
-      for (int i = 1; i * t <= 16; ++i) {
-        for (int b = 1; b <= 32; b *= 2) {
-          const double threads = 40.0 * (0.1 + 0.9 / t);
-          const double nodes = threads * (0.1 + 0.9 / k) + 1.0 * std::log2(k) * (1 + 0.1 * (i - 1));
-          const double interference = 1.0 + 0.06 * (i - 1) + 0.02 * (i - 1) * (t - 1);
-          p.tuples.push_back({{i, k, t, b}, nodes * interference * batch_factor(b), 0.02, 100, 0});
-        }
-      }
-    }
-  }
-  p.reindex();
-  return p;
+      c, b, per_s, sink);
 }
 
 // plan_table over (c, K, T, b) with the analytic batch model alone (--tail-method model).

@@ -124,10 +124,11 @@ Status run_import(const ImportOptions& o) {
   SERF_RETURN_IF_ERROR(imported.weights.save_safetensors(o.weights_path));
   SERF_RETURN_IF_ERROR(
       io::write_text_file(o.out_path, model::model_spec_to_json(imported.spec).dump(1) + "\n"));
-  std::printf("imported %s: %d ONNX nodes -> %zu layers (%d batchnorms folded into the layer "
-              "before, %d constant nodes folded, %d views and no-ops dropped)\n",
-              o.onnx_path.c_str(), imported.nodes, plan.layers.size(), imported.folded_batchnorms,
-              imported.folded_constants, imported.dropped);
+  std::printf(
+      "imported %s: %d ONNX nodes -> %zu layers (%d batchnorms folded into the layer "
+      "before, %d constant nodes folded, %d views and no-ops dropped)\n",
+      o.onnx_path.c_str(), imported.nodes, plan.layers.size(), imported.folded_batchnorms,
+      imported.folded_constants, imported.dropped);
   std::printf("model %s: input %s, output %s, %s parameters, %s multiply-adds per image\n",
               plan.spec.name.c_str(), shape_str(plan.spec.input).c_str(),
               shape_str(plan.output()).c_str(), format_count(plan.parameters).c_str(),
@@ -145,111 +146,122 @@ struct InitOptions {
   std::string input_out_path;
 };
 
-}  // namespace
+Status run_info(const InfoOptions& o) {
+  SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::load_model(o.spec_path));
+  if (o.json) {
+    std::cout << plan_json(plan).dump(2) << "\n";
+  } else {
+    print_plan_table(plan);
+  }
+  return Status::Ok();
+}
 
-void register_model_commands(CLI::App& app, CommandRegistry& registry) {
-  auto* model_cmd = app.add_subcommand("model", "Model specifications: sizes and weights");
-  model_cmd->require_subcommand(1, 1);
+Status run_init(const InitOptions& o) {
+  SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::load_model(o.spec_path));
+  if (o.input_out_path == o.out_path) {
+    return InvalidArgument("--input-out " + o.input_out_path +
+                           ": the same file as --out (the input would overwrite the weights)");
+  }
+  SERF_RETURN_IF_ERROR(model::check_weights_fit_memory(plan, 1));
+  const auto start = std::chrono::steady_clock::now();
+  const model::Weights weights = model::Weights::seeded(plan, o.seed);
+  const double init_s = seconds_since(start);
+  SERF_RETURN_IF_ERROR(weights.save_safetensors(o.out_path));
+  std::printf("wrote %s: %zu tensors, %.1f MiB, seed %" PRIu64 " (initialised in %.2f s)\n",
+              o.out_path.c_str(), weights.tensors().size(), mib(weights.bytes()), o.seed, init_s);
+  if (!o.input_out_path.empty()) {
+    SERF_RETURN_IF_ERROR(model::save_input_safetensors(
+        o.input_out_path, plan.spec.input, model::seeded_input(plan.spec.input, o.seed)));
+    std::printf("wrote %s: input %s, seed %" PRIu64 "\n", o.input_out_path.c_str(),
+                shape_str(plan.spec.input).c_str(), o.seed);
+  }
+  return Status::Ok();
+}
 
-  auto info_opts = std::make_shared<InfoOptions>();
+Status run_check(const CheckOptions& o) {
+  SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::load_model(o.spec_path));
+  const auto start = std::chrono::steady_clock::now();
+  SERF_ASSIGN_OR_RETURN(model::Weights weights,
+                        model::Weights::load_safetensors(o.weights_path, plan));
+  const double load_s = seconds_since(start);
+  std::printf("%s: %zu tensors, %.1f MiB, match model %s (loaded in %.2f s)\n",
+              o.weights_path.c_str(), weights.tensors().size(), mib(weights.bytes()),
+              plan.spec.name.c_str(), load_s);
+  if (!o.input_path.empty()) {
+    SERF_ASSIGN_OR_RETURN(auto input, model::load_input_safetensors(o.input_path, plan.spec.input));
+    std::printf("%s: input %s, %zu values, match model %s\n", o.input_path.c_str(),
+                shape_str(plan.spec.input).c_str(), input.size(), plan.spec.name.c_str());
+  }
+  return Status::Ok();
+}
+
+void register_info(CLI::App* model_cmd, CommandRegistry& registry) {
+  auto o = std::make_shared<InfoOptions>();
   auto* info = model_cmd->add_subcommand(
       "info",
       "Print each layer's output shape, parameters, connections (multiply-adds per image) "
       "and weight memory, and the totals");
-  info->add_option("FILE", info_opts->spec_path,
-                   "model spec JSON (e.g. configs/models/cifar10.json)")
+  info->add_option("FILE", o->spec_path, "model spec JSON (e.g. configs/models/cifar10.json)")
       ->required();
-  info->add_flag("--json", info_opts->json,
+  info->add_flag("--json", o->json,
                  "print one JSON object (totals: parameters, connections, weight_bytes in bytes; "
                  "and a layers list) instead of the table");
-  registry.add(info, [info_opts]() -> Status {
-    SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::load_model(info_opts->spec_path));
-    if (info_opts->json) {
-      std::cout << plan_json(plan).dump(2) << "\n";
-    } else {
-      print_plan_table(plan);
-    }
-    return Status::Ok();
-  });
+  registry.add(info, [o] { return run_info(*o); });
+}
 
-  auto import_opts = std::make_shared<ImportOptions>();
+void register_import(CLI::App* model_cmd, CommandRegistry& registry) {
+  auto o = std::make_shared<ImportOptions>();
   auto* import = model_cmd->add_subcommand(
       "import",
       "Translate an ONNX model (Conv, BatchNormalization, Relu, Clip, Sigmoid, MaxPool, "
       "AveragePool, GlobalAveragePool, Gemm, MatMul, Add, Concat, Flatten, Reshape, Softmax, LRN, "
       "Dropout, Identity) into a spec and its weights");
-  import->add_option("MODEL", import_opts->onnx_path, "ONNX file (.onnx, float32)")->required();
-  import->add_option("--out", import_opts->out_path, "spec JSON to write")->required();
-  import->add_option("--weights", import_opts->weights_path,
-                     "weights to write (.safetensors, float32)")
+  import->add_option("MODEL", o->onnx_path, "ONNX file (.onnx, float32)")->required();
+  import->add_option("--out", o->out_path, "spec JSON to write")->required();
+  import->add_option("--weights", o->weights_path, "weights to write (.safetensors, float32)")
       ->required();
-  import->add_option("--name", import_opts->name,
+  import->add_option("--name", o->name,
                      "model name (default: the ONNX graph's name, else the file name)");
-  registry.add(import, [import_opts] { return run_import(*import_opts); });
+  registry.add(import, [o] { return run_import(*o); });
+}
 
-  auto init_opts = std::make_shared<InitOptions>();
+void register_init(CLI::App* model_cmd, CommandRegistry& registry) {
+  auto o = std::make_shared<InitOptions>();
   auto* init = model_cmd->add_subcommand(
       "init",
       "Write deterministic seeded weights (and optionally the seeded input) as safetensors; "
       "`serf infer --seed S` uses the same values");
-  init->add_option("FILE", init_opts->spec_path, "model spec JSON")->required();
-  add_seed(init, &init_opts->seed, "seed of the weights and the input (an integer)")
-      ->capture_default_str();
-  add_output(init, "--out", &init_opts->out_path, "weights file to write (.safetensors, float32)",
-             true);
-  init->add_option("--input-out", init_opts->input_out_path,
+  init->add_option("FILE", o->spec_path, "model spec JSON")->required();
+  add_seed(init, &o->seed, "seed of the weights and the input (an integer)")->capture_default_str();
+  add_output(init, "--out", &o->out_path, "weights file to write (.safetensors, float32)", true);
+  init->add_option("--input-out", o->input_out_path,
                    "also write the seeded input image (tensor \"input\", shape [1, C, H, W]) here");
-  registry.add(init, [init_opts]() -> Status {
-    SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::load_model(init_opts->spec_path));
-    if (init_opts->input_out_path == init_opts->out_path) {
-      return InvalidArgument("--input-out " + init_opts->input_out_path +
-                             ": the same file as --out (the input would overwrite the weights)");
-    }
-    SERF_RETURN_IF_ERROR(model::check_weights_fit_memory(plan, 1));
-    const auto start = std::chrono::steady_clock::now();
-    const model::Weights weights = model::Weights::seeded(plan, init_opts->seed);
-    const double init_s = seconds_since(start);
-    SERF_RETURN_IF_ERROR(weights.save_safetensors(init_opts->out_path));
-    std::printf("wrote %s: %zu tensors, %.1f MiB, seed %" PRIu64 " (initialised in %.2f s)\n",
-                init_opts->out_path.c_str(), weights.tensors().size(), mib(weights.bytes()),
-                init_opts->seed, init_s);
-    if (!init_opts->input_out_path.empty()) {
-      SERF_RETURN_IF_ERROR(
-          model::save_input_safetensors(init_opts->input_out_path, plan.spec.input,
-                                        model::seeded_input(plan.spec.input, init_opts->seed)));
-      std::printf("wrote %s: input %s, seed %" PRIu64 "\n", init_opts->input_out_path.c_str(),
-                  shape_str(plan.spec.input).c_str(), init_opts->seed);
-    }
-    return Status::Ok();
-  });
+  registry.add(init, [o] { return run_init(*o); });
+}
 
-  auto check_opts = std::make_shared<CheckOptions>();
+void register_check(CLI::App* model_cmd, CommandRegistry& registry) {
+  auto o = std::make_shared<CheckOptions>();
   auto* check = model_cmd->add_subcommand(
       "check",
       "Load a weights file (and optionally an input file) and check every tensor's name, "
       "dtype and shape against the model");
-  check->add_option("FILE", check_opts->spec_path, "model spec JSON")->required();
-  check->add_option("--weights", check_opts->weights_path, "weights file (.safetensors, float32)")
+  check->add_option("FILE", o->spec_path, "model spec JSON")->required();
+  check->add_option("--weights", o->weights_path, "weights file (.safetensors, float32)")
       ->required();
-  check->add_option("--input", check_opts->input_path,
+  check->add_option("--input", o->input_path,
                     "input file (.safetensors, tensor \"input\" [1, C, H, W])");
-  registry.add(check, [check_opts]() -> Status {
-    SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::load_model(check_opts->spec_path));
-    const auto start = std::chrono::steady_clock::now();
-    SERF_ASSIGN_OR_RETURN(model::Weights weights,
-                          model::Weights::load_safetensors(check_opts->weights_path, plan));
-    const double load_s = seconds_since(start);
-    std::printf("%s: %zu tensors, %.1f MiB, match model %s (loaded in %.2f s)\n",
-                check_opts->weights_path.c_str(), weights.tensors().size(), mib(weights.bytes()),
-                plan.spec.name.c_str(), load_s);
-    if (!check_opts->input_path.empty()) {
-      SERF_ASSIGN_OR_RETURN(auto input,
-                            model::load_input_safetensors(check_opts->input_path, plan.spec.input));
-      std::printf("%s: input %s, %zu values, match model %s\n", check_opts->input_path.c_str(),
-                  shape_str(plan.spec.input).c_str(), input.size(), plan.spec.name.c_str());
-    }
-    return Status::Ok();
-  });
+  registry.add(check, [o] { return run_check(*o); });
+}
+
+}  // namespace
+
+void register_model_commands(CLI::App& app, CommandRegistry& registry) {
+  auto* model_cmd = app.add_subcommand("model", "Model specifications: sizes and weights");
+  model_cmd->require_subcommand(1, 1);
+  register_info(model_cmd, registry);
+  register_import(model_cmd, registry);
+  register_init(model_cmd, registry);
+  register_check(model_cmd, registry);
 }
 
 }  // namespace serf::cli

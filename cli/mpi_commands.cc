@@ -91,161 +91,202 @@ StatusOr<std::vector<serve::RateStep>> parse_load(const std::string& text) {
   return out;
 }
 
+// What serve runs, from the flags and files checked on every rank before the first request.
+struct ServePlan {
+  Configuration first;
+  std::vector<ScheduledSwitch> schedule;
+  std::vector<serve::RateStep> load;  // empty: clients only (--http/--grpc)
+  ArrivalFlags::Resolved arrivals;
+  std::shared_ptr<const ConfigurationTable> table;  // --table, or null
+};
+
+// --table: planned for these nodes, and every configuration it may switch to runs here.
+Status load_serve_table(const ServeOptions& o, const RuntimeSession& session, ServePlan* plan) {
+  if (o.table.empty()) return Status::Ok();
+  SERF_ASSIGN_OR_RETURN(ConfigurationTable loaded, io::load_table(o.table));
+  plan->table = std::make_shared<const ConfigurationTable>(std::move(loaded));
+  const ConfigurationTable& table = *plan->table;
+  if (table.nodes != session.nodes) {
+    return InvalidArgument(o.table + ": planned for " + std::to_string(table.nodes) +
+                           " nodes but " + std::to_string(session.nodes) +
+                           " node ranks run; plan with --nodes " + std::to_string(session.nodes));
+  }
+  for (const TableEntry& e : table.entries) {
+    if (!e.stable) continue;
+    SERF_RETURN_IF_ERROR(session.check_configuration(e.config, o.table));
+  }
+  // A load beyond every entry runs this one (table_hook): it must run too.
+  if (const auto biggest = serve::highest_capacity(table)) {
+    SERF_RETURN_IF_ERROR(session.check_configuration(biggest->first, o.table));
+  }
+  return Status::Ok();
+}
+
+// Every flag and file of serve, checked on every rank before the first request.
+Status plan_serve(const ServeOptions& o, const RuntimeSession& session, ServePlan* plan) {
+  SERF_ASSIGN_OR_RETURN(plan->first, parse_configuration(o.config, "--config"));
+  SERF_ASSIGN_OR_RETURN(plan->schedule, parse_schedule(o.schedule));
+  if (!o.load.empty()) {
+    SERF_ASSIGN_OR_RETURN(plan->load, parse_load(o.load));
+  } else if (o.rate_per_s > 0) {
+    plan->load.push_back({0, o.rate_per_s});
+  } else if (!o.frontends.any()) {
+    return InvalidArgument(
+        "--rate: give the arrival rate in requests/s (> 0), or --load, or serve clients with "
+        "--http/--grpc");
+  }
+  SERF_RETURN_IF_ERROR(check_frontend_flags(o.frontends));
+  if (o.requests < 1) return InvalidArgument("--requests: give at least 1");
+  std::vector<InputFile> inputs = runtime_inputs(o.runtime);
+  inputs.push_back({"--table", o.table});
+  if (!o.out.empty()) {
+    SERF_RETURN_IF_ERROR(check_output_path("--out", o.out, inputs));
+    SERF_RETURN_IF_ERROR(check_output_path("--out", o.out + ".csv", inputs));
+  }
+  if (!o.plot.empty()) {
+    if (o.out.empty()) return InvalidArgument("--plot: needs --out FILE.json (the plot reads it)");
+    SERF_RETURN_IF_ERROR(check_plot_path("--plot", o.plot));
+    SERF_RETURN_IF_ERROR(check_output_path("--plot", o.plot, inputs));
+  }
+  SERF_ASSIGN_OR_RETURN(plan->arrivals, o.arrivals.resolve());
+  if (!(o.min_dwell_s >= 0)) return InvalidArgument("--min-dwell: must be >= 0 seconds");
+  if (!(o.rate_window_s > 0)) return InvalidArgument("--rate-window: must be > 0 seconds");
+  SERF_RETURN_IF_ERROR(session.check_configuration(plan->first, "--config"));
+  for (const auto& s : plan->schedule) {
+    SERF_RETURN_IF_ERROR(session.check_configuration(s.config, "--schedule"));
+  }
+  return load_serve_table(o, session, plan);
+}
+
+// The controller's limits: rate window, batch delay, queue bound, records kept.
+void set_serve_limits(const ServeOptions& o, serve::Controller& controller) {
+  controller.set_rate_window_s(o.rate_window_s);
+  controller.set_max_batch_delay_s(o.max_batch_delay_us * 1e-6);
+  const bool clients = o.frontends.any();
+  if (o.frontends.max_queue >= 0 || clients) {
+    controller.set_max_queue(o.frontends.max_queue >= 0 ? static_cast<size_t>(o.frontends.max_queue)
+                                                        : kDefaultMaxQueue);
+  }
+  // A service runs for days: keep its newest requests for --out (the journal has them all).
+  if (clients) controller.set_max_records(kServiceRecords);
+}
+
+void print_overload(const serve::OverloadNote& n, const std::string& table) {
+  std::printf("load %.1f requests/s at %.2f s exceeds every configuration of %s: ", n.rate_per_s,
+              n.at_s, table.c_str());
+  if (n.capacity_per_s > 0) {
+    std::printf("running the one of highest capacity, %s (%.1f requests/s)\n",
+                to_string(n.config).c_str(), n.capacity_per_s);
+  } else {
+    std::printf("the table has no stable configuration at all\n");
+  }
+  std::fflush(stdout);
+}
+
+// The run's Status once it ended: a journal write error, a fault (with the partial measurements
+// written), or the report's own.
+Status serve_outcome(const ServeOptions& o, const serve::Controller& controller, const Status& run,
+                     const RunJournal* journal, const Status& written) {
+  if (run.ok() && journal != nullptr && !journal->status().ok()) {
+    // The journal stays as it was cut (whole rows) when the report could not replace it.
+    return Status(journal->status().code(),
+                  journal->status().message() + "; the run stopped there" +
+                      (written.ok() ? "; wrote " + o.out + " and " + o.out + ".csv"
+                                    : "; " + written.message()));
+  }
+  if (!run.ok()) {
+    if (o.out.empty() || !written.ok()) return run;
+    size_t answered = 0;
+    for (const serve::RequestRecord& r : controller.records()) answered += r.answered ? 1 : 0;
+    return Status(run.code(), run.message() + "; wrote partial measurements of " +
+                                  std::to_string(answered) + " answered requests to " + o.out +
+                                  " and " + o.out + ".csv");
+  }
+  return written;
+}
+
+// Rank 0's run: journal, front ends, self-calibration, the scheduler hook, the run itself, the
+// report and the summary.
+Status serve_on_controller(const ServeOptions& o, const ServePlan& plan, RuntimeSession& session,
+                           serve::Controller& controller) {
+  set_serve_limits(o, controller);
+  const bool clients = o.frontends.any();
+  SERF_ASSIGN_OR_RETURN(std::shared_ptr<RunJournal> journal, RunJournal::Open(o.out));
+  if (journal) {
+    // A write error (a full disk) is found at the row that failed: the run stops taking
+    // requests there (those queued and running finish) instead of running on unrecorded.
+    controller.add_answer_hook([journal, &controller](const serve::RequestRecord& r) {
+      if (journal->status().ok() && !journal->add(r)) controller.request_stop();
+    });
+  }
+  SERF_RETURN_IF_ERROR(controller.configure(plan.first));
+  if (!session.emulation) std::cout << session.placement();
+  std::unique_ptr<ServeFrontends> frontends;
+  if (clients) {
+    SERF_ASSIGN_OR_RETURN(
+        frontends, ServeFrontends::Start(o.frontends, o.runtime, session, controller, plan.table));
+  }
+  SERF_ASSIGN_OR_RETURN(
+      std::unique_ptr<serve::SelfCalibration> calibration,
+      start_self_calibration(o.recalibrate, o.frontends.profile, session, plan.table, o.min_dwell_s,
+                             controller, frontends ? frontends->metrics() : nullptr));
+  size_t next = 0;
+  serve::SchedulerHook hook = [&](double now_s, double) -> std::optional<Configuration> {
+    std::optional<Configuration> want;
+    while (next < plan.schedule.size() && plan.schedule[next].at_s <= now_s) {
+      want = plan.schedule[next++].config;
+    }
+    return want;
+  };
+  std::vector<serve::OverloadNote> overloads;
+  serve::OverloadHook on_overload = [&](const serve::OverloadNote& note) {
+    serve::OverloadNote n = note;
+    n.at_s = controller.now_s();  // the clock of the switches in --out
+    overloads.push_back(n);
+    print_overload(n, o.table);
+  };
+  if (plan.table) {
+    // Self-calibrating: the newest table re-planned in the background; else the one given.
+    // Both switch by table_hook's rule, overloads included.
+    hook = calibration && plan.table->objective == "mean"
+               ? calibration->scheduler_hook(on_overload)
+               : serve::table_hook(*plan.table, o.min_dwell_s, on_overload);
+  }
+  std::vector<serve::Recalibration> recalibrations;
+  auto report = [&] {
+    if (calibration) recalibrations = calibration->recalibrations();
+    return write_run_report(controller, o.out, session.model_name, overloads,
+                            calibration ? &recalibrations : nullptr);
+  };
+  std::vector<double> arrival_s;
+  if (!plan.load.empty()) {
+    SERF_ASSIGN_OR_RETURN(arrival_s,
+                          serve::stepped_arrivals(plan.load, o.requests, o.runtime.seed,
+                                                  plan.arrivals.kind, plan.arrivals.scv));
+  }
+  // On a fault too, and first thing on SIGTERM: the measurements so far go to disk before
+  // mpirun's SIGKILL can come.
+  std::optional<Status> written;
+  controller.set_terminated_hook([&] { written = report(); });
+  Status run = clients ? controller.serve(hook, plan.load.empty() ? nullptr : &arrival_s)
+                       : controller.run_open_loop(arrival_s, hook);
+  if (frontends) frontends->stop();  // every request they handed over has ended
+  controller.set_terminated_hook(nullptr);
+  if (!written) written = report();
+  print_run_summary(controller, std::cout);
+  SERF_RETURN_IF_ERROR(serve_outcome(o, controller, run, journal.get(), *written));
+  if (o.plot.empty()) return Status::Ok();
+  std::cout.flush();
+  return run_plot_script("plot_serve.py", {o.out, o.plot});
+}
+
 Status run_serve(const ServeOptions& o) {
   // Flags are checked inside the runtime, on every rank, so only rank 0 prints the error.
   return launch_runtime(o.runtime, [&](RuntimeSession& session) -> Status {
-    SERF_ASSIGN_OR_RETURN(Configuration first, parse_configuration(o.config, "--config"));
-    SERF_ASSIGN_OR_RETURN(std::vector<ScheduledSwitch> schedule, parse_schedule(o.schedule));
-    std::vector<serve::RateStep> load;
-    if (!o.load.empty()) {
-      SERF_ASSIGN_OR_RETURN(load, parse_load(o.load));
-    } else if (o.rate_per_s > 0) {
-      load.push_back({0, o.rate_per_s});
-    } else if (!o.frontends.any()) {
-      return InvalidArgument(
-          "--rate: give the arrival rate in requests/s (> 0), or --load, or serve clients with "
-          "--http/--grpc");
-    }
-    SERF_RETURN_IF_ERROR(check_frontend_flags(o.frontends));
-    if (o.requests < 1) return InvalidArgument("--requests: give at least 1");
-    std::vector<InputFile> inputs = runtime_inputs(o.runtime);
-    inputs.push_back({"--table", o.table});
-    if (!o.out.empty()) {
-      SERF_RETURN_IF_ERROR(check_output_path("--out", o.out, inputs));
-      SERF_RETURN_IF_ERROR(check_output_path("--out", o.out + ".csv", inputs));
-    }
-    if (!o.plot.empty()) {
-      if (o.out.empty())
-        return InvalidArgument("--plot: needs --out FILE.json (the plot reads it)");
-      SERF_RETURN_IF_ERROR(check_plot_path("--plot", o.plot));
-      SERF_RETURN_IF_ERROR(check_output_path("--plot", o.plot, inputs));
-    }
-    SERF_ASSIGN_OR_RETURN(const ArrivalFlags::Resolved arrivals, o.arrivals.resolve());
-    if (!(o.min_dwell_s >= 0)) return InvalidArgument("--min-dwell: must be >= 0 seconds");
-    if (!(o.rate_window_s > 0)) return InvalidArgument("--rate-window: must be > 0 seconds");
-    SERF_RETURN_IF_ERROR(session.check_configuration(first, "--config"));
-    for (const auto& s : schedule) {
-      SERF_RETURN_IF_ERROR(session.check_configuration(s.config, "--schedule"));
-    }
-    std::shared_ptr<const ConfigurationTable> table;
-    if (!o.table.empty()) {
-      SERF_ASSIGN_OR_RETURN(ConfigurationTable loaded, io::load_table(o.table));
-      table = std::make_shared<const ConfigurationTable>(std::move(loaded));
-      if (table->nodes != session.nodes) {
-        return InvalidArgument(o.table + ": planned for " + std::to_string(table->nodes) +
-                               " nodes but " + std::to_string(session.nodes) +
-                               " node ranks run; plan with --nodes " +
-                               std::to_string(session.nodes));
-      }
-      for (const TableEntry& e : table->entries) {
-        if (!e.stable) continue;
-        SERF_RETURN_IF_ERROR(session.check_configuration(e.config, o.table));
-      }
-      // A load beyond every entry runs this one (table_hook): it must run too.
-      if (const auto biggest = serve::highest_capacity(*table)) {
-        SERF_RETURN_IF_ERROR(session.check_configuration(biggest->first, o.table));
-      }
-    }
+    ServePlan plan;
+    SERF_RETURN_IF_ERROR(plan_serve(o, session, &plan));
     return session.run_controller([&](serve::Controller& controller) -> Status {
-      controller.set_rate_window_s(o.rate_window_s);
-      controller.set_max_batch_delay_s(o.max_batch_delay_us * 1e-6);
-      const bool clients = o.frontends.any();
-      if (o.frontends.max_queue >= 0 || clients) {
-        controller.set_max_queue(o.frontends.max_queue >= 0
-                                     ? static_cast<size_t>(o.frontends.max_queue)
-                                     : kDefaultMaxQueue);
-      }
-      // A service runs for days: keep its newest requests for --out (the journal has them all).
-      if (clients) controller.set_max_records(kServiceRecords);
-      SERF_ASSIGN_OR_RETURN(std::shared_ptr<RunJournal> journal, RunJournal::Open(o.out));
-      if (journal) {
-        // A write error (a full disk) is found at the row that failed: the run stops taking
-        // requests there (those queued and running finish) instead of running on unrecorded.
-        controller.add_answer_hook([journal, &controller](const serve::RequestRecord& r) {
-          if (journal->status().ok() && !journal->add(r)) controller.request_stop();
-        });
-      }
-      SERF_RETURN_IF_ERROR(controller.configure(first));
-      if (!session.emulation) std::cout << session.placement();
-      std::unique_ptr<ServeFrontends> frontends;
-      if (clients) {
-        SERF_ASSIGN_OR_RETURN(
-            frontends, ServeFrontends::Start(o.frontends, o.runtime, session, controller, table));
-      }
-      SERF_ASSIGN_OR_RETURN(
-          std::unique_ptr<serve::SelfCalibration> calibration,
-          start_self_calibration(o.recalibrate, o.frontends.profile, session, table, o.min_dwell_s,
-                                 controller, frontends ? frontends->metrics() : nullptr));
-      size_t next = 0;
-      serve::SchedulerHook hook = [&](double now_s, double) -> std::optional<Configuration> {
-        std::optional<Configuration> want;
-        while (next < schedule.size() && schedule[next].at_s <= now_s) {
-          want = schedule[next++].config;
-        }
-        return want;
-      };
-      std::vector<serve::OverloadNote> overloads;
-      serve::OverloadHook on_overload = [&](const serve::OverloadNote& note) {
-        serve::OverloadNote n = note;
-        n.at_s = controller.now_s();  // the clock of the switches in --out
-        overloads.push_back(n);
-        std::printf("load %.1f requests/s at %.2f s exceeds every configuration of %s: ",
-                    n.rate_per_s, n.at_s, o.table.c_str());
-        if (n.capacity_per_s > 0) {
-          std::printf("running the one of highest capacity, %s (%.1f requests/s)\n",
-                      to_string(n.config).c_str(), n.capacity_per_s);
-        } else {
-          std::printf("the table has no stable configuration at all\n");
-        }
-        std::fflush(stdout);
-      };
-      if (table) {
-        // Self-calibrating: the newest table re-planned in the background; else the one given.
-        // Both switch by table_hook's rule, overloads included.
-        hook = calibration && table->objective == "mean"
-                   ? calibration->scheduler_hook(on_overload)
-                   : serve::table_hook(*table, o.min_dwell_s, on_overload);
-      }
-      std::vector<serve::Recalibration> recalibrations;
-      auto report = [&] {
-        if (calibration) recalibrations = calibration->recalibrations();
-        return write_run_report(controller, o.out, session.model_name, overloads,
-                                calibration ? &recalibrations : nullptr);
-      };
-      std::vector<double> arrival_s;
-      if (!load.empty()) {
-        SERF_ASSIGN_OR_RETURN(arrival_s, serve::stepped_arrivals(load, o.requests, o.runtime.seed,
-                                                                 arrivals.kind, arrivals.scv));
-      }
-      // On a fault too, and first thing on SIGTERM: the measurements so far go to disk before
-      // mpirun's SIGKILL can come.
-      std::optional<Status> written;
-      controller.set_terminated_hook([&] { written = report(); });
-      Status run = clients ? controller.serve(hook, load.empty() ? nullptr : &arrival_s)
-                           : controller.run_open_loop(arrival_s, hook);
-      if (frontends) frontends->stop();  // every request they handed over has ended
-      controller.set_terminated_hook(nullptr);
-      if (!written) written = report();
-      print_run_summary(controller, std::cout);
-      if (run.ok() && journal && !journal->status().ok()) {
-        // The journal stays as it was cut (whole rows) when the report could not replace it.
-        return Status(journal->status().code(),
-                      journal->status().message() + "; the run stopped there" +
-                          (written->ok() ? "; wrote " + o.out + " and " + o.out + ".csv"
-                                         : "; " + written->message()));
-      }
-      if (!run.ok()) {
-        if (o.out.empty() || !written->ok()) return run;
-        size_t answered = 0;
-        for (const serve::RequestRecord& r : controller.records()) answered += r.answered ? 1 : 0;
-        return Status(run.code(), run.message() + "; wrote partial measurements of " +
-                                      std::to_string(answered) + " answered requests to " + o.out +
-                                      " and " + o.out + ".csv");
-      }
-      SERF_RETURN_IF_ERROR(*written);
-      if (o.plot.empty()) return Status::Ok();
-      std::cout.flush();
-      return run_plot_script("plot_serve.py", {o.out, o.plot});
+      return serve_on_controller(o, plan, session, controller);
     });
   });
 }
@@ -359,7 +400,8 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
              "also draw latency over time, the arrival rate and every switch to this PNG "
              "(scripts/plot_serve.py; needs --out)",
              false);
-  registry.add(sub, [serve] { return run_serve(*serve); }, [] { return true; });
+  registry.add(
+      sub, [serve] { return run_serve(*serve); }, [] { return true; });
 
   register_profile_command(app, registry);
 }

@@ -190,6 +190,218 @@ void print_verdicts(const profiler::ExhaustiveReport& report, const profiler::Pr
   std::fflush(stdout);
 }
 
+// What a run measures, from the flags checked on every rank before the first request.
+struct ProfilePlan {
+  int warmup = 0;
+  std::vector<double> rates, utilizations;    // --exhaustive: one of them
+  std::unique_ptr<Profile> capacity_profile;  // with --utilizations
+  std::vector<int> inter, batches;
+};
+
+// --rates or --utilizations (with --capacity-profile), --requests, --precision and arrivals.
+Status check_exhaustive_flags(const ProfileFlags& f, ProfilePlan* plan) {
+  if (!f.exhaustive) {
+    if (f.precision > 0)
+      return InvalidArgument("--precision " + std::to_string(f.precision) +
+                             ": only with --exhaustive (the tuple profile counts --samples)");
+    return Status::Ok();
+  }
+  if (f.rates.empty() == f.utilizations.empty())
+    return InvalidArgument(
+        "--exhaustive needs either --rates SPEC (requests/s, e.g. 5,10,20 or 5:50:5) or "
+        "--utilizations LIST with --capacity-profile FILE");
+  auto parsed = parse_rate_spec(f.rates.empty() ? f.utilizations : f.rates);
+  const std::string flag = f.rates.empty() ? "--utilizations" : "--rates";
+  if (!parsed.ok()) return parsed.status().with_context(flag);
+  (f.rates.empty() ? plan->utilizations : plan->rates) = std::move(parsed).value();
+  if (!plan->utilizations.empty()) {
+    if (f.capacity_profile.empty())
+      return InvalidArgument("--utilizations needs --capacity-profile FILE (a serf-profile/1)");
+    SERF_ASSIGN_OR_RETURN(Profile p, io::load_profile(f.capacity_profile));
+    plan->capacity_profile = std::make_unique<Profile>(std::move(p));
+  }
+  if (f.requests < 1) return InvalidArgument("--requests: give at least 1");
+  SERF_RETURN_IF_ERROR(check_precision_flags(f));
+  return f.arrivals.resolve().status();
+}
+
+// --batches: sizes in 1..kMaxBatch, sorted, each once; batch 1 only with --exhaustive.
+StatusOr<std::vector<int>> parse_batches(const ProfileFlags& f) {
+  SERF_ASSIGN_OR_RETURN(std::vector<int> batches, profiler::parse_int_list(f.batches, "--batches"));
+  for (int b : batches) {
+    if (b < 1 || b > kMaxBatch)
+      return InvalidArgument("--batches: " + std::to_string(b) + " is not a batch size; give " +
+                             "sizes in 1.." + std::to_string(kMaxBatch) + " (e.g. 1,2,4,8)");
+  }
+  std::sort(batches.begin(), batches.end());
+  batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
+  if (f.exhaustive && batches != std::vector<int>{1}) {
+    // The exhaustive points' files and serf validate do not carry b yet: rows of different b
+    // would be mixed up.
+    return InvalidArgument("--batches " + f.batches +
+                           ": --exhaustive measures batch-1 configurations only for now; profile "
+                           "batches as tuples (without --exhaustive)");
+  }
+  return batches;
+}
+
+// Every flag of a measuring run, checked on every rank before the first request: outputs,
+// the exhaustive flags, --inter, --batches, and every tuple or configuration the run will switch
+// to (emulated nodes need the emulation profile's tuples of each).
+Status plan_profile(const ProfileFlags& f, RuntimeSession& session, ProfilePlan* plan) {
+  std::vector<InputFile> inputs = runtime_inputs(f.runtime);
+  inputs.push_back({"--capacity-profile", f.capacity_profile});
+  SERF_RETURN_IF_ERROR(check_output_path("--out", f.out, inputs));
+  if (f.exhaustive) SERF_RETURN_IF_ERROR(check_output_path("--out", f.out + ".csv", inputs));
+  SERF_RETURN_IF_ERROR(check_exhaustive_flags(f, plan));
+  if (f.inter.empty()) {
+    for (int k = 1; k <= session.nodes; k *= 2) plan->inter.push_back(k);
+  } else {
+    SERF_ASSIGN_OR_RETURN(plan->inter, profiler::parse_int_list(f.inter, "--inter"));
+    for (int k : plan->inter)
+      SERF_RETURN_IF_ERROR(session.check_configuration({1, k, 1}, "--inter"));
+  }
+  SERF_ASSIGN_OR_RETURN(plan->batches, parse_batches(f));
+  if (!session.emulation) return Status::Ok();
+  const std::string flag = "--emulate " + f.runtime.emulate;
+  if (f.exhaustive) {
+    for (const Configuration& c :
+         profiler::all_configurations(session.nodes, session.cores_per_node, plan->inter))
+      SERF_RETURN_IF_ERROR(session.check_configuration(c, flag));
+  } else {
+    for (const ParallelismTuple& t :
+         profiler::profile_tuples(session.nodes, session.cores_per_node, plan->inter))
+      SERF_RETURN_IF_ERROR(session.check_configuration({t.service, t.inter, t.intra}, flag));
+  }
+  return Status::Ok();
+}
+
+// The profile's note: how it was measured, and the total wall time.
+std::string tuple_profile_note(const ProfileFlags& f, const ProfilePlan& plan, int nodes,
+                               double total_s) {
+  std::string note = "measured by serf profile on " + std::to_string(nodes) + " node(s), ";
+  if (f.passes > 1) {
+    note += std::to_string(f.samples) + " samples per tuple in " + std::to_string(f.passes) +
+            " passes, each after " + std::to_string(plan.warmup) +
+            " warm-up (disturbed passes left out)";
+  } else {
+    note += std::to_string(plan.warmup) + " warm-up + " + std::to_string(f.samples) +
+            " samples per tuple";
+  }
+  // A tuple (i, K, T, b) is measured with i full batches of b running (closed loop).
+  if (plan.batches != std::vector<int>{1}) note += "; full batches of b = " + f.batches;
+  char wall[64];
+  std::snprintf(wall, sizeof(wall), "; total wall time %.3f s", total_s);
+  return note + wall;
+}
+
+void print_tuple_table(const Profile& profile, bool passes, double total_s) {
+  std::cout << std::fixed << std::setprecision(3);
+  // mean_ms: the slot's service time (dispatch to answer); node_ms: the nodes' share.
+  std::cout << "tuple                 mean_ms  node_ms      scv  samples   wall_s"
+            << (passes ? "  passes kept" : "") << "\n";
+  for (const TupleStats& t : profile.tuples) {
+    std::cout << std::left << std::setw(20) << to_string(t.tuple) << std::right << std::setw(10)
+              << t.mean_ms << std::setw(9) << t.node_ms << std::setw(9) << t.scv << std::setw(9)
+              << t.samples << std::setw(9) << t.wall_s;
+    if (t.passes > 1) std::cout << std::setw(8) << t.passes_kept << "/" << t.passes;
+    std::cout << "\n";
+  }
+  std::cout << "total wall time: " << total_s << " s for " << profile.tuples.size() << " tuples\n";
+}
+
+// The tuple profile: measures, prints the table, writes what finished (all of it, or the tuples
+// measured before a fault, marked incomplete).
+Status measure_tuples(const ProfileFlags& f, const ProfilePlan& plan, RuntimeSession& session,
+                      serve::Controller& controller) {
+  const Hardware hw{session.nodes, session.cores_per_node};
+  profiler::TupleProfileOptions o{session.model_name, hw,       plan.inter,  f.samples,
+                                  plan.warmup,        f.passes, plan.batches};
+  Profile partial;
+  // First thing on SIGTERM (a node died, the job is cancelled): the finished tuples go to disk
+  // before mpirun's SIGKILL can come. Overwritten below when there is time.
+  controller.set_terminated_hook([&] {
+    if (partial.tuples.empty()) return;
+    Profile done = partial;
+    done.note = "incomplete: the job was terminated";
+    done.incomplete = true;
+    done.reindex();
+    (void)io::save_profile(done, f.out);
+  });
+  auto profile =
+      profiler::run_tuple_profile(controller, o, make_progress("profile", f.progress), &partial);
+  controller.set_terminated_hook(nullptr);
+  double total = 0;
+  for (const TupleStats& t : partial.tuples) total += t.wall_s;
+  const std::string note = tuple_profile_note(f, plan, hw.nodes, total);
+  partial.note = profile.ok() ? note : "incomplete: " + profile.status().message();
+  partial.incomplete = !profile.ok();
+  print_tuple_table(partial, f.passes > 1, total);
+  if (!partial.tuples.empty()) SERF_RETURN_IF_ERROR(io::save_profile(partial, f.out));
+  if (!profile.ok()) {
+    if (partial.tuples.empty()) return profile.status();
+    return Status(profile.status().code(), profile.status().message() + "; wrote the " +
+                                               std::to_string(partial.tuples.size()) +
+                                               " finished tuple(s) to " + f.out);
+  }
+  std::cout << "wrote " << f.out << "\n";
+  return Status::Ok();
+}
+
+// The exhaustive baseline: every configuration at every rate; the finished points are written
+// (JSON and CSV) even after a fault.
+Status measure_exhaustive(const ProfileFlags& f, const ProfilePlan& plan, RuntimeSession& session,
+                          serve::Controller& controller) {
+  const ArrivalFlags::Resolved arrivals = *f.arrivals.resolve();  // checked by plan_profile
+  const Hardware hw{session.nodes, session.cores_per_node};
+  profiler::ExhaustiveOptions o;
+  o.hardware = hw;
+  o.inter = plan.inter;
+  o.batches = plan.batches;
+  o.rates_per_s = plan.rates;
+  o.utilizations = plan.utilizations;
+  o.capacity_profile = plan.capacity_profile.get();
+  o.requests = f.requests;
+  o.seed = f.runtime.seed;
+  o.warmup = plan.warmup;
+  o.arrivals = arrivals.kind;
+  o.arrival_scv = arrivals.scv;
+  o.precision_driven = f.precision > 0;
+  o.target = f.target;
+  o.target.precision = f.precision;
+  o.max_requests = f.max_requests;
+  o.max_duration_s = f.max_duration_s;
+  profiler::ExhaustiveReport partial;
+  auto write = [&] {
+    SERF_RETURN_IF_ERROR(
+        io::write_text_file(f.out, profiler::exhaustive_json(partial, session.model_name, hw)));
+    return io::write_text_file(f.out + ".csv", profiler::exhaustive_csv(partial));
+  };
+  // As for the tuples: the finished points reach the disk first thing on SIGTERM.
+  controller.set_terminated_hook([&] { (void)write(); });
+  auto report =
+      profiler::run_exhaustive(controller, o, make_progress("exhaustive", f.progress), &partial);
+  controller.set_terminated_hook(nullptr);
+  SERF_RETURN_IF_ERROR(write());
+  if (!report.ok()) {
+    return Status(report.status().code(),
+                  report.status().message() + "; wrote the " + std::to_string(partial.rows.size()) +
+                      " finished point(s) to " + f.out + " and " + f.out + ".csv");
+  }
+  std::cout << std::fixed << std::setprecision(3);
+  if (plan.utilizations.empty()) std::cout << "rate/s   best configuration      mean_latency_ms\n";
+  for (const auto& b : plan.utilizations.empty() ? partial.best_per_rate()
+                                                 : std::vector<profiler::ExhaustiveRow>{}) {
+    std::cout << std::left << std::setw(9) << b.rate_per_s << std::setw(24) << to_string(b.config)
+              << std::right << b.mean_latency_ms << "\n";
+  }
+  if (o.precision_driven) print_verdicts(partial, o.target);
+  std::cout << "exhaustive profiling: " << partial.rows.size()
+            << " (configuration, rate) points, wall time " << partial.total_wall_s << " s\nwrote "
+            << f.out << " and " << f.out << ".csv\n";
+  return Status::Ok();
+}
+
 Status run_profile(const ProfileFlags& f) {
   // Flags are checked inside the runtime, on every rank, so only rank 0 prints the error.
   return launch_runtime(f.runtime, [&](RuntimeSession& session) -> Status {
@@ -198,182 +410,14 @@ Status run_profile(const ProfileFlags& f) {
     if (f.passes < 1 || f.passes > f.samples)
       return InvalidArgument("--passes: give 1.." + std::to_string(f.samples) +
                              " (each pass measures at least one of the --samples)");
+    ProfilePlan plan;
     // Tuples: 2 closed-loop requests; exhaustive: 10% of --requests more, left out of the stats.
-    const int warmup = f.warmup >= 0 ? f.warmup : f.exhaustive ? f.requests / 10 : 2;
-    if (!f.refresh.empty() || !f.drift.empty()) return run_refresh(f, session, warmup);
-    std::vector<InputFile> inputs = runtime_inputs(f.runtime);
-    inputs.push_back({"--capacity-profile", f.capacity_profile});
-    SERF_RETURN_IF_ERROR(check_output_path("--out", f.out, inputs));
-    if (f.exhaustive) SERF_RETURN_IF_ERROR(check_output_path("--out", f.out + ".csv", inputs));
-    std::vector<double> rates, utilizations;
-    std::unique_ptr<Profile> capacity_profile;
-    if (f.exhaustive) {
-      if (f.rates.empty() == f.utilizations.empty())
-        return InvalidArgument(
-            "--exhaustive needs either --rates SPEC (requests/s, e.g. 5,10,20 or 5:50:5) or "
-            "--utilizations LIST with --capacity-profile FILE");
-      auto parsed = parse_rate_spec(f.rates.empty() ? f.utilizations : f.rates);
-      const std::string flag = f.rates.empty() ? "--utilizations" : "--rates";
-      if (!parsed.ok()) return parsed.status().with_context(flag);
-      (f.rates.empty() ? utilizations : rates) = std::move(parsed).value();
-      if (!utilizations.empty()) {
-        if (f.capacity_profile.empty())
-          return InvalidArgument("--utilizations needs --capacity-profile FILE (a serf-profile/1)");
-        SERF_ASSIGN_OR_RETURN(Profile p, io::load_profile(f.capacity_profile));
-        capacity_profile = std::make_unique<Profile>(std::move(p));
-      }
-      if (f.requests < 1) return InvalidArgument("--requests: give at least 1");
-      SERF_RETURN_IF_ERROR(check_precision_flags(f));
-      SERF_RETURN_IF_ERROR(f.arrivals.resolve().status());
-    } else if (f.precision > 0) {
-      return InvalidArgument("--precision " + std::to_string(f.precision) +
-                             ": only with --exhaustive (the tuple profile counts --samples)");
-    }
-    std::vector<int> inter;
-    if (f.inter.empty()) {
-      for (int k = 1; k <= session.nodes; k *= 2) inter.push_back(k);
-    } else {
-      SERF_ASSIGN_OR_RETURN(inter, profiler::parse_int_list(f.inter, "--inter"));
-      for (int k : inter) SERF_RETURN_IF_ERROR(session.check_configuration({1, k, 1}, "--inter"));
-    }
-    SERF_ASSIGN_OR_RETURN(std::vector<int> batches,
-                          profiler::parse_int_list(f.batches, "--batches"));
-    for (int b : batches) {
-      if (b < 1 || b > kMaxBatch)
-        return InvalidArgument("--batches: " + std::to_string(b) + " is not a batch size; give " +
-                               "sizes in 1.." + std::to_string(kMaxBatch) + " (e.g. 1,2,4,8)");
-    }
-    std::sort(batches.begin(), batches.end());
-    batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
-    if (f.exhaustive && batches != std::vector<int>{1}) {
-      // The exhaustive points' files and serf validate do not carry b yet: rows of different b
-      // would be mixed up.
-      return InvalidArgument("--batches " + f.batches +
-                             ": --exhaustive measures batch-1 configurations only for now; profile "
-                             "batches as tuples (without --exhaustive)");
-    }
-    const Hardware hw{session.nodes, session.cores_per_node};
-    // Every tuple or configuration the run will switch to, checked before the first request
-    // (emulated nodes need the emulation profile's tuples of each).
-    if (session.emulation) {
-      const std::string flag = "--emulate " + f.runtime.emulate;
-      if (f.exhaustive) {
-        for (const Configuration& c :
-             profiler::all_configurations(hw.nodes, hw.cores_per_node, inter))
-          SERF_RETURN_IF_ERROR(session.check_configuration(c, flag));
-      } else {
-        for (const ParallelismTuple& t :
-             profiler::profile_tuples(hw.nodes, hw.cores_per_node, inter))
-          SERF_RETURN_IF_ERROR(session.check_configuration({t.service, t.inter, t.intra}, flag));
-      }
-    }
+    plan.warmup = f.warmup >= 0 ? f.warmup : f.exhaustive ? f.requests / 10 : 2;
+    if (!f.refresh.empty() || !f.drift.empty()) return run_refresh(f, session, plan.warmup);
+    SERF_RETURN_IF_ERROR(plan_profile(f, session, &plan));
     return session.run_controller([&](serve::Controller& controller) -> Status {
-      if (!f.exhaustive) {
-        profiler::TupleProfileOptions o{session.model_name, hw,     inter, f.samples, warmup,
-                                        f.passes,           batches};
-        Profile partial;
-        // First thing on SIGTERM (a node died, the job is cancelled): the finished tuples go to
-        // disk before mpirun's SIGKILL can come. Overwritten below when there is time.
-        controller.set_terminated_hook([&] {
-          if (partial.tuples.empty()) return;
-          Profile done = partial;
-          done.note = "incomplete: the job was terminated";
-          done.incomplete = true;
-          done.reindex();
-          (void)io::save_profile(done, f.out);
-        });
-        auto profile = profiler::run_tuple_profile(controller, o,
-                                                   make_progress("profile", f.progress), &partial);
-        controller.set_terminated_hook(nullptr);
-        double total = 0;
-        for (const TupleStats& t : partial.tuples) total += t.wall_s;
-        std::string note = "measured by serf profile on " + std::to_string(hw.nodes) + " node(s), ";
-        if (f.passes > 1) {
-          note += std::to_string(f.samples) + " samples per tuple in " + std::to_string(f.passes) +
-                  " passes, each after " + std::to_string(warmup) +
-                  " warm-up (disturbed passes left out)";
-        } else {
-          note += std::to_string(warmup) + " warm-up + " + std::to_string(f.samples) +
-                  " samples per tuple";
-        }
-        // A tuple (i, K, T, b) is measured with i full batches of b running (closed loop).
-        if (batches != std::vector<int>{1}) note += "; full batches of b = " + f.batches;
-        char wall[64];
-        std::snprintf(wall, sizeof(wall), "; total wall time %.3f s", total);
-        note += wall;
-        partial.note = profile.ok() ? note : "incomplete: " + profile.status().message();
-        partial.incomplete = !profile.ok();
-        std::cout << std::fixed << std::setprecision(3);
-        // mean_ms: the slot's service time (dispatch to answer); node_ms: the nodes' share.
-        std::cout << "tuple                 mean_ms  node_ms      scv  samples   wall_s"
-                  << (f.passes > 1 ? "  passes kept" : "") << "\n";
-        for (const TupleStats& t : partial.tuples) {
-          std::cout << std::left << std::setw(20) << to_string(t.tuple) << std::right
-                    << std::setw(10) << t.mean_ms << std::setw(9) << t.node_ms << std::setw(9)
-                    << t.scv << std::setw(9) << t.samples << std::setw(9) << t.wall_s;
-          if (t.passes > 1) std::cout << std::setw(8) << t.passes_kept << "/" << t.passes;
-          std::cout << "\n";
-        }
-        std::cout << "total wall time: " << total << " s for " << partial.tuples.size()
-                  << " tuples\n";
-        if (!partial.tuples.empty()) SERF_RETURN_IF_ERROR(io::save_profile(partial, f.out));
-        if (!profile.ok()) {
-          if (partial.tuples.empty()) return profile.status();
-          return Status(profile.status().code(), profile.status().message() + "; wrote the " +
-                                                     std::to_string(partial.tuples.size()) +
-                                                     " finished tuple(s) to " + f.out);
-        }
-        std::cout << "wrote " << f.out << "\n";
-        return Status::Ok();
-      }
-      const ArrivalFlags::Resolved arrivals = *f.arrivals.resolve();  // checked above
-      profiler::ExhaustiveOptions o;
-      o.hardware = hw;
-      o.inter = inter;
-      o.batches = batches;
-      o.rates_per_s = rates;
-      o.utilizations = utilizations;
-      o.capacity_profile = capacity_profile.get();
-      o.requests = f.requests;
-      o.seed = f.runtime.seed;
-      o.warmup = warmup;
-      o.arrivals = arrivals.kind;
-      o.arrival_scv = arrivals.scv;
-      o.precision_driven = f.precision > 0;
-      o.target = f.target;
-      o.target.precision = f.precision;
-      o.max_requests = f.max_requests;
-      o.max_duration_s = f.max_duration_s;
-      profiler::ExhaustiveReport partial;
-      auto write = [&] {
-        SERF_RETURN_IF_ERROR(
-            io::write_text_file(f.out, profiler::exhaustive_json(partial, session.model_name, hw)));
-        return io::write_text_file(f.out + ".csv", profiler::exhaustive_csv(partial));
-      };
-      // As for the tuples: the finished points reach the disk first thing on SIGTERM.
-      controller.set_terminated_hook([&] { (void)write(); });
-      auto report = profiler::run_exhaustive(controller, o, make_progress("exhaustive", f.progress),
-                                             &partial);
-      controller.set_terminated_hook(nullptr);
-      SERF_RETURN_IF_ERROR(write());
-      if (!report.ok()) {
-        return Status(report.status().code(), report.status().message() + "; wrote the " +
-                                                  std::to_string(partial.rows.size()) +
-                                                  " finished point(s) to " + f.out + " and " +
-                                                  f.out + ".csv");
-      }
-      std::cout << std::fixed << std::setprecision(3);
-      if (utilizations.empty()) std::cout << "rate/s   best configuration      mean_latency_ms\n";
-      for (const auto& b : utilizations.empty() ? partial.best_per_rate()
-                                                : std::vector<profiler::ExhaustiveRow>{}) {
-        std::cout << std::left << std::setw(9) << b.rate_per_s << std::setw(24)
-                  << to_string(b.config) << std::right << b.mean_latency_ms << "\n";
-      }
-      if (o.precision_driven) print_verdicts(partial, o.target);
-      std::cout << "exhaustive profiling: " << partial.rows.size()
-                << " (configuration, rate) points, wall time " << partial.total_wall_s
-                << " s\nwrote " << f.out << " and " << f.out << ".csv\n";
-      return Status::Ok();
+      return f.exhaustive ? measure_exhaustive(f, plan, session, controller)
+                          : measure_tuples(f, plan, session, controller);
     });
   });
 }
@@ -455,7 +499,8 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
                   "the tuples to re-measure");
   f->arrivals.add(sub, "with --exhaustive: ");
   add_progress_flags(sub, &f->progress);
-  registry.add(sub, [f] { return run_profile(*f); }, [] { return true; });
+  registry.add(
+      sub, [f] { return run_profile(*f); }, [] { return true; });
 }
 
 }  // namespace serf::cli

@@ -90,7 +90,6 @@ class CpuEngineSlots final : public EngineSlots {
       : backend_(std::move(backend)), plan_(std::move(plan)), weights_(std::move(weights)) {}
 
   std::string model_name() const override { return plan_.spec.name; }
-  int64_t input_floats() const override { return plan_.spec.input.elements(); }
   int max_inter() const override { return engine::max_ranks(plan_); }
   int64_t output_floats() const override { return plan_.output().elements(); }
   std::string backend_name() const override { return backend_->name(); }

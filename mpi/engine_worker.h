@@ -22,7 +22,6 @@ class EngineSlots {
                                                        const std::string& weights_path,
                                                        uint64_t seed);
   virtual std::string model_name() const = 0;
-  virtual int64_t input_floats() const = 0;
   virtual int max_inter() const = 0;  // largest K the model can be split over
   virtual SlotWorkerFactory factory() = 0;
   // The request input: seeded from `seed` when `path` is empty, else the safetensors file.
