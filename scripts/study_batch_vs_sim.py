@@ -5,30 +5,21 @@ docs/queueing.md.
 
   /usr/bin/python3 scripts/study_batch_vs_sim.py [--scale X] [--threads N] [--csv FILE (reuse)]
 """
-import argparse
-import csv
 import os
-import shutil
-import subprocess
-import sys
 
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "docs", "study")
+from study_common import OUT, read_float_rows, study_csv  # noqa: E402
 # Where the planner simulates instead (serf/sim/fallback_objective.h, FallbackRegion).
 FALLBACK_UTILIZATION = 0.7
 
 
 def load(path):
-    with open(path) as f:
-        rows = list(csv.DictReader(f))
+    rows = read_float_rows(path)
     for r in rows:
-        for k in r:
-            r[k] = float(r[k])
         r["err"] = (r["model_latency_ms"] - r["sim_latency_ms"]) / r["sim_latency_ms"]
         r["err_md"] = (r["md_interf_latency_ms"] - r["sim_latency_ms"]) / r["sim_latency_ms"]
         r["noise"] = r["sim_ci95_ms"] / r["sim_latency_ms"]
@@ -95,24 +86,7 @@ def summary(rows):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--scale", default="1")
-    ap.add_argument("--threads", default="2")
-    ap.add_argument("--csv", help="reuse this CSV instead of running the study")
-    args = ap.parse_args()
-    os.makedirs(OUT, exist_ok=True)
-    path = os.path.join(OUT, "batch_vs_sim.csv")
-    if args.csv:
-        if os.path.abspath(args.csv) != os.path.abspath(path):
-            shutil.copyfile(args.csv, path)
-    else:
-        exe = os.path.join(ROOT, "build", "bin", "study_batch_vs_sim")
-        if not os.path.exists(exe):
-            sys.exit("study: build first (scripts/build); %s is missing" % exe)
-        with open(path, "w") as f:
-            subprocess.run([exe, "--scale", args.scale, "--threads", args.threads], stdout=f,
-                           check=True)
-    rows = load(path)
+    rows = load(study_csv("study_batch_vs_sim", "batch_vs_sim.csv"))
     heatmap([r for r in rows if r["profile"] != 1], os.path.join(OUT, "batch_error_heatmap.png"))
     summary(rows)
 

@@ -6,11 +6,7 @@ docs/simulation.md.
 
   /usr/bin/python3 scripts/study_mg_interf.py [--scale X] [--threads N] [--csv FILE (reuse)]
 """
-import argparse
-import csv
 import os
-import shutil
-import subprocess
 import sys
 
 import matplotlib
@@ -18,18 +14,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "docs", "study")
+from study_common import OUT, read_float_rows, study_csv  # noqa: E402
 MODELS = [("md-interf", "md_interf_latency_ms"), ("mm-interf", "mm_interf_latency_ms"),
           ("mg-interf", "mg_interf_latency_ms")]
 
 
 def load(path):
-    with open(path) as f:
-        rows = list(csv.DictReader(f))
+    rows = read_float_rows(path)
     for r in rows:
-        for k in r:
-            r[k] = float(r[k])
         for name, key in MODELS:
             r[name] = abs(r[key] - r["sim_latency_ms"]) / r["sim_latency_ms"] * 100
         r["noise"] = r["sim_ci95_ms"] / r["sim_latency_ms"] * 100
@@ -42,21 +34,7 @@ def stats(values):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--scale", default="1")
-    ap.add_argument("--threads", default="2")
-    ap.add_argument("--csv", help="reuse this CSV instead of running the study")
-    args = ap.parse_args()
-    out_csv = os.path.join(OUT, "mg_interf_vs_sim.csv")
-    if args.csv:
-        if os.path.abspath(args.csv) != os.path.abspath(out_csv):
-            shutil.copyfile(args.csv, out_csv)
-    else:
-        exe = os.path.join(ROOT, "build", "bin", "study_model_vs_sim")
-        with open(out_csv, "w") as f:
-            subprocess.run([exe, "--scv-sweep", "--threads", args.threads, "--scale", args.scale],
-                           stdout=f, check=True)
-    rows = load(out_csv)
+    rows = load(study_csv("study_model_vs_sim", "mg_interf_vs_sim.csv", ["--scv-sweep"]))
     print("rows: %d; simulated requests: %.3g; CI95 half-width of the simulated mean: %s"
           % (len(rows), sum(r["requests"] for r in rows), stats([r["noise"] for r in rows])))
     print("mean latency |error| against the simulator, service SCV 0..1.5, c 1..64, rho 0.05..0.95:")

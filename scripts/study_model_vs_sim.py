@@ -4,19 +4,15 @@ docs/study/model_vs_sim.csv and PNG plots, and prints a summary (docs/simulation
 
   /usr/bin/python3 scripts/study_model_vs_sim.py [--scale X] [--threads N] [--csv FILE (reuse)]
 """
-import argparse
 import csv
 import os
-import subprocess
-import sys
 
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "docs", "study")
+from study_common import OUT, study_csv  # noqa: E402
 
 
 def load(path):
@@ -172,21 +168,7 @@ def summary(rows):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--scale", default="1")
-    ap.add_argument("--threads", default="2")
-    ap.add_argument("--csv", help="reuse this CSV instead of running the study")
-    args = ap.parse_args()
-    os.makedirs(OUT, exist_ok=True)
-    path = args.csv or os.path.join(OUT, "model_vs_sim.csv")
-    if not args.csv:
-        exe = os.path.join(ROOT, "build", "bin", "study_model_vs_sim")
-        if not os.path.exists(exe):
-            sys.exit("study: build first (scripts/build); %s is missing" % exe)
-        with open(path, "w") as f:
-            subprocess.run([exe, "--scale", args.scale, "--threads", args.threads], stdout=f,
-                           check=True)
-    rows = load(path)
+    rows = load(study_csv("study_model_vs_sim", "model_vs_sim.csv"))
     heatmaps(rows, [0, 2, 3, 4, 5, 6, 7],
              "mean: md-interf (paper) model; p99: tail approximation; vs simulator, Poisson "
              "arrivals, 7 profiles (SCV <= 0.3)",
