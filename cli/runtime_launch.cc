@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
@@ -304,9 +305,15 @@ Status launch_runtime(const RuntimeFlags& flags,
     // here when they failed.
     if (!session.agreed) status = session.agree(status);
     started = session.started;
-    // Rank 0 never sent the verdict (dead or hung): every node gives up at about the same time;
-    // rank 1 alone says so, so the user reads one line.
-    if (rank != 0 && !session.complete && rank != 1) env->abort(status.exit_code());
+    // Rank 0 never sent the verdict (dead or hung): rank 1 gives up first (Environment::agree)
+    // and alone says so, so the user reads one line. The nodes exit (mpirun then ends the job)
+    // instead of MPI_Abort, which leaves a process's last output for mpirun to forward.
+    if (rank != 0 && !session.complete) {
+      if (rank == 1) std::cerr << "serf: error: rank 1: " << status.message() << "\n";
+      std::cerr.flush();
+      std::fflush(nullptr);
+      std::_Exit(status.exit_code());
+    }
   }
   if (status.ok() || !started) {
     // The one way out: the same Status on every rank; main() prints it on rank 0 only and exits

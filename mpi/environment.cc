@@ -180,8 +180,10 @@ Status Environment::agree(const Status& mine, double timeout_s, bool* complete) 
 
 Status Environment::agree_as_node(const Status& mine, double timeout_s, bool* complete) {
   // Rank 0 may be dead or hung before the agreement: the node waits node_bound_s of rank 0's bound
-  // (longer, so a rank 0 that is merely slow still reports first), then gives up.
-  const double bound_s = node_bound_s(timeout_s);
+  // (longer, so a rank 0 that is merely slow still reports first), then gives up. Rank 1 reports
+  // it for every node; the others wait 5 s more, so none ends the job (and rank 1 with it) before
+  // rank 1's line is out.
+  const double bound_s = node_bound_s(timeout_s) + (rank_ == 1 ? 0.0 : 5.0);
   const Verdict v = verdict_of(mine);
   Verdict got;
   MPI_Request pending[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
