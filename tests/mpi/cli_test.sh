@@ -80,6 +80,12 @@ expect_error() {
   echo "ok: $* -> $(grep '^serf: error:' "$out/e")"
 }
 
+# one_error_line WHAT: rank 0 wrote exactly one "serf: error:" line to $out/e; sets line to it.
+one_error_line() {
+  [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "$1: want exactly one error line"; }
+  line=$(grep '^serf: error:' "$out/e")
+}
+
 # plan_table FILE: the emulated profile's table for 4 nodes up to 400 requests/s; its top levels
 # exceed every configuration, so serf plan exits 3 (unstable load) after writing it.
 plan_table() {
@@ -221,8 +227,7 @@ case "$1" in
     stop_rank 2
     wait_job 60
     [ $rc -ne 0 ] || fail "exit 0 with a node stopped at the start"
-    [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "want one error line"; }
-    line=$(grep '^serf: error:' "$out/e")
+    one_error_line "a node stopped at the start"
     echo "$line" | grep -Eq "MPI did not start within 10 s|rank\(s\) 2 did not reach the start|did not join the runtime's communicators|rank\(s\) 2 did not answer" \
       || fail "the error does not say a rank did not start: $line"
     [ "$(echo "$error_after < 10 + 4" | bc)" -eq 1 ] || fail "named $error_after s after the stop"
@@ -243,8 +248,7 @@ case "$1" in
     stop_at=$(date +%s.%N)
     wait_job 60
     [ $rc -ne 0 ] || fail "exit 0 with rank 0 hung at the start"
-    [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "want one error line"; }
-    line=$(grep '^serf: error:' "$out/e")
+    one_error_line "rank 0 stopped at the start"
     echo "$line" | grep -q "rank 1: rank 0 did not send the start-up verdict within" \
       || fail "the error does not name rank 0: $line"
     bound=$(echo "$line" | sed -E 's/.*within ([0-9.]+) s.*/\1/')
@@ -283,8 +287,7 @@ case "$1" in
     kill -TERM "$(rank_pid 0)"
     wait_job 60
     [ $rc -ne 0 ] || fail "SIGTERM to rank 0: exit 0"
-    [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "SIGTERM to rank 0: want one error line"; }
-    line=$(grep '^serf: error:' "$out/e")
+    one_error_line "SIGTERM to rank 0"
     echo "$line" | grep -q "rank 0 got SIGTERM alone: every node rank is alive (answered a ping) and got no signal" \
       || fail "SIGTERM to rank 0: $line"
     echo "ok: $line ($error_after s)"
@@ -297,8 +300,7 @@ case "$1" in
     kill -TERM "$(rank_pid 2)"
     wait_job 60
     [ $rc -ne 0 ] || fail "SIGTERM to rank 2: exit 0"
-    [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "SIGTERM to rank 2: want one error line"; }
-    line=$(grep '^serf: error:' "$out/e")
+    one_error_line "SIGTERM to rank 2"
     echo "$line" | grep -q "node rank 2 got SIGTERM (sent to that process alone: rank 0 got none" || fail "SIGTERM to rank 2: $line"
     [ "$(echo "$error_after < 4.5" | bc)" -eq 1 ] || fail "SIGTERM to rank 2: named $error_after s later"
     n=$(echo "$line" | sed -n 's/.*wrote partial measurements of \([0-9]*\) answered requests to.*/\1/p')
@@ -392,8 +394,7 @@ PY
     rc=$?
     [ $rc -ne 124 ] || fail "file size limit: still running after 120 s (hung)"
     [ $rc -ne 0 ] || fail "file size limit: exit 0"
-    [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "file size limit: want one error line"; }
-    line=$(grep '^serf: error:' "$out/e")
+    one_error_line "file size limit"
     echo "$line" | grep -q "run.json.csv: write failed after [0-9]* rows (File too large); the file holds those rows, each whole; the run stopped there" \
       || fail "file size limit: $line"
     n=$(echo "$line" | sed -n 's/.*write failed after \([0-9]*\) rows.*/\1/p')
@@ -436,8 +437,7 @@ PY
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$out/e"; fail "exit $rc (want non-zero, not the timeout)"; }
     # mpirun waits 1 s, then SIGTERM; rank 0 reports before the SIGKILL 1 s later.
     [ "$(echo "$error_after < 2.5 + 1" | bc)" -eq 1 ] || fail "named $error_after s after rank 2 exited"
-    [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "want exactly one error line"; }
-    line=$(grep '^serf: error:' "$out/e")
+    one_error_line "a node that exits"
     echo "$line" | grep -q "node rank 2 died" || { cat "$out/e"; fail "rank 0's error does not name rank 2"; }
     n=$(echo "$line" | sed -n 's/.*wrote partial measurements of \([0-9]*\) answered requests to.*/\1/p')
     [ -n "$n" ] || fail "rank 0's error does not say what it wrote"
@@ -473,8 +473,7 @@ PY
       --test-fault-after 30 --out "$out/p.json" >"$out/o" 2>"$out/e"
     rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$out/e"; fail "profile: exit $rc (want non-zero, not the timeout)"; }
-    [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "profile: want exactly one error line"; }
-    line=$(grep '^serf: error:' "$out/e")
+    one_error_line "profile"
     echo "$line" | grep -q "node rank 1 died" || fail "profile: the error does not name rank 1: $line"
     echo "$line" | grep -q "wrote the 2 finished tuple(s) to $out/p.json" || fail "profile: the error does not say what it wrote: $line"
     [ "$(grep -c '"service"' "$out/p.json")" -eq 2 ] || { cat "$out/p.json"; fail "profile: want 2 tuples in the partial profile"; }
@@ -485,8 +484,7 @@ PY
       --test-fault-mode exit --test-fault-after 25 --out "$out/x.json" >"$out/o" 2>"$out/e"
     rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$out/e"; fail "exhaustive: exit $rc (want non-zero, not the timeout)"; }
-    [ "$(grep -c '^serf: error:' "$out/e")" -eq 1 ] || { cat "$out/e"; fail "exhaustive: want exactly one error line"; }
-    line=$(grep '^serf: error:' "$out/e")
+    one_error_line "exhaustive"
     echo "$line" | grep -q "node rank 1 died" || fail "exhaustive: the error does not name rank 1: $line"
     n=$(echo "$line" | sed -n 's/.*wrote the \([0-9]*\) finished point(s) to.*/\1/p')
     [ -n "$n" ] && [ "$n" -lt 3 ] || fail "exhaustive: want 0-2 finished points named in: $line"

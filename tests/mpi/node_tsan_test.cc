@@ -10,10 +10,12 @@
 #include <memory>
 
 #include "mpi/runtime.h"
+#include "mpi_test_env.h"
 
 using namespace serf;
 using namespace serf::mpi;
 using namespace serf::serve;
+using namespace serf::mpi::testing;  // environment, AbortOnFailure
 
 namespace {
 
@@ -33,27 +35,21 @@ Profile flat_profile() {
 }  // namespace
 
 TEST_CASE("slot threads, reconfiguration and pings race-free under load", "[mpi][tsan]") {
-  static std::unique_ptr<Environment> env = std::move(Environment::Create()).value();
-  REQUIRE(env->size() >= 3);
+  Environment& env = environment();
+  REQUIRE(env.size() >= 3);
   auto comms = make_runtime_comms(60);
   REQUIRE(comms.ok());
-  if (env->rank() != 0) {
+  if (env.rank() != 0) {
     REQUIRE(run_node(*comms, {2, false, 500e-6}, emulated_worker_factory()).ok());
     return;
   }
-  struct AbortOnFailure {
-    Environment* env;
-    bool done = false;
-    ~AbortOnFailure() {
-      if (!done) env->abort(1);
-    }
-  } guard{env.get()};
+  AbortOnFailure guard;  // a failed REQUIRE tears the job down instead of leaving the nodes waiting
   MpiTransport transport(*comms, 60.0);
   Controller controller(transport, {});
   ServiceSampler sampler(flat_profile(), false, 1);
   controller.set_sampler(&sampler);
   REQUIRE(controller.configure({2, 1, 1}).ok());
-  const int nodes = env->size() - 1;
+  const int nodes = env.size() - 1;
   // Every configuration kind: two slots per unit, units of 2 and of every node, two threads.
   std::vector<Configuration> plan = {{1, 2, 1}, {2, nodes >= 4 ? 4 : 2, 1}, {1, 1, 2}, {2, 1, 1}};
   size_t next = 0;
