@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -69,8 +70,8 @@ ModelInfo model_of(std::vector<int64_t> in, std::vector<int64_t> out) {
 std::string json_body(size_t n, const std::vector<int64_t>& shape) {
   std::vector<float> values(n);
   for (size_t i = 0; i < n; ++i) values[i] = 0.001f * static_cast<float>(i % 1000) - 0.5f;
-  nlohmann::json doc{{"inputs", {{{"name", "input"}, {"shape", shape}, {"datatype", "FP32"},
-                                  {"data", values}}}}};
+  nlohmann::json doc{
+      {"inputs", {{{"name", "input"}, {"shape", shape}, {"datatype", "FP32"}, {"data", values}}}}};
   return doc.dump();
 }
 
@@ -95,9 +96,11 @@ void bench_parsing() {
   const std::string cifar_body = json_body(3072, {1, 3, 32, 32});
   // 224x224x3 as Triton's binary tensor extension: JSON header, then the raw floats.
   const std::string header =
-      nlohmann::json{{"inputs", {{{"name", "input"}, {"shape", {1, 3, 224, 224}},
-                                  {"datatype", "FP32"},
-                                  {"parameters", {{"binary_data_size", 150528 * 4}}}}}}}
+      nlohmann::json{{"inputs",
+                      {{{"name", "input"},
+                        {"shape", {1, 3, 224, 224}},
+                        {"datatype", "FP32"},
+                        {"parameters", {{"binary_data_size", 150528 * 4}}}}}}}
           .dump();
   std::string binary = header;
   std::vector<float> pixels(150528, 0.25f);
@@ -109,11 +112,11 @@ void bench_parsing() {
   InferCall call;
   std::vector<float> out(10, 0.1f);
   const double encode_us = time_us(2000, [&] { (void)encode_infer_response(tiny, call, out); });
-  std::printf("parse infer request, median of runs: tiny JSON (432 values, %zu B) %.1f us, "
-              "cifar10 JSON (3072 values, %zu B) %.1f us, 224x224x3 binary (%zu B) %.1f us; "
-              "encode a 10-value JSON answer %.1f us\n",
-              tiny_body.size(), tiny_us, cifar_body.size(), cifar_us, binary.size(), bin_us,
-              encode_us);
+  std::printf(
+      "parse infer request, median of runs: tiny JSON (432 values, %zu B) %.1f us, "
+      "cifar10 JSON (3072 values, %zu B) %.1f us, 224x224x3 binary (%zu B) %.1f us; "
+      "encode a 10-value JSON answer %.1f us\n",
+      tiny_body.size(), tiny_us, cifar_body.size(), cifar_us, binary.size(), bin_us, encode_us);
 }
 
 struct LoadResult {
@@ -151,9 +154,33 @@ LoadResult closed_loop(int clients, double seconds, Send send) {
   return r;
 }
 
+// The median of a Prometheus histogram in `text`, interpolated linearly inside the bucket that
+// holds it (as PromQL's histogram_quantile does).
+double histogram_median(const std::string& text, const std::string& name) {
+  const std::string key = name + "_bucket{le=\"";
+  double total = 0, lower = 0, below = 0;
+  std::vector<std::pair<double, double>> buckets;  // (upper bound, cumulative count)
+  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1)) {
+    const char* p = text.c_str() + at + key.size();
+    const double le = std::strncmp(p, "+Inf", 4) == 0 ? INFINITY : std::atof(p);
+    const double n = std::atof(std::strchr(p, '}') + 1);
+    buckets.emplace_back(le, n);
+    total = n;
+  }
+  for (const auto& [le, n] : buckets) {
+    if (n >= total / 2 && n > below) {
+      if (std::isinf(le)) return lower;
+      return lower + (le - lower) * (total / 2 - below) / (n - below);
+    }
+    lower = le;
+    below = n;
+  }
+  return 0;
+}
+
 void report(const char* what, const LoadResult& r) {
-  std::printf("%-34s %9.0f requests/s   latency p50 %7.1f us  p99 %7.1f us\n", what,
-              r.rate_per_s, median(r.latency_us), quantile(r.latency_us, 0.99));
+  std::printf("%-34s %9.0f requests/s   latency p50 %7.1f us  p99 %7.1f us\n", what, r.rate_per_s,
+              median(r.latency_us), quantile(r.latency_us, 0.99));
 }
 
 }  // namespace
@@ -204,9 +231,10 @@ int main(int argc, char** argv) {
       return r && r->status == 200;
     }
   };
-  std::printf("%d client threads, %.0f s each, zero service time, tiny model (432 floats in, 432 "
-              "out), %u hardware threads\n",
-              clients, seconds, std::thread::hardware_concurrency());
+  std::printf(
+      "%d client threads, %.0f s each, zero service time, tiny model (432 floats in, 432 "
+      "out), %u hardware threads\n",
+      clients, seconds, std::thread::hardware_concurrency());
   const LoadResult direct = closed_loop(clients, seconds, Direct{&service, &input});
   report("controller alone (no HTTP)", direct);
   const LoadResult over_http = closed_loop(clients, seconds, Http{port, &body});
@@ -221,9 +249,12 @@ int main(int argc, char** argv) {
   };
   const double count = value("serf_frontend_duration_seconds_count");
   if (count > 0) {
-    std::printf("front end's own time per answered request (serf_frontend_duration_seconds): "
-                "mean %.1f us over %.0f requests\n",
-                value("serf_frontend_duration_seconds_sum") / count * 1e6, count);
+    std::printf(
+        "front end's own time per answered request (serf_frontend_duration_seconds): "
+        "mean %.1f us, p50 %.1f us (interpolated in its histogram's bucket) over %.0f "
+        "requests\n",
+        value("serf_frontend_duration_seconds_sum") / count * 1e6,
+        histogram_median(text, "serf_frontend_duration_seconds") * 1e6, count);
   }
   controller.request_stop();
   loop.join();

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "serf/io/json_fields.h"
+#include "serve/tensor_json.h"
 
 namespace serf::serve {
 
@@ -60,6 +61,15 @@ Status flatten(const json& data, const std::vector<int64_t>& shape, size_t dim,
   return Status::Ok();
 }
 
+Status check_count(size_t values, const std::vector<int64_t>& shape, int64_t elements,
+                   const std::string& where) {
+  if (elements >= 0 && static_cast<int64_t>(values) != elements) {
+    return InvalidArgument(where + ": " + std::to_string(values) + " values, but shape " +
+                           shape_text(shape) + " holds " + std::to_string(elements));
+  }
+  return Status::Ok();
+}
+
 Status decode_json_data(const json& data, const std::vector<int64_t>& shape, int64_t elements,
                         const std::string& where, std::vector<float>* out) {
   if (!data.is_array()) {
@@ -67,10 +77,7 @@ Status decode_json_data(const json& data, const std::vector<int64_t>& shape, int
   }
   out->reserve(static_cast<size_t>(std::max<int64_t>(elements, 0)));
   if (!data.empty() && data[0].is_array()) return flatten(data, shape, 0, where, out);
-  if (elements >= 0 && static_cast<int64_t>(data.size()) != elements) {
-    return InvalidArgument(where + ": " + std::to_string(data.size()) + " values, but shape " +
-                           shape_text(shape) + " holds " + std::to_string(elements));
-  }
+  SERF_RETURN_IF_ERROR(check_count(data.size(), shape, elements, where));
   for (size_t i = 0; i < data.size(); ++i) {
     float v = 0;
     SERF_RETURN_IF_ERROR(to_float(data[i], where + "[" + std::to_string(i) + "]", &v));
@@ -110,9 +117,10 @@ const json& parameters_of(const json& obj, const std::string& where, Status* st)
   return *it;
 }
 
-// The input tensor's values: JSON "data" or `binary_data_size` bytes taken from `binary`.
+// The input tensor's values: JSON "data" (already read into `fast` when the text was spliced,
+// tensor_json.h) or `binary_data_size` bytes taken from `binary`.
 Status read_input(const ModelInfo& model, const json& tensor, std::string_view* binary,
-                  bool has_binary, std::vector<float>* out) {
+                  bool has_binary, std::vector<float>* fast, std::vector<float>* out) {
   const std::string where = "inputs[0]";
   if (!tensor.is_object()) return InvalidArgument(where + ": expected an object");
   SERF_ASSIGN_OR_RETURN(std::string name, read_string(tensor, "name", where));
@@ -128,6 +136,11 @@ Status read_input(const ModelInfo& model, const json& tensor, std::string_view* 
   const bool has_data = tensor.contains("data");
   if (size_it == params.end()) {
     if (!has_data) return InvalidArgument(where + ": give \"data\" or binary_data_size");
+    if (fast) {
+      SERF_RETURN_IF_ERROR(check_count(fast->size(), shape, elements, where + ".data"));
+      *out = std::move(*fast);
+      return Status::Ok();
+    }
     return decode_json_data(tensor["data"], shape, elements, where + ".data", out);
   }
   if (has_data) return InvalidArgument(where + ": both \"data\" and binary_data_size given");
@@ -264,19 +277,31 @@ StatusOr<InferCall> parse_infer_request(const ModelInfo& model, std::string_view
     header = body.substr(0, *header_length);
     binary = body.substr(*header_length);
   }
+  // The fast path parses the input's numbers itself and nlohmann the rest; if nlohmann then
+  // refuses the rest, the whole text is parsed again so that the error is the usual one.
+  std::optional<SplicedInputData> fast = take_input_data(header);
   json doc;
-  try {
-    doc = json::parse(header.begin(), header.end(), io::refuse_duplicate_keys());
-  } catch (const io::DuplicateJsonKey& d) {
-    return InvalidArgument("key " + d.path + " appears twice in one object; give each key once");
-  } catch (const json::parse_error& e) {
-    std::string hint;
-    if (!header_length && e.byte < body.size()) {
-      hint =
-          " (a body of JSON followed by binary tensors needs the "
-          "Inference-Header-Content-Length header)";
+  if (fast) {
+    try {
+      doc = json::parse(fast->json, io::refuse_duplicate_keys());
+    } catch (...) {
+      fast.reset();
     }
-    return InvalidArgument(std::string("malformed JSON: ") + e.what() + hint);
+  }
+  if (!fast) {
+    try {
+      doc = json::parse(header.begin(), header.end(), io::refuse_duplicate_keys());
+    } catch (const io::DuplicateJsonKey& d) {
+      return InvalidArgument("key " + d.path + " appears twice in one object; give each key once");
+    } catch (const json::parse_error& e) {
+      std::string hint;
+      if (!header_length && e.byte < body.size()) {
+        hint =
+            " (a body of JSON followed by binary tensors needs the "
+            "Inference-Header-Content-Length header)";
+      }
+      return InvalidArgument(std::string("malformed JSON: ") + e.what() + hint);
+    }
   }
   if (!doc.is_object()) return InvalidArgument("the request must be a JSON object");
   InferCall call;
@@ -293,8 +318,8 @@ StatusOr<InferCall> parse_infer_request(const ModelInfo& model, std::string_view
     return InvalidArgument("inputs: expected an array with the one input \"" + model.input.name +
                            "\"");
   }
-  SERF_RETURN_IF_ERROR(
-      read_input(model, (*inputs)[0], &binary, header_length.has_value(), &call.input));
+  SERF_RETURN_IF_ERROR(read_input(model, (*inputs)[0], &binary, header_length.has_value(),
+                                  fast ? &fast->values : nullptr, &call.input));
   if (!binary.empty()) {
     return InvalidArgument("the body holds " + std::to_string(binary.size()) +
                            " bytes after the JSON header and the binary inputs it names");

@@ -1,0 +1,101 @@
+// The fast path for a JSON request's tensor values (serve/tensor_json.h): the same values and
+// the same errors as parsing the whole request with nlohmann.
+#include "serve/tensor_json.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "serve/kserve.h"
+
+using namespace serf;
+using namespace serf::serve;
+
+namespace {
+
+ModelInfo model_2x2() {
+  ModelInfo m;
+  m.name = "m";
+  m.input = {"input", "FP32", {1, 2, 2}};
+  m.output = {"output", "FP32", {1, 4}};
+  return m;
+}
+
+std::string request(const std::string& data, const std::string& before = "") {
+  return "{" + before + "\"inputs\": [ {\"name\": \"input\", \"shape\": [1, 2, 2], " +
+         "\"datatype\": \"FP32\", \"data\" : " + data +
+         "} ], \"outputs\": [{\"name\": \"output\"}]}";
+}
+
+}  // namespace
+
+TEST_CASE("the fast path reads a flat data array as nlohmann would", "[serve][kserve]") {
+  const std::string numbers = "[0.1, -1e-7,3.4028234e38 , 5, -0, 1E+2, 0.30000001192092896]";
+  auto d = take_input_data(request(numbers));
+  REQUIRE(d);
+  const nlohmann::json want = nlohmann::json::parse(numbers);
+  REQUIRE(d->values.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    REQUIRE(d->values[i] == static_cast<float>(want[i].get<double>()));
+  }
+  REQUIRE(d->json == request("null"));
+  // A "data" key inside a string, or in an earlier member, is not the input's.
+  auto e = take_input_data(request("[1, 2, 3, 4]", "\"id\": \"\\\"data\\\": [9]\", "));
+  REQUIRE(e);
+  REQUIRE(e->values == std::vector<float>{1, 2, 3, 4});
+  REQUIRE(e->json == request("null", "\"id\": \"\\\"data\\\": [9]\", "));
+  auto f =
+      take_input_data(request("[1, 2, 3, 4]", "\"parameters\": {\"data\": [7], \"x\": [[1]]}, "));
+  REQUIRE(f);
+  REQUIRE(f->values == std::vector<float>{1, 2, 3, 4});
+  REQUIRE(take_input_data(request("[]"))->values.empty());
+}
+
+TEST_CASE("anything unusual is left to the whole parse", "[serve][kserve]") {
+  for (const char* data : {"[[1, 2], [3, 4]]", "[1, \"2\", 3, 4]", "[1, null, 3, 4]", "[1e39]",
+                           "[NaN]", "[01]", "[1.]", "[.5]", "[-]", "[+1]", "[1 2]", "[1,]", "[1, 2",
+                           "null", "\"x\"", "[0x10]", "[1e]", "[inf]"}) {
+    INFO(data);
+    REQUIRE_FALSE(take_input_data(request(data)));
+  }
+  REQUIRE_FALSE(take_input_data("{\"inputs\": [{\"name\": \"input\"}]}"));
+  REQUIRE_FALSE(take_input_data("{\"inputs\": {\"data\": [1]}}"));
+  REQUIRE_FALSE(take_input_data("{\"inputs\": [{\"d\\u0061ta\": [1]}]}"));
+  REQUIRE_FALSE(take_input_data("[1, 2]"));
+  REQUIRE_FALSE(take_input_data("{\"inputs\": [{\"name\": \"inp"));
+}
+
+TEST_CASE("requests parsed on the fast path answer as before, errors included", "[serve][kserve]") {
+  const ModelInfo m = model_2x2();
+  auto ok = parse_infer_request(m, request("[1, 2.5, -3, 4e-3]"), {});
+  REQUIRE(ok.ok());
+  REQUIRE(ok->input == std::vector<float>{1, 2.5f, -3, 4e-3f});
+  // The same request nested takes the whole parse: the same values.
+  auto nested = parse_infer_request(m, request("[[[1, 2.5], [-3, 4e-3]]]"), {});
+  REQUIRE(nested.ok());
+  REQUIRE(nested->input == ok->input);
+  auto count = parse_infer_request(m, request("[1, 2, 3]"), {});
+  REQUIRE(count.status().message() == "inputs[0].data: 3 values, but shape [1, 2, 2] holds 4");
+  auto twice = parse_infer_request(
+      m, "{\"inputs\": [{\"name\": \"input\", \"data\": [1, 2, 3, 4], \"data\": [1]}]}", {});
+  REQUIRE(twice.status().message().find("appears twice in one object") != std::string::npos);
+  // Malformed after the data: the error names the place in the text the client sent.
+  const std::string broken = request("[1, 2, 3, 4]") + "}";
+  auto bad = parse_infer_request(m, broken, {});
+  std::string want;
+  try {
+    const auto doc = nlohmann::json::parse(broken);
+    want = doc.dump();  // not reached
+  } catch (const nlohmann::json::parse_error& e) {
+    want = e.what();
+  }
+  REQUIRE_FALSE(want.empty());
+  INFO(bad.status().message());
+  REQUIRE(bad.status().message().rfind("malformed JSON: " + want, 0) == 0);
+  auto both = parse_infer_request(m,
+                                  "{\"inputs\": [{\"name\": \"input\", \"shape\": [1, 2, 2], "
+                                  "\"datatype\": \"FP32\", \"parameters\": {\"binary_data_size\": "
+                                  "16}, \"data\": [1, 2, 3, 4]}]}",
+                                  {});
+  REQUIRE(both.status().message().find("both \"data\" and binary_data_size") != std::string::npos);
+}
