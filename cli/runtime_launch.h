@@ -103,7 +103,8 @@ Status write_run_report(const serve::Controller& controller, const std::string& 
 // handed to the kernel whole as it comes (write(2)), so a controller killed outright (SIGKILL)
 // still leaves what it measured. A failed or short write (a full disk, a file size limit) is found
 // at once: the file is cut back to its last whole row, so it still parses, and every later add()
-// is refused. write_run_report replaces the file at the end with every request in id order.
+// is refused. write_run_report replaces the file at the end with every request in id order
+// unless the oldest requests were dropped from memory (a long service): the journal then stays.
 // Nothing when `path` is empty.
 class RunJournal {
  public:

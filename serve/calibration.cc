@@ -246,6 +246,8 @@ AnswerHook SelfCalibration::answer_hook() {
     const ParallelismTuple t{r.running, r.config.inter, r.config.intra, r.batch};
     auto rec = tracker_.observe(t, (r.done_s - r.dispatch_s) * 1e3, r.done_s);
     if (!rec) return;
+    for (const TupleStats& s : tracker_.profile().tuples)
+      rec->model_mean_ms.emplace_back(s.tuple, s.mean_ms);
     int64_t tag = 0;
     {
       std::lock_guard<std::mutex> lock(mutex_);

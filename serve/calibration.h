@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "serf/core/planner.h"
@@ -49,6 +50,9 @@ struct Recalibration {
   int samples = 0;        // observations the new mean rests on
   double ci95_ms = 0;     // their mean's 95 % CI half-width (i.i.d.)
   double replan_ms = -1;  // how long the background re-plan took (-1: not yet, or none)
+  // Every tuple's mean in the model after this update (the recalibrated one and those scaled by
+  // its drift), so that a run file can replay what the controller predicted over time.
+  std::vector<std::pair<ParallelismTuple, double>> model_mean_ms;
 };
 
 // The running estimates and the drift rule over a profile. Not thread-safe: the controller's
