@@ -235,13 +235,8 @@ StatusOr<std::vector<int>> parse_batches(const ProfileFlags& f) {
   }
   std::sort(batches.begin(), batches.end());
   batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
-  if (f.exhaustive && batches != std::vector<int>{1}) {
-    // The exhaustive points' files and serf validate do not carry b yet: rows of different b
-    // would be mixed up.
-    return InvalidArgument("--batches " + f.batches +
-                           ": --exhaustive measures batch-1 configurations only for now; profile "
-                           "batches as tuples (without --exhaustive)");
-  }
+  // --exhaustive --batches: every configuration (c, K, T) with each b, its batches dispatched by
+  // the controller as serf serve dispatches them; the points carry "batch".
   return batches;
 }
 
@@ -265,8 +260,8 @@ Status plan_profile(const ProfileFlags& f, RuntimeSession& session, ProfilePlan*
   if (!session.emulation) return Status::Ok();
   const std::string flag = "--emulate " + f.runtime.emulate;
   if (f.exhaustive) {
-    for (const Configuration& c :
-         profiler::all_configurations(session.nodes, session.cores_per_node, plan->inter))
+    for (const Configuration& c : profiler::all_configurations(
+             session.nodes, session.cores_per_node, plan->inter, plan->batches))
       SERF_RETURN_IF_ERROR(session.check_configuration(c, flag));
   } else {
     for (const ParallelismTuple& t :
@@ -442,7 +437,7 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
       "--batches", f->batches,
       "batch sizes b to profile, e.g. 1,2,4,8: tuples (i, K, T, b), each the time of "
       "a batch of b with i batches running (\"batch\": b in the profile; default 1) "
-      "(--exhaustive: 1 only for now)");
+      "(--exhaustive: every configuration with each b, batches dispatched as serf serve does)");
   sub->add_option("--samples", f->samples, "measured requests per tuple (count)");
   sub->add_option("--passes", f->passes,
                   "measure every tuple in this many passes over all tuples, --samples split "

@@ -319,7 +319,7 @@ StatusOr<ExhaustiveReport> run_exhaustive(serve::Controller& controller,
 std::string exhaustive_csv(const ExhaustiveReport& report) {
   std::ostringstream out;
   out << "rate_per_s,service,inter,intra,requests,mean_latency_ms,p99_latency_ms,"
-         "mean_latency_ci95_ms,mean_service_ms,wall_s,valid,verdict\n";
+         "mean_latency_ci95_ms,mean_service_ms,wall_s,valid,verdict,batch\n";
   for (const ExhaustiveRow& r : report.rows) {
     out << r.rate_per_s << ',' << r.config.service << ',' << r.config.inter << ',' << r.config.intra
         << ',' << r.requests << ',' << r.mean_latency_ms << ',' << r.p99_latency_ms << ',';
@@ -329,7 +329,7 @@ std::string exhaustive_csv(const ExhaustiveReport& report) {
       out << (r.verdict.valid ? "true" : "false") << ",\"" << r.verdict.reason_text() << '"';
     else
       out << ',';
-    out << '\n';
+    out << ',' << r.config.batch << '\n';
   }
   return out.str();
 }
@@ -341,6 +341,7 @@ std::string exhaustive_json(const ExhaustiveReport& report, const std::string& m
                      {"service", r.config.service},
                      {"inter", r.config.inter},
                      {"intra", r.config.intra},
+                     {"batch", r.config.batch},
                      {"requests", r.requests},
                      {"mean_latency_ms", r.mean_latency_ms},
                      {"p99_latency_ms", r.p99_latency_ms},

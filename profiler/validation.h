@@ -93,6 +93,9 @@ struct PointResult {
 struct ErrorSummary {
   int count = 0;     // points with a prediction
   int unstable = 0;  // points skipped: predicted rho >= 1
+  // Points of batched configurations (b > 1) this queue model cannot predict (it does not batch:
+  // mdc, mmc, allen-cunneen, mdc-exact); they are not in ModelValidation::points.
+  int not_modelled = 0;
   double mean = 0, median = 0, p95 = 0, max = 0;
   int within_ci95 = 0;       // points whose prediction lies inside the measured 95% CI
   int with_ci95 = 0;         // points that carry a CI
@@ -124,7 +127,8 @@ struct RateComparison {
 
 struct ModelValidation {
   QueueKind queue = QueueKind::kMdInterf;
-  std::vector<PointResult> points;  // in the order of the measured points
+  // In the order of the measured points, without those the model cannot predict (not_modelled).
+  std::vector<PointResult> points;
   ErrorSummary summary;
   ErrorSummary p99_summary;  // of the p99 (points with has_p99; no CI counts)
   // The mean-latency errors of the points whose |service_drift| <= kMaxServiceDrift.
@@ -150,7 +154,10 @@ struct ValidationReport {
 
 // Predicts every point under each queue model. Every measured configuration must fit the cluster
 // (K <= nodes, c*T <= cores) and have its tuples (1..c, K, T) in the profile: otherwise NotFound
-// or InvalidArgument naming the point. `points` must not be empty.
+// or InvalidArgument naming the point. `points` must not be empty. A batched configuration
+// (c, K, T, b > 1) is predicted by the bulk-service model (serf/core/batch_queue.h) from the
+// tuples (1..c, K, T, 1..b) (service_table's rule for batch sizes the profile lacks), under
+// Poisson arrivals; it has no sample-path estimate, p99 or rescaled prediction.
 StatusOr<ValidationReport> validate_predictions(const Profile& profile,
                                                 const std::vector<MeasuredPoint>& points, int nodes,
                                                 const std::vector<QueueKind>& queues);
@@ -158,7 +165,8 @@ StatusOr<ValidationReport> validate_predictions(const Profile& profile,
 // Relative-error statistics of `errors` (any order); zeros when empty.
 void summarize_errors(std::vector<double> errors, ErrorSummary* summary);
 // Arrival rates putting configuration `config` at each utilization u of its capacity as the
-// profile predicts it (u x floor(N/K) x c mu_c, md-interf), ascending. For exhaustive runs that
+// profile predicts it (u x floor(N/K) x c mu_c, md-interf; batched: c b / the time of c full
+// batches), ascending. For exhaustive runs that
 // load every configuration alike.
 StatusOr<std::vector<double>> rates_at_utilizations(const Profile& profile,
                                                     const Configuration& config, int nodes,

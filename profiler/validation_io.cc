@@ -74,6 +74,11 @@ StatusOr<MeasuredSet> parse(const json& doc) {
     SERF_ASSIGN_OR_RETURN(mp.config.service, io::get_int(p, "service", where));
     SERF_ASSIGN_OR_RETURN(mp.config.inter, io::get_int(p, "inter", where));
     SERF_ASSIGN_OR_RETURN(mp.config.intra, io::get_int(p, "intra", where));
+    if (p.contains("batch")) {  // files written before batches: b = 1
+      SERF_ASSIGN_OR_RETURN(mp.config.batch, io::get_int(p, "batch", where));
+      if (mp.config.batch < 1 || mp.config.batch > kMaxBatch)
+        return InvalidArgument(where + ".batch must lie in 1.." + std::to_string(kMaxBatch));
+    }
     SERF_ASSIGN_OR_RETURN(mp.rate_per_s, io::get_number(p, "rate", where));
     SERF_ASSIGN_OR_RETURN(mp.requests, io::get_int(p, "requests", where));
     SERF_ASSIGN_OR_RETURN(mp.mean_latency_ms, io::get_number(p, "mean_latency_ms", where));
@@ -116,7 +121,9 @@ StatusOr<MeasuredSet> parse(const json& doc) {
 }
 
 json config_json(const Configuration& c) {
-  return {{"service", c.service}, {"inter", c.inter}, {"intra", c.intra}};
+  json j{{"service", c.service}, {"inter", c.inter}, {"intra", c.intra}};
+  if (c.batch != 1) j["batch"] = c.batch;  // as serf-table/1 and serf-run/1 write b
+  return j;
 }
 
 // Unstable predictions have no numbers: null, never NaN.
@@ -218,6 +225,7 @@ json summary_json(const ModelValidation& mv) {
   json summary = {{"count", s.count},
                   {"unstable", s.unstable},
                   {"unstable_points", unstable},
+                  {"not_modelled", s.not_modelled},
                   {"mean_rel_error", s.mean},
                   {"median_rel_error", s.median},
                   {"p95_rel_error", s.p95},
@@ -350,6 +358,13 @@ void print_validation_tables(std::FILE* out, const ValidationReport& report) {
     }
     std::fprintf(out, "\n");
   }
+  for (const ModelValidation& mv : report.models) {
+    if (mv.summary.not_modelled > 0)
+      std::fprintf(out,
+                   "%s does not model batching: %d point(s) of batched configurations left out "
+                   "of its rows\n",
+                   to_string(mv.queue), mv.summary.not_modelled);
+  }
   if (first.unstable > 0) {
     std::fprintf(out, "skipped as unstable under %s (predicted utilization >= 1):",
                  to_string(report.models.front().queue));
@@ -371,7 +386,7 @@ std::string validation_csv(const ValidationReport& report) {
          "predicted_service_ms,predicted_wait_ms,utilization,rel_error,arrival_scv,"
          "predicted_p99_ms,p99_rel_error,service_drift,rescale,rescaled_predicted_ms,"
          "rescaled_rel_error,replay_ms,replay_expected_ms,adjusted_ms,adjusted_ci95_ms,"
-         "adjusted_rel_error\n";
+         "adjusted_rel_error,batch\n";
   for (const ModelValidation& mv : report.models) {
     for (const PointResult& r : mv.points) {
       const MeasuredPoint& m = r.measured;
@@ -395,7 +410,8 @@ std::string validation_csv(const ValidationReport& report) {
           << opt(r.has_rescaled, r.rescaled_rel_error) << ',' << opt(r.has_adjusted, r.replay_ms)
           << ',' << opt(r.has_adjusted, r.replay_expected_ms) << ','
           << opt(r.has_adjusted, r.adjusted_ms) << ',' << opt(r.has_adjusted, r.adjusted_ci95_ms)
-          << ',' << opt(r.has_adjusted && ok, r.adjusted_rel_error) << '\n';
+          << ',' << opt(r.has_adjusted && ok, r.adjusted_rel_error) << ',' << m.config.batch
+          << '\n';
     }
   }
   return out.str();

@@ -384,3 +384,78 @@ TEST_CASE("the planner check also names the best by sample-path estimate", "[val
   CHECK_FALSE(report->models[0].rates[0].has_adjusted);
   CHECK(report->models[0].adjusted_rates == 0);
 }
+
+TEST_CASE("batched configurations are predicted by the bulk-service model", "[validation]") {
+  // Batches of 2 and 4 on one node: tuples (i, 1, 1, b) and (1, 1, 2, b).
+  Profile p = two_node_profile();
+  p.tuples.push_back({{1, 1, 1, 2}, 12.0, 0.0, 10});
+  p.tuples.push_back({{2, 1, 1, 2}, 17.0, 0.0, 10});
+  p.tuples.push_back({{1, 1, 1, 4}, 15.0, 0.0, 10});
+  p.tuples.push_back({{2, 1, 1, 4}, 21.0, 0.0, 10});
+  p.reindex();
+  const Configuration one{1, 1, 1, 2}, two{2, 1, 1, 4};
+  auto batched_ms = [&](const Configuration& c, double rate) {
+    auto fam = serf::family_for(p, c, 2, QueueKind::kMdInterf);
+    REQUIRE(fam.ok());
+    return fam->predict(c.service, rate / 2).latency_ms;  // 2 units of K = 1
+  };
+  // c = 1 is the exact M/D^(b)/1; the measurement equal to it has zero error, 10 % off 10 %.
+  MeasuredPoint a = point(one, 150, batched_ms(one, 150));
+  MeasuredPoint b = point(two, 300, 1.1 * batched_ms(two, 300));
+  MeasuredPoint plain = point({1, 1, 1}, 150, predicted_ms(p, {1, 1, 1}, 2, 150));
+  auto report = serf::profiler::validate_predictions(p, {a, b, plain}, 2,
+                                                     {QueueKind::kMdInterf, QueueKind::kMdc});
+  REQUIRE(report.ok());
+  const auto& md = report->models[0];
+  REQUIRE(md.points.size() == 3);
+  CHECK(md.summary.count == 3);
+  CHECK(md.summary.not_modelled == 0);
+  CHECK(md.points[0].measured.config == one);
+  CHECK(md.points[0].rel_error == Approx(0).margin(1e-12));
+  CHECK(md.points[1].rel_error == Approx(0.1 / 1.1));
+  CHECK(md.points[2].rel_error == Approx(0).margin(1e-12));
+  // Batching lowers the latency at a load b = 1 cannot carry as well: (1,1,1) saturates at
+  // 100/s per unit, (1,1,1,2) carries 2/12 ms = 166/s; at 75/s per unit both are stable.
+  CHECK(md.points[0].utilization == Approx(75.0 / (2 / 12e-3)));
+  CHECK_FALSE(md.points[0].has_adjusted);
+  CHECK_FALSE(md.points[0].has_p99);
+  // The planner compares the batched and unbatched configurations measured at 150/s.
+  REQUIRE(md.rates.size() == 1);
+  CHECK(md.rates[0].configurations == 2);
+  // M/D/c does not batch: the two batched points are left out of its rows, counted.
+  const auto& mdc = report->models[1];
+  CHECK(mdc.summary.not_modelled == 2);
+  CHECK(mdc.points.size() == 1);
+  CHECK(mdc.summary.count == 1);
+  // The bulk-service model assumes Poisson arrivals.
+  MeasuredPoint bursty = a;
+  bursty.arrival_scv = 2;
+  auto refused = serf::profiler::validate_predictions(p, {bursty}, 2, {QueueKind::kMdInterf});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("Poisson") != std::string::npos);
+  // A batch size the profile lacks tuples for is named.
+  auto missing = serf::profiler::validate_predictions(p, {point({1, 1, 2, 2}, 50, 10)}, 2,
+                                                      {QueueKind::kMdInterf});
+  CHECK_FALSE(missing.ok());
+  // Rates at utilizations of a batched configuration: fractions of c b / the full batches' time.
+  auto rates = serf::profiler::rates_at_utilizations(p, two, 2, {0.5});
+  REQUIRE(rates.ok());
+  CHECK(rates->at(0) == Approx(0.5 * 2 * (2 * 4 / 21e-3)));
+}
+
+TEST_CASE("a batched point's b is read from and written to the files", "[validation]") {
+  const std::string text = R"({"format": "serf-exhaustive/1", "model": "m", "points": [
+    {"rate": 100, "service": 1, "inter": 1, "intra": 1, "batch": 4, "requests": 50,
+     "mean_latency_ms": 20},
+    {"rate": 100, "service": 1, "inter": 1, "intra": 1, "requests": 50, "mean_latency_ms": 20}]})";
+  auto m = serf::profiler::measured_from_json(nlohmann::json::parse(text), "m.json");
+  REQUIRE(m.ok());
+  REQUIRE(m->points.size() == 2);
+  CHECK(m->points[0].config.batch == 4);
+  CHECK(m->points[1].config.batch == 1);  // files written before batches
+  auto bad = nlohmann::json::parse(text);
+  bad["points"][0]["batch"] = 0;
+  auto refused = serf::profiler::measured_from_json(bad, "m.json");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("points[0].batch") != std::string::npos);
+}
