@@ -239,6 +239,8 @@ def plot(table, recs, a, t0):
     ax.legend(loc="upper left", fontsize=8)
     ax2.legend(loc="upper left", fontsize=8)
     ax2.set_yscale("symlog", linthresh=10)
+    ax2.set_ylim(bottom=0)
+    ax.set_yscale("log")
     ax.set_title("serf serve --recalibrate on through a slowdown (thin blue lines: recalibrations)")
     fig.tight_layout()
     fig.savefig(a.png, dpi=90)
