@@ -3,6 +3,7 @@
 #include "serve/tensor_json.h"
 
 #include <catch2/catch.hpp>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -98,4 +99,29 @@ TEST_CASE("requests parsed on the fast path answer as before, errors included", 
                                   "16}, \"data\": [1, 2, 3, 4]}]}",
                                   {});
   REQUIRE(both.status().message().find("both \"data\" and binary_data_size") != std::string::npos);
+}
+
+TEST_CASE("a JSON answer's values read back as the outputs' exact values", "[serve][kserve]") {
+  ModelInfo m = model_2x2();
+  m.output.shape = {1, 9};
+  InferCall call;
+  call.id = "\"outputs\":[{\"data\":null";
+  const std::vector<float> out = {0.1f,  1.0f,          -0.0f,
+                                  1e-5f, 3.4028235e38f, 1e-45f,
+                                  -2.5f, 1e20f,         std::numeric_limits<float>::quiet_NaN()};
+  const EncodedResponse r = encode_infer_response(m, call, out);
+  INFO(r.body);
+  const nlohmann::json doc = nlohmann::json::parse(r.body);
+  REQUIRE(doc["id"] == call.id);
+  const nlohmann::json& o = doc["outputs"][0];
+  REQUIRE(o["name"] == "output");
+  REQUIRE(o["datatype"] == "FP32");
+  REQUIRE(o["shape"] == nlohmann::json({1, 9}));
+  REQUIRE(o["data"].size() == out.size());
+  for (size_t i = 0; i + 1 < out.size(); ++i) {
+    REQUIRE(o["data"][i].get<double>() == static_cast<double>(out[i]));
+  }
+  REQUIRE(o["data"][8].is_null());  // as nlohmann writes NaN
+  REQUIRE(r.body.find("\"data\":[0.10000000149011612,1,-0,9.999999747378752e-06,") !=
+          std::string::npos);
 }
