@@ -116,8 +116,8 @@ int main(int argc, char** argv) {
     std::printf("%s: %.1f MB of weights, %.3f GFLOP per request, median of %d runs per b\n",
                 name.c_str(), mb, gflop, o.repeat);
     for (int t : o.threads) {
-      std::printf("T=%d %5s %10s %8s %9s %9s %9s %7s %7s%s\n", t, "b", "batch_ms", "triad",
-                  "peak", "bound_ms", "bound", "x_bound", "gain", o.torch ? "  torch_ms  vs_torch" : "");
+      std::printf("T=%d %5s %10s %8s %9s %9s %9s %7s %7s%s\n", t, "b", "batch_ms", "triad", "peak",
+                  "bound_ms", "bound", "x_bound", "gain", o.torch ? "  torch_ms  vs_torch" : "");
       double one_ms = 0.0;
       for (int b : o.batches) {
         const double gbs = triad.gb_per_s(t);

@@ -2,7 +2,8 @@
 // requests at once (one CUDA stream per service slot): the interference the queueing model's
 // mu_i captures. Two ways to give n concurrent requests the GPU:
 //   shared: every slot's stream may use every SM (T = F units, plain streams);
-//   split:  slot s gets F / n SM units through a green context (T = F / n), when the driver has them.
+//   split:  slot s gets F / n SM units through a green context (T = F / n), when the driver has
+//   them.
 // Each of n caller threads runs its own slot closed-loop (next request when the last returns).
 // Prints medians, p90, throughput and the ratio median(n) / median(1) per model and mode.
 //
@@ -46,17 +47,21 @@ StatusOr<Row> measure(PreparedModel& prepared, int n, int requests) {
   std::vector<std::thread> callers;
   for (int s = 0; s < n; ++s) {
     callers.emplace_back([&, s] {
-      const std::vector<float> input = model::seeded_input(plan.spec.input, 1 + static_cast<uint64_t>(s));
+      const std::vector<float> input =
+          model::seeded_input(plan.spec.input, 1 + static_cast<uint64_t>(s));
       std::vector<float> out(static_cast<size_t>(plan.output().elements()));
       LocalExchange local;
       for (int r = 0; r < requests + 3; ++r) {
         const auto a = clock::now();
-        const Status st = slots[static_cast<size_t>(s)]->run(input.data(), out.data(), local, nullptr);
+        const Status st =
+            slots[static_cast<size_t>(s)]->run(input.data(), out.data(), local, nullptr);
         if (!st.ok()) {
           status[static_cast<size_t>(s)] = st;
           return;
         }
-        if (r >= 3) lat[static_cast<size_t>(s)].push_back(std::chrono::duration<double, std::milli>(clock::now() - a).count());
+        if (r >= 3)
+          lat[static_cast<size_t>(s)].push_back(
+              std::chrono::duration<double, std::milli>(clock::now() - a).count());
       }
     });
   }
@@ -72,10 +77,12 @@ StatusOr<Row> measure(PreparedModel& prepared, int n, int requests) {
   return row;
 }
 
-Status run(const std::string& models, const std::string& streams_csv, int requests, const std::string& root) {
+Status run(const std::string& models, const std::string& streams_csv, int requests,
+           const std::string& root) {
   SERF_ASSIGN_OR_RETURN(CudaDeviceInfo info, cuda_device_info(0));
-  std::printf("device %d: %s, %d SMs, %.1f GiB, sm_%d\n%s\n", info.device, info.name.c_str(), info.sm_count,
-              static_cast<double>(info.memory_bytes) / (1 << 30), info.compute_capability, info.note.c_str());
+  std::printf("device %d: %s, %d SMs, %.1f GiB, sm_%d\n%s\n", info.device, info.name.c_str(),
+              info.sm_count, static_cast<double>(info.memory_bytes) / (1 << 30),
+              info.compute_capability, info.note.c_str());
   SERF_ASSIGN_OR_RETURN(auto backend, make_backend("cuda"));
   std::vector<int> streams;
   {
@@ -86,11 +93,12 @@ Status run(const std::string& models, const std::string& streams_csv, int reques
       streams.push_back(n);
     }
   }
-  std::printf("%-12s %-6s %7s %8s %10s %10s %10s %14s\n", "model", "mode", "streams", "T_units", "median_ms",
-              "p90_ms", "req_per_s", "median/alone");
+  std::printf("%-12s %-6s %7s %8s %10s %10s %10s %14s\n", "model", "mode", "streams", "T_units",
+              "median_ms", "p90_ms", "req_per_s", "median/alone");
   std::stringstream ms(models);
   for (std::string name; std::getline(ms, name, ',');) {
-    SERF_ASSIGN_OR_RETURN(model::ModelPlan plan, model::load_model(root + "/configs/models/" + name + ".json"));
+    SERF_ASSIGN_OR_RETURN(model::ModelPlan plan,
+                          model::load_model(root + "/configs/models/" + name + ".json"));
     const model::Weights w = model::Weights::seeded(plan, 1);
     SERF_ASSIGN_OR_RETURN(auto whole, backend->prepare(plan, w, Partition{0, 1}, info.sm_units));
     double alone = 0.0;
@@ -109,8 +117,9 @@ Status run(const std::string& models, const std::string& streams_csv, int reques
         }
         SERF_ASSIGN_OR_RETURN(Row row, measure(*prepared, n, requests));
         if (!split && n == streams.front()) alone = row.median_ms;
-        std::printf("%-12s %-6s %7d %8d %10.3f %10.3f %10.1f %14.2f\n", name.c_str(), mode, n, units, row.median_ms,
-                    row.p90_ms, row.per_s, alone > 0 ? row.median_ms / alone : 0.0);
+        std::printf("%-12s %-6s %7d %8d %10.3f %10.3f %10.1f %14.2f\n", name.c_str(), mode, n,
+                    units, row.median_ms, row.p90_ms, row.per_s,
+                    alone > 0 ? row.median_ms / alone : 0.0);
         std::fflush(stdout);
       }
     }
@@ -126,13 +135,16 @@ int main(int argc, char** argv) {
   std::string streams = "1,2,4,8";
   int requests = 100;
   std::string root = SERF_SOURCE_DIR;
-  app.add_option("--models", models, "Shipped models to run (comma-separated names under configs/models)");
-  app.add_option("--streams", streams, "Concurrent streams (slots) to measure (comma-separated counts)");
+  app.add_option("--models", models,
+                 "Shipped models to run (comma-separated names under configs/models)");
+  app.add_option("--streams", streams,
+                 "Concurrent streams (slots) to measure (comma-separated counts)");
   app.add_option("--requests", requests, "Timed requests per stream, after 3 warm-ups (count)");
   app.add_option("--root", root, "Repository root holding configs/models (path)");
   CLI11_PARSE(app, argc, argv);
   if (requests < 1) {
-    std::fprintf(stderr, "bench_cuda_streams: error: --requests %d: must be at least 1\n", requests);
+    std::fprintf(stderr, "bench_cuda_streams: error: --requests %d: must be at least 1\n",
+                 requests);
     return 2;
   }
   const Status s = run(models, streams, requests, root);

@@ -85,7 +85,8 @@ StatusOr<Measured> measure(engine::Backend& backend, const model::ModelPlan& pla
   engine::LocalExchange local;
   engine::LayerTimings timings;
   timings.resize(plan.layers.size());
-  for (int w = 0; w < 3; ++w) SERF_RETURN_IF_ERROR(slot->run(input.data(), output.data(), local, nullptr));
+  for (int w = 0; w < 3; ++w)
+    SERF_RETURN_IF_ERROR(slot->run(input.data(), output.data(), local, nullptr));
   Measured m;
   // Whole-request latency without per-layer clocks ...
   for (int r = 0; r < repeat; ++r) {
@@ -112,8 +113,8 @@ StatusOr<Measured> measure(engine::Backend& backend, const model::ModelPlan& pla
   return m;
 }
 
-void add_conv_rows(const std::string& name, const model::ModelPlan& plan, const Measured& m,
-                   int T, double peak, double torch_conv_ms, std::vector<ConvRow>* rows,
+void add_conv_rows(const std::string& name, const model::ModelPlan& plan, const Measured& m, int T,
+                   double peak, double torch_conv_ms, std::vector<ConvRow>* rows,
                    std::vector<ConvSummary>* summaries) {
   ConvSummary s{name, T, 0, 0.0, 0.0, torch_conv_ms, peak, {}};
   for (size_t i = 0; i < plan.layers.size(); ++i) {
@@ -132,9 +133,11 @@ void add_conv_rows(const std::string& name, const model::ModelPlan& plan, const 
 
 void print_conv_tables(const std::vector<ConvSummary>& summaries, const std::vector<ConvRow>& rows,
                        const Options& o, int repeat) {
-  std::printf("\nconvolutions: sum of per-layer medians (%d runs) against this core's FP32 peak, "
-              "measured by an FMA loop with the same T right before; torch_conv_ms: PyTorch's "
-              "Conv2d layers alone\n", repeat);
+  std::printf(
+      "\nconvolutions: sum of per-layer medians (%d runs) against this core's FP32 peak, "
+      "measured by an FMA loop with the same T right before; torch_conv_ms: PyTorch's "
+      "Conv2d layers alone\n",
+      repeat);
   std::printf("%-12s %2s %6s %9s %10s %13s %10s %9s %7s  %s\n", "model", "T", "convs", "GMAC",
               "serf_ms", "torch_conv_ms", "conv_ratio", "GFLOP/s", "%peak",
               "per-layer %peak min/median/max");
@@ -221,8 +224,8 @@ void print_latency(const std::string& name, int T, int repeat, const std::vector
                 repeat, serf_ms, torch_ms.median_ms, ratio, serf_min, torch_ms.min_ms,
                 serf_min / torch_ms.min_ms, ratio <= 0.8 ? "met" : "NOT met");
   } else {
-    std::printf("%-12s %2d %5d %10.3f %10s %7s %10.3f %10s %9s\n", name.c_str(), T, repeat,
-                serf_ms, "n/a", "n/a", serf_min, "n/a", "n/a");
+    std::printf("%-12s %2d %5d %10.3f %10s %7s %10.3f %10s %9s\n", name.c_str(), T, repeat, serf_ms,
+                "n/a", "n/a", serf_min, "n/a", "n/a");
   }
   std::fflush(stdout);
 }
@@ -279,9 +282,10 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "\nbig fully connected layers: weight bytes / time; each run right after a STREAM triad "
-      "(same T, 2 MiB pages), median of %d; goal >= 80 %% of triad\n", o.repeat);
-  std::printf("%-12s %-14s %2s %10s %10s %8s %12s %8s\n", "model", "layer", "T", "weight_MB",
-              "ms", "GB/s", "triad_GB/s", "%triad");
+      "(same T, 2 MiB pages), median of %d; goal >= 80 %% of triad\n",
+      o.repeat);
+  std::printf("%-12s %-14s %2s %10s %10s %8s %12s %8s\n", "model", "layer", "T", "weight_MB", "ms",
+              "GB/s", "triad_GB/s", "%triad");
   for (const FcRow& r : fc_rows) {
     std::printf("%-12s %-14s %2d %10.1f %10.3f %8.2f %12.2f %7.0f%%\n", r.model.c_str(),
                 r.layer.c_str(), r.threads, r.mb, r.ms, r.gbs, r.triad, 100.0 * r.ratio);

@@ -84,14 +84,17 @@ int main(int argc, char** argv) {
                                           {DNNL_ARG_DST, yd}});
                            s.wait();
                          },
-                         packed, {}, {}});
+                         packed,
+                         {},
+                         {}});
     }
     if (engine::gemv_supported()) {
-      kernels.push_back({"serf gemv_f32 (oi, AVX-512)", [&, T] {
-                           engine::gemv_f32(w.data(), x.data(), b.data(), y.data(), out, in,
-                                            false, T);
-                         },
-                         {}, {}, {}});
+      kernels.push_back(
+          {"serf gemv_f32 (oi, AVX-512)",
+           [&, T] { engine::gemv_f32(w.data(), x.data(), b.data(), y.data(), out, in, false, T); },
+           {},
+           {},
+           {}});
     }
     for (auto& k : kernels) k.run();  // warm-up
     std::vector<double> triads;

@@ -66,8 +66,7 @@ inline double fma_peak_gflops(int threads, int trials = 3) {
     float total = 0.0f;
 #pragma omp parallel num_threads(threads) reduction(+ : total)
     total += width == 16 ? detail::fma_loop_512(iterations) : detail::fma_loop_256(iterations);
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     sink = total;
     const double flops = 2.0 * width * detail::kChains * static_cast<double>(iterations) * threads;
     best = std::max(best, flops / s / 1e9);

@@ -41,9 +41,7 @@ class Planner {
  private:
   const model::LayerSpec& spec(int i) const { return plan_.spec.layers[static_cast<size_t>(i)]; }
   const model::LayerInfo& info(int i) const { return plan_.layers[static_cast<size_t>(i)]; }
-  const std::vector<int>& consumers(int i) const {
-    return plan_.consumers[static_cast<size_t>(i)];
-  }
+  const std::vector<int>& consumers(int i) const { return plan_.consumers[static_cast<size_t>(i)]; }
   int source_group(int i, size_t k) const {
     const int s = info(i).sources[k];
     return s < 0 ? 0 : group_of_[static_cast<size_t>(s)];

@@ -51,8 +51,8 @@ struct GatherStep {
 struct LayerStep {
   int layer = 0;
   model::LayerKind kind = model::LayerKind::kRelu;
-  bool noop = false;     // flatten (a view), or run by another step (fused_into)
-  int fused_into = -1;   // the layer whose step runs this one as part of its kernel
+  bool noop = false;                // flatten (a view), or run by another step (fused_into)
+  int fused_into = -1;              // the layer whose step runs this one as part of its kernel
   std::vector<GatherStep> gathers;  // before this step
   std::vector<TensorRef> inputs;    // one per spec input
   TensorRef output;
@@ -74,12 +74,12 @@ struct LayerStep {
 };
 
 struct LayerSteps {
-  std::vector<LayerStep> steps;       // one per spec layer, in order
-  std::vector<int64_t> buffer_sizes;  // floats (whole tensors), one per activation buffer
-  TensorRef output;                   // the network output (whole, after output_gathers)
+  std::vector<LayerStep> steps;            // one per spec layer, in order
+  std::vector<int64_t> buffer_sizes;       // floats (whole tensors), one per activation buffer
+  TensorRef output;                        // the network output (whole, after output_gathers)
   std::vector<GatherStep> output_gathers;  // at the end: the output if it is sliced
-  int64_t max_gather_floats = 0;      // largest all-gather (host staging size)
-  std::vector<int> tensor_buffer;     // per layer: the buffer its tensor lives in (-1 input)
+  int64_t max_gather_floats = 0;           // largest all-gather (host staging size)
+  std::vector<int> tensor_buffer;          // per layer: the buffer its tensor lives in (-1 input)
 };
 
 // InvalidArgument when the partition does not fit the plan (validate_partition) or batch < 1.

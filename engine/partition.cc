@@ -61,10 +61,10 @@ Status validate_partition(const model::ModelPlan& plan, Partition partition) {
     }
     const int n = split_dimension(plan, widest);
     if (partition.ranks > n) {
-      return InvalidArgument(k + " exceeds the widest layer '" + plan.spec.layers[widest].name +
-                             "' (" + std::to_string(n) +
-                             " outputs to split), so no layer would be split; use K <= " +
-                             std::to_string(n));
+      return InvalidArgument(
+          k + " exceeds the widest layer '" + plan.spec.layers[widest].name + "' (" +
+          std::to_string(n) +
+          " outputs to split), so no layer would be split; use K <= " + std::to_string(n));
     }
   }
   if (partition.rank < 0 || partition.rank >= partition.ranks) {

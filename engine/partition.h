@@ -1,8 +1,8 @@
 #pragma once
-// Inter-node partitioning (the paper's C_inter = K): every conv2d layer's output channels (a grouped
-// conv2d's groups) and every fully_connected layer's output neurons are split into K near-equal
-// contiguous slices; rank r computes slice r. The first (n % K) ranks get one element more, so
-// slices differ by at most one. A layer with fewer than K of them runs whole on every rank
+// Inter-node partitioning (the paper's C_inter = K): every conv2d layer's output channels (a
+// grouped conv2d's groups) and every fully_connected layer's output neurons are split into K
+// near-equal contiguous slices; rank r computes slice r. The first (n % K) ranks get one element
+// more, so slices differ by at most one. A layer with fewer than K of them runs whole on every rank
 // (engine/layer_steps.h).
 //
 // Why contiguous slices: a request is batch 1 in NCHW, so output channels [offset, offset + count)

@@ -54,8 +54,7 @@ Status optional_float(const json& obj, const std::string& key, const std::string
   return Status::Ok();
 }
 
-Status optional_bool(const json& obj, const std::string& key, const std::string& where,
-                     bool* out) {
+Status optional_bool(const json& obj, const std::string& key, const std::string& where, bool* out) {
   if (!obj.contains(key)) return Status::Ok();
   if (!obj[key].is_boolean()) {
     return InvalidArgument(io::field_path(where, key) + ": expected true or false");
@@ -66,8 +65,8 @@ Status optional_bool(const json& obj, const std::string& key, const std::string&
 
 // kernel (required), stride (default: 1 for conv2d, the kernel for pooling), pad, dilation.
 Status parse_window(const json& obj, const std::string& named, bool conv, Window* w) {
-  if (!obj.contains("kernel")) return InvalidArgument(io::field_path(named, "kernel") +
-                                                      ": missing field");
+  if (!obj.contains("kernel"))
+    return InvalidArgument(io::field_path(named, "kernel") + ": missing field");
   SERF_ASSIGN_OR_RETURN(auto k, int_list(obj, "kernel", named, {2}, "[height, width]"));
   w->kernel_h = k[0];
   w->kernel_w = k.size() == 2 ? k[1] : k[0];
@@ -79,8 +78,8 @@ Status parse_window(const json& obj, const std::string& named, bool conv, Window
     w->stride_w = s.size() == 2 ? s[1] : s[0];
   }
   if (obj.contains("pad")) {
-    SERF_ASSIGN_OR_RETURN(
-        auto p, int_list(obj, "pad", named, {2, 4}, "[height, width] or [top, left, bottom, right]"));
+    SERF_ASSIGN_OR_RETURN(auto p, int_list(obj, "pad", named, {2, 4},
+                                           "[height, width] or [top, left, bottom, right]"));
     if (p.size() == 1) p = {p[0], p[0], p[0], p[0]};
     if (p.size() == 2) p = {p[0], p[1], p[0], p[1]};
     w->pad_top = p[0];

@@ -135,7 +135,7 @@ struct LayerInfo {
 
 struct ModelPlan {
   ModelSpec spec;
-  std::vector<LayerInfo> layers;  // one per spec.layers entry
+  std::vector<LayerInfo> layers;            // one per spec.layers entry
   std::vector<std::vector<int>> consumers;  // per layer: the layers reading its tensor, in order
   std::vector<int> input_consumers;         // the layers reading the model input
   int64_t parameters = 0;

@@ -55,13 +55,15 @@ StatusOr<Value> constant_from(const onnx::TensorProto& t, const std::string& whe
     v.dims.push_back(d);
   }
   const int64_t n = v.elements();
-  if (n > (int64_t{1} << 34)) return InvalidArgument(where + ": tensor '" + t.name() + "' is too large");
+  if (n > (int64_t{1} << 34))
+    return InvalidArgument(where + ": tensor '" + t.name() + "' is too large");
   if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
     return InvalidArgument(where + ": tensor '" + t.name() +
                            "' keeps its data in an external file (save the model with its data "
                            "inside: onnx.save(model, path, save_as_external_data=False))");
   }
-  const std::string bad = where + ": tensor '" + t.name() + "' holds a number of values that "
+  const std::string bad = where + ": tensor '" + t.name() +
+                          "' holds a number of values that "
                           "does not match its shape (truncated file?)";
   const bool raw = t.has_raw_data();
   switch (t.data_type()) {
@@ -110,8 +112,8 @@ Status Attributes::only(const std::set<std::string>& known) const {
     if (known.count(a.name()) == 0) {
       std::string list;
       for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-      return InvalidArgument(where_ + ": attribute '" + a.name() + "' is not supported (known: " +
-                             (list.empty() ? "none" : list) + ")");
+      return InvalidArgument(where_ + ": attribute '" + a.name() +
+                             "' is not supported (known: " + (list.empty() ? "none" : list) + ")");
     }
   }
   return Status::Ok();
@@ -252,8 +254,8 @@ std::string Importer::layer_name(const onnx::NodeProto& node, const std::string&
   }
   std::string name;
   for (char c : base) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
     if (ok) {
       name += c;
     } else if (!name.empty() && name.back() != '_') {
@@ -323,8 +325,10 @@ Status Importer::check_header() {
   }
   if (!found) return InvalidArgument("no opset for the default ONNX domain in opset_import");
   if (opset_ > kMaxOnnxOpset) {
-    return InvalidArgument("opset " + std::to_string(opset_) + " is newer than the newest "
-                           "supported, " + std::to_string(kMaxOnnxOpset) +
+    return InvalidArgument("opset " + std::to_string(opset_) +
+                           " is newer than the newest "
+                           "supported, " +
+                           std::to_string(kMaxOnnxOpset) +
                            " (export with opset_version <= " + std::to_string(kMaxOnnxOpset) + ")");
   }
   if (opset_ < 7) {
@@ -377,7 +381,8 @@ Status Importer::read_input() {
     }
     if (!d.has_dim_value() || d.dim_value() <= 0 || d.dim_value() > (1 << 30)) {
       return InvalidArgument(what + ": dimension " + std::to_string(k) + " is dynamic ('" +
-                             d.dim_param() + "'); only the batch dimension may be (export with a "
+                             d.dim_param() +
+                             "'); only the batch dimension may be (export with a "
                              "fixed input size)");
     }
     dims.push_back(static_cast<int>(d.dim_value()));
@@ -562,14 +567,16 @@ StatusOr<OnnxImport> import_onnx(const std::string& path, const std::string& nam
     return NotFound(path + ": cannot open file (does it exist?)");
   }
   if (S_ISDIR(st.st_mode)) return InvalidArgument(path + ": is a directory, not an ONNX file");
-  if (!S_ISREG(st.st_mode)) return InvalidArgument(path + ": not a regular file (an ONNX file is needed)");
+  if (!S_ISREG(st.st_mode))
+    return InvalidArgument(path + ": not a regular file (an ONNX file is needed)");
   if (::access(path.c_str(), R_OK) != 0) return InvalidArgument(path + ": permission denied");
   if (st.st_size == 0) return InvalidArgument(path + ": empty file, not an ONNX model");
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path + ": cannot open file");
   onnx::ModelProto model;
   if (!model.ParseFromIstream(&in)) {
-    return InvalidArgument(path + ": not an ONNX model, or a truncated one (its protobuf does "
+    return InvalidArgument(path +
+                           ": not an ONNX model, or a truncated one (its protobuf does "
                            "not parse)");
   }
   std::string model_name = name;

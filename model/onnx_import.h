@@ -27,12 +27,12 @@ namespace serf::model {
 inline constexpr int kMaxOnnxOpset = 17;
 
 struct OnnxImport {
-  ModelSpec spec;  // checked: infer_shapes(spec) succeeds
-  Weights weights;  // exactly expected_tensors(plan)
-  int nodes = 0;                 // ONNX nodes read
-  int folded_batchnorms = 0;     // BatchNormalization nodes folded into the layer before
-  int folded_constants = 0;      // nodes evaluated at import (constant subgraphs)
-  int dropped = 0;               // Identity, Dropout and view-only nodes
+  ModelSpec spec;             // checked: infer_shapes(spec) succeeds
+  Weights weights;            // exactly expected_tensors(plan)
+  int nodes = 0;              // ONNX nodes read
+  int folded_batchnorms = 0;  // BatchNormalization nodes folded into the layer before
+  int folded_constants = 0;   // nodes evaluated at import (constant subgraphs)
+  int dropped = 0;            // Identity, Dropout and view-only nodes
 };
 
 // `name`: the model's name (empty: the ONNX graph's name, else the file name without extension).

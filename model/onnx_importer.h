@@ -57,7 +57,8 @@ StatusOr<Value> constant_from(const onnx::TensorProto& t, const std::string& whe
 
 class Importer {
  public:
-  Importer(const onnx::ModelProto& model, std::string path) : model_(model), path_(std::move(path)) {}
+  Importer(const onnx::ModelProto& model, std::string path)
+      : model_(model), path_(std::move(path)) {}
   StatusOr<OnnxImport> run(const std::string& name);
 
   // onnx_ops.cc: one translator per operator.

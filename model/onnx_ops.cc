@@ -29,7 +29,8 @@ StatusOr<Window> window_from(const Attributes& a, const std::string& where, int 
   SERF_ASSIGN_OR_RETURN(auto pads, a.integers("pads", {0, 0, 0, 0}));
   SERF_ASSIGN_OR_RETURN(std::string auto_pad, a.text("auto_pad", "NOTSET"));
   if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) {
-    return InvalidArgument(where + ": strides, dilations and pads must describe 2 spatial "
+    return InvalidArgument(where +
+                           ": strides, dilations and pads must describe 2 spatial "
                            "dimensions (only 2-D windows are supported)");
   }
   if (!conv && (dilations[0] != 1 || dilations[1] != 1)) {
@@ -39,7 +40,8 @@ StatusOr<Window> window_from(const Attributes& a, const std::string& where, int 
   const int64_t limit = 1 << 20;
   for (int64_t v : {kh, kw, strides[0], strides[1], dilations[0], dilations[1], pads[0], pads[1],
                     pads[2], pads[3]}) {
-    if (v < 0 || v > limit) return InvalidArgument(where + ": window value " + std::to_string(v) + " out of range");
+    if (v < 0 || v > limit)
+      return InvalidArgument(where + ": window value " + std::to_string(v) + " out of range");
   }
   w.kernel_h = static_cast<int>(kh);
   w.kernel_w = static_cast<int>(kw);
@@ -118,17 +120,19 @@ Status Importer::translate(const onnx::NodeProto& node) {
 
 Status Importer::conv(const onnx::NodeProto& node) {
   const Attributes a(node, where(node));
-  SERF_RETURN_IF_ERROR(a.only({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}));
+  SERF_RETURN_IF_ERROR(
+      a.only({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}));
   SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
-  if (x->rank != 4) return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only 2-D images)");
+  if (x->rank != 4)
+    return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only 2-D images)");
   SERF_ASSIGN_OR_RETURN(const Value* w, weight_input(node, 1, 4));
   SERF_ASSIGN_OR_RETURN(int64_t group, a.integer("group", 1));
   const int c = x->shape.channels;
   const int64_t o = w->dims[0];
   if (group < 1 || c % group != 0 || o % group != 0 || w->dims[1] * group != c) {
     return unsupported(node, "weight '" + node.input(1) + "' has shape " + dims_str(w->dims) +
-                                 " but the input has " + std::to_string(c) + " channels and group " +
-                                 std::to_string(group) + " (needs [O, " +
+                                 " but the input has " + std::to_string(c) +
+                                 " channels and group " + std::to_string(group) + " (needs [O, " +
                                  std::to_string(group > 0 ? c / group : c) + ", kh, kw])");
   }
   SERF_ASSIGN_OR_RETURN(auto kernel, a.integers("kernel_shape", {w->dims[2], w->dims[3]}));
@@ -205,7 +209,8 @@ Status Importer::batchnorm(const onnx::NodeProto& node) {
   SERF_RETURN_IF_ERROR(add_layer(node, l, {x}, rank));
   const std::string& name = layers_.back().name;
   const char* fields[] = {".weight", ".bias", ".running_mean", ".running_var"};
-  for (int k = 0; k < 4; ++k) weights_.set(name + fields[k], Tensor{{c}, to_floats(p[static_cast<size_t>(k)])});
+  for (int k = 0; k < 4; ++k)
+    weights_.set(name + fields[k], Tensor{{c}, to_floats(p[static_cast<size_t>(k)])});
   return Status::Ok();
 }
 
@@ -261,7 +266,8 @@ Status Importer::gemm(const onnx::NodeProto& node) {
 Status Importer::matmul(const onnx::NodeProto& node) {
   SERF_RETURN_IF_ERROR(Attributes(node, where(node)).only({}));
   SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
-  if (x->rank != 2) return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only [N, F])");
+  if (x->rank != 2)
+    return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only [N, F])");
   SERF_ASSIGN_OR_RETURN(const Value* b, weight_input(node, 1, 2));
   const int64_t f = x->shape.channels, o = b->dims[1];
   if (b->dims[0] != f) {
@@ -271,7 +277,8 @@ Status Importer::matmul(const onnx::NodeProto& node) {
   std::vector<float> w(static_cast<size_t>(o * f));  // [F, O] -> [O, F]
   for (int64_t r = 0; r < o; ++r) {
     for (int64_t k = 0; k < f; ++k) {
-      w[static_cast<size_t>(r * f + k)] = static_cast<float>(b->data[static_cast<size_t>(k * o + r)]);
+      w[static_cast<size_t>(r * f + k)] =
+          static_cast<float>(b->data[static_cast<size_t>(k * o + r)]);
     }
   }
   LayerSpec l;
@@ -305,8 +312,9 @@ Status Importer::add(const onnx::NodeProto& node) {
   LayerSpec* writer = sole_writer(*x, LayerKind::kConv2d, LayerKind::kFullyConnected);
   const std::vector<double> bias = per_channel(*c, x->shape.channels);
   if (writer == nullptr || bias.empty()) {
-    return unsupported(node, "adding a constant is supported only as the per-channel bias of the "
-                             "Conv, Gemm or MatMul whose output it alone reads");
+    return unsupported(node,
+                       "adding a constant is supported only as the per-channel bias of the "
+                       "Conv, Gemm or MatMul whose output it alone reads");
   }
   Tensor& t = weights_.at(writer->name + ".bias");
   for (size_t o = 0; o < t.data.size(); ++o) t.data[o] = static_cast<float>(t.data[o] + bias[o]);
@@ -321,11 +329,12 @@ Status Importer::pool(const onnx::NodeProto& node) {
     SERF_RETURN_IF_ERROR(a.only({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
                                  "storage_order", "strides"}));
   } else {
-    SERF_RETURN_IF_ERROR(a.only({"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape",
-                                 "pads", "strides"}));
+    SERF_RETURN_IF_ERROR(
+        a.only({"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"}));
   }
   SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
-  if (x->rank != 4) return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only 2-D images)");
+  if (x->rank != 4)
+    return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only 2-D images)");
   SERF_ASSIGN_OR_RETURN(auto kernel, a.integers("kernel_shape", {}));
   if (kernel.size() != 2) return unsupported(node, "kernel_shape must give 2 spatial dimensions");
   LayerSpec l;
@@ -344,7 +353,8 @@ Status Importer::pool(const onnx::NodeProto& node) {
 Status Importer::global_pool(const onnx::NodeProto& node) {
   SERF_RETURN_IF_ERROR(Attributes(node, where(node)).only({}));
   SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
-  if (x->rank != 4) return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only 2-D images)");
+  if (x->rank != 4)
+    return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only 2-D images)");
   LayerSpec l;
   l.kind = LayerKind::kGlobalAvgPool;
   return add_layer(node, l, {x}, 4);
@@ -389,8 +399,9 @@ Status Importer::clip(const onnx::NodeProto& node) {
     l.clip_min = static_cast<float>(lo);
     l.clip_max = static_cast<float>(hi);
   } else {
-    return unsupported(node, "min " + std::to_string(lo) + ", max " + std::to_string(hi) +
-                                 " (supported: min 0 without max, i.e. ReLU, or finite min <= max)");
+    return unsupported(node,
+                       "min " + std::to_string(lo) + ", max " + std::to_string(hi) +
+                           " (supported: min 0 without max, i.e. ReLU, or finite min <= max)");
   }
   return add_layer(node, l, {x}, x->rank);
 }
@@ -434,8 +445,8 @@ Status Importer::flatten(const onnx::NodeProto& node) {
   SERF_ASSIGN_OR_RETURN(int64_t axis, a.integer("axis", 1));
   if (axis < 0) axis += x->rank;
   if (axis != 1) {
-    return unsupported(node, "axis " + std::to_string(axis) +
-                                 " (only axis 1: [N, C, H, W] -> [N, C*H*W])");
+    return unsupported(
+        node, "axis " + std::to_string(axis) + " (only axis 1: [N, C, H, W] -> [N, C*H*W])");
   }
   if (x->rank == 2 || (x->shape.height == 1 && x->shape.width == 1)) {
     Value v = *x;  // already flat: a view
@@ -456,8 +467,9 @@ Status Importer::reshape(const onnx::NodeProto& node) {
   SERF_ASSIGN_OR_RETURN(const Value* shape, value(node, 1));
   if (!shape->constant || shape->dtype != onnx::TensorProto_DataType_INT64 ||
       shape->dims.size() != 1) {
-    return unsupported(node, "the target shape must be a constant 1-D INT64 tensor (or a "
-                             "constant subgraph the importer folds)");
+    return unsupported(node,
+                       "the target shape must be a constant 1-D INT64 tensor (or a "
+                       "constant subgraph the importer folds)");
   }
   const std::vector<int64_t> in =
       x->rank == 4 ? std::vector<int64_t>{1, x->shape.channels, x->shape.height, x->shape.width}
@@ -479,7 +491,8 @@ Status Importer::reshape(const onnx::NodeProto& node) {
   }
   const int64_t total = x->shape.elements();
   if (infer >= 0) {
-    if (known <= 0 || total % known != 0) return unsupported(node, "target shape does not divide the input");
+    if (known <= 0 || total % known != 0)
+      return unsupported(node, "target shape does not divide the input");
     target[static_cast<size_t>(infer)] = total / known;
   }
   if (target == in) {

@@ -84,7 +84,8 @@ Status check_regular_file(const std::string& path) {
     if (errno == EACCES) return InvalidArgument(path + ": permission denied");
     return NotFound(path + ": cannot open file (does it exist?)");
   }
-  if (S_ISDIR(st.st_mode)) return InvalidArgument(path + ": is a directory, not a safetensors file");
+  if (S_ISDIR(st.st_mode))
+    return InvalidArgument(path + ": is a directory, not a safetensors file");
   if (!S_ISREG(st.st_mode)) {
     return InvalidArgument(path + ": not a regular file (a safetensors file is needed)");
   }
@@ -101,11 +102,10 @@ Status check_disjoint(const std::string& path, std::vector<Entry> entries) {
   for (const Entry& e : entries) {
     if (e.begin == e.end) continue;  // an empty tensor holds no bytes
     if (prev != nullptr && e.begin < prev->end) {
-      return InvalidArgument(path + ": tensors '" + prev->name + "' [" +
-                             std::to_string(prev->begin) + ", " + std::to_string(prev->end) +
-                             ") and '" + e.name + "' [" + std::to_string(e.begin) + ", " +
-                             std::to_string(e.end) +
-                             ") overlap (each tensor needs its own data range)");
+      return InvalidArgument(
+          path + ": tensors '" + prev->name + "' [" + std::to_string(prev->begin) + ", " +
+          std::to_string(prev->end) + ") and '" + e.name + "' [" + std::to_string(e.begin) + ", " +
+          std::to_string(e.end) + ") overlap (each tensor needs its own data range)");
     }
     prev = &e;
   }

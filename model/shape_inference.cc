@@ -61,13 +61,13 @@ Status check_window(const std::string& layer, const LayerSpec& l, const Shape& i
     const std::string kernel = w.square() && span_h == w.kernel_h
                                    ? std::to_string(w.kernel_h)
                                    : std::to_string(span_h) + "x" + std::to_string(span_w);
-    return InvalidArgument(layer + ": kernel " + kernel + " larger than its input " +
-                           std::to_string(in.height) + "x" + std::to_string(in.width) +
-                           (padded ? " padded by " + std::to_string(std::max(
-                                                         {w.pad_top, w.pad_left, w.pad_bottom,
-                                                          w.pad_right}))
-                                   : std::string()) +
-                           " (use a smaller kernel or fewer pooling layers before it)");
+    return InvalidArgument(
+        layer + ": kernel " + kernel + " larger than its input " + std::to_string(in.height) + "x" +
+        std::to_string(in.width) +
+        (padded ? " padded by " +
+                      std::to_string(std::max({w.pad_top, w.pad_left, w.pad_bottom, w.pad_right}))
+                : std::string()) +
+        " (use a smaller kernel or fewer pooling layers before it)");
   }
   if (span_h > kMaxSide || span_w > kMaxSide) {
     return InvalidArgument(layer + ": dilated kernel exceeds " + std::to_string(kMaxSide));
@@ -120,11 +120,10 @@ Status infer_pool(const std::string& layer, const LayerSpec& l, LayerInfo* info)
       check_window(layer, l, info->in, l.ceil_mode, &info->out.height, &info->out.width));
   if (2 * int64_t{std::max(w.pad_top, w.pad_bottom)} > w.kernel_h ||
       2 * int64_t{std::max(w.pad_left, w.pad_right)} > w.kernel_w) {
-    return InvalidArgument(layer + ": pad " +
-                           std::to_string(std::max({w.pad_top, w.pad_left, w.pad_bottom,
-                                                    w.pad_right})) +
-                           " must be at most half the kernel " +
-                           std::to_string(std::min(w.kernel_h, w.kernel_w)));
+    return InvalidArgument(
+        layer + ": pad " +
+        std::to_string(std::max({w.pad_top, w.pad_left, w.pad_bottom, w.pad_right})) +
+        " must be at most half the kernel " + std::to_string(std::min(w.kernel_h, w.kernel_w)));
   }
   if (l.ceil_mode && l.kind == LayerKind::kAvgPool) {
     int floor_h = 0, floor_w = 0;
@@ -152,8 +151,8 @@ Status infer_join(const std::string& layer, const LayerSpec& l, LayerInfo* info)
                           ? s == info->in
                           : s.height == info->in.height && s.width == info->in.width;
     if (!same) {
-      return InvalidArgument(layer + ": input '" + l.inputs[k] + "' is " + shape_str(s) +
-                             " but '" + l.inputs[0] + "' is " + shape_str(info->in) +
+      return InvalidArgument(layer + ": input '" + l.inputs[k] + "' is " + shape_str(s) + " but '" +
+                             l.inputs[0] + "' is " + shape_str(info->in) +
                              (l.kind == LayerKind::kAdd
                                   ? " (add needs equal shapes)"
                                   : " (concat joins channels of equal height and width)"));
@@ -246,11 +245,11 @@ Status resolve_inputs(const ModelSpec& spec, size_t i, const std::string& layer,
                                "' is neither \"input\" nor the name of a layer");
       }
       if (it->second >= static_cast<int>(i)) {
-        return InvalidArgument(layer + ": input '" + name + "' is " +
-                               (it->second == static_cast<int>(i) ? "the layer itself"
-                                                                  : "a later layer") +
-                               " (list layers so that each input is defined before it is read; "
-                               "a graph with a cycle has no such order)");
+        return InvalidArgument(
+            layer + ": input '" + name + "' is " +
+            (it->second == static_cast<int>(i) ? "the layer itself" : "a later layer") +
+            " (list layers so that each input is defined before it is read; "
+            "a graph with a cycle has no such order)");
       }
       source = it->second;
     }
@@ -266,7 +265,9 @@ Status resolve_inputs(const ModelSpec& spec, size_t i, const std::string& layer,
 int64_t activation_peak_bytes(const ModelPlan& plan) {
   const int n = static_cast<int>(plan.layers.size());
   std::vector<int> storage(static_cast<size_t>(n));  // the storage each tensor lives in
-  auto storage_of = [&](int source) { return source < 0 ? -1 : storage[static_cast<size_t>(source)]; };
+  auto storage_of = [&](int source) {
+    return source < 0 ? -1 : storage[static_cast<size_t>(source)];
+  };
   std::vector<int> last(static_cast<size_t>(n) + 1, -1);  // last reader, per storage id + 1
   for (int i = 0; i < n; ++i) {
     const LayerInfo& info = plan.layers[static_cast<size_t>(i)];

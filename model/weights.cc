@@ -116,8 +116,12 @@ std::vector<TensorSpec> expected_tensors(const ModelPlan& plan) {
     if (l.kind == LayerKind::kConv2d) {
       const int64_t per_group = info.in.channels / l.groups;
       const int64_t fan_in = per_group * l.window.kernel_h * l.window.kernel_w;
-      out.push_back({weight_name(l), {o, per_group, l.window.kernel_h, l.window.kernel_w}, fan_in,
-                     i, 0.0f, he(fan_in)});
+      out.push_back({weight_name(l),
+                     {o, per_group, l.window.kernel_h, l.window.kernel_w},
+                     fan_in,
+                     i,
+                     0.0f,
+                     he(fan_in)});
       out.push_back({bias_name(l), {o}, fan_in, i, 0.0f, 0.1f});
     } else if (l.kind == LayerKind::kFullyConnected) {
       const int64_t in = info.in.elements();
@@ -257,7 +261,8 @@ double address_space_left() {
   double used = 0.0;  // the process's current virtual size (/proc/self/statm: pages)
   if (FILE* f = std::fopen("/proc/self/statm", "r")) {
     unsigned long pages = 0;
-    if (std::fscanf(f, "%lu", &pages) == 1) used = static_cast<double>(pages) * sysconf(_SC_PAGE_SIZE);
+    if (std::fscanf(f, "%lu", &pages) == 1)
+      used = static_cast<double>(pages) * sysconf(_SC_PAGE_SIZE);
     std::fclose(f);
   }
   return std::max(0.0, static_cast<double>(limit.rlim_cur) - used);
@@ -275,8 +280,8 @@ Status check_weights_fit_memory(const ModelPlan& plan, int copies) {
                   "model %s: %lld parameters need %.2f GiB (%d copies of %.2f GiB of float32), "
                   "more than the %.2f GiB this process may still map under its address-space "
                   "limit (ulimit -v); raise the limit or use a smaller model",
-                  plan.spec.name.c_str(), static_cast<long long>(plan.parameters),
-                  need / (1 << 30), copies, plan.parameters * 4.0 / (1 << 30), left / (1 << 30));
+                  plan.spec.name.c_str(), static_cast<long long>(plan.parameters), need / (1 << 30),
+                  copies, plan.parameters * 4.0 / (1 << 30), left / (1 << 30));
     return InvalidArgument(text);
   }
   if (pages <= 0 || page <= 0) return Status::Ok();  // unknown: let the allocation decide

@@ -67,8 +67,8 @@ std::vector<float> seeded_input(const Shape& shape, uint64_t seed);
 struct TensorSpec {
   std::string name;            // "<layer>.weight", "<layer>.bias", ...
   std::vector<int64_t> shape;  // conv [O, I/groups, kh, kw], fc [out, in], bias [O]
-  int64_t fan_in = 0;          // inputs per output (I/groups*kh*kw or in): the He scale's denominator
-  size_t layer = 0;            // index into plan.layers
+  int64_t fan_in = 0;  // inputs per output (I/groups*kh*kw or in): the He scale's denominator
+  size_t layer = 0;    // index into plan.layers
   // Seeded values are uniform in [center - half_width, center + half_width).
   float center = 0.0f;
   float half_width = 0.0f;

@@ -125,8 +125,8 @@ SchedulerHook table_hook(TableSource source, double min_dwell_s, OverloadHook on
     std::optional<std::pair<Configuration, double>> biggest;
   };
   auto state = std::make_shared<State>();
-  return [source = std::move(source), min_dwell_s, on_overload = std::move(on_overload),
-          state](double now_s, double rate_per_s) -> std::optional<Configuration> {
+  return [source = std::move(source), min_dwell_s, on_overload = std::move(on_overload), state](
+             double now_s, double rate_per_s) -> std::optional<Configuration> {
     std::shared_ptr<const ConfigurationTable> table = source();
     if (table == nullptr) return std::nullopt;
     if (table != state->table) {

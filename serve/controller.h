@@ -122,7 +122,8 @@ std::optional<std::pair<Configuration, double>> highest_capacity(const Configura
 // Where the hook reads its table at each call: a fixed table, or the newest re-planned one
 // (self-calibration); never null.
 using TableSource = std::function<std::shared_ptr<const ConfigurationTable>()>;
-SchedulerHook table_hook(TableSource source, double min_dwell_s, OverloadHook on_overload = nullptr);
+SchedulerHook table_hook(TableSource source, double min_dwell_s,
+                         OverloadHook on_overload = nullptr);
 SchedulerHook table_hook(ConfigurationTable table, double min_dwell_s,
                          OverloadHook on_overload = nullptr);
 

@@ -86,8 +86,8 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const CpuPreparedModel> model)
   input_ = AlignedFloats(m.plan_.spec.input.elements() * m.batch_);
   for (int64_t floats : m.buffer_floats_) buffers_.emplace_back(floats);
   for (int64_t floats : m.staging_floats_) staging_.emplace_back(floats);
-  scratch_ = AlignedFloats(
-      static_cast<int64_t>((m.scratch_bytes_ + sizeof(float) - 1) / sizeof(float)));
+  scratch_ =
+      AlignedFloats(static_cast<int64_t>((m.scratch_bytes_ + sizeof(float) - 1) / sizeof(float)));
   for (const CpuStep& step : m.steps_) {
     BoundStep b;
     for (const Call& call : step.calls) b.calls.push_back(bind(call));
@@ -101,9 +101,10 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const CpuPreparedModel> model)
 }
 
 float* CpuExecutable::address(const Operand& op) const {
-  const AlignedFloats& base = op.space == Space::kInput        ? input_
-                              : op.space == Space::kActivation ? buffers_[static_cast<size_t>(op.buffer)]
-                                                               : staging_[static_cast<size_t>(op.buffer)];
+  const AlignedFloats& base = op.space == Space::kInput ? input_
+                              : op.space == Space::kActivation
+                                  ? buffers_[static_cast<size_t>(op.buffer)]
+                                  : staging_[static_cast<size_t>(op.buffer)];
   return base.data() + op.offset;
 }
 
@@ -152,9 +153,10 @@ Status CpuExecutable::run(const float* input, float* output, ActivationExchange&
   };
   auto gather = [&](const GatherStep& g) -> Status {
     const auto t0 = clock::now();
-    SERF_RETURN_IF_ERROR(exchange.all_gather(buffers_[static_cast<size_t>(g.buffer)].data(),
-                                             g.layout));
-    if (timings != nullptr) timings->exchange_ms[static_cast<size_t>(g.charged_layer)] += ms_since(t0);
+    SERF_RETURN_IF_ERROR(
+        exchange.all_gather(buffers_[static_cast<size_t>(g.buffer)].data(), g.layout));
+    if (timings != nullptr)
+      timings->exchange_ms[static_cast<size_t>(g.charged_layer)] += ms_since(t0);
     return Status::Ok();
   };
   if (m.channel_major_input_) {

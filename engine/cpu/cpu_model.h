@@ -50,7 +50,7 @@ struct CpuStep {
   std::vector<Call> calls;  // in order
   bool gemv = false;        // run `gemv` (then `calls`, e.g. a reorder of its input before it)
   GemvCall gemv_call;
-  size_t gemv_after = 0;    // how many of `calls` run before the GEMV
+  size_t gemv_after = 0;  // how many of `calls` run before the GEMV
 };
 
 class CpuPreparedModel final : public PreparedModel,

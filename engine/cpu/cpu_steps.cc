@@ -97,8 +97,8 @@ const md_t& StepBuilder::stored(const LayerStep& s, size_t k) const {
 Operand StepBuilder::read(const LayerStep& s, size_t k, const dnnl::memory::dims& dims,
                           bool as_stored, CpuStep* out) {
   const TensorRef& ref = s.inputs[k];
-  Operand op{ref.buffer < 0 ? Space::kInput : Space::kActivation, std::max(ref.buffer, 0),
-             ref.offset, {}};
+  Operand op{
+      ref.buffer < 0 ? Space::kInput : Space::kActivation, std::max(ref.buffer, 0), ref.offset, {}};
   if (!flow_) {
     const md_t& st = stored(s, k);
     // Batch 1, or an element-wise step's flat view of its part: any layout will do.
@@ -267,9 +267,9 @@ Status StepBuilder::conv(const LayerStep& s, CpuStep* out) {
   const model::Window& w = l.window;
   const int groups = s.group_slice.count, per_group_in = in.in.channels / l.groups;
   const int cin = groups * per_group_in, cout = s.out_slice.count;
-  SERF_ASSIGN_OR_RETURN(const model::Tensor* weights,
-                        tensor(l.name + ".weight",
-                               {l.out_channels, per_group_in, w.kernel_h, w.kernel_w}));
+  SERF_ASSIGN_OR_RETURN(
+      const model::Tensor* weights,
+      tensor(l.name + ".weight", {l.out_channels, per_group_in, w.kernel_h, w.kernel_w}));
   SERF_ASSIGN_OR_RETURN(const model::Tensor* bias, tensor(l.name + ".bias", {l.out_channels}));
   const dnnl::memory::dims dst_dims = nchw(cout, in.out.height, in.out.width);
   Operand src = read(s, 0, nchw(cin, in.in.height, in.in.width), true, out);
@@ -331,10 +331,10 @@ Status StepBuilder::fully_connected(const LayerStep& s, CpuStep* out) {
     out->gemv = true;
     out->gemv_after = out->calls.size();
     GemvCall& g = out->gemv_call;
-    g.weights = static_cast<const float*>(pack(*weights, s.out_slice.offset, plain_w, plain_w)
-                                              .get_data_handle());
-    g.bias = static_cast<const float*>(pack(*bias, s.out_slice.offset, bias_md, bias_md)
-                                           .get_data_handle());
+    g.weights = static_cast<const float*>(
+        pack(*weights, s.out_slice.offset, plain_w, plain_w).get_data_handle());
+    g.bias = static_cast<const float*>(
+        pack(*bias, s.out_slice.offset, bias_md, bias_md).get_data_handle());
     g.x = src;
     g.y = dst;
     g.rows = cout;
@@ -376,8 +376,8 @@ Status StepBuilder::pool(const LayerStep& s, CpuStep* out) {
     // ceil_mode: the last window may run past the bottom/right padding (maxpool ignores it).
     pad_r = {std::max<int64_t>(w.pad_bottom, (in.out.height - 1) * int64_t{w.stride_h} +
                                                  w.kernel_h - in.in.height - w.pad_top),
-             std::max<int64_t>(w.pad_right, (in.out.width - 1) * int64_t{w.stride_w} +
-                                                w.kernel_w - in.in.width - w.pad_left)};
+             std::max<int64_t>(w.pad_right, (in.out.width - 1) * int64_t{w.stride_w} + w.kernel_w -
+                                                in.in.width - w.pad_left)};
     if (l.kind == LayerKind::kMaxPool) {
       alg = dnnl::algorithm::pooling_max;
     } else if (!l.count_include_pad) {
@@ -434,9 +434,9 @@ Status StepBuilder::batchnorm(const LayerStep& s, CpuStep* out) {
   Call& c = call(dnnl::batch_normalization_forward(pd), pd, out);
   c.operands = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
   c.constants = {{DNNL_ARG_SCALE, pack_values(slice(params[0]))},
-                     {DNNL_ARG_SHIFT, pack_values(slice(params[1]))},
-                     {DNNL_ARG_MEAN, pack_values(slice(params[2]))},
-                     {DNNL_ARG_VARIANCE, pack_values(slice(params[3]))}};
+                 {DNNL_ARG_SHIFT, pack_values(slice(params[1]))},
+                 {DNNL_ARG_MEAN, pack_values(slice(params[2]))},
+                 {DNNL_ARG_VARIANCE, pack_values(slice(params[3]))}};
   if (dst.space != target.space) reorder(dst, target, out);
   return Status::Ok();
 }
@@ -448,8 +448,8 @@ Status StepBuilder::lrn(const LayerStep& s, CpuStep* out) {
   // LRN is fast only in the blocked layouts: reorder around it when the data is plain.
   const md_t want = in.in.channels % 16 == 0 ? md_t(dims, dt::f32, tag::nChw16c) : plain(dims);
   const Operand src = adapt(read(s, 0, dims, true, out), want, out);
-  const dnnl::lrn_forward::desc d(kForward, dnnl::algorithm::lrn_across_channels, want,
-                                  l.lrn_size, l.lrn_alpha, l.lrn_beta, l.lrn_k);
+  const dnnl::lrn_forward::desc d(kForward, dnnl::algorithm::lrn_across_channels, want, l.lrn_size,
+                                  l.lrn_alpha, l.lrn_beta, l.lrn_k);
   const dnnl::lrn_forward::primitive_desc pd(d, attributes(s), m_.engine_);
   const Operand target = write(s, flow_ ? want : canon(dims));
   const Operand dst = target.md == want ? target : staging(want);
@@ -461,8 +461,8 @@ Status StepBuilder::lrn(const LayerStep& s, CpuStep* out) {
 
 Status StepBuilder::add(const LayerStep& s, CpuStep* out) {
   const model::LayerInfo& in = info(s);
-  const dnnl::memory::dims dims = flow_ ? nchw(in.in.channels, in.in.height, in.in.width)
-                                        : dnnl::memory::dims{1, s.elements};
+  const dnnl::memory::dims dims =
+      flow_ ? nchw(in.in.channels, in.in.height, in.in.width) : dnnl::memory::dims{1, s.elements};
   const Operand first = read(s, 0, dims, true, out);
   const Operand target = write(s, first.md);
   Operand acc = first;  // inputs 2.. are added into the output in turn
@@ -522,7 +522,8 @@ Status StepBuilder::finish_output() {
   const size_t last = m_.plan_.layers.size() - 1;
   const TensorRef& ref = m_.layout_.output;
   const model::Shape out = m_.plan_.output();
-  Operand result{Space::kActivation, ref.buffer, 0, plain(nchw(out.channels, out.height, out.width))};
+  Operand result{Space::kActivation, ref.buffer, 0,
+                 plain(nchw(out.channels, out.height, out.width))};
   if (!is_plain(stored_[last])) {  // blocked (K = 1), or channel-major (K > 1, b > 1)
     result.md = stored_[last];
     CpuStep step;

@@ -22,7 +22,9 @@ StatusOr<CublasApi> load_cublas() {
   const std::string soname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
   void* lib = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
 #ifdef SERF_CUDA_LIBRARY_DIR
-  if (lib == nullptr) lib = dlopen((std::string(SERF_CUDA_LIBRARY_DIR) + "/" + soname).c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr)
+    lib =
+        dlopen((std::string(SERF_CUDA_LIBRARY_DIR) + "/" + soname).c_str(), RTLD_NOW | RTLD_LOCAL);
 #endif
   if (lib == nullptr) {
     const char* why = dlerror();
@@ -38,7 +40,8 @@ StatusOr<CublasApi> load_cublas() {
                   load(lib, SERF_SYMBOL_NAME(cublasSetWorkspace), &api.set_workspace, &missing) &&
                   load(lib, SERF_SYMBOL_NAME(cublasSgemv), &api.sgemv, &missing) &&
                   load(lib, SERF_SYMBOL_NAME(cublasGetStatusString), &api.status_string, &missing);
-  if (!ok) return Unavailable("backend 'cuda': " + soname + " has no " + missing + " (an older cuBLAS?)");
+  if (!ok)
+    return Unavailable("backend 'cuda': " + soname + " has no " + missing + " (an older cuBLAS?)");
   return api;  // the library stays loaded for the process's lifetime
 }
 

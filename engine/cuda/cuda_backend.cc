@@ -1,7 +1,7 @@
 // The CUDA backend's slots and factory. A slot (CudaExecutable) owns one stream (a green-context
 // stream when T < F, sm_share.h), a cuDNN and a cuBLAS handle bound to it, every activation buffer
-// on the device, the convolution and cuBLAS workspaces and pinned host staging; new_slot() also runs
-// each kernel once so lazy module loading happens there. run() then only copies and launches.
+// on the device, the convolution and cuBLAS workspaces and pinned host staging; new_slot() also
+// runs each kernel once so lazy module loading happens there. run() then only copies and launches.
 //
 // Inter-node (K > 1): the ActivationExchange is host-based, so an all-gather stages through pinned
 // host memory: this rank's part device -> host, exchange, the other ranks' parts host -> device.
@@ -31,16 +31,21 @@ constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
 class CudaExecutable final : public Executable {
  public:
-  static StatusOr<std::unique_ptr<CudaExecutable>> create(std::shared_ptr<const CudaPreparedModel> model);
+  static StatusOr<std::unique_ptr<CudaExecutable>> create(
+      std::shared_ptr<const CudaPreparedModel> model);
   ~CudaExecutable() override;
-  Status run(const float* input, float* output, ActivationExchange& exchange, LayerTimings* timings) override;
+  Status run(const float* input, float* output, ActivationExchange& exchange,
+             LayerTimings* timings) override;
   Partition partition() const override { return model_->partition_; }
   int threads() const override { return model_->threads_; }
 
  private:
-  explicit CudaExecutable(std::shared_ptr<const CudaPreparedModel> model) : model_(std::move(model)) {}
-  float* buffer(int index) const { return index < 0 ? input_.floats() : buffers_[static_cast<size_t>(index)].floats(); }
-  Status launch(const GpuStep& g);                                 // stages, then compute()
+  explicit CudaExecutable(std::shared_ptr<const CudaPreparedModel> model)
+      : model_(std::move(model)) {}
+  float* buffer(int index) const {
+    return index < 0 ? input_.floats() : buffers_[static_cast<size_t>(index)].floats();
+  }
+  Status launch(const GpuStep& g);                                // stages, then compute()
   Status compute(const GpuStep& g, const float* in, float* out);  // the layer's kernels
   // All-gather of the activation in device buffer `full` through the pinned staging buffer.
   Status gather(float* full, const GatherLayout& layout, ActivationExchange& exchange);
@@ -57,7 +62,8 @@ class CudaExecutable final : public Executable {
   PinnedBuffer host_input_, host_stage_;
 };
 
-StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::shared_ptr<const CudaPreparedModel> model) {
+StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(
+    std::shared_ptr<const CudaPreparedModel> model) {
   std::unique_ptr<CudaExecutable> e(new CudaExecutable(std::move(model)));
   const CudaPreparedModel& m = *e->model_;
   SERF_CUDA(cudaSetDevice(m.device_));
@@ -68,24 +74,30 @@ StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::shared_ptr
   const CublasApi& blas = *e->blas_;
   SERF_CUBLAS("cublasCreate", blas.create(e->cublas_.out()));
   SERF_CUBLAS("cublasSetStream", blas.set_stream(e->cublas_.get(), e->stream_.get()));
-  SERF_CUBLAS("cublasSetMathMode", blas.set_math_mode(e->cublas_.get(), CUBLAS_DEFAULT_MATH));  // FP32, no TF32
+  SERF_CUBLAS("cublasSetMathMode",
+              blas.set_math_mode(e->cublas_.get(), CUBLAS_DEFAULT_MATH));  // FP32, no TF32
   SERF_ASSIGN_OR_RETURN(e->cublas_workspace_, DeviceBuffer::create(kCublasWorkspaceBytes));
   SERF_CUBLAS("cublasSetWorkspace",
-              blas.set_workspace(e->cublas_.get(), e->cublas_workspace_.data(), e->cublas_workspace_.bytes()));
+              blas.set_workspace(e->cublas_.get(), e->cublas_workspace_.data(),
+                                 e->cublas_workspace_.bytes()));
 
   const int64_t in_floats = m.plan_.spec.input.elements();
-  SERF_ASSIGN_OR_RETURN(e->input_, DeviceBuffer::create(sizeof(float) * static_cast<size_t>(in_floats)));
+  SERF_ASSIGN_OR_RETURN(e->input_,
+                        DeviceBuffer::create(sizeof(float) * static_cast<size_t>(in_floats)));
   for (int64_t floats : m.layout_.buffer_sizes) {
-    SERF_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::create(sizeof(float) * static_cast<size_t>(floats)));
+    SERF_ASSIGN_OR_RETURN(DeviceBuffer b,
+                          DeviceBuffer::create(sizeof(float) * static_cast<size_t>(floats)));
     e->buffers_.push_back(std::move(b));
   }
   SERF_ASSIGN_OR_RETURN(e->workspace_, DeviceBuffer::create(m.workspace_bytes_));
   const size_t stage_bytes = sizeof(float) * static_cast<size_t>(m.stage_floats_);
   SERF_ASSIGN_OR_RETURN(e->stage_in_, DeviceBuffer::create(stage_bytes));
   SERF_ASSIGN_OR_RETURN(e->stage_out_, DeviceBuffer::create(stage_bytes));
-  SERF_ASSIGN_OR_RETURN(e->host_input_, PinnedBuffer::create(sizeof(float) * static_cast<size_t>(in_floats)));
+  SERF_ASSIGN_OR_RETURN(e->host_input_,
+                        PinnedBuffer::create(sizeof(float) * static_cast<size_t>(in_floats)));
   const int64_t stage = std::max(m.layout_.max_gather_floats, m.plan_.output().elements());
-  SERF_ASSIGN_OR_RETURN(e->host_stage_, PinnedBuffer::create(sizeof(float) * static_cast<size_t>(stage)));
+  SERF_ASSIGN_OR_RETURN(e->host_stage_,
+                        PinnedBuffer::create(sizeof(float) * static_cast<size_t>(stage)));
 
   // Warm-up on the zeroed buffers, without exchanges: loads every kernel's module now.
   for (const GpuStep& g : m.steps_) {
@@ -108,7 +120,8 @@ Status CudaExecutable::launch(const GpuStep& g) {
     // Element-wise over this rank's part: inputs 2.. are added into the output in turn.
     const float* acc = buffer(s.inputs[0].buffer) + s.inputs[0].offset;
     for (size_t k = 1; k < s.inputs.size(); ++k) {
-      SERF_CUDA(launch_add(acc, buffer(s.inputs[k].buffer) + s.inputs[k].offset, target, s.elements, st));
+      SERF_CUDA(
+          launch_add(acc, buffer(s.inputs[k].buffer) + s.inputs[k].offset, target, s.elements, st));
       acc = target;
     }
     return Status::Ok();
@@ -119,7 +132,8 @@ Status CudaExecutable::launch(const GpuStep& g) {
     for (size_t k = 0; k < s.inputs.size(); ++k) {
       const int64_t n = model_->plan_.layers[static_cast<size_t>(s.layer)].ins[k].elements();
       SERF_CUDA(cudaMemcpyAsync(target + at, buffer(s.inputs[k].buffer) + s.inputs[k].offset,
-                                sizeof(float) * static_cast<size_t>(n), cudaMemcpyDeviceToDevice, st));
+                                sizeof(float) * static_cast<size_t>(n), cudaMemcpyDeviceToDevice,
+                                st));
       at += n;
     }
     return Status::Ok();
@@ -127,7 +141,8 @@ Status CudaExecutable::launch(const GpuStep& g) {
   const float* in = buffer(s.inputs[0].buffer) + s.inputs[0].offset;
   float* out = g.stage_out ? stage_out_.floats() : target;
   if (g.stage_in) {
-    SERF_CUDA(cudaMemcpyAsync(stage_in_.data(), in, sizeof(float) * static_cast<size_t>(g.in_floats),
+    SERF_CUDA(cudaMemcpyAsync(stage_in_.data(), in,
+                              sizeof(float) * static_cast<size_t>(g.in_floats),
                               cudaMemcpyDeviceToDevice, st));
     in = stage_in_.floats();
   }
@@ -152,16 +167,19 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
   cudaStream_t st = stream_.get();
   switch (s.kind) {
     case LayerKind::kConv2d:
-      SERF_CUDNN(cudnnConvolutionForward(h, &one, g.x.get(), in, g.w.get(), g.weights.floats(), g.conv.get(), g.algo,
-                                         workspace_.data(), g.workspace_bytes, &beta, g.y.get(), out));
-      SERF_CUDA(launch_channel_affine(out, out, nullptr, g.bias.floats(), s.out_slice.count, g.out_per_channel,
-                                      g.act, st));
+      SERF_CUDNN(cudnnConvolutionForward(h, &one, g.x.get(), in, g.w.get(), g.weights.floats(),
+                                         g.conv.get(), g.algo, workspace_.data(), g.workspace_bytes,
+                                         &beta, g.y.get(), out));
+      SERF_CUDA(launch_channel_affine(out, out, nullptr, g.bias.floats(), s.out_slice.count,
+                                      g.out_per_channel, g.act, st));
       break;
     case LayerKind::kFullyConnected:
       // W (count x in, row-major) is W^T (in x count) column-major: y = op(A) x with op = T.
-      SERF_CUBLAS("cublasSgemv", blas_->sgemv(cublas_.get(), CUBLAS_OP_T, g.fc_in, s.out_slice.count, &one,
-                                              g.weights.floats(), g.fc_in, in, 1, &zero, out, 1));
-      SERF_CUDA(launch_channel_affine(out, out, nullptr, g.bias.floats(), s.out_slice.count, 1, g.act, st));
+      SERF_CUBLAS("cublasSgemv",
+                  blas_->sgemv(cublas_.get(), CUBLAS_OP_T, g.fc_in, s.out_slice.count, &one,
+                               g.weights.floats(), g.fc_in, in, 1, &zero, out, 1));
+      SERF_CUDA(launch_channel_affine(out, out, nullptr, g.bias.floats(), s.out_slice.count, 1,
+                                      g.act, st));
       break;
     case LayerKind::kRelu:
     case LayerKind::kClip:
@@ -169,8 +187,8 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
       SERF_CUDA(launch_channel_affine(in, out, nullptr, nullptr, 1, s.elements, g.act, st));
       break;
     case LayerKind::kBatchNorm:
-      SERF_CUDA(launch_channel_affine(in, out, g.weights.floats(), g.bias.floats(), s.channels.count,
-                                      g.out_per_channel, Activation{}, st));
+      SERF_CUDA(launch_channel_affine(in, out, g.weights.floats(), g.bias.floats(),
+                                      s.channels.count, g.out_per_channel, Activation{}, st));
       break;
     case LayerKind::kMaxPool:
     case LayerKind::kAvgPool:
@@ -178,12 +196,12 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
       SERF_CUDNN(cudnnPoolingForward(h, g.pool.get(), &one, g.x.get(), in, &zero, g.y.get(), out));
       break;
     case LayerKind::kLrn:
-      SERF_CUDNN(cudnnLRNCrossChannelForward(h, g.lrn.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, g.x.get(), in,
-                                             &zero, g.y.get(), out));
+      SERF_CUDNN(cudnnLRNCrossChannelForward(h, g.lrn.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, &one,
+                                             g.x.get(), in, &zero, g.y.get(), out));
       break;
     case LayerKind::kSoftmax:
-      SERF_CUDNN(cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, g.x.get(), in,
-                                     &zero, g.y.get(), out));
+      SERF_CUDNN(cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one,
+                                     g.x.get(), in, &zero, g.y.get(), out));
       break;
     case LayerKind::kAdd:
     case LayerKind::kConcat:
@@ -193,7 +211,8 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
   return Status::Ok();
 }
 
-Status CudaExecutable::gather(float* full, const GatherLayout& layout, ActivationExchange& exchange) {
+Status CudaExecutable::gather(float* full, const GatherLayout& layout,
+                              ActivationExchange& exchange) {
   const int r = exchange.rank();
   float* host = host_stage_.floats();
   const size_t own_offset = static_cast<size_t>(layout.offsets[static_cast<size_t>(r)]);
@@ -210,13 +229,14 @@ Status CudaExecutable::gather(float* full, const GatherLayout& layout, Activatio
   }
   const size_t tail = static_cast<size_t>(layout.total) - own_offset - own_count;
   if (tail > 0) {
-    SERF_CUDA(cudaMemcpyAsync(full + own_offset + own_count, host + own_offset + own_count, sizeof(float) * tail,
-                              cudaMemcpyHostToDevice, st));
+    SERF_CUDA(cudaMemcpyAsync(full + own_offset + own_count, host + own_offset + own_count,
+                              sizeof(float) * tail, cudaMemcpyHostToDevice, st));
   }
   return Status::Ok();
 }
 
-Status CudaExecutable::run(const float* input, float* output, ActivationExchange& exchange, LayerTimings* timings) {
+Status CudaExecutable::run(const float* input, float* output, ActivationExchange& exchange,
+                           LayerTimings* timings) {
   const CudaPreparedModel& m = *model_;
   SERF_RETURN_IF_ERROR(check_exchange(exchange, m.partition_));
   if (timings != nullptr) {
@@ -232,12 +252,14 @@ Status CudaExecutable::run(const float* input, float* output, ActivationExchange
   const size_t in_bytes = sizeof(float) * static_cast<size_t>(m.plan_.spec.input.elements());
   // The previous request's copies out of host_input_ have completed (run() ends synchronized).
   std::memcpy(host_input_.floats(), input, in_bytes);
-  SERF_CUDA(cudaMemcpyAsync(input_.data(), host_input_.floats(), in_bytes, cudaMemcpyHostToDevice, st));
+  SERF_CUDA(
+      cudaMemcpyAsync(input_.data(), host_input_.floats(), in_bytes, cudaMemcpyHostToDevice, st));
 
   auto timed_gather = [&](const GatherStep& gs) -> Status {
     const auto t0 = clock::now();
     SERF_RETURN_IF_ERROR(gather(buffer(gs.buffer), gs.layout, exchange));
-    if (timings != nullptr) timings->exchange_ms[static_cast<size_t>(gs.charged_layer)] += ms_since(t0);
+    if (timings != nullptr)
+      timings->exchange_ms[static_cast<size_t>(gs.charged_layer)] += ms_since(t0);
     return Status::Ok();
   };
   for (size_t i = 0; i < m.steps_.size(); ++i) {
@@ -262,7 +284,8 @@ Status CudaExecutable::run(const float* input, float* output, ActivationExchange
     // host_stage_ already holds the whole output; wait for the copies back before the next request.
     SERF_CUDA(cudaStreamSynchronize(st));
   } else {
-    SERF_CUDA(cudaMemcpyAsync(host_stage_.floats(), out, sizeof(float) * out_floats, cudaMemcpyDeviceToHost, st));
+    SERF_CUDA(cudaMemcpyAsync(host_stage_.floats(), out, sizeof(float) * out_floats,
+                              cudaMemcpyDeviceToHost, st));
     SERF_CUDA(cudaStreamSynchronize(st));
   }
   std::memcpy(output, host_stage_.floats(), sizeof(float) * out_floats);
@@ -271,7 +294,8 @@ Status CudaExecutable::run(const float* input, float* output, ActivationExchange
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(int device, std::shared_ptr<SmPartitioner> sms) : device_(device), sms_(std::move(sms)) {}
+  CudaBackend(int device, std::shared_ptr<SmPartitioner> sms)
+      : device_(device), sms_(std::move(sms)) {}
   std::string name() const override { return "cuda"; }
   StatusOr<std::shared_ptr<PreparedModel>> prepare(const model::ModelPlan& plan,
                                                    const model::Weights& weights,
@@ -309,11 +333,12 @@ Status check_device(int device) {
                        cudaGetErrorName(e) + "); use --backend cpu");
   }
   if (count == 0) {
-    return Unavailable("backend 'cuda': no usable CUDA device (cudaGetDeviceCount found 0); use --backend cpu");
+    return Unavailable(
+        "backend 'cuda': no usable CUDA device (cudaGetDeviceCount found 0); use --backend cpu");
   }
   if (device < 0 || device >= count) {
-    return InvalidArgument("CUDA device " + std::to_string(device) + " does not exist (devices 0.." +
-                           std::to_string(count - 1) + ")");
+    return InvalidArgument("CUDA device " + std::to_string(device) +
+                           " does not exist (devices 0.." + std::to_string(count - 1) + ")");
   }
   return Status::Ok();
 }

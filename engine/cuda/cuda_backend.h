@@ -17,15 +17,15 @@ namespace serf::engine {
 StatusOr<std::unique_ptr<Backend>> make_cuda_backend(int device = 0);
 
 struct CudaDeviceInfo {
-  std::string name;          // "NVIDIA H100 80GB HBM3"
+  std::string name;  // "NVIDIA H100 80GB HBM3"
   int device = 0;
   int sm_count = 0;
   int64_t memory_bytes = 0;
   int compute_capability = 0;  // 90 for sm_90
   bool green_contexts = false;
-  int sm_units = 1;          // F: the T a slot needs to get the whole GPU
+  int sm_units = 1;  // F: the T a slot needs to get the whole GPU
   int sms_per_unit = 0;
-  std::string note;          // one line: the T -> SM mapping in force, or why green contexts are off
+  std::string note;  // one line: the T -> SM mapping in force, or why green contexts are off
 };
 
 // Loads the libraries the backend opens at run time (cuBLAS) without touching a device: Ok, or

@@ -39,7 +39,8 @@ struct GpuStep {
 class CudaPreparedModel final : public PreparedModel,
                                 public std::enable_shared_from_this<CudaPreparedModel> {
  public:
-  static StatusOr<std::shared_ptr<CudaPreparedModel>> create(std::shared_ptr<SmPartitioner> sms, int device,
+  static StatusOr<std::shared_ptr<CudaPreparedModel>> create(std::shared_ptr<SmPartitioner> sms,
+                                                             int device,
                                                              const model::ModelPlan& plan,
                                                              const model::Weights& weights,
                                                              Partition partition, int threads);
@@ -55,7 +56,7 @@ class CudaPreparedModel final : public PreparedModel,
   int device_ = 0;
   int64_t weight_bytes_ = 0;
   size_t workspace_bytes_ = 0;  // the largest convolution workspace
-  int64_t stage_floats_ = 0;     // the largest staged part (0: nothing is staged)
+  int64_t stage_floats_ = 0;    // the largest staged part (0: nothing is staged)
   LayerSteps layout_;
   std::vector<GpuStep> steps_;
   std::shared_ptr<SmPartitioner> sms_;

@@ -29,19 +29,22 @@ std::string layer_name(const model::LayerSpec& spec, int index) {
 
 }  // namespace
 
-StatusOr<DeviceBuffer> CudaPreparedModel::upload_rows(const model::Weights& weights, const std::string& name,
-                                                      const std::vector<int64_t>& shape, Slice rows) {
+StatusOr<DeviceBuffer> CudaPreparedModel::upload_rows(const model::Weights& weights,
+                                                      const std::string& name,
+                                                      const std::vector<int64_t>& shape,
+                                                      Slice rows) {
   const model::Tensor* t = weights.find(name);
   if (t == nullptr) return NotFound("weights: tensor '" + name + "' is missing");
   if (t->shape != shape) {
-    return InvalidArgument("weights: tensor '" + name + "' has shape " + dims(t->shape) + ", the model needs " +
-                           dims(shape));
+    return InvalidArgument("weights: tensor '" + name + "' has shape " + dims(t->shape) +
+                           ", the model needs " + dims(shape));
   }
   const int64_t row = t->elements() / shape[0];
   const size_t bytes = sizeof(float) * static_cast<size_t>(row * rows.count);
   SERF_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::create(bytes));
   // Rows of a row-major tensor are contiguous: the slice is one copy (prepare time, synchronous).
-  SERF_CUDA(cudaMemcpy(b.data(), t->data.data() + int64_t{rows.offset} * row, bytes, cudaMemcpyHostToDevice));
+  SERF_CUDA(cudaMemcpy(b.data(), t->data.data() + int64_t{rows.offset} * row, bytes,
+                       cudaMemcpyHostToDevice));
   weight_bytes_ += static_cast<int64_t>(bytes);
   return b;
 }
@@ -74,55 +77,60 @@ Status check_symmetric(const model::LayerSpec& spec, int index, int pad_bottom, 
 
 }  // namespace
 
-Status CudaPreparedModel::build_conv(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
-                                     const model::Weights& weights, cudnnHandle_t handle) {
+Status CudaPreparedModel::build_conv(GpuStep& g, const model::LayerSpec& spec,
+                                     const model::LayerInfo& info, const model::Weights& weights,
+                                     cudnnHandle_t handle) {
   const LayerStep& step = g.step;
   const model::Window& win = spec.window;
   SERF_RETURN_IF_ERROR(check_symmetric(spec, step.layer, win.pad_bottom, win.pad_right));
   const Slice s = step.out_slice;
   const int per_group_in = info.in.channels / spec.groups;
   const int cin = step.group_slice.count * per_group_in;
-  SERF_ASSIGN_OR_RETURN(g.weights, upload_rows(weights, spec.name + ".weight",
-                                               {info.out.channels, per_group_in, win.kernel_h, win.kernel_w}, s));
+  SERF_ASSIGN_OR_RETURN(
+      g.weights, upload_rows(weights, spec.name + ".weight",
+                             {info.out.channels, per_group_in, win.kernel_h, win.kernel_w}, s));
   SERF_ASSIGN_OR_RETURN(g.bias, upload_rows(weights, spec.name + ".bias", {info.out.channels}, s));
   SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(cin, info.in.height, info.in.width));
   SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(s.count, info.out.height, info.out.width));
   SERF_CUDNN(cudnnCreateFilterDescriptor(g.w.out()));
-  SERF_CUDNN(cudnnSetFilter4dDescriptor(g.w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.count, per_group_in,
-                                        win.kernel_h, win.kernel_w));
+  SERF_CUDNN(cudnnSetFilter4dDescriptor(g.w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.count,
+                                        per_group_in, win.kernel_h, win.kernel_w));
   SERF_CUDNN(cudnnCreateConvolutionDescriptor(g.conv.out()));
-  SERF_CUDNN(cudnnSetConvolution2dDescriptor(g.conv.get(), win.pad_top, win.pad_left, win.stride_h, win.stride_w,
-                                             win.dilation_h, win.dilation_w, CUDNN_CROSS_CORRELATION,
-                                             CUDNN_DATA_FLOAT));
+  SERF_CUDNN(cudnnSetConvolution2dDescriptor(g.conv.get(), win.pad_top, win.pad_left, win.stride_h,
+                                             win.stride_w, win.dilation_h, win.dilation_w,
+                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   SERF_CUDNN(cudnnSetConvolutionGroupCount(g.conv.get(), step.group_slice.count));
   // FMA math: FP32 kernels only. CUDNN_DEFAULT_MATH lets Ampere+ GPUs use TF32 tensor cores for
   // float convolutions (10-bit mantissa), which would break agreement with the CPU backend.
   SERF_CUDNN(cudnnSetConvolutionMathType(g.conv.get(), CUDNN_FMA_MATH));
   int n = 0, c = 0, h = 0, w = 0;
-  SERF_CUDNN(cudnnGetConvolution2dForwardOutputDim(g.conv.get(), g.x.get(), g.w.get(), &n, &c, &h, &w));
+  SERF_CUDNN(
+      cudnnGetConvolution2dForwardOutputDim(g.conv.get(), g.x.get(), g.w.get(), &n, &c, &h, &w));
   if (n != 1 || c != s.count || h != info.out.height || w != info.out.width) {
     return Internal(layer_name(spec, step.layer) + ": cuDNN output " + std::to_string(h) + "x" +
-                    std::to_string(w) + " differs from shape inference " + std::to_string(info.out.height) + "x" +
-                    std::to_string(info.out.width));
+                    std::to_string(w) + " differs from shape inference " +
+                    std::to_string(info.out.height) + "x" + std::to_string(info.out.width));
   }
   int max_algos = 0;
   SERF_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max_algos));
   std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(1, max_algos)));
   int returned = 0;
-  SERF_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(handle, g.x.get(), g.w.get(), g.conv.get(), g.y.get(),
-                                                    static_cast<int>(perf.size()), &returned, perf.data()));
+  SERF_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(handle, g.x.get(), g.w.get(), g.conv.get(),
+                                                    g.y.get(), static_cast<int>(perf.size()),
+                                                    &returned, perf.data()));
   // The heuristics' best FP32 (FMA) algorithm within the workspace cap; implicit GEMM (no
   // workspace, always supported for NCHW float) when none qualifies.
   g.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   for (int i = 0; i < returned; ++i) {
     const auto& p = perf[static_cast<size_t>(i)];
-    if (p.status == CUDNN_STATUS_SUCCESS && p.mathType == CUDNN_FMA_MATH && p.memory <= kMaxWorkspaceBytes) {
+    if (p.status == CUDNN_STATUS_SUCCESS && p.mathType == CUDNN_FMA_MATH &&
+        p.memory <= kMaxWorkspaceBytes) {
       g.algo = p.algo;
       break;
     }
   }
-  SERF_CUDNN(cudnnGetConvolutionForwardWorkspaceSize(handle, g.x.get(), g.w.get(), g.conv.get(), g.y.get(), g.algo,
-                                                     &g.workspace_bytes));
+  SERF_CUDNN(cudnnGetConvolutionForwardWorkspaceSize(handle, g.x.get(), g.w.get(), g.conv.get(),
+                                                     g.y.get(), g.algo, &g.workspace_bytes));
   workspace_bytes_ = std::max(workspace_bytes_, g.workspace_bytes);
   g.out_per_channel = int64_t{info.out.height} * info.out.width;
   g.in_floats = int64_t{cin} * info.in.height * info.in.width;
@@ -130,55 +138,60 @@ Status CudaPreparedModel::build_conv(GpuStep& g, const model::LayerSpec& spec, c
   return Status::Ok();
 }
 
-Status CudaPreparedModel::build_fc(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
-                                   const model::Weights& weights) {
+Status CudaPreparedModel::build_fc(GpuStep& g, const model::LayerSpec& spec,
+                                   const model::LayerInfo& info, const model::Weights& weights) {
   const int64_t in = info.in.elements();
-  SERF_ASSIGN_OR_RETURN(g.weights, upload_rows(weights, spec.name + ".weight", {info.out.channels, in},
-                                               g.step.out_slice));
-  SERF_ASSIGN_OR_RETURN(g.bias, upload_rows(weights, spec.name + ".bias", {info.out.channels}, g.step.out_slice));
+  SERF_ASSIGN_OR_RETURN(g.weights, upload_rows(weights, spec.name + ".weight",
+                                               {info.out.channels, in}, g.step.out_slice));
+  SERF_ASSIGN_OR_RETURN(
+      g.bias, upload_rows(weights, spec.name + ".bias", {info.out.channels}, g.step.out_slice));
   g.fc_in = static_cast<int>(in);
   g.out_per_channel = 1;
   return Status::Ok();
 }
 
-Status CudaPreparedModel::build_pool(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info) {
+Status CudaPreparedModel::build_pool(GpuStep& g, const model::LayerSpec& spec,
+                                     const model::LayerInfo& info) {
   const LayerStep& step = g.step;
   const int channels = step.channels.count;
   SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(channels, info.in.height, info.in.width));
   SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(channels, info.out.height, info.out.width));
   SERF_CUDNN(cudnnCreatePoolingDescriptor(g.pool.out()));
   if (step.kind == LayerKind::kGlobalAvgPool) {
-    SERF_CUDNN(cudnnSetPooling2dDescriptor(g.pool.get(), CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
-                                           CUDNN_NOT_PROPAGATE_NAN, info.in.height, info.in.width, 0, 0, 1, 1));
+    SERF_CUDNN(cudnnSetPooling2dDescriptor(
+        g.pool.get(), CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, CUDNN_NOT_PROPAGATE_NAN,
+        info.in.height, info.in.width, 0, 0, 1, 1));
   } else {
     const model::Window& w = spec.window;
     // ceil_mode may need more padding after the input than before it: not expressible here.
-    const int bottom = std::max(w.pad_bottom, (info.out.height - 1) * w.stride_h + w.kernel_h -
-                                                  info.in.height - w.pad_top);
-    const int right = std::max(w.pad_right, (info.out.width - 1) * w.stride_w + w.kernel_w -
-                                                info.in.width - w.pad_left);
+    const int bottom = std::max(
+        w.pad_bottom, (info.out.height - 1) * w.stride_h + w.kernel_h - info.in.height - w.pad_top);
+    const int right = std::max(
+        w.pad_right, (info.out.width - 1) * w.stride_w + w.kernel_w - info.in.width - w.pad_left);
     SERF_RETURN_IF_ERROR(check_symmetric(spec, step.layer, bottom, right));
     cudnnPoolingMode_t mode = CUDNN_POOLING_MAX;
     if (step.kind == LayerKind::kAvgPool) {
       mode = spec.count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                                     : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     }
-    SERF_CUDNN(cudnnSetPooling2dDescriptor(g.pool.get(), mode, CUDNN_NOT_PROPAGATE_NAN, w.kernel_h, w.kernel_w,
-                                           w.pad_top, w.pad_left, w.stride_h, w.stride_w));
+    SERF_CUDNN(cudnnSetPooling2dDescriptor(g.pool.get(), mode, CUDNN_NOT_PROPAGATE_NAN, w.kernel_h,
+                                           w.kernel_w, w.pad_top, w.pad_left, w.stride_h,
+                                           w.stride_w));
   }
   int n = 0, c = 0, h = 0, wd = 0;
   SERF_CUDNN(cudnnGetPooling2dForwardOutputDim(g.pool.get(), g.x.get(), &n, &c, &h, &wd));
   if (h != info.out.height || wd != info.out.width) {
-    return Internal(layer_name(spec, step.layer) + ": cuDNN pooling output " + std::to_string(h) + "x" +
-                    std::to_string(wd) + " differs from shape inference " + std::to_string(info.out.height) + "x" +
-                    std::to_string(info.out.width));
+    return Internal(layer_name(spec, step.layer) + ": cuDNN pooling output " + std::to_string(h) +
+                    "x" + std::to_string(wd) + " differs from shape inference " +
+                    std::to_string(info.out.height) + "x" + std::to_string(info.out.width));
   }
   g.in_floats = int64_t{channels} * info.in.height * info.in.width;
   g.out_floats = int64_t{channels} * info.out.height * info.out.width;
   return Status::Ok();
 }
 
-Status CudaPreparedModel::build_batchnorm(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
+Status CudaPreparedModel::build_batchnorm(GpuStep& g, const model::LayerSpec& spec,
+                                          const model::LayerInfo& info,
                                           const model::Weights& weights) {
   const int all = info.in.channels;
   std::vector<const model::Tensor*> p;
@@ -211,7 +224,8 @@ Status CudaPreparedModel::build_batchnorm(GpuStep& g, const model::LayerSpec& sp
   return Status::Ok();
 }
 
-Status CudaPreparedModel::build_step(GpuStep& g, const model::Weights& weights, cudnnHandle_t handle) {
+Status CudaPreparedModel::build_step(GpuStep& g, const model::Weights& weights,
+                                     cudnnHandle_t handle) {
   const LayerStep& step = g.step;
   const model::LayerSpec& spec = plan_.spec.layers[static_cast<size_t>(step.layer)];
   const model::LayerInfo& info = plan_.layers[static_cast<size_t>(step.layer)];
@@ -235,18 +249,19 @@ Status CudaPreparedModel::build_step(GpuStep& g, const model::Weights& weights, 
       g.act = activation_of(spec);
       return Status::Ok();
     case LayerKind::kLrn: {
-      if (spec.lrn_size < CUDNN_LRN_MIN_N || spec.lrn_size > CUDNN_LRN_MAX_N || spec.lrn_k < CUDNN_LRN_MIN_K ||
-          spec.lrn_beta < CUDNN_LRN_MIN_BETA) {
+      if (spec.lrn_size < CUDNN_LRN_MIN_N || spec.lrn_size > CUDNN_LRN_MAX_N ||
+          spec.lrn_k < CUDNN_LRN_MIN_K || spec.lrn_beta < CUDNN_LRN_MIN_BETA) {
         return InvalidArgument(layer_name(spec, step.layer) + ": cuDNN LRN needs size in [" +
-                               std::to_string(CUDNN_LRN_MIN_N) + ", " + std::to_string(CUDNN_LRN_MAX_N) +
+                               std::to_string(CUDNN_LRN_MIN_N) + ", " +
+                               std::to_string(CUDNN_LRN_MAX_N) +
                                "], k >= 1e-5 and beta >= 0.01; use --backend cpu for this model");
       }
       SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(info.in.channels, info.in.height, info.in.width));
       SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(info.in.channels, info.in.height, info.in.width));
       SERF_CUDNN(cudnnCreateLRNDescriptor(g.lrn.out()));
       // cuDNN divides alpha by size like PyTorch's LocalResponseNorm and oneDNN.
-      SERF_CUDNN(cudnnSetLRNDescriptor(g.lrn.get(), static_cast<unsigned>(spec.lrn_size), spec.lrn_alpha,
-                                       spec.lrn_beta, spec.lrn_k));
+      SERF_CUDNN(cudnnSetLRNDescriptor(g.lrn.get(), static_cast<unsigned>(spec.lrn_size),
+                                       spec.lrn_alpha, spec.lrn_beta, spec.lrn_k));
       return Status::Ok();
     }
     case LayerKind::kSoftmax: {
@@ -279,12 +294,12 @@ Status CudaPreparedModel::build(const model::Weights& weights, cudnnHandle_t han
   return Status::Ok();
 }
 
-StatusOr<std::shared_ptr<CudaPreparedModel>> CudaPreparedModel::create(std::shared_ptr<SmPartitioner> sms,
-                                                                       int device, const model::ModelPlan& plan,
-                                                                       const model::Weights& weights,
-                                                                       Partition partition, int threads) {
+StatusOr<std::shared_ptr<CudaPreparedModel>> CudaPreparedModel::create(
+    std::shared_ptr<SmPartitioner> sms, int device, const model::ModelPlan& plan,
+    const model::Weights& weights, Partition partition, int threads) {
   if (threads < 1) {
-    return InvalidArgument("intra-node parallelism T = " + std::to_string(threads) + " must be at least 1");
+    return InvalidArgument("intra-node parallelism T = " + std::to_string(threads) +
+                           " must be at least 1");
   }
   auto m = std::make_shared<CudaPreparedModel>();
   SERF_ASSIGN_OR_RETURN(m->layout_, plan_layer_steps(plan, partition));

@@ -1,8 +1,8 @@
 #include "engine/cuda/cuda_util.h"
 
-#include "engine/cuda/cublas_api.h"
-
 #include <algorithm>
+
+#include "engine/cuda/cublas_api.h"
 
 namespace serf::engine::cuda {
 namespace {
@@ -17,9 +17,11 @@ std::string call_name(const char* call) {
 
 Status cuda_status(cudaError_t e, const char* call) {
   if (e == cudaSuccess) return Status::Ok();
-  const std::string what = call_name(call) + ": " + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
+  const std::string what =
+      call_name(call) + ": " + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
   // No device / no driver is an environment the user can fix, not a bug.
-  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorMemoryAllocation) {
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ||
+      e == cudaErrorMemoryAllocation) {
     return Unavailable("cuda: " + what);
   }
   return Internal("cuda: " + what);

@@ -24,7 +24,8 @@ Status cublas_status(cublasStatus_t s, const char* call);
 #define SERF_CUDA(expr) SERF_RETURN_IF_ERROR(::serf::engine::cuda::cuda_status((expr), #expr))
 #define SERF_CUDNN(expr) SERF_RETURN_IF_ERROR(::serf::engine::cuda::cudnn_status((expr), #expr))
 // cuBLAS is called through function pointers (cublas_api.h): name the call explicitly.
-#define SERF_CUBLAS(name, expr) SERF_RETURN_IF_ERROR(::serf::engine::cuda::cublas_status((expr), name))
+#define SERF_CUBLAS(name, expr) \
+  SERF_RETURN_IF_ERROR(::serf::engine::cuda::cublas_status((expr), name))
 
 // A move-only owner of a handle `T` released by `Destroy` (cudnnDestroyTensorDescriptor, ...).
 template <typename T, auto Destroy>
@@ -43,7 +44,10 @@ class Owned {
   Owned(const Owned&) = delete;
   Owned& operator=(const Owned&) = delete;
   T get() const { return h_; }
-  T* out() { reset(); return &h_; }  // for cudnnCreate...(&h)
+  T* out() {
+    reset();
+    return &h_;
+  }  // for cudnnCreate...(&h)
   explicit operator bool() const { return h_ != T{}; }
   void reset() {
     if (h_ != T{}) Destroy(h_);  // errors at teardown have nowhere to go

@@ -52,8 +52,8 @@ cudaError_t launch_channel_affine(const float* x, float* y, const float* scale, 
                                   cudaStream_t stream) {
   const int64_t n = int64_t{channels} * per_channel;
   if (n <= 0) return cudaSuccess;
-  channel_affine_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, scale, shift, n,
-                                                                  per_channel, act);
+  channel_affine_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, scale, shift, n, per_channel,
+                                                                act);
   return cudaGetLastError();
 }
 

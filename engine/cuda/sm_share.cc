@@ -16,10 +16,12 @@ template <typename Fn>
 bool load_symbol(const char* symbol, Fn* fn, std::string* why) {
   void* p = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  const cudaError_t e = cudaGetDriverEntryPointByVersion(symbol, &p, CUDA_VERSION, cudaEnableDefault, &found);
+  const cudaError_t e =
+      cudaGetDriverEntryPointByVersion(symbol, &p, CUDA_VERSION, cudaEnableDefault, &found);
   if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || p == nullptr) {
     *why = std::string("the driver has no ") + symbol + " (green contexts need a driver for CUDA " +
-           std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10) + "+)";
+           std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10) +
+           "+)";
     return false;
   }
   *fn = reinterpret_cast<Fn>(p);
@@ -80,8 +82,9 @@ Status SmPartitioner::split_device(std::string* why) {
   unsigned groups = 0;
   r = driver_.split(nullptr, &groups, &all, nullptr, 0, unit);
   if (r != CUDA_SUCCESS || groups < 2) {
-    return Unavailable(*why = "cuDevSmResourceSplitByCount (" + std::to_string(unit) + " SMs): " +
-                              (r != CUDA_SUCCESS ? cu_error(r) : std::to_string(groups) + " group(s)"));
+    return Unavailable(
+        *why = "cuDevSmResourceSplitByCount (" + std::to_string(unit) + " SMs): " +
+               (r != CUDA_SUCCESS ? cu_error(r) : std::to_string(groups) + " group(s)"));
   }
   std::vector<CUdevResource> result(groups);
   CUdevResource remaining{};

@@ -55,7 +55,7 @@ class SmPartitioner : public std::enable_shared_from_this<SmPartitioner> {
   static StatusOr<std::shared_ptr<SmPartitioner>> create(int device);
 
   bool green_contexts() const { return !groups_.empty(); }
-  int units() const { return units_; }              // F
+  int units() const { return units_; }  // F
   int sms_per_unit() const { return sms_per_unit_; }
   int sm_count() const { return sm_count_; }
   const std::string& note() const { return note_; }  // one line: the mapping in force, or why not

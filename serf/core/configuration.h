@@ -51,10 +51,10 @@ inline constexpr int kMaxSlotsPerUnit = 4096;
 // The largest batch size a tuple or configuration may have (requests per batch).
 inline constexpr int kMaxBatch = 4096;
 
-// The rule, in this order: c, K, T >= 1; 1 <= b <= kMaxBatch; c <= kMaxSlotsPerUnit; K <= N (a request's nodes exist);
-// c*T <= F, computed in 64 bits (every running request has its T threads on every node of its
-// unit). InvalidArgument naming the configuration and the rule broken; the cluster itself must
-// have N, F >= 1.
+// The rule, in this order: c, K, T >= 1; 1 <= b <= kMaxBatch; c <= kMaxSlotsPerUnit; K <= N (a
+// request's nodes exist); c*T <= F, computed in 64 bits (every running request has its T threads on
+// every node of its unit). InvalidArgument naming the configuration and the rule broken; the
+// cluster itself must have N, F >= 1.
 Status validate(const Configuration& config, const ClusterShape& shape);
 // The same rule for a tuple (i, K, T): exactly i requests running.
 Status validate(const ParallelismTuple& tuple, const ClusterShape& shape);

@@ -4,12 +4,17 @@ namespace serf {
 
 int Status::exit_code() const {
   switch (code_) {
-    case StatusCode::kOk: return 0;
+    case StatusCode::kOk:
+      return 0;
     case StatusCode::kInvalidArgument:
-    case StatusCode::kNotFound: return 2;
-    case StatusCode::kInfeasible: return 3;
-    case StatusCode::kUnavailable: return 4;
-    case StatusCode::kInternal: return 1;
+    case StatusCode::kNotFound:
+      return 2;
+    case StatusCode::kInfeasible:
+      return 3;
+    case StatusCode::kUnavailable:
+      return 4;
+    case StatusCode::kInternal:
+      return 1;
   }
   return 1;
 }

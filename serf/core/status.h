@@ -38,7 +38,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status Infeasible(std::string m) { return {StatusCode::kInfeasible, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
@@ -71,9 +73,9 @@ class [[nodiscard]] StatusOr {
 #define SERF_CONCAT_(a, b) SERF_CONCAT_INNER_(a, b)
 
 // Return the Status from the enclosing function if `expr` is an error.
-#define SERF_RETURN_IF_ERROR(expr)          \
-  do {                                      \
-    ::serf::Status serf_status_ = (expr);   \
+#define SERF_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::serf::Status serf_status_ = (expr);        \
     if (!serf_status_.ok()) return serf_status_; \
   } while (0)
 

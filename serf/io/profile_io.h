@@ -1,9 +1,8 @@
 #pragma once
 // Reading and writing profiles ("serf-profile/1", ARCHITECTURE.md): parse -> validate.
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "serf/core/profile.h"
 

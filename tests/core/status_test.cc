@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "serf/core/status.h"
+
+#include <catch2/catch.hpp>
 
 namespace {
 

@@ -1,25 +1,25 @@
 // Cross-backend test: every layer type and every shipped model on the CPU (oneDNN) and the GPU
 // (cuDNN + cuBLAS) backends, compared within a stated tolerance. Without a device (or in a build
 // without the CUDA backend) the [gpu] cases print "SKIPPED (no GPU): <why>" and return; CTest then
-// reports test_cross_backend_gpu as skipped. The [engine] cases run everywhere: make_backend("cuda")
-// must say why it is unavailable, and the layer-step planner the CUDA backend relies on is checked.
+// reports test_cross_backend_gpu as skipped. The [engine] cases run everywhere:
+// make_backend("cuda") must say why it is unavailable, and the layer-step planner the CUDA backend
+// relies on is checked.
 //
 // Tolerance: |gpu_i - cpu_i| <= 1e-3 * |cpu_i| + 1e-4 * max_j |cpu_j| for every output element.
 // Both backends compute in FP32 (the CUDA backend disables TF32: cuDNN FMA math, cuBLAS default
 // math) but sum in different orders and may use Winograd / FFT convolutions, hence not bit-equal.
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <thread>
 
 #include "engine/backend.h"
 #include "engine/layer_steps.h"
 #include "engine/simulated_unit.h"
-#include "model/weights.h"
 #include "engine_test_util.h"
+#include "model/weights.h"
 #ifdef SERF_TEST_CUDA_BUILT
 #include "engine/cuda/cuda_backend.h"  // names no CUDA type
 #endif
@@ -97,33 +97,46 @@ std::vector<std::pair<std::string, std::string>> single_layer_specs() {
   };
   const std::string img = R"({"channels": 5, "height": 9, "width": 9})";
   return {
-      {"conv2d", spec(img, R"({"type": "conv2d", "out_channels": 7, "kernel": 3, "stride": 2, "pad": 1})")},
-      {"conv2d+relu", spec(img, R"({"type": "conv2d", "out_channels": 6, "kernel": 5, "pad": 2}, {"type": "relu"})")},
+      {"conv2d",
+       spec(img, R"({"type": "conv2d", "out_channels": 7, "kernel": 3, "stride": 2, "pad": 1})")},
+      {"conv2d+relu",
+       spec(img,
+            R"({"type": "conv2d", "out_channels": 6, "kernel": 5, "pad": 2}, {"type": "relu"})")},
       {"conv2d 1x1", spec(img, R"({"type": "conv2d", "out_channels": 4, "kernel": 1})")},
       {"maxpool", spec(img, R"({"type": "maxpool", "kernel": 3, "stride": 2, "pad": 1})")},
       {"avgpool", spec(img, R"({"type": "avgpool", "kernel": 3, "stride": 2, "pad": 1})")},
       {"relu", spec(img, R"({"type": "relu"})")},
       {"lrn", spec(img, R"({"type": "lrn", "size": 3, "alpha": 0.05, "beta": 0.75, "k": 2.0})")},
-      {"flatten+fully_connected", spec(img, R"({"type": "flatten"}, {"type": "fully_connected", "out": 11})")},
+      {"flatten+fully_connected",
+       spec(img, R"({"type": "flatten"}, {"type": "fully_connected", "out": 11})")},
       {"fully_connected+relu",
-       spec(img, R"({"type": "flatten"}, {"type": "fully_connected", "out": 9}, {"type": "relu"})")},
+       spec(img,
+            R"({"type": "flatten"}, {"type": "fully_connected", "out": 9}, {"type": "relu"})")},
       {"softmax", spec(img, R"({"type": "flatten"}, {"type": "softmax"})")},
       {"maxpool+relu (unfused relu)",
        spec(img, R"({"type": "maxpool", "kernel": 2, "stride": 2}, {"type": "relu"})")},
       {"grouped conv2d, dilated",
-       spec(img, R"({"type": "conv2d", "out_channels": 10, "kernel": 3, "pad": 2, "dilation": 2, "groups": 5})")},
+       spec(
+           img,
+           R"({"type": "conv2d", "out_channels": 10, "kernel": 3, "pad": 2, "dilation": 2, "groups": 5})")},
       {"depthwise conv2d + clip",
-       spec(img, R"({"type": "conv2d", "out_channels": 5, "kernel": 3, "pad": 1, "groups": 5}, {"type": "clip"})")},
+       spec(
+           img,
+           R"({"type": "conv2d", "out_channels": 5, "kernel": 3, "pad": 1, "groups": 5}, {"type": "clip"})")},
       {"batchnorm", spec(img, R"({"type": "batchnorm"})")},
       {"sigmoid", spec(img, R"({"type": "sigmoid"})")},
       {"global_avgpool", spec(img, R"({"type": "global_avgpool"})")},
       {"avgpool without padding in the divisor",
-       spec(img, R"({"type": "avgpool", "kernel": 3, "stride": 2, "pad": 1, "count_include_pad": false})")},
+       spec(
+           img,
+           R"({"type": "avgpool", "kernel": 3, "stride": 2, "pad": 1, "count_include_pad": false})")},
       {"conv2d + residual add + relu",
        spec(img, R"({"name": "a", "type": "conv2d", "out_channels": 6, "kernel": 3, "pad": 1},
                     {"name": "b", "type": "conv2d", "out_channels": 6, "kernel": 3, "pad": 1},
                     {"name": "s", "type": "add", "inputs": ["b", "a"]}, {"type": "relu"})")},
-      {"add, concat", spec(img, R"({"name": "r", "type": "relu"}, {"name": "s", "type": "sigmoid", "inputs": ["input"]},
+      {"add, concat",
+       spec(img,
+            R"({"name": "r", "type": "relu"}, {"name": "s", "type": "sigmoid", "inputs": ["input"]},
                                   {"name": "a", "type": "add", "inputs": ["r", "s"]},
                                   {"name": "c", "type": "concat", "inputs": ["a", "s"]})")},
   };
@@ -175,15 +188,15 @@ TEST_CASE("layer steps: gathers where a layer needs every channel", "[engine]") 
     if (!s.gathers.empty()) gathered.push_back(s.layer);
   }
   CHECK(gathered == std::vector<int>{2, 8, 10, 11});  // norm1, fc1, fc2, prob
-  CHECK(split->steps[1].noop);                         // relu1 fused into conv1
+  CHECK(split->steps[1].noop);                        // relu1 fused into conv1
   CHECK(split->steps[1].fused_into == 0);
   CHECK(split->steps[0].activation_layer == 1);
   CHECK(split->steps[2].gathers[0].charged_layer == 0);  // conv1, which ran relu1
-  CHECK(split->steps[0].out_slice.offset == 4);        // rank 1 of 2: conv1 channels 4..7
+  CHECK(split->steps[0].out_slice.offset == 4);          // rank 1 of 2: conv1 channels 4..7
   CHECK(split->steps[0].out_slice.count == 4);
-  CHECK(split->steps[6].channels.count == 6);          // pool2 pools rank 1's 6 of conv2's 12
+  CHECK(split->steps[6].channels.count == 6);  // pool2 pools rank 1's 6 of conv2's 12
   CHECK(split->steps[8].gathers[0].layout.total == plan.layers[7].out.elements());
-  CHECK(split->output_gathers.empty());                // softmax ran on the gathered vector
+  CHECK(split->output_gathers.empty());  // softmax ran on the gathered vector
   CHECK(split->max_gather_floats == plan.layers[0].out.elements());
   CHECK(plan_layer_steps(plan, Partition{0, 17}).status().code() == StatusCode::kInvalidArgument);
 }
@@ -320,7 +333,8 @@ TEST_CASE("bad input to the GPU backend is a clear error", "[gpu]") {
   REQUIRE(prepared.ok());
   auto slot = (*prepared)->new_slot();
   REQUIRE(slot.ok());
-  std::vector<float> in(static_cast<size_t>(plan.spec.input.elements())), out(static_cast<size_t>(plan.output().elements()));
+  std::vector<float> in(static_cast<size_t>(plan.spec.input.elements())),
+      out(static_cast<size_t>(plan.output().elements()));
   LocalExchange local;  // rank 0 of 1, the slot is rank 1 of 2
   CHECK((*slot)->run(in.data(), out.data(), local, nullptr).code() == StatusCode::kInvalidArgument);
 }

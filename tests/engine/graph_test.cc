@@ -27,9 +27,8 @@ int layer(const model::ModelPlan& plan, const std::string& name) {
   return -1;
 }
 
-std::vector<float> run_unit(Backend& backend, const model::ModelPlan& plan,
-                            const model::Weights& w, const std::vector<float>& input, int ranks,
-                            int threads) {
+std::vector<float> run_unit(Backend& backend, const model::ModelPlan& plan, const model::Weights& w,
+                            const std::vector<float>& input, int ranks, int threads) {
   auto unit = SimulatedUnit::create(backend, plan, w, ranks, threads);
   INFO(unit.status().message());
   REQUIRE(unit.ok());
@@ -67,7 +66,9 @@ TEST_CASE("the planner gathers only where a layer needs a whole tensor", "[engin
   const model::ModelPlan plan = plan_from(kEveryOp);
   auto steps = plan_layer_steps(plan, Partition{1, 3});
   REQUIRE(steps.ok());
-  auto step = [&](const char* name) { return steps->steps[static_cast<size_t>(layer(plan, name))]; };
+  auto step = [&](const char* name) {
+    return steps->steps[static_cast<size_t>(layer(plan, name))];
+  };
   CHECK(step("bn1").gathers.empty());  // channel-local on the slice
   CHECK(step("dw").gathers.empty());   // depthwise: its groups are the channels the rank holds
   CHECK(step("dw").activation_layer == layer(plan, "r2"));
@@ -82,7 +83,7 @@ TEST_CASE("the planner gathers only where a layer needs a whole tensor", "[engin
   CHECK(step("pw").output.buffer == steps->tensor_buffer[static_cast<size_t>(layer(plan, "r1"))]);
   CHECK(step("g").gathers.size() == 1);  // 4 groups: a slicing other than r3's 16 channels
   CHECK(step("g").group_slice.count == 1);
-  CHECK(step("g2").gathers.empty());     // r3 was gathered in place for g
+  CHECK(step("g2").gathers.empty());       // r3 was gathered in place for g
   CHECK(step("mix").gathers.size() == 1);  // r4 sliced by channels, s by groups of 3
   CHECK(step("mp").gathers.empty());
   CHECK(step("gap2").gathers.empty());
@@ -107,7 +108,8 @@ TEST_CASE("the planner gathers only where a layer needs a whole tensor", "[engin
 
 TEST_CASE("a last layer smaller than K runs whole on every rank", "[engine]") {
   // A ranking MLP: one score out. K = 2 splits the hidden layer and replicates the last.
-  const model::ModelPlan plan = plan_from(R"({"name": "rank", "input": {"channels": 64, "height": 1, "width": 1},
+  const model::ModelPlan plan =
+      plan_from(R"({"name": "rank", "input": {"channels": 64, "height": 1, "width": 1},
     "layers": [{"name": "h", "type": "fully_connected", "out": 32}, {"type": "relu"},
                {"name": "score", "type": "fully_connected", "out": 1}]})");
   CHECK(plan.spec.input == model::Shape{64, 1, 1});

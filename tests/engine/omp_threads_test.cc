@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "engine/backend.h"
-#include "model/weights.h"
 #include "engine_test_util.h"
+#include "model/weights.h"
 
 namespace {
 thread_local unsigned max_team_requested = 0;

@@ -132,9 +132,8 @@ inline Tensor layer(const model::ModelPlan& plan, size_t l, const model::Weights
                  var = p(".running_var");
       for (size_t i = 0; i < y.size(); ++i) {
         const size_t c = i / static_cast<size_t>(per);
-        y[i] = static_cast<float>((x[i] - double{mean[c]}) / std::sqrt(double{var[c]} + s.epsilon) *
-                                      gamma[c] +
-                                  beta[c]);
+        y[i] = static_cast<float>(
+            (x[i] - double{mean[c]}) / std::sqrt(double{var[c]} + s.epsilon) * gamma[c] + beta[c]);
       }
       return y;
     }

@@ -236,7 +236,7 @@ TEST_CASE("graph specs: named inputs, windows per dimension, activation peak", "
   CHECK(plan->layers[0].out == Shape{4, 8, 8});
   CHECK(plan->layers[0].parameters == 4 * 3 * 3 * 1 + 4);
   CHECK(plan->layers[2].sources == std::vector<int>{0, 1});
-  CHECK(plan->layers[3].out == Shape{8, 8, 8});  // 8 + 2 + 2 - 5 + 1, 8 + 1 + 3 - 5 + 1
+  CHECK(plan->layers[3].out == Shape{8, 8, 8});            // 8 + 2 + 2 - 5 + 1, 8 + 1 + 3 - 5 + 1
   CHECK(plan->layers[3].parameters == 8 * 1 * 3 * 3 + 8);  // 4 groups of 1 input channel
   CHECK(plan->layers[3].connections == 8 * 8 * 8 * 9);
   CHECK(plan->layers[4].out == Shape{20, 8, 8});
@@ -248,7 +248,8 @@ TEST_CASE("graph specs: named inputs, windows per dimension, activation peak", "
   // Peak: during c, the input (3x8x8) is dead; d, s and c are alive: (8 + 4 + 20) * 64 floats.
   CHECK(plan->activation_peak_bytes == (8 + 4 + 20) * 64 * 4);
   // The spec written back keeps its graph.
-  auto again = model_spec_from_json(nlohmann::json::parse(model_spec_to_json(plan->spec).dump()), "x");
+  auto again =
+      model_spec_from_json(nlohmann::json::parse(model_spec_to_json(plan->spec).dump()), "x");
   REQUIRE(again.ok());
   CHECK(again->layers[1].inputs == std::vector<std::string>{"input"});
   CHECK(again->layers[3].window.pad_right == 3);

@@ -277,7 +277,8 @@ TEST_CASE("safetensors failures name the tensor", "[model]") {
   SECTION("overlapping tensor ranges") {
     write_raw(dir.file("v.safetensors"),
               R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
-              R"("b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})", 24);
+              R"("b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})",
+              24);
     auto r = read_safetensors(dir.file("v.safetensors"));
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().message() == dir.file("v.safetensors") +
@@ -292,10 +293,9 @@ TEST_CASE("safetensors failures name the tensor", "[model]") {
       auto r = Weights::load_safetensors(dir.file("n.safetensors"), plan);
       REQUIRE_FALSE(r.ok());
       CHECK(r.status().code() == serf::StatusCode::kInvalidArgument);
-      CHECK(r.status().message() ==
-            dir.file("n.safetensors") + ": tensor 'fc1.bias' holds " +
-                (std::isnan(bad) ? "NaN" : "an infinity") +
-                " at index 7 (weights and inputs must be finite numbers)");
+      CHECK(r.status().message() == dir.file("n.safetensors") + ": tensor 'fc1.bias' holds " +
+                                        (std::isnan(bad) ? "NaN" : "an infinity") +
+                                        " at index 7 (weights and inputs must be finite numbers)");
     }
     std::vector<float> x = seeded_input(plan.spec.input, 1);
     x[100] = std::nanf("");
@@ -337,7 +337,8 @@ TEST_CASE("the memory check counts the address-space limit", "[model]") {
   REQUIRE(getrlimit(RLIMIT_AS, &saved) == 0);
   struct rlimit low = saved;
   low.rlim_cur = 256ull << 20;  // below this process's need for one copy
-  if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max < low.rlim_cur) low.rlim_cur = saved.rlim_max;
+  if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max < low.rlim_cur)
+    low.rlim_cur = saved.rlim_max;
   REQUIRE(setrlimit(RLIMIT_AS, &low) == 0);
   const serf::Status s = check_weights_fit_memory(plan, 1);
   setrlimit(RLIMIT_AS, &saved);

@@ -90,7 +90,8 @@ TEST_CASE("the text has every family; outcomes, window mean and statistics add u
   REQUIRE(has_line(text, "serf_requests_total{outcome=\"timed_out\"} 0"));
   REQUIRE(has_line(text, "serf_invalid_requests_total{protocol=\"grpc\"} 1"));
   REQUIRE(has_line(text, "serf_queue_depth 3"));
-  REQUIRE(has_line(text, "serf_configuration{service=\"2\",inter=\"1\",intra=\"1\",batch=\"1\"} 1"));
+  REQUIRE(
+      has_line(text, "serf_configuration{service=\"2\",inter=\"1\",intra=\"1\",batch=\"1\"} 1"));
   REQUIRE(has_line(text, "serf_configuration_switches_total 1"));
   REQUIRE(has_line(text, "serf_request_duration_seconds_count 2"));
   REQUIRE(has_line(text, "serf_frontend_duration_seconds_count 1"));
