@@ -3,7 +3,10 @@
 // (`any`), [out, in] (`oi`), [in, out] (`io`), and as the engine's gemv_f32 (engine/cpu/gemv.h),
 // all weights on 2 MiB pages like the engine's. Each round runs a STREAM triad and then every
 // kernel once; the ratios to that round's triad are reported as medians over the rounds.
-//   fc_bench [--out N] [--in N] [--threads 1,2] [--repeat n]
+// --batches b1,b2,... times the batched kernel instead (gemm_f32 on its panels, one call per
+// round per b, after a triad and an FMA-peak loop with the same T) against the layer's bound
+// max(weight bytes / triad, b x FLOPs / FMA peak), medians over the rounds.
+//   fc_bench [--out N] [--in N] [--threads 1,2] [--repeat n] [--batches 2,8,32]
 #include <functional>
 #include <iostream>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -11,15 +14,71 @@
 
 #include "bench_util.h"
 #include "engine/cpu/gemv.h"
+#include "fma_peak.h"
 
 using namespace serf;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
+namespace {
+
+std::vector<int> ints(const std::string& v) {
+  std::vector<int> out;
+  std::stringstream ss(v);
+  for (std::string t; std::getline(ss, t, ',');) out.push_back(std::atoi(t.c_str()));
+  return out;
+}
+
+// gemm_f32 on W [out, in] (plain in `w`) for each b and T: median ms over `repeat` rounds, each
+// round a triad, an FMA-peak loop and one call per b (all buffers written before timing).
+int batch_rounds(const engine::AlignedFloats& w, int64_t out, int64_t in,
+                 const std::vector<int>& batches, const std::vector<int>& thread_counts,
+                 int repeat) {
+  engine::AlignedFloats panels(engine::gemm_panel_floats(out, in)), b(out);
+  engine::pack_gemm_panels(w.data(), out, in, panels.data());
+  std::fill(b.data(), b.data() + out, 0.1f);
+  const int max_b = *std::max_element(batches.begin(), batches.end());
+  engine::AlignedFloats x(in * max_b), y(out * max_b);
+  for (int64_t i = 0; i < in * max_b; ++i) x.data()[i] = static_cast<float>(i % 7) - 3.0f;
+  const double mb = static_cast<double>(out * in) * 4 / 1e6, gflop = 2e-9 * out * in;
+  std::printf("gemm_f32 %lld x %lld (%.1f MB of weights), median of %d rounds\n", (long long)out,
+              (long long)in, mb, repeat);
+  bench::Triad triad;
+  for (int T : thread_counts) {
+    std::printf("T=%d %5s %9s %7s %7s %9s %8s %7s\n", T, "b", "ms", "triad", "peak", "bound_ms",
+                "GFLOP/s", "x_bound");
+    std::vector<std::vector<double>> ms(batches.size()), x_bound(batches.size());
+    std::vector<double> triads, peaks;
+    for (int r = 0; r < repeat + 1; ++r) {
+      const double gbs = triad.gb_per_s(T), peak = bench::fma_peak_gflops(T, 1);
+      for (size_t i = 0; i < batches.size(); ++i) {
+        const int n = batches[i];
+        const double t0 = bench::now_ms();
+        engine::gemm_f32(panels.data(), x.data(), b.data(), y.data(), out, in, n, false, T);
+        const double t = bench::now_ms() - t0;
+        if (r == 0) continue;  // warm-up round
+        ms[i].push_back(t);
+        x_bound[i].push_back(t / std::max(mb / gbs, n * gflop / peak * 1e3));
+      }
+      if (r > 0) triads.push_back(gbs), peaks.push_back(peak);
+    }
+    const double gbs = bench::median(triads), peak = bench::median(peaks);
+    for (size_t i = 0; i < batches.size(); ++i) {
+      const double m = bench::median(ms[i]), n = batches[i];
+      std::printf("    %5d %9.3f %7.1f %7.1f %9.3f %8.1f %7.2f\n", batches[i], m, gbs, peak,
+                  std::max(mb / gbs, n * gflop / peak * 1e3), n * gflop / m * 1e3,
+                  bench::median(x_bound[i]));
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   int64_t out = 4096, in = 9216;
   int repeat = 20;
-  std::vector<int> thread_counts = {1, 2};
+  std::vector<int> thread_counts = {1, 2}, batches;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--out")
@@ -28,18 +87,23 @@ int main(int argc, char** argv) {
       in = std::atoll(v.c_str());
     else if (a == "--repeat")
       repeat = std::atoi(v.c_str());
-    else if (a == "--threads") {
-      thread_counts.clear();
-      std::stringstream ss(v);
-      for (std::string t; std::getline(ss, t, ',');) thread_counts.push_back(std::atoi(t.c_str()));
-    } else {
+    else if (a == "--threads")
+      thread_counts = ints(v);
+    else if (a == "--batches")
+      batches = ints(v);
+    else {
       std::cerr << "fc_bench: error: unknown argument " << a
-                << " (use --out --in --threads --repeat)\n";
+                << " (use --out --in --threads --repeat --batches)\n";
       return 2;
     }
   }
-  if (out < 1 || in < 1 || repeat < 1) {
-    std::cerr << "fc_bench: error: --out, --in and --repeat must be at least 1\n";
+  const auto positive = [](const std::vector<int>& v) {
+    return std::all_of(v.begin(), v.end(), [](int n) { return n >= 1; });
+  };
+  if (out < 1 || in < 1 || repeat < 1 || thread_counts.empty() || !positive(thread_counts) ||
+      !positive(batches)) {
+    std::cerr << "fc_bench: error: --out, --in, --repeat, --threads and --batches must be at "
+                 "least 1\n";
     return 2;
   }
   engine::AlignedFloats w(out * in), x(in), y(out), b(out);
@@ -47,6 +111,10 @@ int main(int argc, char** argv) {
     w.data()[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
   for (int64_t i = 0; i < in; ++i) x.data()[i] = static_cast<float>(i % 7) - 3.0f;
   std::fill(b.data(), b.data() + out, 0.1f);
+  if (!batches.empty()) {
+    if (!engine::gemv_supported()) return std::cerr << "fc_bench: error: no AVX-512 here\n", 2;
+    return batch_rounds(w, out, in, batches, thread_counts, repeat);
+  }
   const double mb = out * in * 4 / 1e6;
   std::printf("fully connected %lld x %lld (%.1f MB of weights), batch 1, median of %d rounds\n",
               (long long)out, (long long)in, mb, repeat);

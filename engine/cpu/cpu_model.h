@@ -136,6 +136,8 @@ class StepBuilder {
   dnnl::memory pack(const model::Tensor& t, int offset, const dnnl::memory::desc& plain,
                     const dnnl::memory::desc& md);
   dnnl::memory pack_values(const std::vector<float>& values);
+  // Rows [offset, offset + rows) of a fully connected weight in gemm_f32's panels (gemv.h).
+  const float* pack_panels(const model::Tensor& t, int offset, int rows);
   dnnl::primitive_attr attributes(const LayerStep& s) const;
 
   CpuPreparedModel& m_;

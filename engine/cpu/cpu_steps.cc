@@ -198,6 +198,16 @@ dnnl::memory StepBuilder::pack(const model::Tensor& t, int offset, const md_t& p
   return packed;
 }
 
+const float* StepBuilder::pack_panels(const model::Tensor& t, int offset, int rows) {
+  const int64_t cols = t.elements() / t.shape[0];
+  const int64_t floats = gemm_panel_floats(rows, cols);
+  m_.weight_storage_.emplace_back(floats);
+  pack_gemm_panels(t.data.data() + int64_t{offset} * cols, rows, cols,
+                   m_.weight_storage_.back().data());
+  m_.weight_bytes_ += floats * static_cast<int64_t>(sizeof(float));
+  return m_.weight_storage_.back().data();
+}
+
 dnnl::memory StepBuilder::pack_values(const std::vector<float>& values) {
   const md_t md({static_cast<int64_t>(values.size())}, dt::f32, tag::a);
   m_.weight_storage_.emplace_back(static_cast<int64_t>(values.size()));
@@ -325,14 +335,17 @@ Status StepBuilder::fully_connected(const LayerStep& s, CpuStep* out) {
       s.activation_layer < 0 ||
       m_.plan_.spec.layers[static_cast<size_t>(s.activation_layer)].kind == LayerKind::kRelu;
   if (gemv_supported() && relu_only) {
-    // gemv_f32 / gemm_f32 read plain [out, in] rows (engine/cpu/gemv.h). At b > 1 gemm_f32 beat
-    // oneDNN's inner product (x64:gemm:jit, "oi") on ranking_mlp at b = 8: 52 against 69 ms
-    // (T = 1), 108 against 209 ms (T = 2), bench/batch_roofline on a heavily loaded machine.
+    // gemv_f32 reads plain [out, in] rows, gemm_f32 (b > 1) the same rows packed into panels
+    // (engine/cpu/gemv.h). At b > 1 gemm_f32 beat oneDNN's inner product (x64:gemm:jit, "oi")
+    // on ranking_mlp at b = 8: 52 against 69 ms (T = 1), 108 against 209 ms (T = 2),
+    // bench/batch_roofline on a heavily loaded machine (before panels).
     out->gemv = true;
     out->gemv_after = out->calls.size();
     GemvCall& g = out->gemv_call;
-    g.weights = static_cast<const float*>(
-        pack(*weights, s.out_slice.offset, plain_w, plain_w).get_data_handle());
+    g.weights = batch_ == 1
+                    ? static_cast<const float*>(
+                          pack(*weights, s.out_slice.offset, plain_w, plain_w).get_data_handle())
+                    : pack_panels(*weights, s.out_slice.offset, cout);
     g.bias = static_cast<const float*>(
         pack(*bias, s.out_slice.offset, bias_md, bias_md).get_data_handle());
     g.x = src;

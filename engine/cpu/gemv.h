@@ -20,10 +20,19 @@ void gemv_f32(const float* w, const float* x, const float* b, float* y, int64_t 
               bool relu, int threads);
 
 // A batch: Y = X W^T + b for `batch` input rows X [batch, in] and outputs Y [batch, out], both
-// row-major. W is read from memory once per batch (8 rows x 512 columns at a time, packed into L1
-// and swept by 8 x 3 register tiles over the batch); `threads` split the output columns (rows of
-// W), never the batch. Row n of Y equals gemv_f32 on row n of X bit for bit.
-void gemm_f32(const float* w, const float* x, const float* b, float* y, int64_t out, int64_t in,
-              int64_t batch, bool relu, int threads);
+// row-major, with W given as `panels` (pack_gemm_panels): each group of 8 rows one contiguous
+// panel, so that a batch reads W from memory once, in one linear stream (8 rows x 512 columns at
+// a time, swept from L1 by 8 x 3 register tiles over the batch); `threads` split the output
+// columns (rows of W), never the batch. Row n of Y equals gemv_f32 on row n of X bit for bit.
+void gemm_f32(const float* panels, const float* x, const float* b, float* y, int64_t out,
+              int64_t in, int64_t batch, bool relu, int threads);
+
+// Floats of gemm_f32's panels for W [out, in]: out x in rounded up to a multiple of 16.
+int64_t gemm_panel_floats(int64_t out, int64_t in);
+
+// W [out, in] row-major into gemm_panel_floats(out, in) floats at `panels`: rows in groups of 8
+// (the last out % 8 rows one by one), each group's columns in chunks of 16 (the last chunk
+// zero-padded) with the group's rows side by side: [in_p / 16][8][16].
+void pack_gemm_panels(const float* w, int64_t out, int64_t in, float* panels);
 
 }  // namespace serf::engine

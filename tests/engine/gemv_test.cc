@@ -64,16 +64,19 @@ TEST_CASE("gemv_f32 on a slice of rows gives the whole layer's values bit for bi
 TEST_CASE("gemm_f32: each row of a batch equals gemv_f32 on that row, bit for bit",
           "[engine][avx512]") {
   if (!gemv_supported()) SERF_SKIP(kNoAvx512);
-  // Odd row and column counts, columns across several of the kernel's 512-column blocks (1041,
-  // 2048 + 7), and batches that leave every remainder of its 3-row tiles (2, 3, 5, 8, 17, 32).
+  // W packed into panels (every panel float written: no NaN left). Odd row and column counts,
+  // columns across several of the kernel's 512-column blocks (1041, 2048 + 7), and batches that
+  // leave every remainder of its 3-row tiles (2, 3, 5, 8, 17, 32).
   for (int64_t out : {1, 7, 9, 17, 40}) {
     for (int64_t in : {3, 15, 17, 1041, 2055}) {
       const std::vector<float> w = values(static_cast<size_t>(out * in), 1), b = values(out, 3);
+      std::vector<float> panels(static_cast<size_t>(gemm_panel_floats(out, in)), NAN);
+      pack_gemm_panels(w.data(), out, in, panels.data());
       for (int64_t batch : {2, 3, 5, 8, 17, 32}) {
         const std::vector<float> x = values(static_cast<size_t>(batch * in), 4);
         for (int threads : {1, 2, 3}) {
           std::vector<float> y(static_cast<size_t>(batch * out), NAN), one(out, NAN);
-          gemm_f32(w.data(), x.data(), b.data(), y.data(), out, in, batch, true, threads);
+          gemm_f32(panels.data(), x.data(), b.data(), y.data(), out, in, batch, true, threads);
           for (int64_t n = 0; n < batch; ++n) {
             gemv_f32(w.data(), x.data() + n * in, b.data(), one.data(), out, in, true, threads);
             INFO("out " << out << " in " << in << " batch " << batch << " threads " << threads
