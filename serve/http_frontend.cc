@@ -1,6 +1,7 @@
 #include "serve/http_frontend.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -214,9 +215,12 @@ void HttpFrontend::Impl::handle_error(const Request& req, Response& res) {
   if (!res.body.empty()) return;  // a handler's own {"error": ...}
   if (res.status == 413) {
     invalid();
+    // In bytes: a limit under 1 MiB printed in whole MiB read "over 0 MiB".
+    char mib[32];
+    std::snprintf(mib, sizeof(mib), "%g", static_cast<double>(options_.max_body_bytes) / (1 << 20));
     return json_error(res, 413,
-                      "request body over " + std::to_string(options_.max_body_bytes >> 20) +
-                          " MiB (--max-body-mb)");
+                      "request body over " + std::to_string(options_.max_body_bytes) +
+                          " bytes (--max-body-mb " + mib + ")");
   }
   if (res.status == 404) {
     return json_error(res, 404,
