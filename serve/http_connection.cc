@@ -21,6 +21,9 @@ using Clock = std::chrono::steady_clock;
 
 thread_local bool t_rejecting = false;
 
+// Writes up to this size are held and sent together (an answer's headers and body).
+constexpr size_t kHeldBytes = 64 * 1024;
+
 // How long a connection the server closes after an answer may still send before it is closed.
 constexpr double kLingerS = 2.0;
 
@@ -90,6 +93,8 @@ bool DeadlineStream::is_writable() const { return wait_fd(fd_, POLLOUT, write_ti
 ssize_t DeadlineStream::read(char* ptr, size_t size) {
   if (size == 0) return 0;
   if (pos_ == end_) {
+    // The client may wait for what was written (an answer, "100 Continue") before it sends more.
+    if (!flush()) return -1;
     // A large read goes straight to the caller; a small one fills the buffer. The socket is
     // tried first and waited on (poll, up to the deadline) only when it has nothing.
     const bool direct = size >= sizeof(buf_);
@@ -115,11 +120,34 @@ ssize_t DeadlineStream::read(char* ptr, size_t size) {
 }
 
 ssize_t DeadlineStream::write(const char* ptr, size_t size) {
-  if (!is_writable()) return -1;
-  for (;;) {
-    const ssize_t n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
-    if (n >= 0 || errno != EINTR) return n;
+  if (out_.size() + size <= kHeldBytes) {
+    out_.append(ptr, size);
+    return static_cast<ssize_t>(size);
   }
+  if (!flush() || !send_all(ptr, size)) return -1;
+  return static_cast<ssize_t>(size);
+}
+
+bool DeadlineStream::flush() {
+  if (out_.empty()) return true;
+  const bool ok = send_all(out_.data(), out_.size());
+  out_.clear();
+  return ok;
+}
+
+bool DeadlineStream::send_all(const char* ptr, size_t size) {
+  // The socket is tried first and waited on (poll, up to the write timeout) only when full.
+  while (size > 0) {
+    const ssize_t n = ::send(fd_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      ptr += n;
+      size -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) || !is_writable()) return false;
+  }
+  return true;
 }
 
 void DeadlineStream::get_remote_ip_and_port(std::string& ip, int& port) const {
@@ -239,6 +267,8 @@ bool BoundedServer::process_and_close_socket(socket_t sock) {
     bool closed = false;
     answered_last = true;
     ok = process_request(stream, left == 1 || svr_sock_ == INVALID_SOCKET, closed, nullptr);
+    if (!stream.flush()) ok = false;
+    if (on_sent_) on_sent_();
     if (!ok || closed) break;
   }
   close_gracefully(sock, answered_last ? kLingerS : 0.0);

@@ -11,6 +11,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -32,6 +33,8 @@ class DeadlineStream : public httplib::Stream {
   socket_t socket() const override { return fd_; }
   // Bytes already read from the socket and not yet taken (the next request's, when pipelined).
   bool buffered() const { return pos_ < end_; }
+  // Sends what write() held back; false when the client did not take it in time.
+  bool flush();
 
  private:
   int fd_;
@@ -41,6 +44,11 @@ class DeadlineStream : public httplib::Stream {
   // a recv (two system calls), the front end's largest cost in the VM (bench_frontend).
   char buf_[16384];
   size_t pos_ = 0, end_ = 0;
+  // httplib writes an answer's headers and its body in two calls: held here and sent in one
+  // send() when the answer is complete (or before the next read), not two sends (two segments,
+  // two wake-ups of the client) each after a poll.
+  std::string out_;
+  bool send_all(const char* ptr, size_t size);
 };
 
 // httplib's task queue: `workers` threads serve one connection each; a connection that finds
@@ -82,6 +90,8 @@ class BoundedServer : public httplib::Server {
   // client segment that fails the cookie check is answered with a reset (ConnectionResetError in
   // a client that connected fine). The system's maximum (net.core.somaxconn) instead.
   bool widen_backlog();
+  // Called on the connection's thread once each answer has been handed to the socket.
+  void on_sent(std::function<void()> fn) { on_sent_ = std::move(fn); }
 
  private:
   bool process_and_close_socket(socket_t sock) override;
@@ -90,6 +100,7 @@ class BoundedServer : public httplib::Server {
   void reject(int fd) const;
   ConnectionLimits limits_;
   std::function<void()> on_reject_;
+  std::function<void()> on_sent_;
 };
 
 }  // namespace serf::serve

@@ -27,7 +27,7 @@ const std::string kModelPath = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
 
 // Front-end time of the request this thread handles (receive to hand-over, answer to send).
 thread_local Clock::time_point t_answered;
-thread_local double t_frontend_s = 0;
+thread_local double t_frontend_s = -1;  // < 0: no answered infer request pending
 
 void json_error(Response& res, int status, const std::string& message) {
   res.status = status;
@@ -202,12 +202,12 @@ void HttpFrontend::Impl::routes() {
     }
     json_error(res, 500, what);
   });
-  server_.set_logger([&](const Request& req, const Response&) {
-    // Called once the response is written: the answer-to-send part of the front end's time.
-    if (req.path.size() < 6 || req.path.compare(req.path.size() - 6, 6, "/infer") != 0) return;
-    if (service_.metrics() == nullptr || t_frontend_s < 0) return;
+  server_.on_sent([&] {
+    // The answer is in the socket: the answer-to-send part of the front end's time.
+    if (t_frontend_s < 0) return;  // not an answered infer request
     t_frontend_s += std::chrono::duration<double>(Clock::now() - t_answered).count();
-    service_.metrics()->observe_frontend(t_frontend_s);
+    if (service_.metrics() != nullptr) service_.metrics()->observe_frontend(t_frontend_s);
+    t_frontend_s = -1;
   });
 }
 
