@@ -3,8 +3,9 @@
 // keep-alive connections sending JSON bodies of the tiny model. Prints requests/s and latency
 // through HTTP and, for comparison, through the controller alone (InferenceService::infer from
 // threads), the difference being what HTTP adds; and the time to parse infer requests (JSON tiny
-// and cifar10 inputs, a 224x224x3 binary input) and to encode an answer.
-//   build/bench/bench_frontend [--seconds S] [--clients C]
+// and cifar10 inputs, a 224x224x3 binary input) and to encode an answer. --protocol grpc: the
+// same through the gRPC front end (ModelInfer with raw_input_contents, one channel per client).
+//   build/bench/bench_frontend [--seconds S] [--clients C] [--protocol http|grpc|both]
 #include <httplib.h>
 
 #include <algorithm>
@@ -24,6 +25,12 @@
 #include "serve/kserve.h"
 #include "serve/metrics.h"
 #include "serve/service.h"
+#ifdef SERF_BENCH_GRPC
+#include <grpcpp/grpcpp.h>
+
+#include "kserve_v2.grpc.pb.h"
+#include "serve/grpc_frontend.h"
+#endif
 
 using namespace serf;
 using namespace serf::serve;
@@ -178,6 +185,53 @@ double histogram_median(const std::string& text, const std::string& name) {
   return 0;
 }
 
+#ifdef SERF_BENCH_GRPC
+// One channel (one HTTP/2 connection) per client thread; the request is built once.
+struct GrpcSend {
+  std::string target;
+  const std::vector<float>* input;
+  struct State {
+    std::unique_ptr<inference::GRPCInferenceService::Stub> stub;
+    inference::ModelInferRequest request;
+  };
+  std::unique_ptr<State> make() {
+    auto s = std::make_unique<State>();
+    grpc::ChannelArguments args;
+    args.SetInt("grpc.use_local_subchannel_pool", 1);  // not one connection shared by all
+    s->stub = inference::GRPCInferenceService::NewStub(
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+    s->request.set_model_name("m");
+    auto* in = s->request.add_inputs();
+    in->set_name("input");
+    in->set_datatype("FP32");
+    for (int64_t d : {1, 3, 12, 12}) in->add_shape(d);
+    s->request.add_raw_input_contents(
+        std::string(reinterpret_cast<const char*>(input->data()), input->size() * 4));
+    return s;
+  }
+  bool one(std::unique_ptr<State>& s) {
+    grpc::ClientContext ctx;
+    inference::ModelInferResponse res;
+    return s->stub->ModelInfer(&ctx, s->request, &res).ok();
+  }
+};
+#endif
+
+// The server's own account: parsing and hand-over, encoding and sending (serf_frontend_*).
+void frontend_time(const std::string& text) {
+  auto value = [&](const std::string& key) {
+    const auto at = text.find("\n" + key + " ");
+    return at == std::string::npos ? 0.0 : std::atof(text.c_str() + at + key.size() + 2);
+  };
+  const double count = value("serf_frontend_duration_seconds_count");
+  if (count == 0) return;
+  std::printf(
+      "front end's own time per answered request (serf_frontend_duration_seconds): "
+      "mean %.1f us, p50 %.1f us (interpolated in its histogram's bucket) over %.0f requests\n",
+      value("serf_frontend_duration_seconds_sum") / count * 1e6,
+      histogram_median(text, "serf_frontend_duration_seconds") * 1e6, count);
+}
+
 void report(const char* what, const LoadResult& r) {
   std::printf("%-34s %9.0f requests/s   latency p50 %7.1f us  p99 %7.1f us\n", what, r.rate_per_s,
               median(r.latency_us), quantile(r.latency_us, 0.99));
@@ -188,10 +242,24 @@ void report(const char* what, const LoadResult& r) {
 int main(int argc, char** argv) {
   double seconds = 3;
   int clients = 4;
+  std::string protocol = "http";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::string(argv[i]) == "--seconds") seconds = std::atof(argv[i + 1]);
     if (std::string(argv[i]) == "--clients") clients = std::atoi(argv[i + 1]);
+    if (std::string(argv[i]) == "--protocol") protocol = argv[i + 1];
   }
+  if (protocol != "http" && protocol != "grpc" && protocol != "both") {
+    std::fprintf(stderr, "bench_frontend: --protocol %s: expected http, grpc or both\n",
+                 protocol.c_str());
+    return 2;
+  }
+#ifndef SERF_BENCH_GRPC
+  if (protocol != "http") {
+    std::fprintf(stderr, "bench_frontend: --protocol %s: this build has no gRPC front end\n",
+                 protocol.c_str());
+    return 2;
+  }
+#endif
   bench_parsing();
   InstantTransport transport;
   ControllerOptions o;
@@ -202,11 +270,6 @@ int main(int argc, char** argv) {
   const ModelInfo tiny = model_of({1, 3, 12, 12}, {1, 432});
   InferenceService service(controller, tiny, &metrics);
   std::thread loop([&] { (void)controller.serve(nullptr); });
-  HttpOptions ho;
-  ho.port = 0;
-  auto http = HttpFrontend::Start(service, ho);
-  if (!http.ok()) return 1;
-  const int port = (*http)->port();
   const std::string body = json_body(432, {1, 3, 12, 12});
   std::vector<float> input(432, 0.5f);
   struct Direct {
@@ -237,27 +300,37 @@ int main(int argc, char** argv) {
       clients, seconds, std::thread::hardware_concurrency());
   const LoadResult direct = closed_loop(clients, seconds, Direct{&service, &input});
   report("controller alone (no HTTP)", direct);
-  const LoadResult over_http = closed_loop(clients, seconds, Http{port, &body});
-  report("HTTP/1.1 keep-alive, JSON bodies", over_http);
-  std::printf("HTTP adds %.1f us at the median (client to client, loopback)\n",
-              median(over_http.latency_us) - median(direct.latency_us));
-  // The server's own account: parsing and hand-over, encoding and sending (serf_frontend_*).
-  const std::string text = metrics.prometheus_text(controller.live());
-  auto value = [&](const std::string& key) {
-    const auto at = text.find("\n" + key + " ");
-    return at == std::string::npos ? 0.0 : std::atof(text.c_str() + at + key.size() + 2);
-  };
-  const double count = value("serf_frontend_duration_seconds_count");
-  if (count > 0) {
-    std::printf(
-        "front end's own time per answered request (serf_frontend_duration_seconds): "
-        "mean %.1f us, p50 %.1f us (interpolated in its histogram's bucket) over %.0f "
-        "requests\n",
-        value("serf_frontend_duration_seconds_sum") / count * 1e6,
-        histogram_median(text, "serf_frontend_duration_seconds") * 1e6, count);
+  if (protocol != "grpc") {
+    HttpOptions ho;
+    ho.port = 0;
+    auto http = HttpFrontend::Start(service, ho);
+    if (!http.ok()) return 1;
+    const LoadResult over_http = closed_loop(clients, seconds, Http{(*http)->port(), &body});
+    report("HTTP/1.1 keep-alive, JSON bodies", over_http);
+    std::printf("HTTP adds %.1f us at the median (client to client, loopback)\n",
+                median(over_http.latency_us) - median(direct.latency_us));
+    frontend_time(metrics.prometheus_text(controller.live()));
+    (*http)->stop();
   }
+#ifdef SERF_BENCH_GRPC
+  if (protocol != "http") {
+    // A service of its own, so that its front-end times are not mixed with HTTP's.
+    ServeMetrics grpc_metrics;
+    InferenceService grpc_service(controller, tiny, &grpc_metrics);
+    GrpcOptions go;
+    go.port = 0;
+    auto grpc = GrpcFrontend::Start(grpc_service, go);
+    if (!grpc.ok()) return 1;
+    const std::string target = "127.0.0.1:" + std::to_string((*grpc)->port());
+    const LoadResult over_grpc = closed_loop(clients, seconds, GrpcSend{target, &input});
+    report("gRPC ModelInfer, raw_input_contents", over_grpc);
+    std::printf("gRPC adds %.1f us at the median (client to client, loopback)\n",
+                median(over_grpc.latency_us) - median(direct.latency_us));
+    frontend_time(grpc_metrics.prometheus_text(controller.live()));
+    (*grpc)->stop();
+  }
+#endif
   controller.request_stop();
   loop.join();
-  (*http)->stop();
   return 0;
 }
