@@ -1,9 +1,26 @@
 #include "serve/service.h"
 
-#include <future>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 
 namespace serf::serve {
+
+namespace {
+
+// Where a front end's thread waits for the answer to its request: one per thread, reused. A
+// promise cost two allocations per request (its shared state, and the callback holding it, too
+// large for std::function's local buffer); this costs none: the callback holds a pointer.
+struct AnswerSlot {
+  std::mutex mutex;
+  std::condition_variable ready_cv;
+  bool ready = false;
+  InferAnswer answer;
+};
+
+thread_local AnswerSlot t_slot;
+
+}  // namespace
 
 InferenceService::InferenceService(Controller& controller, ModelInfo model, ServeMetrics* metrics)
     : controller_(controller), model_(std::move(model)), metrics_(metrics) {}
@@ -22,8 +39,8 @@ Status InferenceService::check_model(const std::string& name, const std::string&
 
 InferAnswer InferenceService::infer(std::vector<float> input, SteadyTime arrival,
                                     double timeout_us) {
-  auto promise = std::make_shared<std::promise<InferAnswer>>();
-  std::future<InferAnswer> answer = promise->get_future();
+  AnswerSlot* slot = &t_slot;
+  slot->ready = false;
   InferRequest r;
   r.input = std::make_shared<const std::vector<float>>(std::move(input));
   r.arrival = arrival;
@@ -31,14 +48,26 @@ InferAnswer InferenceService::infer(std::vector<float> input, SteadyTime arrival
     r.deadline = arrival + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                std::chrono::duration<double, std::micro>(timeout_us));
   }
-  r.done = [promise](InferAnswer&& a) { promise->set_value(std::move(a)); };
+  r.done = [slot](InferAnswer&& a) {
+    // Notified under the lock: once it is released the waiting thread may end, and its slot
+    // with it.
+    std::lock_guard<std::mutex> lock(slot->mutex);
+    slot->answer = std::move(a);
+    slot->ready = true;
+    slot->ready_cv.notify_one();
+  };
   if (!controller_.inbox().push(std::move(r))) {
     InferAnswer a;
     a.outcome = Outcome::kRejected;
     a.reason = "the server is stopping: it finishes the requests it has and takes no new ones";
     return a;
   }
-  InferAnswer a = answer.get();
+  InferAnswer a;
+  {
+    std::unique_lock<std::mutex> lock(slot->mutex);
+    slot->ready_cv.wait(lock, [slot] { return slot->ready; });
+    a = std::move(slot->answer);
+  }
   if (a.outcome != Outcome::kAnswered || model_.emulated) {
     if (model_.emulated) a.output.clear();
     return a;
