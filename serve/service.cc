@@ -1,8 +1,10 @@
 #include "serve/service.h"
 
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace serf::serve {
 
@@ -18,7 +20,41 @@ struct AnswerSlot {
   InferAnswer answer;
 };
 
-thread_local AnswerSlot t_slot;
+// Slots outlive the threads that use them: a thread's goes back here when it ends, for a later
+// thread, and none is freed. So the controller notifies after unlocking (a notify under the lock
+// wakes the waiter only to block it on the mutex, a second wake-up on the controller's thread)
+// without the slot ending under it when the waiter returns and its thread ends first.
+class SlotPool {
+ public:
+  AnswerSlot* take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.empty()) return &slots_.emplace_back();
+    AnswerSlot* slot = free_.back();
+    free_.pop_back();
+    return slot;
+  }
+  void give(AnswerSlot* slot) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(slot);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::deque<AnswerSlot> slots_;  // stable addresses
+  std::vector<AnswerSlot*> free_;
+};
+
+SlotPool& slot_pool() {
+  static auto* pool = new SlotPool;  // never destroyed: threads may end after static destructors
+  return *pool;
+}
+
+struct ThreadSlot {
+  AnswerSlot* slot = slot_pool().take();
+  ~ThreadSlot() { slot_pool().give(slot); }
+};
+
+thread_local ThreadSlot t_slot;
 
 }  // namespace
 
@@ -39,8 +75,11 @@ Status InferenceService::check_model(const std::string& name, const std::string&
 
 InferAnswer InferenceService::infer(std::vector<float> input, SteadyTime arrival,
                                     double timeout_us) {
-  AnswerSlot* slot = &t_slot;
-  slot->ready = false;
+  AnswerSlot* slot = t_slot.slot;
+  {
+    std::lock_guard<std::mutex> lock(slot->mutex);
+    slot->ready = false;
+  }
   InferRequest r;
   r.input = std::make_shared<const std::vector<float>>(std::move(input));
   r.arrival = arrival;
@@ -49,11 +88,11 @@ InferAnswer InferenceService::infer(std::vector<float> input, SteadyTime arrival
                                std::chrono::duration<double, std::micro>(timeout_us));
   }
   r.done = [slot](InferAnswer&& a) {
-    // Notified under the lock: once it is released the waiting thread may end, and its slot
-    // with it.
-    std::lock_guard<std::mutex> lock(slot->mutex);
-    slot->answer = std::move(a);
-    slot->ready = true;
+    {
+      std::lock_guard<std::mutex> lock(slot->mutex);
+      slot->answer = std::move(a);
+      slot->ready = true;
+    }
     slot->ready_cv.notify_one();
   };
   if (!controller_.inbox().push(std::move(r))) {
