@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """SERF's table against fixed configurations on one load schedule (scripts/compare-static).
 
-Usage: plot_compare_static.py DIR LABEL=NAME...
+Usage: plot_compare_static.py [--title TEXT] DIR LABEL=NAME...
 
 Reads DIR/NAME.load.json (+ .csv, `serf load --out`) and DIR/NAME.serve.json (`serf serve --out`)
 per policy; writes DIR/compare.csv (mean/p50/p99/answered/rejected per policy) and DIR/compare.png
@@ -31,11 +31,15 @@ def switches_on_client_clock(serve, rows):
 
 
 def main():
-    if len(sys.argv) < 3:
-        fail("usage: plot_compare_static.py DIR LABEL=NAME...")
-    folder = sys.argv[1]
+    args = sys.argv[1:]
+    title = "SERF's table against fixed configurations, one schedule (emulated nodes)"
+    if args[:1] == ["--title"] and len(args) > 1:
+        title, args = args[1], args[2:]
+    if len(args) < 2:
+        fail("usage: plot_compare_static.py [--title TEXT] DIR LABEL=NAME...")
+    folder = args[0]
     policies = []
-    for arg in sys.argv[2:]:
+    for arg in args[1:]:
         label, _, name = arg.rpartition("=")
         if not label:
             fail(f"{arg}: expected LABEL=NAME")
@@ -99,7 +103,7 @@ def main():
         a.set_ylabel(name)
     axm.legend(fontsize=8, loc="upper left")
     axp.set_xlabel("scheduled time (s); dotted: switches")
-    axr.set_title("SERF's table against fixed configurations, one schedule (emulated nodes)")
+    axr.set_title(title)
     for a in (axr, axm, axp):
         a.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
