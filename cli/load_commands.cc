@@ -3,15 +3,20 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/flags.h"
 #include "cli/plot.h"
+#include "profiler/precision.h"
 #include "serve/load/load_client.h"
 #include "serve/load/load_report.h"
 
@@ -28,11 +33,18 @@ struct LoadFlags {
   int connections = 0;  // 0: the protocol's default
   std::string out, plot;
   bool quiet = false;
+  // Issue 17: with --precision, one point (one --rate) runs until its mean latency is precise
+  // enough (profiler/precision.h: MSER-5 warm-up cut, batch-means CI, a bounded p99) or a cap.
+  double precision = 0;  // 0: a fixed run (--requests/--duration), no verdict
+  profiler::PrecisionTarget target;
 };
 
 constexpr int kHttpConnections = 64;  // the server's default --http-connections
 constexpr int kGrpcChannels = 1;      // HTTP/2 multiplexes the calls
 constexpr double kDefaultDuration_s = 10;
+constexpr double kPrecisionCap_s = 300;  // --precision without --duration/--requests
+// The precision rule sorts and scans every answer so far: at most this often.
+constexpr double kPrecisionCheckEvery_s = 2;
 // Progress every half second on a terminal, every 5 s into a file or a pipe.
 constexpr double kTerminalEvery_s = 0.5;
 constexpr double kLogEvery_s = 5;
@@ -64,6 +76,14 @@ Status resolve(LoadFlags& f) {
   o.connections = f.connections > 0                            ? f.connections
                   : o.protocol == serve::load::Protocol::kGrpc ? kGrpcChannels
                                                                : kHttpConnections;
+  if (f.precision > 0) {
+    if (o.load.size() != 1) {
+      return InvalidArgument(
+          "--precision: judges one point: give one --rate, not a --load schedule");
+    }
+    f.target.precision = f.precision;
+    if (o.requests == 0 && o.duration_s == 0) o.duration_s = kPrecisionCap_s;
+  }
   if (o.requests == 0 && o.duration_s == 0) o.duration_s = kDefaultDuration_s;
   if (!f.out.empty()) SERF_RETURN_IF_ERROR(check_output_path("--out", f.out));
   if (!f.plot.empty()) {
@@ -71,6 +91,95 @@ Status resolve(LoadFlags& f) {
     SERF_RETURN_IF_ERROR(check_plot_path("--plot", f.plot));
   }
   return Status::Ok();
+}
+
+// The answered latencies of a run in scheduled order, up to the first request still in flight
+// (`so_far`) or over every request that ended (at the end); what did not end in an answer is
+// counted, and the span runs from the first scheduled time to the last answer.
+struct AnsweredPrefix {
+  std::vector<double> latency_ms;
+  size_t not_answered = 0;
+  double span_s = 0;
+};
+
+AnsweredPrefix answered_prefix(const serve::load::LoadRun& run, bool so_far) {
+  AnsweredPrefix p;
+  double last_s = 0;
+  for (const serve::load::LoadRecord& r : run.records) {
+    if (r.status == 0) {  // in flight, or never sent (the run stopped first)
+      if (so_far) break;
+      continue;
+    }
+    if (r.status == 200) {
+      p.latency_ms.push_back(r.latency_ms());
+    } else {
+      ++p.not_answered;
+    }
+    last_s = std::max(last_s, r.done_s);
+  }
+  if (!run.records.empty()) p.span_s = std::max(0.0, last_s - run.records.front().scheduled_s);
+  return p;
+}
+
+profiler::PointVerdict judge_run(const serve::load::LoadRun& run, bool so_far,
+                                 const profiler::PrecisionTarget& target) {
+  const AnsweredPrefix p = answered_prefix(run, so_far);
+  return profiler::judge_point(p.latency_ms, p.span_s, target, p.not_answered);
+}
+
+std::string verdict_text(const profiler::PointVerdict& v, const profiler::PrecisionTarget& t) {
+  char buf[320];
+  std::snprintf(
+      buf, sizeof buf,
+      "precision (target +-%.3g %% of the mean, >= %.3g s, >= %d requests, p%g bounded): %s; mean "
+      "%.3f ms +- %.3f ms (95 %% CI, %.2f %%) over %zu answers after a warm-up of %zu, "
+      "%.1f s\n",
+      t.precision * 100, t.min_duration_s, t.min_requests, t.percentile,
+      v.valid ? "VALID" : ("INVALID: " + v.reason_text()).c_str(), v.mean_ms,
+      std::max(0.0, v.ci95_ms), std::max(0.0, v.ci95_rel) * 100, v.measured, v.warmup,
+      v.duration_s);
+  return buf;
+}
+
+nlohmann::json verdict_json(const profiler::PointVerdict& v, const profiler::PrecisionTarget& t) {
+  const auto or_null = [](double x) {
+    return x >= 0 ? nlohmann::json(x) : nlohmann::json(nullptr);
+  };
+  return {{"target",
+           {{"precision", t.precision},
+            {"min_duration_s", t.min_duration_s},
+            {"min_requests", t.min_requests},
+            {"percentile", t.percentile}}},
+          {"valid", v.valid},
+          {"verdict", v.reason_text()},
+          {"warmup_cut", v.warmup},
+          {"measured", v.measured},
+          {"mean_ms", v.mean_ms},
+          {"ci95_ms", or_null(v.ci95_ms)},
+          {"ci95_rel", or_null(v.ci95_rel)},
+          {"duration_s", v.duration_s},
+          {"percentile_ms", v.percentile_ms},
+          {"percentile_bounded", v.percentile_bounded}};
+}
+
+// Stops sending once the point is VALID (checked at most every kPrecisionCheckEvery_s of the
+// run and only past the minimum duration, so a short noisy start cannot end it).
+std::function<bool(const serve::load::LoadRun&, std::string*)> precision_stop(
+    const profiler::PrecisionTarget& target) {
+  auto next_check_s = std::make_shared<double>(target.min_duration_s);
+  return [target, next_check_s](const serve::load::LoadRun& run, std::string* reason) {
+    const AnsweredPrefix p = answered_prefix(run, true);
+    if (p.span_s < *next_check_s) return false;
+    *next_check_s = p.span_s + kPrecisionCheckEvery_s;
+    const profiler::PointVerdict v =
+        profiler::judge_point(p.latency_ms, p.span_s, target, p.not_answered);
+    if (!v.valid) return false;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "precise: mean %.3f ms +- %.2f %% after %.1f s (--precision)",
+                  v.mean_ms, v.ci95_rel * 100, p.span_s);
+    *reason = buf;
+    return true;
+  };
 }
 
 Status run_load_command(LoadFlags& f) {
@@ -91,6 +200,7 @@ Status run_load_command(LoadFlags& f) {
       printed = true;
     };
   }
+  if (f.precision > 0) hooks.stop = precision_stop(f.target);
   g_interrupted = false;
   hooks.interrupted = &g_interrupted;
   auto previous = std::signal(SIGINT, on_interrupt);
@@ -100,8 +210,14 @@ Status run_load_command(LoadFlags& f) {
   if (!run.ok()) return run.status();
   const serve::load::LoadSummary summary = serve::load::summarize(*run);
   std::cout << serve::load::summary_text(*run, summary);
+  nlohmann::json extra = nlohmann::json::object();
+  if (f.precision > 0) {
+    const profiler::PointVerdict v = judge_run(*run, false, f.target);
+    std::cout << verdict_text(v, f.target);
+    extra["precision"] = verdict_json(v, f.target);
+  }
   if (!f.out.empty()) {
-    SERF_RETURN_IF_ERROR(serve::load::write_run(f.out, *run, summary));
+    SERF_RETURN_IF_ERROR(serve::load::write_run(f.out, *run, summary, extra));
     std::cout << "wrote " << f.out << " and " << f.out << ".csv\n";
   }
   if (!f.plot.empty()) {
@@ -135,6 +251,27 @@ void register_load_commands(CLI::App& app, CommandRegistry& registry) {
                   "send the requests scheduled in the first SECONDS (default 10 when --requests "
                   "is not given; with both, whichever ends first)")
       ->check(positive_finite());
+  auto* precision =
+      sub->add_option(
+             "--precision", f->precision,
+             "run one point (one --rate) until its mean latency's 95 % CI half-width is "
+             "within this fraction of the mean (e.g. 0.03), with the warm-up cut by MSER-5 "
+             "and the p99 bounded, then stop and say VALID or INVALID with the reasons; "
+             "--duration/--requests cap it (default 300 s)")
+          ->check(finite_range(1e-4, 0.5));
+  sub->add_option("--min-duration", f->target.min_duration_s,
+                  "with --precision: run at least this long, seconds (default 10)")
+      ->check(positive_finite())
+      ->needs(precision);
+  sub->add_option("--min-requests", f->target.min_requests,
+                  "with --precision: at least this many answers after the warm-up (default 100)")
+      ->check(int_range(1, 100000000))
+      ->needs(precision);
+  sub->add_option("--percentile", f->target.percentile,
+                  "with --precision: the latency percentile whose 95 % order-statistic CI must be "
+                  "bounded (LoadGen's early stopping; default 99: needs >= 368 answers)")
+      ->check(finite_range(50, 99.99))
+      ->needs(precision);
   sub->add_option("--input", o.input,
                   "the request's input: safetensors with tensor 'input' of the model's shape "
                   "[1,C,H,W] (default: seeded from --seed)");

@@ -222,8 +222,11 @@ json run_json(const LoadRun& run, const LoadSummary& s) {
           {"timeline", timeline(run, s.span_s)}};
 }
 
-Status write_run(const std::string& path, const LoadRun& run, const LoadSummary& summary) {
-  SERF_RETURN_IF_ERROR(io::write_text_file(path, run_json(run, summary).dump(1) + "\n"));
+Status write_run(const std::string& path, const LoadRun& run, const LoadSummary& summary,
+                 const nlohmann::json& extra) {
+  nlohmann::json doc = run_json(run, summary);
+  for (const auto& [key, value] : extra.items()) doc[key] = value;
+  SERF_RETURN_IF_ERROR(io::write_text_file(path, doc.dump(1) + "\n"));
   std::string csv = "id,scheduled_s,sent_s,done_s,latency_ms,lateness_ms,status\n";
   csv.reserve(csv.size() + run.records.size() * 64);
   for (size_t i = 0; i < run.records.size(); ++i) {

@@ -42,7 +42,9 @@ std::string progress_text(const LoadProgress& p);
 // The run as JSON: options, the served model, the summary, first error messages and a timeline
 // of one-second bins by scheduled time (offered, answered, rejected, mean and p99 latency).
 nlohmann::json run_json(const LoadRun& run, const LoadSummary& summary);
-// Writes run_json to `path` and the requests to `path`.csv.
-Status write_run(const std::string& path, const LoadRun& run, const LoadSummary& summary);
+// Writes run_json (with the keys of `extra` added, e.g. the CLI's precision verdict) to `path`
+// and the requests to `path`.csv.
+Status write_run(const std::string& path, const LoadRun& run, const LoadSummary& summary,
+                 const nlohmann::json& extra = nlohmann::json::object());
 
 }  // namespace serf::serve::load
