@@ -125,13 +125,16 @@ PY
     help=$("$SERF" serve --help)
     grep -q -- "--grpc" <<<"$help" || { echo "skip: no --grpc"; exit 77; }
     start 3 --emulate "$profile" --model "$tiny" --config 1,1,1 --http 127.0.0.1:0 --grpc 127.0.0.1:0
-    timeout 120 "$SERF" load --protocol grpc --url "$GRPC" --model tiny --rate 100 --requests 150 \
+    # 30/s on a unit of 47/s (c = 1, 21 ms): the protocol is under test here, not overload. At
+    # 100/s the backlog grew past the server's 64 gRPC threads whenever the machine slowed the
+    # emulated service (31 ms at load 17), and gRPC itself refused the rest (RESOURCE_EXHAUSTED).
+    timeout 120 "$SERF" load --protocol grpc --url "$GRPC" --model tiny --rate 30 --requests 150 \
       --out "$out/g.json" >"$out/lo" 2>"$out/le"
     rc=$?
     if [ $rc -eq 2 ] && grep -q "built without gRPC" "$out/le"; then echo "skip: no gRPC"; stop; exit 77; fi
     [ $rc -eq 0 ] || fail "serf load --protocol grpc exited $rc"
     cat "$out/lo"
-    load --protocol grpc --url "$GRPC" --model tiny --rate 100 --requests 50 --binary
+    load --protocol grpc --url "$GRPC" --model tiny --rate 30 --requests 50 --binary
     grep -q "^status: 200 50," "$out/lo" || fail "raw_input_contents"
     [ "$(field "$out/g.json" "j['summary']['answered']")" = 150 ] || fail "gRPC answered"
     stop
