@@ -62,6 +62,9 @@ struct TorchTimes {
   double median_ms = -1.0;  // negative: torch not available
   double min_ms = -1.0;
   double conv_median_ms = -1.0;  // the convolutions alone (separate runs)
+  std::string mode;              // which PyTorch mode median_ms is: "eager" or "frozen"
+  double eager_median_ms = -1.0;
+  double frozen_median_ms = -1.0;  // traced + frozen + optimize_for_inference
 };
 // Latency of PyTorch for one batch of `batch` rows (scripts/torch_reference.py --bench).
 inline TorchTimes torch_times_ms(const std::string& root, const std::string& spec, int threads,
@@ -78,8 +81,9 @@ inline TorchTimes torch_times_ms(const std::string& root, const std::string& spe
   if (pclose(pipe) != 0) return {};
   try {
     const auto doc = nlohmann::json::parse(text);
-    return {doc.at("median_ms").get<double>(), doc.at("min_ms").get<double>(),
-            doc.value("conv_median_ms", -1.0)};
+    return {doc.at("median_ms").get<double>(),  doc.at("min_ms").get<double>(),
+            doc.value("conv_median_ms", -1.0),  doc.value("mode", std::string("eager")),
+            doc.value("eager_median_ms", -1.0), doc.value("frozen_median_ms", -1.0)};
   } catch (const std::exception&) {
     return {};
   }

@@ -1,6 +1,8 @@
 // engine_bench: batch-1 latency of the CPU engine against PyTorch at the same thread count, in the
 // same run; the big fully connected layers' bandwidth against a STREAM triad; every convolution's
-// GFLOP/s against this core's FP32 peak measured with an FMA loop in the same run.
+// GFLOP/s against this core's FP32 peak measured with an FMA loop in the same run; every layer's
+// time summed by class (conv by kernel/stride/grouping, other layers by kind). PyTorch's time is
+// the faster of its eager modules and its frozen optimize_for_inference graph (both printed).
 //   engine_bench [--root DIR] [--models a,b] [--threads 1,2] [--repeat n] [--no-torch]
 //                [--conv-layers all|none|zoo]
 // Goals (issues 3 and 15): engine <= 0.8x PyTorch; fully connected >= 80 % of triad bandwidth.
@@ -55,7 +57,7 @@ struct FcRow {
 };
 
 struct ConvRow {
-  std::string model, layer;
+  std::string model, layer, cls;
   int threads;
   double gmac, ms, gflops, peak;
 };
@@ -67,6 +69,28 @@ struct ConvSummary {
   double gmac, serf_ms, torch_ms, peak;
   std::vector<double> percents;  // per layer, of peak
 };
+
+// Layers grouped by what runs them: convolutions by kernel, stride and grouping ("conv1x1",
+// "conv3x3/s2", "dwconv3x3"), other layers by kind.
+struct ClassRow {
+  std::string model, cls;
+  int threads;
+  int layers = 0, fused = 0;
+  double gmac = 0.0, ms = 0.0, total_ms = 0.0, peak = 0.0;
+};
+
+std::string layer_class(const model::ModelPlan& plan, size_t i) {
+  const model::LayerSpec& l = plan.spec.layers[i];
+  if (l.kind != model::LayerKind::kConv2d) return model::to_string(l.kind);
+  const model::Window& w = l.window;
+  std::string c = l.groups == 1                            ? "conv"
+                  : l.groups == plan.layers[i].in.channels ? "dwconv"
+                                                           : "gconv";
+  c += std::to_string(w.kernel_h) + "x" + std::to_string(w.kernel_w);
+  if (w.stride_h > 1 || w.stride_w > 1)
+    c += "/s" + std::to_string(std::max(w.stride_h, w.stride_w));
+  return c;
+}
 
 // One (model, T): whole requests, then per-layer runs; appends to the tables.
 struct Measured {
@@ -122,13 +146,55 @@ void add_conv_rows(const std::string& name, const model::ModelPlan& plan, const 
     const double ms = bench::median(m.layer_ms[i]);
     const double gmac = plan.layers[i].connections / 1e9;
     const double gflops = ms > 0 ? 2.0 * gmac / (ms / 1e3) : 0.0;
-    rows->push_back({name, plan.spec.layers[i].name, T, gmac, ms, gflops, peak});
+    rows->push_back(
+        {name, plan.spec.layers[i].name, layer_class(plan, i), T, gmac, ms, gflops, peak});
     ++s.layers;
     s.gmac += gmac;
     s.serf_ms += ms;
     s.percents.push_back(100.0 * gflops / peak);
   }
   if (s.layers > 0) summaries->push_back(std::move(s));
+}
+
+void add_class_rows(const std::string& name, const model::ModelPlan& plan, const Measured& m, int T,
+                    double peak, std::vector<ClassRow>* rows) {
+  const size_t first = rows->size();
+  double total = 0.0;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const std::string cls = layer_class(plan, i);
+    auto it = std::find_if(rows->begin() + static_cast<std::ptrdiff_t>(first), rows->end(),
+                           [&](const ClassRow& r) { return r.cls == cls; });
+    if (it == rows->end()) {
+      rows->push_back({name, cls, T});
+      it = rows->end() - 1;
+    }
+    const double ms = bench::median(m.layer_ms[i]);
+    ++it->layers;
+    if (ms == 0.0) ++it->fused;
+    it->ms += ms;
+    it->gmac += plan.layers[i].connections / 1e9;
+    it->peak = peak;
+    total += ms;
+  }
+  for (size_t r = first; r < rows->size(); ++r) (*rows)[r].total_ms = total;
+}
+
+void print_class_table(const std::vector<ClassRow>& rows, int repeat) {
+  std::printf(
+      "\ntime by layer class: sum of per-layer medians (%d runs), share of all layers' sum; "
+      "GFLOP/s and %%peak for layers with multiply-adds (fused: layers run inside the one "
+      "before)\n%-12s %2s %-14s %6s %5s %9s %6s %9s %7s\n",
+      repeat, "model", "T", "class", "layers", "fused", "ms", "share", "GFLOP/s", "%peak");
+  for (const ClassRow& r : rows) {
+    const double gflops = r.ms > 0 ? 2.0 * r.gmac / (r.ms / 1e3) : 0.0;
+    std::printf("%-12s %2d %-14s %6d %5d %9.3f %5.1f%%", r.model.c_str(), r.threads, r.cls.c_str(),
+                r.layers, r.fused, r.ms, 100.0 * r.ms / r.total_ms);
+    if (r.gmac > 0 && r.ms > 0) {
+      std::printf(" %9.1f %6.0f%%\n", gflops, 100.0 * gflops / r.peak);
+    } else {
+      std::printf(" %9s %7s\n", "", "");
+    }
+  }
 }
 
 void print_conv_tables(const std::vector<ConvSummary>& summaries, const std::vector<ConvRow>& rows,
@@ -157,13 +223,14 @@ void print_conv_tables(const std::vector<ConvSummary>& summaries, const std::vec
                 100.0 * gflops / s.peak, p.front(), bench::median(p), p.back(), s.peak);
   }
   if (o.conv_layers == "none") return;
-  std::printf("\nper convolution (median of %d runs)\n%-12s %-28s %2s %9s %9s %9s %7s\n", repeat,
-              "model", "layer", "T", "MMAC", "ms", "GFLOP/s", "%peak");
+  std::printf("\nper convolution (median of %d runs)\n%-12s %-28s %-12s %2s %9s %9s %9s %7s\n",
+              repeat, "model", "layer", "class", "T", "MMAC", "ms", "GFLOP/s", "%peak");
   for (const ConvRow& r : rows) {
     const bool zoo = r.model == "resnet50" || r.model == "vgg16" || r.model == "mobilenet_v2";
     if (o.conv_layers == "zoo" && !zoo) continue;
-    std::printf("%-12s %-28s %2d %9.2f %9.4f %9.1f %6.0f%%\n", r.model.c_str(), r.layer.c_str(),
-                r.threads, r.gmac * 1e3, r.ms, r.gflops, 100.0 * r.gflops / r.peak);
+    std::printf("%-12s %-28s %-12s %2d %9.2f %9.4f %9.1f %6.0f%%\n", r.model.c_str(),
+                r.layer.c_str(), r.cls.c_str(), r.threads, r.gmac * 1e3, r.ms, r.gflops,
+                100.0 * r.gflops / r.peak);
   }
 }
 
@@ -220,9 +287,10 @@ void print_latency(const std::string& name, int T, int repeat, const std::vector
   const double serf_min = *std::min_element(total.begin(), total.end());
   if (torch_ms.median_ms > 0) {
     const double ratio = serf_ms / torch_ms.median_ms;
-    std::printf("%-12s %2d %5d %10.3f %10.3f %7.2f %10.3f %10.3f %9.2f  %s\n", name.c_str(), T,
-                repeat, serf_ms, torch_ms.median_ms, ratio, serf_min, torch_ms.min_ms,
-                serf_min / torch_ms.min_ms, ratio <= 0.8 ? "met" : "NOT met");
+    std::printf("%-12s %2d %5d %10.3f %10.3f %7.2f %10.3f %10.3f %9.2f  %-8s %-7s %10.3f %10.3f\n",
+                name.c_str(), T, repeat, serf_ms, torch_ms.median_ms, ratio, serf_min,
+                torch_ms.min_ms, serf_min / torch_ms.min_ms, ratio <= 0.8 ? "met" : "NOT met",
+                torch_ms.mode.c_str(), torch_ms.eager_median_ms, torch_ms.frozen_median_ms);
   } else {
     std::printf("%-12s %2d %5d %10.3f %10s %7s %10.3f %10s %9s\n", name.c_str(), T, repeat, serf_ms,
                 "n/a", "n/a", serf_min, "n/a", "n/a");
@@ -240,11 +308,13 @@ int main(int argc, char** argv) {
     std::cerr << "engine_bench: error: " << backend.status().message() << "\n";
     return 2;
   }
-  std::printf("\n%-12s %2s %5s %10s %10s %7s %10s %10s %9s  %s\n", "model", "T", "runs", "serf_ms",
-              "torch_ms", "ratio", "serf_min", "torch_min", "min_ratio", "goal: ratio <= 0.80");
+  std::printf("\n%-12s %2s %5s %10s %10s %7s %10s %10s %9s  %-8s %-7s %10s %10s\n", "model", "T",
+              "runs", "serf_ms", "torch_ms", "ratio", "serf_min", "torch_min", "min_ratio",
+              "goal<=.8", "torch", "eager_ms", "frozen_ms");
   std::vector<FcRow> fc_rows;
   std::vector<ConvRow> conv_rows;
   std::vector<ConvSummary> summaries;
+  std::vector<ClassRow> class_rows;
   bench::Triad triad;
   for (const std::string& name : o.models) {
     const std::string spec = o.root + "/configs/models/" + name + ".json";
@@ -268,6 +338,7 @@ int main(int argc, char** argv) {
           o.torch ? bench::torch_times_ms(o.root, spec, T, o.repeat) : bench::TorchTimes{};
       print_latency(name, T, o.repeat, m->total_ms, torch_ms);
       add_conv_rows(name, *plan, *m, T, peak, torch_ms.conv_median_ms, &conv_rows, &summaries);
+      add_class_rows(name, *plan, *m, T, peak, &class_rows);
       for (size_t i = 0; i < plan->layers.size(); ++i) {
         const auto& info = plan->layers[i];
         if (!big_fc(*plan, i)) continue;
@@ -291,5 +362,6 @@ int main(int argc, char** argv) {
                 r.layer.c_str(), r.threads, r.mb, r.ms, r.gbs, r.triad, 100.0 * r.ratio);
   }
   print_conv_tables(summaries, conv_rows, o, o.repeat);
+  print_class_table(class_rows, o.repeat);
   return 0;
 }
