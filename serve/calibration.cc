@@ -31,18 +31,51 @@ DriftTracker::DriftTracker(Profile profile, DriftRule rule)
   states_.resize(base_.tuples.size());
   for (size_t k = 0; k < base_.tuples.size(); ++k) {
     const TupleStats& t = base_.tuples[k];
-    reset_reference(&states_[k], t.mean_ms, t.mean_ms * std::sqrt(std::max(0.0, t.scv)));
+    states_[k].prior_se = std::sqrt(std::max(0.0, t.scv) / std::max(1, rule_.batch));
+    reset_reference(&states_[k], t.mean_ms, true);
   }
 }
 
-void DriftTracker::reset_reference(State* s, double mean_ms, double sd_ms) const {
+void DriftTracker::reset_reference(State* s, double mean_ms, bool fresh) const {
   s->mu0 = mean_ms;
-  s->sigma0 = std::max(sd_ms, rule_.min_sd_fraction * mean_ms);
   s->batch_sum = 0;
   s->batch_n = 0;
   s->s_hi = s->s_lo = 0;
-  s->hi_n = s->lo_n = 0;
-  s->hi_sum = s->hi_sq = s->lo_sum = s->lo_sq = 0;
+  s->confirming = 0;
+  if (!fresh) return;
+  s->batches = 0;
+  s->last_rel = s->mssd_sum = 0;
+}
+
+double DriftTracker::scale_ms(const State& s) const {
+  double rel = std::max(s.prior_se, rule_.min_sd_fraction);
+  if (s.batches >= 2)
+    rel = std::max(rel, std::sqrt(s.mssd_sum / (2.0 * static_cast<double>(s.batches - 1))));
+  return std::min(rel, rule_.max_sd_fraction) * s.mu0;
+}
+
+void DriftTracker::on_batch(State* s, double xbar, double now_s) {
+  const double rel = xbar / s->mu0;
+  if (s->batches >= 1) s->mssd_sum += (rel - s->last_rel) * (rel - s->last_rel);
+  s->last_rel = rel;
+  ++s->batches;
+  const double y = std::clamp((xbar - s->mu0) / scale_ms(*s), -rule_.clip, rule_.clip);
+  if (s->confirming != 0) {
+    ++s->conf_batches;
+    if (s->confirming * y > rule_.k) ++s->conf_agree;
+    return;
+  }
+  if (s->batches < rule_.min_batches || now_s < s->hold_until_s) return;
+  s->s_hi = std::max(0.0, s->s_hi + y - rule_.k);
+  s->s_lo = std::max(0.0, s->s_lo - y - rule_.k);
+  if (s->s_hi > rule_.h || s->s_lo > rule_.h) {
+    ++alarms_;
+    s->confirming = s->s_hi > rule_.h ? 1 : -1;  // sustained? confirmed on fresh answers
+    s->conf_start_s = now_s;
+    s->conf_n = 0;
+    s->conf_sum = s->conf_sq = 0;
+    s->conf_batches = s->conf_agree = 0;
+  }
 }
 
 std::optional<Recalibration> DriftTracker::observe(const ParallelismTuple& tuple,
@@ -54,45 +87,45 @@ std::optional<Recalibration> DriftTracker::observe(const ParallelismTuple& tuple
   const double d = occupancy_ms - s.mean;
   s.mean += d / static_cast<double>(s.n);
   s.m2 += d * (occupancy_ms - s.mean);
-  // Observations since each side last was 0 (the change-point candidates).
-  ++s.hi_n;
-  s.hi_sum += occupancy_ms;
-  s.hi_sq += occupancy_ms * occupancy_ms;
-  ++s.lo_n;
-  s.lo_sum += occupancy_ms;
-  s.lo_sq += occupancy_ms * occupancy_ms;
-  if (s.confirming) {
+  const bool confirming = s.confirming != 0;  // this answer came after the alarm
+  if (confirming) {
     ++s.conf_n;
     s.conf_sum += occupancy_ms;
     s.conf_sq += occupancy_ms * occupancy_ms;
-    if (s.conf_n < rule_.min_samples) return std::nullopt;
-  } else {
-    s.batch_sum += occupancy_ms;
-    if (++s.batch_n < rule_.batch) return std::nullopt;
-    const double y = (s.batch_sum / s.batch_n - s.mu0) / (s.sigma0 / std::sqrt(s.batch_n));
+  }
+  s.batch_sum += occupancy_ms;
+  if (++s.batch_n >= rule_.batch) {
+    const double xbar = s.batch_sum / s.batch_n;
     s.batch_sum = 0;
     s.batch_n = 0;
-    s.s_hi = std::max(0.0, s.s_hi + y - rule_.k);
-    s.s_lo = std::max(0.0, s.s_lo - y - rule_.k);
-    if (s.s_hi > rule_.h || s.s_lo > rule_.h) {
-      s.confirming = true;  // sustained: confirmed on fresh observations
-      s.conf_n = 0;
-      s.conf_sum = s.conf_sq = 0;
-    }
-    return std::nullopt;
+    on_batch(&s, xbar, now_s);
   }
-  s.confirming = false;
-  const int64_t n = s.conf_n;
-  const double sum = s.conf_sum, sq = s.conf_sq;
+  if (!confirming || s.conf_n < rule_.min_samples || now_s - s.conf_start_s < rule_.confirm_s ||
+      s.conf_batches < 1)
+    return std::nullopt;
+  const double precise =
+      ci95_iid(s.conf_n, s.conf_sum, s.conf_sq) / (s.conf_sum / static_cast<double>(s.conf_n));
+  if (precise > rule_.precision && now_s - s.conf_start_s < rule_.max_confirm_s)
+    return std::nullopt;
+  return decide(&s, tuple, now_s);
+}
+
+std::optional<Recalibration> DriftTracker::decide(State* s, const ParallelismTuple& tuple,
+                                                  double now_s) {
+  const int64_t n = s->conf_n;
+  const double sum = s->conf_sum, sq = s->conf_sq;
   const double new_mean = sum / static_cast<double>(n);
-  const double sd = std::sqrt(std::max(0.0, (sq - n * new_mean * new_mean) / (n - 1.0)));
-  const double old_mean = s.mu0;
-  if (std::fabs(new_mean / old_mean - 1) < rule_.min_change) {
-    reset_reference(&s, old_mean, s.sigma0);  // real but immaterial: keep the reference
+  const double old_mean = s->mu0;
+  const double change = new_mean / old_mean - 1;
+  const bool sustained = s->conf_agree >= rule_.confirm_fraction * s->conf_batches;
+  const bool material = std::fabs(change) >= rule_.min_change && change * s->confirming > 0;
+  if (!sustained || !material) {
+    reset_reference(s, old_mean, false);  // a burst, or real but immaterial: keep the model
     return std::nullopt;
   }
-  reset_reference(&s, new_mean, sd);
-  s.own = true;
+  reset_reference(s, new_mean, true);
+  s->hold_until_s = now_s + rule_.hold_off_s;
+  s->own = true;
   Recalibration r;
   r.at_s = now_s;
   r.tuple = tuple;
@@ -147,8 +180,8 @@ void DriftTracker::rebuild_profile() {
       c.mean_ms = b.mean_ms * neighbour_ratio(b.tuple);
       // An unobserved tuple's reference follows its neighbours, so that when it is observed it
       // is tested against what the model now assumes. A CUSUM in progress restarts.
-      if (s.n == 0 || std::fabs(c.mean_ms / s.mu0 - 1) > 1e-12)
-        reset_reference(&s, c.mean_ms, c.mean_ms * std::sqrt(std::max(0.0, b.scv)));
+      // The scale's statistics (relative) stay: the same answers, a moved reference.
+      if (std::fabs(c.mean_ms / s.mu0 - 1) > 1e-12) reset_reference(&s, c.mean_ms, false);
     }
     c.node_ms = b.node_ms * c.mean_ms / b.mean_ms;
   }

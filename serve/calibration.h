@@ -23,22 +23,43 @@
 
 namespace serf::serve {
 
-// The drift rule. Observations of a tuple are grouped in batches of `batch`; each batch mean is
-// standardized against the tuple's reference, y = (xbar - mu0) / (sigma0 / sqrt(batch)), with
-// sigma0 = mu0 sqrt(scv) floored at min_sd_fraction mu0 (a profile's SCV can be ~0). A two-sided
-// CUSUM, S+ = max(0, S+ + y - k), S- = max(0, S- - y - k), raises an alarm when one side passes h
-// (k = 0.5, h = 8: a false alarm about once in 10^4 batches of an unchanged tuple, a shift of 2
-// standard errors found in about 6 batches). An alarm is then confirmed on min_samples fresh
-// observations (the ones that raised it are selected for being high or low, so their mean is
-// biased): their mean replaces the reference when it differs by at least min_change; else the
-// alarm is dropped and the CUSUM restarts.
+// The drift rule, with an explicit time scale: it follows drifts that last tens of seconds and
+// ignores what lasts a few (docs/calibration.md, "The drift rule").
+// - Observations of a tuple are grouped in batches of `batch`. The scale s of a batch mean is
+//   measured, not assumed: the profile's SCV describes a quiet machine, while a shared host's batch
+//   means wander far more. s = sqrt(MSSD / 2) over the batch means since the tuple's reference was
+//   set (the mean squared successive difference: the short-term noise, barely moved by a level
+//   shift), at least the profile's i.i.d. standard error and min_sd_fraction mu0, at most
+//   max_sd_fraction mu0 (so that a 20 % shift is always at least one s).
+// - y = (xbar - mu0) / s, capped at +-clip (one batch, an outlier or a burst, moves the CUSUM by at
+//   most clip - k: at least ceil(h / (clip - k)) batches raise an alarm). A two-sided CUSUM,
+//   S+ = max(0, S+ + y - k), S- = max(0, S- - y - k), alarms when a side passes h; only once
+//   min_batches batches were seen since the reference was set, and not within hold_off_s after
+//   the tuple's last recalibration. For Gaussian batch means, k = 0.5, h = 8 is a two-sided
+//   in-control run length of about 9,500 batches (Siegmund's approximation).
+// - Sustained: an alarm is confirmed on the fresh answers of the next confirm_s seconds (at least
+//   min_samples of them; longer, up to max_confirm_s, until their mean's 95 % CI half-width is
+//   within `precision` of it, so that a noisy host's new mean is not itself noise): at least
+//   confirm_fraction of their batch means must lie beyond mu0 +- k s on the alarm's side (a burst
+//   shorter than about a third of confirm_s cannot), and their mean must differ from mu0 by at
+//   least min_change. Their mean is the new mean (the answers that raised the alarm are selected
+//   for lying high or low). Otherwise the alarm is dropped and the CUSUM restarts with the same
+//   reference.
 struct DriftRule {
-  int batch = 10;
+  int batch = 20;
+  int min_batches = 5;
   double k = 0.5;
   double h = 8;
+  double clip = 4;
   double min_sd_fraction = 0.02;
-  int min_samples = 50;
-  double min_change = 0.03;
+  double max_sd_fraction = 0.2;
+  int min_samples = 60;
+  double confirm_s = 10;
+  double precision = 0.03;    // ... and until their mean's 95 % CI is within 3 % (i.i.d.) ...
+  double max_confirm_s = 15;  // ... or this long
+  double confirm_fraction = 2.0 / 3.0;
+  double min_change = 0.05;
+  double hold_off_s = 30;
 };
 
 // One update of the model: logged, counted in /metrics and written to serve --out.
@@ -79,27 +100,41 @@ class DriftTracker {
   };
   Estimate estimate(const ParallelismTuple& tuple) const;
   const std::vector<Recalibration>& recalibrations() const { return log_; }
+  // CUSUM alarms raised, confirmed or not (each confirmed one is a recalibration).
+  int64_t alarms() const { return alarms_; }
 
  private:
   struct State {
-    double mu0 = 0, sigma0 = 0;  // the reference the CUSUM tests against
+    double mu0 = 0;       // the reference the CUSUM tests against (the model's mean)
+    double prior_se = 0;  // the profile's i.i.d. standard error of a batch mean, relative to mu0
     double batch_sum = 0;
     int batch_n = 0;
+    // Batch means since the reference was set (a recalibration): count, the last one relative
+    // to mu0, the sum of squared successive differences (relative), for the scale s.
+    int64_t batches = 0;
+    double last_rel = 0, mssd_sum = 0;
     double s_hi = 0, s_lo = 0;  // CUSUM sides
-    // Observations since each side last was 0: count, sum, sum of squares.
-    int64_t hi_n = 0, lo_n = 0;
-    double hi_sum = 0, hi_sq = 0, lo_sum = 0, lo_sq = 0;
+    double hold_until_s = 0;    // no alarm before (a recalibration's hold-off)
     // All observations (Welford).
     int64_t n = 0;
     double mean = 0, m2 = 0;
     bool own = false;  // recalibrated from its own observations
-    // After an alarm: fresh observations, whose mean (free of the CUSUM's selection) is the new
-    // mean once there are min_samples of them.
-    bool confirming = false;
+    // After an alarm (side +1 or -1): fresh observations, whose mean (free of the CUSUM's
+    // selection) is the new mean once the confirmation holds.
+    int confirming = 0;
+    double conf_start_s = 0;
     int64_t conf_n = 0;
     double conf_sum = 0, conf_sq = 0;
+    int conf_batches = 0, conf_agree = 0;
   };
-  void reset_reference(State* s, double mean_ms, double sd_ms) const;
+  // The scale s of a batch mean of `s` in ms (see DriftRule).
+  double scale_ms(const State& s) const;
+  // A completed batch mean: the scale's statistics, then the CUSUM or the confirmation's count.
+  void on_batch(State* s, double xbar, double now_s);
+  std::optional<Recalibration> decide(State* s, const ParallelismTuple& tuple, double now_s);
+  // A new reference: the CUSUM and any confirmation restart; `fresh` (a recalibration) also
+  // restarts the scale's statistics (the machine's noise may have changed with its speed).
+  void reset_reference(State* s, double mean_ms, bool fresh) const;
   void rebuild_profile();
 
   Profile base_;     // as profiled
@@ -107,6 +142,7 @@ class DriftTracker {
   DriftRule rule_;
   std::vector<State> states_;  // parallel to base_.tuples
   std::vector<Recalibration> log_;
+  int64_t alarms_ = 0;
 };
 
 // Re-plans the configuration table on its own thread (started by the first submit): submit()
