@@ -131,11 +131,20 @@ Status print_exhaustive_cost(const PlanFlags& f, const Profile& profile, int nod
             << format_number("%.0f", cost->median_point_s) << " s, longest "
             << format_number("%.0f", cost->longest_point_s) << " s\n"
             << "  exhaustive measurement        " << format_number("%.0f", cost->exhaustive_s)
-            << " s (" << hours(cost->exhaustive_s) << " h)\n"
+            << " s (" << hours(cost->exhaustive_s) << " h; the 10% longest points "
+            << format_percent(cost->longest_tenth_share) << " of it)\n"
             << "  tuple profile                 " << format_number("%.1f", cost->tuple_profile_s)
-            << " s (the profile's " << profile.tuples.size()
-            << " tuples: (warm-up + samples) x mean_ms / i)\n"
-            << "  ratio                         " << format_number("%.0f", cost->ratio) << "x\n";
+            << " s (the profile's " << profile.tuples.size() << " tuples to the same precision, "
+            << cost->tuple_samples << " samples: (warm-up + samples) x mean_ms / i; "
+            << format_number("%.1f", cost->tuple_profile_as_profiled_s)
+            << " s at the file's sample counts)\n"
+            << "  ratio                         " << format_number("%.0f", cost->ratio) << "x\n"
+            << "  tuple profile side by side    "
+            << format_number("%.1f", cost->tuple_profile_side_by_side_s)
+            << " s (a K-node tuple on each of N/K node groups at once; serf profile runs them "
+            << "one after another today)\n"
+            << "  ratio side by side            " << format_number("%.0f", cost->ratio_side_by_side)
+            << "x\n";
   return Status::Ok();
 }
 

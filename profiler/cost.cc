@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "serf/core/configuration.h"
 #include "serf/core/service_level.h"
@@ -55,6 +56,31 @@ StatusOr<double> point_seconds(const Profile& profile, const Configuration& conf
   return o.switch_s + std::max(o.min_duration_s, run_s);
 }
 
+// The tuple profile at the exhaustive points' precision: one after another, and side by side on
+// disjoint node groups (see ExhaustiveCost).
+void tuple_profile_cost(const Profile& profile, const ExhaustiveCostOptions& o,
+                        ExhaustiveCost* cost) {
+  std::map<int, std::vector<double>> by_inter;  // K -> each tuple's seconds
+  for (const TupleStats& t : profile.tuples) {
+    if (t.tuple.inter > o.nodes) continue;
+    const double z = 1.96 / o.precision;
+    const int64_t n = std::max<int64_t>(
+        o.tuple_min_samples, static_cast<int64_t>(std::ceil(z * z * std::max(0.0, t.scv))));
+    const double per_sample_s = t.mean_ms / 1e3 / t.tuple.service;  // closed loop, i running
+    const double s = static_cast<double>(o.tuple_warmup + n) * per_sample_s;
+    cost->tuple_samples += n;
+    cost->tuple_profile_s += s;
+    cost->tuple_profile_as_profiled_s += (o.tuple_warmup + t.samples) * per_sample_s;
+    by_inter[t.tuple.inter].push_back(s);
+  }
+  for (auto& [k, times] : by_inter) {
+    std::sort(times.rbegin(), times.rend());
+    std::vector<double> groups(static_cast<size_t>(std::max(1, o.nodes / k)), 0.0);
+    for (double s : times) *std::min_element(groups.begin(), groups.end()) += s;
+    cost->tuple_profile_side_by_side_s += *std::max_element(groups.begin(), groups.end());
+  }
+}
+
 }  // namespace
 
 StatusOr<ExhaustiveCost> project_exhaustive_cost(const Profile& profile,
@@ -87,11 +113,14 @@ StatusOr<ExhaustiveCost> project_exhaustive_cost(const Profile& profile,
   std::sort(seconds.begin(), seconds.end());
   cost.longest_point_s = seconds.back();
   cost.median_point_s = quantile_sorted(seconds, 0.5);
-  for (const TupleStats& t : profile.tuples) {
-    if (t.tuple.inter > o.nodes) continue;
-    cost.tuple_profile_s += (o.tuple_warmup + t.samples) * t.mean_ms / 1e3 / t.tuple.service;
-  }
+  const size_t tenth = std::max<size_t>(1, seconds.size() / 10);
+  double top = 0;
+  for (size_t k = seconds.size() - tenth; k < seconds.size(); ++k) top += seconds[k];
+  cost.longest_tenth_share = top / cost.exhaustive_s;
+  tuple_profile_cost(profile, o, &cost);
   if (cost.tuple_profile_s > 0) cost.ratio = cost.exhaustive_s / cost.tuple_profile_s;
+  if (cost.tuple_profile_side_by_side_s > 0)
+    cost.ratio_side_by_side = cost.exhaustive_s / cost.tuple_profile_side_by_side_s;
   return cost;
 }
 

@@ -38,6 +38,10 @@ struct ExhaustiveCostOptions {
   double switch_s = 0;             // reconfiguration per point (measured: serf serve's switch)
   int64_t probe_requests = 20000;  // simulated per point to find its variance
   int tuple_warmup = 2;            // closed-loop warm-up per tuple in the tuple profile
+  // The tuple profile is held to the same precision as the exhaustive points: each tuple runs
+  // until its mean service time's 95 % CI is within `precision`, (1.96 / precision)^2 SCV
+  // samples, at least tuple_min_samples.
+  int tuple_min_samples = 10;
 };
 struct ExhaustiveCost {
   int configurations = 0;
@@ -47,8 +51,20 @@ struct ExhaustiveCost {
   double exhaustive_s = 0;
   double longest_point_s = 0;
   double median_point_s = 0;
-  double tuple_profile_s = 0;  // sum over the profile's tuples of (warmup + samples) mean_ms / i
-  double ratio = 0;            // exhaustive_s / tuple_profile_s
+  double longest_tenth_share = 0;  // share of exhaustive_s in the 10 % longest points
+  // The tuple profile at the same precision: sum over tuples of (warm-up + samples) mean_ms / i,
+  // one tuple after another (what serf profile does), ...
+  int64_t tuple_samples = 0;  // samples over all tuples
+  double tuple_profile_s = 0;
+  // ... and side by side: a tuple of K nodes needs K nodes, so the tuples of one K can run on
+  // floor(N/K) disjoint node groups at once (longest-first onto the least loaded group); the
+  // K values one after another. An exhaustive point needs the whole cluster. (serf profile does
+  // not run tuples side by side yet: a projection of what the cluster allows.)
+  double tuple_profile_side_by_side_s = 0;
+  // The tuple profile as the file was measured (its own sample counts), for comparison.
+  double tuple_profile_as_profiled_s = 0;
+  double ratio = 0;               // exhaustive_s / tuple_profile_s
+  double ratio_side_by_side = 0;  // exhaustive_s / tuple_profile_side_by_side_s
 };
 StatusOr<ExhaustiveCost> project_exhaustive_cost(const Profile& profile,
                                                  const ExhaustiveCostOptions& options);

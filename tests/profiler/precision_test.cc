@@ -114,10 +114,27 @@ TEST_CASE("the projected exhaustive cost: points x run length, against the tuple
   CHECK(cost->points == 18);
   CHECK(cost->unstable >= 6);
   CHECK(cost->exhaustive_s >= 18 * o.min_duration_s);
-  // The tuples: (2 + 100) x mean_ms / i.
-  const double tuples_s = 102 * (10.0 + 14.0 / 2 + 6.0 + 7.0 + 9.0 / 2 + 4.0) / 1e3;
-  CHECK(cost->tuple_profile_s == Approx(tuples_s));
-  CHECK(cost->ratio == Approx(cost->exhaustive_s / tuples_s));
+  // The tuples at the same precision: SCV 0 needs only the minimum, 10 samples: (2 + 10) x
+  // mean_ms / i; as the file says, (2 + 100) x mean_ms / i.
+  const double per_sample_s = (10.0 + 14.0 / 2 + 6.0 + 7.0 + 9.0 / 2 + 4.0) / 1e3;
+  CHECK(cost->tuple_samples == 60);
+  CHECK(cost->tuple_profile_s == Approx(12 * per_sample_s));
+  CHECK(cost->tuple_profile_as_profiled_s == Approx(102 * per_sample_s));
+  CHECK(cost->ratio == Approx(cost->exhaustive_s / (12 * per_sample_s)));
+  // Side by side on 2 nodes: the K = 1 tuples (12 x 10, 7, 6 ms = 120, 84, 72 ms) on 2 node
+  // groups, longest first onto the least loaded: {120}, {84, 72} -> 156 ms; then the K = 2 ones
+  // (12 x 7, 4.5, 4 ms) on one group: 186 ms. 342 ms in all.
+  CHECK(cost->tuple_profile_side_by_side_s == Approx(0.342));
+  CHECK(cost->ratio_side_by_side == Approx(cost->exhaustive_s / 0.342));
+  CHECK(cost->longest_tenth_share >= 1.0 / 18 - 1e-12);  // the longest of 18 points
+  CHECK(cost->longest_tenth_share <= 1);
+  // A noisy tuple needs (1.96 / 0.03)^2 SCV samples: SCV 0.5 -> 2135.
+  p.tuples[0].scv = 0.5;
+  auto noisy = serf::profiler::project_exhaustive_cost(p, o);
+  REQUIRE(noisy.ok());
+  CHECK(noisy->tuple_samples == 50 + 2135);
+  CHECK(noisy->tuple_profile_s == Approx(12 * per_sample_s + 2125 * 10.0 / 1e3));
+  p.tuples[0].scv = 0;
   // A tighter target costs more: the run length grows like 1 / precision^2 once past the minimum.
   o.precision = 0.003;
   auto tight = serf::profiler::project_exhaustive_cost(p, o);
