@@ -40,27 +40,85 @@ struct InferOptions {
   std::string output_out;
 };
 
+// The request input: --input (b rows of safetensors), or row r seeded as `--seed S + r` alone.
+StatusOr<std::vector<float>> infer_input(const model::ModelPlan& plan, const InferOptions& o) {
+  if (!o.input.empty()) return model::load_input_safetensors(o.input, plan.spec.input, o.batch);
+  std::vector<float> input;
+  for (int r = 0; r < o.batch; ++r) {
+    const std::vector<float> row =
+        model::seeded_input(plan.spec.input, o.seed + static_cast<uint64_t>(r));
+    input.insert(input.end(), row.begin(), row.end());
+  }
+  return input;
+}
+
+// One warm-up run, then --repeat timed runs: each run's total and per-layer times into `p`.
+Status time_runs(engine::SimulatedUnit& unit, const model::ModelPlan& plan, const InferOptions& o,
+                 const std::vector<float>& input, InferPrint* p) {
+  const size_t layers = plan.layers.size();
+  std::vector<float> output(static_cast<size_t>(plan.output().elements() * o.batch));
+  engine::LayerTimings timings;
+  timings.resize(layers);
+  SERF_RETURN_IF_ERROR(unit.run(input.data(), output.data(), &timings));  // warm-up, not counted
+  p->compute_ms.assign(layers, {});
+  p->exchange_ms.assign(layers, {});
+  for (int r = 0; r < o.repeat; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    SERF_RETURN_IF_ERROR(unit.run(input.data(), output.data(), &timings));
+    p->total_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    for (size_t i = 0; i < layers; ++i) {
+      p->compute_ms[i].push_back(timings.compute_ms[i]);
+      p->exchange_ms[i].push_back(timings.exchange_ms[i]);
+    }
+  }
+  p->fused = timings.fused;
+  p->output = std::move(output);
+  return Status::Ok();
+}
+
+// The model's description for the printout: names, layer kinds, output shape.
+void describe(const model::ModelPlan& plan, const InferOptions& o, InferPrint* p) {
+  p->model = plan.spec.name;
+  p->threads = o.intra;
+  p->inter = o.inter_sim;
+  p->repeat = o.repeat;
+  p->batch = o.batch;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    p->layer_names.push_back(plan.spec.layers[i].name);
+    p->layer_types.push_back(model::to_string(plan.spec.layers[i].kind));
+  }
+  p->output_out = o.output_out;
+  const model::Shape out = plan.output();
+  p->output_shape = out.height * out.width == 1
+                        ? std::vector<int64_t>{o.batch, out.channels}
+                        : std::vector<int64_t>{o.batch, out.channels, out.height, out.width};
+}
+
+// K MPI node ranks under mpirun (--inter K): rank 0 controls, the nodes compute.
+Status run_infer_mpi(const InferOptions& o) {
+  if (o.batch > 1) {
+    return InvalidArgument("--batch " + std::to_string(o.batch) +
+                           ": batches do not run over MPI ranks yet (--inter); use --inter-sim K "
+                           "or --batch 1");
+  }
+  RuntimeFlags f = o.runtime;
+  f.model = o.model;
+  f.weights = o.weights;
+  f.input = o.input;
+  f.seed = o.seed;
+  f.backend = o.backend;
+  f.cores_per_node = o.intra;
+  return run_infer_inter(f, o.inter, o.intra, o.repeat, o.json, o.output_out);
+}
+
 Status run_infer(const InferOptions& o) {
   if (!o.output_out.empty()) {
     SERF_RETURN_IF_ERROR(
         check_output_path("--output-out", o.output_out,
                           {{"--model", o.model}, {"--weights", o.weights}, {"--input", o.input}}));
   }
-  if (o.inter > 0 && o.batch > 1) {
-    return InvalidArgument("--batch " + std::to_string(o.batch) +
-                           ": batches do not run over MPI ranks yet (--inter); use --inter-sim K "
-                           "or --batch 1");
-  }
-  if (o.inter > 0) {
-    RuntimeFlags f = o.runtime;
-    f.model = o.model;
-    f.weights = o.weights;
-    f.input = o.input;
-    f.seed = o.seed;
-    f.backend = o.backend;
-    f.cores_per_node = o.intra;
-    return run_infer_inter(f, o.inter, o.intra, o.repeat, o.json, o.output_out);
-  }
+  if (o.inter > 0) return run_infer_mpi(o);
   SERF_ASSIGN_OR_RETURN(auto backend, engine::make_backend(o.backend));
   SERF_ASSIGN_OR_RETURN(model::ModelPlan plan, model::load_model(o.model));
   const Status partition = engine::validate_partition(plan, {0, o.inter_sim});
@@ -75,57 +133,13 @@ Status run_infer(const InferOptions& o) {
   } else {
     SERF_ASSIGN_OR_RETURN(weights, model::Weights::load_safetensors(o.weights, plan));
   }
-  std::vector<float> input;
-  if (o.input.empty()) {  // row r: the input `--seed S + r` gives alone
-    for (int r = 0; r < o.batch; ++r) {
-      const std::vector<float> row =
-          model::seeded_input(plan.spec.input, o.seed + static_cast<uint64_t>(r));
-      input.insert(input.end(), row.begin(), row.end());
-    }
-  } else {
-    SERF_ASSIGN_OR_RETURN(input, model::load_input_safetensors(o.input, plan.spec.input, o.batch));
-  }
+  SERF_ASSIGN_OR_RETURN(std::vector<float> input, infer_input(plan, o));
   SERF_ASSIGN_OR_RETURN(auto unit, engine::SimulatedUnit::create(*backend, plan, weights,
                                                                  o.inter_sim, o.intra, o.batch));
-
-  const size_t layers = plan.layers.size();
-  std::vector<float> output(static_cast<size_t>(plan.output().elements() * o.batch));
-  engine::LayerTimings timings;
-  timings.resize(layers);
-  SERF_RETURN_IF_ERROR(unit->run(input.data(), output.data(), &timings));  // warm-up, not counted
-  std::vector<std::vector<double>> compute(layers), exchange(layers);
-  std::vector<double> total;
-  for (int r = 0; r < o.repeat; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    SERF_RETURN_IF_ERROR(unit->run(input.data(), output.data(), &timings));
-    total.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    for (size_t i = 0; i < layers; ++i) {
-      compute[i].push_back(timings.compute_ms[i]);
-      exchange[i].push_back(timings.exchange_ms[i]);
-    }
-  }
   InferPrint p;
-  p.model = plan.spec.name;
+  describe(plan, o, &p);
   p.backend = backend->name();
-  p.threads = o.intra;
-  p.inter = o.inter_sim;
-  p.repeat = o.repeat;
-  p.batch = o.batch;
-  p.total_ms = total;
-  p.output = std::move(output);
-  for (size_t i = 0; i < layers; ++i) {
-    p.layer_names.push_back(plan.spec.layers[i].name);
-    p.layer_types.push_back(model::to_string(plan.spec.layers[i].kind));
-  }
-  p.compute_ms = std::move(compute);
-  p.exchange_ms = std::move(exchange);
-  p.fused = timings.fused;
-  p.output_out = o.output_out;
-  const model::Shape out = plan.output();
-  p.output_shape = out.height * out.width == 1
-                       ? std::vector<int64_t>{o.batch, out.channels}
-                       : std::vector<int64_t>{o.batch, out.channels, out.height, out.width};
+  SERF_RETURN_IF_ERROR(time_runs(*unit, plan, o, input, &p));
   return print_infer(p, o.json);
 }
 
