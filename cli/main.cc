@@ -96,6 +96,23 @@ std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
   return "";
 }
 
+// The first option given an empty value ("--weights ''") in the parsed command chain, or "".
+// An empty value is never a choice: taken as "not given" it would run with the default silently
+// (--weights '' ran with seeded weights), taken as a name it fails later without naming the flag.
+std::string empty_value_flag(const CLI::App& app) {
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->get_expected_min() == 0 || opt->count() == 0) continue;  // flags take no value
+    for (const std::string& v : opt->results()) {
+      if (v.empty()) return opt->get_name();
+    }
+  }
+  for (const CLI::App* sub : app.get_subcommands()) {
+    std::string flag = empty_value_flag(*sub);
+    if (!flag.empty()) return flag;
+  }
+  return "";
+}
+
 }  // namespace
 
 }  // namespace serf::cli
@@ -142,6 +159,12 @@ int main(int argc, char** argv) {
     return oom.exit_code();
   }
 
+  if (const std::string flag = serf::cli::empty_value_flag(app); !flag.empty()) {
+    if (serf::cli::quiet_rank()) return 0;  // as above: rank 0 reports it
+    std::cerr << "serf: error: " << flag << ": the value is empty; give one (see serf "
+              << "SUBCOMMAND --help)\n";
+    return 2;
+  }
   const auto* run = registry.selected();
   if (run == nullptr) {
     std::cerr << "serf: error: no subcommand given (see serf --help)\n";

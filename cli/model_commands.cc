@@ -158,6 +158,12 @@ Status run_info(const InfoOptions& o) {
 
 Status run_init(const InitOptions& o) {
   SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::load_model(o.spec_path));
+  // Never over the spec being read (`--out m.json` for `m.json`, through a link too).
+  SERF_RETURN_IF_ERROR(check_output_path("--out", o.out_path, {{"the spec", o.spec_path}}));
+  if (!o.input_out_path.empty()) {
+    SERF_RETURN_IF_ERROR(
+        check_output_path("--input-out", o.input_out_path, {{"the spec", o.spec_path}}));
+  }
   if (o.input_out_path == o.out_path) {
     return InvalidArgument("--input-out " + o.input_out_path +
                            ": the same file as --out (the input would overwrite the weights)");

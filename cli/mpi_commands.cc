@@ -388,9 +388,11 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
                   "background; docs/calibration.md); off: keep the profile as given (default on)")
       ->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--min-dwell", serve->min_dwell_s,
-                  "with --table: seconds at least between two switches (hysteresis)");
+                  "with --table: seconds at least between two switches (hysteresis)")
+      ->check(finite_range(0, 86400));
   sub->add_option("--rate-window", serve->rate_window_s,
-                  "seconds of arrivals the rate monitor averages over");
+                  "seconds of arrivals the rate monitor averages over")
+      ->check(positive_finite());
   sub->add_option("--requests", serve->requests, "requests to send (count)")->check(at_least(1));
   add_output(sub, "--out", &serve->out,
              "measurements: JSON here and CSV beside it (FILE.csv, also written row by row as "

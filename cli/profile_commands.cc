@@ -438,11 +438,13 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
       "batch sizes b to profile, e.g. 1,2,4,8: tuples (i, K, T, b), each the time of "
       "a batch of b with i batches running (\"batch\": b in the profile; default 1) "
       "(--exhaustive: every configuration with each b, batches dispatched as serf serve does)");
-  sub->add_option("--samples", f->samples, "measured requests per tuple (count)");
+  sub->add_option("--samples", f->samples, "measured requests per tuple (count)")
+      ->check(at_least(1));
   sub->add_option("--passes", f->passes,
                   "measure every tuple in this many passes over all tuples, --samples split "
                   "between them; passes disturbed by other load (mean beyond 5 % and 3 MADs of "
-                  "the median pass) are left out (count; 1: each tuple once)");
+                  "the median pass) are left out (count; 1: each tuple once)")
+      ->check(at_least(1));
   f->warmup_flag =
       sub->add_option("--warmup", f->warmup,
                       "requests run before measuring (count): per tuple and pass (default 2); with "

@@ -158,11 +158,6 @@ class MpiSession : public RuntimeSession {
   Status prepare() {
     rank = env_.rank();
     nodes = env_.size() - 1;
-    if (nodes < 1) {
-      return InvalidArgument(
-          "the runtime needs at least one node rank besides the controller: run "
-          "mpirun -np N+1 build/bin/serf ... with N >= 1");
-    }
     if (flags_.emulate.empty() && flags_.model.empty()) {
       return InvalidArgument("give --model FILE (compute) or --emulate PROFILE (emulated nodes)");
     }
@@ -192,6 +187,12 @@ class MpiSession : public RuntimeSession {
       return InvalidArgument(flags_.emulate + ": hardware.cores_per_node " +
                              std::to_string(cores_per_node) + " is more than " +
                              std::to_string(kMaxCoresPerNode) + "; give --cores-per-node");
+    }
+    // After the files: a bad --emulate or --model run without mpirun is named, not the launch.
+    if (nodes < 1) {
+      return InvalidArgument(
+          "the runtime needs at least one node rank besides the controller: run "
+          "mpirun -np N+1 build/bin/serf ... with N >= 1");
     }
     return Status::Ok();
   }

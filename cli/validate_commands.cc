@@ -170,8 +170,13 @@ Status run_validate(const ValidateFlags& f) {
   int nodes = 0;
   SERF_RETURN_IF_ERROR(load_points(f, profile, &points, &totals, &nodes));
 
-  SERF_ASSIGN_OR_RETURN(profiler::ValidationReport report,
-                        profiler::validate_predictions(profile, points, nodes, queues));
+  auto validated = profiler::validate_predictions(profile, points, nodes, queues);
+  if (!validated.ok()) {  // a point the profile cannot predict: name the file(s) it came from
+    std::string files;
+    for (const std::string& m : f.measured) files += (files.empty() ? "" : ", ") + m;
+    return validated.status().with_context("--measured " + files);
+  }
+  profiler::ValidationReport report = std::move(validated).value();
   const profiler::ValidationInputs inputs{f.profile, f.measured, profile.model};
   nlohmann::json doc = profiler::validation_json(report, inputs);
 

@@ -34,6 +34,7 @@ StatusOr<Profile> parse(const json& doc) {
   }
 
   SERF_ASSIGN_OR_RETURN(const json* tuples, get_array(doc, "tuples", ""));
+  if (tuples->empty()) return InvalidArgument("tuples: empty; nothing was profiled");
   p.tuples.reserve(tuples->size());
   for (size_t k = 0; k < tuples->size(); ++k) {
     const json& t = (*tuples)[k];

@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""The bad-input corpus (issue 18), run as an outside checker would: every serf command with bad
+flags and bad files. Every case must exit 2 within a time limit, with exactly one stderr line
+("serf: error: ...") naming the input (the flag or the file), nothing on stdout, and no output
+file left behind. Flags are read from each command's --help, so a new flag is attacked too.
+
+Usage: bad_inputs.py SERF ROOT [--full] [-v]. Prints one line per failure and a count; exit 1 on
+failures. The default run (CTest's default suite) takes a deterministic sample: every flag with
+one of its attacks (a missing value, an empty one, a bad number) in turn, every bad file of a kind
+on the first command that reads it and three in turn on the others;
+--full (CTest label slow) takes every bad value for every flag and every bad file for every command.
+Commands that run under mpirun (serve, profile) are run without it: a flag's own check must come
+before the runtime's (which would only say that mpirun is missing).
+"""
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+SERF, ROOT = sys.argv[1], sys.argv[2]
+VERBOSE = "-v" in sys.argv[3:]
+FULL = "--full" in sys.argv[3:]
+turn = [0]  # the default run's rotation through the bad values
+
+
+def sample(values, k):
+    """All of `values` with --full, else k of them, the next ones in turn on every call."""
+    values = list(values)
+    if FULL or len(values) <= k:
+        return values
+    start = turn[0] % len(values)
+    turn[0] += k
+    return [values[(start + i) % len(values)] for i in range(k)]
+TMP = tempfile.mkdtemp(prefix="serf_bad_inputs_")
+TOY = os.path.join(ROOT, "tests/cli/data/toy_profile.json")
+EMU = os.path.join(ROOT, "tests/mpi/emulated_profile.json")
+TINY = os.path.join(ROOT, "configs/models/tiny.json")
+LIMIT_S = 20  # a case that is still running after this is a hang (a loaded machine included)
+
+failures = []
+cases = 0
+
+
+def path(name):
+    return os.path.join(TMP, name)
+
+
+def write(name, text, mode="w"):
+    with open(path(name), mode) as f:
+        f.write(text)
+    return path(name)
+
+
+def run(args, timeout=LIMIT_S):
+    start = time.monotonic()
+    try:
+        p = subprocess.run([SERF] + args, stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, b"", b"", time.monotonic() - start
+    return p.returncode, p.stdout, p.stderr, time.monotonic() - start
+
+
+def check(args, names, outputs=(), what=""):
+    """args must be refused: exit 2, one stderr line naming one of `names`, empty stdout, and
+    none of `outputs` created (or changed, when it existed before)."""
+    global cases
+    cases += 1
+    before = {o: open(o, "rb").read() if os.path.isfile(o) else None for o in outputs}
+    rc, out, err, took = run(args)
+    label = "serf " + " ".join(repr(a) if (a == "" or " " in a) else a for a in args)
+    problems = []
+    if rc is None:
+        problems.append("still running after %d s (hang)" % LIMIT_S)
+    else:
+        lines = err.decode("utf-8", "replace").splitlines()
+        if rc != 2:
+            problems.append("exit %d, want 2" % rc)
+        if len(lines) != 1:
+            problems.append("%d stderr lines, want 1" % len(lines))
+        elif not lines[0].startswith("serf: error: "):
+            problems.append("stderr line does not start with 'serf: error: '")
+        elif not any(n in lines[0] for n in names):
+            problems.append("the line names none of %s" % ", ".join(names))
+        if out.strip():
+            problems.append("stdout not empty: %r" % out[:120])
+    for o, old in before.items():
+        now = open(o, "rb").read() if os.path.isfile(o) else None
+        if now != old:
+            problems.append("%s %s" % (o, "left behind" if old is None else "changed"))
+    if problems:
+        failures.append("%s%s: %s | %s" % (label, " (" + what + ")" if what else "",
+                                            "; ".join(problems), err.decode("utf-8", "replace")[:300].strip()))
+    elif VERBOSE:
+        print("ok   %s -> %s (%.1f s)" % (label, err.decode().strip(), took))
+
+
+# --- fixtures -------------------------------------------------------------------------------------
+toy = json.load(open(TOY))
+subprocess.run([SERF, "plan", "--profile", TOY, "--rates", "1,2", "--out", path("table.json")],
+               capture_output=True, check=False)
+table = json.load(open(path("table.json")))
+measured = {"format": "serf-exhaustive/1", "model": toy["model"],
+            "points": [{"service": 1, "inter": 1, "intra": 1, "rate": r, "requests": 100,
+                        "mean_latency_ms": 110.0} for r in (1, 2)]}
+write("measured.json", json.dumps(measured))
+subprocess.run([SERF, "model", "init", TINY, "--out", path("w.safetensors"), "--input-out",
+                path("x.safetensors")], capture_output=True, check=True)
+weights = open(path("w.safetensors"), "rb").read()
+os.mkdir(path("dir"))
+write("empty.json", "")
+
+
+def variants(kind, doc):
+    """Bad variants of a good JSON document: name -> text."""
+    text = json.dumps(doc, indent=1)
+    v = {"empty": "", "truncated": text[: len(text) // 2], "not_json": "hello",
+         "array": "[1, 2]", "null": "null", "binary": "\x00\x01\x02\xff"}
+    d = dict(doc)
+    d["format"] = doc["format"].rsplit("/", 1)[0] + "/99"
+    v["version"] = json.dumps(d)
+    d = dict(doc)
+    d["format"] = 7
+    v["format_type"] = json.dumps(d)
+    v["no_format"] = json.dumps({k: x for k, x in doc.items() if k != "format"})
+    v["dup_key"] = text.replace('"format":', '"format": "x", "format":', 1)
+    if kind == "profile":
+        for field, value in [("mean_ms", "NaN"), ("mean_ms", "-5"), ("mean_ms", "0"),
+                             ("mean_ms", "1e400"), ("mean_ms", '"20"'), ("scv", "-1"),
+                             ("service", "0"), ("service", "2.5"),
+                             ("samples", "-3")]:
+            v["tuple_%s_%s" % (field, value.strip('"'))] = re.sub(
+                r'"%s": [^,\n}]+' % field, '"%s": %s' % (field, value), text, count=1)
+        d = json.loads(text)
+        d["tuples"].append(dict(d["tuples"][0]))
+        v["tuple_twice"] = json.dumps(d)
+        d = json.loads(text)
+        d["tuples"] = []
+        v["no_tuples"] = json.dumps(d)
+        d = json.loads(text)
+        d["hardware"]["nodes"] = 0
+        v["nodes_0"] = json.dumps(d)
+        d = json.loads(text)
+        d["hardware"]["cores_per_node"] = "8"
+        v["cores_str"] = json.dumps(d)
+    if kind == "measured":
+        for field, value in [("rate", "NaN"), ("rate", "-1"), ("mean_latency_ms", "0"),
+                             ("requests", '"100"'), ("service", "0")]:
+            v["point_%s_%s" % (field, value.strip('"'))] = re.sub(
+                r'"%s": [^,\n}]+' % field, '"%s": %s' % (field, value), text, count=1)
+        d = json.loads(text)
+        d["points"] = []
+        v["no_points"] = json.dumps(d)
+        d = json.loads(text)
+        d["points"][1] = dict(d["points"][0])
+        v["point_twice"] = json.dumps(d)
+        d = json.loads(text)
+        d["points"][0]["inter"] = 64
+        v["point_too_many_nodes"] = json.dumps(d)
+    if kind == "table":
+        d = json.loads(text)
+        for key in ("entries", "levels", "rows"):
+            if key in d and isinstance(d[key], list) and d[key]:
+                d[key] = []
+                v["no_entries"] = json.dumps(d)
+                break
+        v["rate_nan"] = re.sub(r'"(rate[a-z_]*)": [0-9.e+-]+', r'"\1": NaN', text, count=1)
+    return v
+
+
+def files(kind, doc):
+    out = {}
+    for name, text in variants(kind, doc).items():
+        out[name] = write("%s_%s.json" % (kind, name), text)
+    out["missing"] = path("missing_%s.json" % kind)
+    out["directory"] = path("dir")
+    out["dev_zero"] = "/dev/zero"
+    return out
+
+
+bad_profiles = files("profile", toy)
+bad_measured = files("measured", measured)
+bad_tables = files("table", table)
+
+# Model specs, safetensors and ONNX with inconsistent contents.
+spec = json.load(open(TINY))
+bad_specs = {k: v for k, v in files("spec", dict(spec, format=spec.get("format", "serf-model/1"))).items()
+             if k not in ("version", "format_type", "no_format", "dup_key")}
+spec_text = json.dumps(spec)
+bad_specs["no_layers"] = write("spec_no_layers.json", json.dumps(dict(spec, layers=[])))
+bad_specs["layer_kind"] = write("spec_layer_kind.json",
+                                re.sub(r'"type": "[a-z_]+"', '"type": "frobnicate"', spec_text, count=1))
+bad_specs["negative_input"] = write("spec_negative_input.json",
+                                    json.dumps(dict(spec, input=[-1] + list(spec["input"])[1:]
+                                                    if isinstance(spec.get("input"), list) else -1)))
+bad_specs["nan"] = write("spec_nan.json", re.sub(r'"channels": \d+', '"channels": NaN', spec_text, count=1))
+n = struct.unpack("<Q", weights[:8])[0]
+header = json.loads(weights[8:8 + n])
+bad_weights = {
+    "empty": write("w_empty.safetensors", b"", "wb"),
+    "truncated": write("w_truncated.safetensors", weights[: len(weights) // 2], "wb"),
+    "header_size_huge": write("w_huge.safetensors", struct.pack("<Q", 1 << 60) + weights[8:], "wb"),
+    "header_size_past_end": write("w_past.safetensors", struct.pack("<Q", len(weights)) + weights[8:], "wb"),
+    "header_not_json": write("w_notjson.safetensors", struct.pack("<Q", 5) + b"hello", "wb"),
+    "directory": path("dir"),
+    "missing": path("missing.safetensors"),
+    "spec_instead": TINY,
+}
+first = next(k for k in header if k != "__metadata__")
+for name, change in [("dtype", {"dtype": "F64"}), ("shape", {"shape": [3, 3]}),
+                     ("offsets_reversed", {"data_offsets": list(reversed(header[first]["data_offsets"]))}),
+                     ("offsets_past_end", {"data_offsets": [0, 1 << 40]})]:
+    h = dict(header)
+    h[first] = dict(header[first], **change)
+    body = json.dumps(h).encode()
+    bad_weights[name] = write("w_%s.safetensors" % name,
+                              struct.pack("<Q", len(body)) + body + weights[8 + n:], "wb")
+f32 = weights[8 + n:]
+nan_body = struct.pack("<f", float("nan")) + f32[4:]
+bad_weights["nan_weight"] = write("w_nan.safetensors", weights[:8 + n] + nan_body, "wb")
+bad_onnx = {"empty": write("m_empty.onnx", b"", "wb"),
+            "garbage": write("m_garbage.onnx", b"\x08\x07\x12\x04junk" * 50, "wb"),
+            "json": TINY, "directory": path("dir"), "missing": path("missing.onnx")}
+
+# --- every command: a base that would run, and which flags hold a file of which kind ------------------
+out_json = path("out.json")
+COMMANDS = {
+    "predict": ["--profile", TOY, "--service", "1", "--inter", "1", "--intra", "1", "--rate", "1"],
+    "plan": ["--profile", TOY, "--rates", "1,2", "--out", out_json],
+    "size": ["--profile", TOY, "--rate", "1", "--slo-ms", "1000"],
+    "capacity": ["--profile", TOY, "--slo-ms", "1000"],
+    "simulate": ["--profile", TOY, "--service", "1", "--inter", "1", "--intra", "1", "--rate", "1",
+                 "--requests", "200"],
+    "validate": ["--profile", TOY, "--measured", path("measured.json"), "--out", out_json],
+    "infer": ["--model", TINY],
+    "model info": [TINY],
+    "model init": [TINY, "--out", path("out.safetensors")],
+    "model check": [TINY, "--weights", path("w.safetensors")],
+    "load": ["--url", "http://127.0.0.1:9", "--model", "tiny", "--rate", "5", "--duration", "1"],
+    "serve": ["--emulate", EMU, "--rate", "5", "--requests", "10"],
+    "profile": ["--emulate", EMU, "--out", out_json],
+}
+OUTPUTS = [out_json, path("out.safetensors"), path("out.json.csv")]
+
+
+def flags_of(command):
+    """(flag, type) of every option that takes a value, from --help."""
+    rc, out, _, _ = run(command.split() + ["--help"])
+    found = []
+    for m in re.finditer(r"^\s+(--[a-z][a-z0-9-]*)(?:,--[a-z-]+)?\s+(TEXT|INT|UINT|FLOAT)\b", out.decode(),
+                         re.M):
+        found.append((m.group(1), m.group(2)))
+    return found
+
+
+def with_flag(base, flag, value):
+    """base with `flag value` replacing the flag's value when base has it."""
+    args = list(base)
+    if flag in args:
+        i = args.index(flag)
+        args[i + 1] = value
+    else:
+        args += [flag, value]
+    return args
+
+
+ALWAYS_BAD_NUMBERS = ["", "nan", "inf", "-inf", "abc", "1e400", "1,2", "0x", "--"]
+for command, base in COMMANDS.items():
+    words = command.split()
+    flags = flags_of(command)
+    for flag, kind in flags:
+        # The flag given with no value at all (last on the line), an empty value, bad numbers.
+        missing = [a for a in base]
+        if flag in missing:
+            i = missing.index(flag)
+            del missing[i:i + 2]
+        attacks = [("missing value", words + missing + [flag], [flag])]
+        if flag not in ("--out", "--plot", "--output-out", "--input-out", "--url"):
+            attacks.append(("empty value", words + with_flag(base, flag, ""), [flag]))
+        if kind in ("INT", "UINT", "FLOAT"):
+            for value in ALWAYS_BAD_NUMBERS + (["1.5", "1e30", "99999999999999999999999"]
+                                               if kind != "FLOAT" else ["1e30000"]):
+                attacks.append(("", words + with_flag(base, flag, value), [flag]))
+        for what, args, names in sample(attacks, 1):
+            check(args, names, OUTPUTS, what)
+    check(words + base + ["--frobnicate", "1"], ["--frobnicate"], OUTPUTS, "unknown flag")
+    check(words + base + ["stray"], ["stray"], OUTPUTS, "stray argument")
+    # A flag given twice with different values: refused, never the last one silently.
+    for flag, kind in flags:
+        if flag in base and kind in ("INT", "FLOAT"):
+            check(words + base + [flag, base[base.index(flag) + 1]], [flag], OUTPUTS, "duplicate")
+            break
+
+# --- files ------------------------------------------------------------------------------------------
+for command, base in COMMANDS.items():
+    words = command.split()
+    for flag, bad in [("--profile", bad_profiles), ("--emulate", bad_profiles),
+                      ("--measured", bad_measured), ("--model", bad_specs), ("--weights", bad_weights)]:
+        if flag not in base:
+            continue
+        if command == "load":
+            continue  # load's --model is the served model's name, not a file
+        # Every variant on the first command that reads the kind, three in turn on the others.
+        first_reader = {"--profile": "predict", "--emulate": "serve", "--measured": "validate",
+                        "--model": "infer", "--weights": "model check"}[flag] == command
+        for name in (list(bad) if first_reader else sample(bad, 3)):
+            f = bad[name]
+            check(words + with_flag(base, flag, f), [flag, f], OUTPUTS, name)
+    if words[0] == "model" and words[1] in ("info", "init", "check"):
+        for name in (list(bad_specs) if words[1] == "info" else sample(bad_specs, 3)):
+            check(words[:2] + [bad_specs[name]] + base[1:], [bad_specs[name]], OUTPUTS, name)
+check(["predict", "--profile", TOY, "--profile", TOY, "--service", "1", "--inter", "1", "--intra", "1",
+       "--rate", "1"], ["--profile"], OUTPUTS, "duplicate file flag")
+check(["plan", "--profile", TOY, "--rates", "1", "--out", out_json, "--table", path("table.json")],
+      ["--table"], OUTPUTS, "plan takes no table")
+# serve --table's file is read by the runtime under mpirun (its cases: tests/mpi/cli_test.sh).
+imported = [path("imported.json"), path("imported.safetensors")]
+for name, f in bad_onnx.items():
+    check(["model", "import", f, "--out", imported[0], "--weights", imported[1]], [f], imported, name)
+check(["infer", "--model", TINY, "--input", path("w.safetensors")], ["--input", "w.safetensors"],
+      OUTPUTS, "weights as input")
+
+# --- outputs: a missing directory, an input, a directory, empty -------------------------------------
+# Outputs never name a file of the repository: copies in TMP.
+shared = write("shared.json", json.dumps(toy))
+spec_copy = write("spec_copy.json", open(TINY).read())
+link = path("link.json")
+os.symlink(shared, link)
+for out in [path("nodir/out.json"), path("dir"), "", shared, link]:
+    check(["plan", "--profile", shared, "--rates", "1", "--out", out], ["--out", out or "empty"], [shared],
+          "output " + out)
+    check(["validate", "--profile", shared, "--measured", path("measured.json"), "--out", out],
+          ["--out", out or "empty"], [shared], "output " + out)
+for out in [path("nodir/out.json"), path("dir"), "", spec_copy]:
+    check(["model", "init", spec_copy, "--out", out], ["--out", out or "empty"], [spec_copy], "output " + out)
+check(["model", "init", spec_copy, "--out", path("w2.safetensors"), "--input-out", spec_copy],
+      ["--input-out"], [spec_copy, path("w2.safetensors")], "input over its spec")
+check(["infer", "--model", spec_copy, "--output-out", spec_copy], ["--output-out"], [spec_copy], "over its model")
+
+# --- conflicting flags ------------------------------------------------------------------------------
+check(["serve", "--emulate", EMU, "--rate", "5", "--load", "0:5", "--requests", "10"],
+      ["--rate", "--load"], OUTPUTS, "rate and load")
+check(["serve", "--emulate", EMU, "--rate", "5", "--schedule", "0:1,1,1", "--table", path("table.json")],
+      ["--schedule", "--table"], OUTPUTS, "schedule and table")
+check(["load", "--url", "http://127.0.0.1:9", "--model", "tiny", "--rate", "5", "--load", "0:5",
+       "--duration", "1"], ["--rate", "--load"], OUTPUTS, "rate and load")
+check(["size", "--profile", TOY, "--rate", "1", "--rates", "1,2", "--slo-ms", "1000"],
+      ["--rate", "--rates"], OUTPUTS, "rate and rates")
+
+print("%d bad-input cases, %d failures" % (cases, len(failures)))
+for f in failures:
+    print("FAIL " + f)
+subprocess.run(["rm", "-rf", TMP], check=False)
+sys.exit(1 if failures else 0)
