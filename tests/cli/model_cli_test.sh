@@ -40,7 +40,7 @@ for bad in -1 18446744073709551616 1e30 1.5; do
 done
 "$serf" model init "$root/configs/models/tiny.json" --seed 18446744073709551615 --out "$tmp/w4.safetensors" >/dev/null \
   || fail "the largest seed, 2^64 - 1, is refused"
-expect_error "cannot write file" model init "$root/configs/models/tiny.json" --out "$tmp/no/dir/w.safetensors"
+expect_error "--out: cannot write $tmp/no/dir/w.safetensors: directory $tmp/no/dir does not exist" model init "$root/configs/models/tiny.json" --out "$tmp/no/dir/w.safetensors"
 "$serf" model check "$root/configs/models/tiny.json" --weights "$tmp/w.safetensors" \
     --input "$tmp/x.safetensors" > "$tmp/check.txt" || fail "check"
 grep -q "8 tensors, 0.0 MiB, match model tiny" "$tmp/check.txt" || fail "check output: $(cat "$tmp/check.txt")"
