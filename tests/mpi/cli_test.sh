@@ -514,8 +514,8 @@ PY
     [ "$(grep -c '"samples": 20' "$out/p.json")" -eq 6 ] || { cat "$out/p.json"; fail "want 20 pooled samples per tuple"; }
     grep -q '"passes_kept": [12]' "$out/p.json" || fail "profile lacks passes_kept"
     # The rates come from this profile: md-interf calls a point stable when its rate is below the
-    # profiled capacity u c / mean_ms(c) (u = 1 unit of K = 2 on 2 nodes). A profile measured beside
-    # busy loops once had (1,2,2) at 52.8 ms (a stall among its 20 samples, 8 ms emulated): 19/s,
+    # profiled capacity u c / mean_ms(c) (u = 1 unit of K = 2 on 2 nodes). A profile measured at
+    # load 7 once had (1,2,2) at 52.8 ms (a stall among its 20 samples, 8 ms emulated): 19/s,
     # below the fixed 20 and 40/s. So each rate is at most 30% and 60% of the lowest capacity
     # measured, and 20 and 40/s on a machine that profiles as the emulated times say.
     rates=$(python3 - "$out/p.json" <<'PY'
