@@ -324,9 +324,17 @@ Status launch_runtime(const RuntimeFlags& flags,
   // A fault after the start: a peer may be dead or hung, so MPI_Finalize (which waits for every
   // rank) could block and nodes inside collectives cannot be told to stop. The rank that found it
   // reports it and MPI_Abort ends every process of the job with its code.
-  std::cerr << "serf: error: " << (rank == 0 ? "" : "rank " + std::to_string(rank) + ": ")
-            << status.message() << "\n";
+  // One write(2) for the whole line: written in pieces, mpirun's abort banner (on the same
+  // stream) landed between "serf: error: " and the message once, and the line lost its prefix.
+  const std::string line =
+      "serf: error: " + (rank == 0 ? std::string() : "rank " + std::to_string(rank) + ": ") +
+      status.message() + "\n";
   std::cerr.flush();
+  for (size_t done = 0; done < line.size();) {
+    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
   env->abort(status.exit_code());
 }
 
