@@ -24,24 +24,27 @@ std::string to_string(const Configuration& c) {
 namespace {
 
 // `name()` is "configuration (c=2, K=1, T=4)" or "tuple (i=2, K=1, T=4)", built only on an error
-// (the planner asks about thousands of configurations); `c` is the requests at once.
+// (the planner asks about thousands of configurations); `c` is the requests at once, spelled
+// `c_name` ("c" for a configuration, "i" for a tuple) in the message.
 template <typename Name>
-Status check(const Name& name, int c, int inter, int intra, int batch, const ClusterShape& shape) {
+Status check(const Name& name, const char* c_name, int c, int inter, int intra, int batch,
+             const ClusterShape& shape) {
   if (shape.nodes < 1 || shape.cores_per_node < 1) {
     return InvalidArgument("a cluster of " + std::to_string(shape.nodes) + " nodes x " +
                            std::to_string(shape.cores_per_node) +
                            " cores: nodes and cores per node must be >= 1");
   }
   if (c < 1 || inter < 1 || intra < 1) {
-    return InvalidArgument(name() + ": c, K and T must be >= 1");
+    return InvalidArgument(name() + ": " + c_name + ", K and T must be >= 1");
   }
   if (batch < 1 || batch > kMaxBatch) {
     return InvalidArgument(name() + ": the batch size b must lie in [1, " +
                            std::to_string(kMaxBatch) + "] (got " + std::to_string(batch) + ")");
   }
   if (c > kMaxSlotsPerUnit) {
-    return InvalidArgument(name() + ": c = " + std::to_string(c) + " requests at once, more than " +
-                           std::to_string(kMaxSlotsPerUnit) + " (the slots a unit can hold)");
+    return InvalidArgument(name() + ": " + c_name + " = " + std::to_string(c) +
+                           " requests at once, more than " + std::to_string(kMaxSlotsPerUnit) +
+                           " (the slots a unit can hold)");
   }
   if (inter > shape.nodes) {
     return InvalidArgument(name() + " needs K = " + std::to_string(inter) +
@@ -49,7 +52,7 @@ Status check(const Name& name, int c, int inter, int intra, int batch, const Clu
   }
   const int64_t threads = static_cast<int64_t>(c) * intra;
   if (threads > shape.cores_per_node) {
-    return InvalidArgument(name() + " needs c*T = " + std::to_string(threads) +
+    return InvalidArgument(name() + " needs " + c_name + "*T = " + std::to_string(threads) +
                            " threads per node but a node has " +
                            std::to_string(shape.cores_per_node) + " cores");
   }
@@ -59,13 +62,13 @@ Status check(const Name& name, int c, int inter, int intra, int batch, const Clu
 }  // namespace
 
 Status validate(const Configuration& config, const ClusterShape& shape) {
-  return check([&] { return "configuration " + to_string(config); }, config.service, config.inter,
-               config.intra, config.batch, shape);
+  return check([&] { return "configuration " + to_string(config); }, "c", config.service,
+               config.inter, config.intra, config.batch, shape);
 }
 
 Status validate(const ParallelismTuple& tuple, const ClusterShape& shape) {
-  return check([&] { return "tuple " + to_string(tuple); }, tuple.service, tuple.inter, tuple.intra,
-               tuple.batch, shape);
+  return check([&] { return "tuple " + to_string(tuple); }, "i", tuple.service, tuple.inter,
+               tuple.intra, tuple.batch, shape);
 }
 
 }  // namespace serf

@@ -81,6 +81,14 @@ Status Profile::validate() const {
       return InvalidArgument(where + ".scv must lie in [0, 1e4]");
     }
     if (s.samples < 0) return InvalidArgument(where + ".samples must be >= 0");
+    // A tuple the hardware cannot run (K > N, i*T > F) was not measured on it: every command
+    // that reads the profile would plan, predict or emulate with it.
+    const Status fits = serf::validate(s.tuple, hardware);
+    if (!fits.ok()) {
+      return InvalidArgument(where + ": " + fits.message() +
+                             " (the profile's hardware: " + std::to_string(hardware.nodes) +
+                             " nodes x " + std::to_string(hardware.cores_per_node) + " cores)");
+    }
   }
   std::unordered_map<ParallelismTuple, size_t, TupleHash> seen;
   seen.reserve(tuples.size());

@@ -147,6 +147,16 @@ def variants(kind, doc):
         d = json.loads(text)
         d["hardware"]["cores_per_node"] = "8"
         v["cores_str"] = json.dumps(d)
+        # Tuples the profile's own hardware cannot run: T > F, i*T > F (T <= F), K > N.
+        hw = doc["hardware"]
+        for name, pick, field, value in [
+                ("T_over_cores", lambda t: t["service"] == 1, "intra", hw["cores_per_node"] + 1),
+                ("iT_over_cores", lambda t: t["service"] == 2, "intra", hw["cores_per_node"] // 2 + 1),
+                ("K_over_nodes", lambda t: t["service"] == 1, "inter", hw["nodes"] + 1)]:
+            d = json.loads(text)
+            next(t for t in d["tuples"] if pick(t))[field] = value
+            v["tuple_" + name] = json.dumps(d)
+
     if kind == "measured":
         for field, value in [("rate", "NaN"), ("rate", "-1"), ("mean_latency_ms", "0"),
                              ("requests", '"100"'), ("service", "0")]:

@@ -36,7 +36,7 @@ TEST_CASE("validate names the rule a configuration breaks", "[core]") {
   CHECK(says(validate(Configuration{3, 1, 4}, shape),
              "configuration (c=3, K=1, T=4) needs c*T = 12 threads per node but a node has 8 "
              "cores"));
-  CHECK(says(validate(ParallelismTuple{3, 1, 4}, shape), "tuple (i=3, K=1, T=4) needs c*T = 12"));
+  CHECK(says(validate(ParallelismTuple{3, 1, 4}, shape), "tuple (i=3, K=1, T=4) needs i*T = 12"));
   CHECK(says(validate(Configuration{4097, 1, 1}, ClusterShape{1, 1 << 20}),
              "c = 4097 requests at once, more than 4096"));
   CHECK(validate(Configuration{4096, 1, 1}, ClusterShape{1, 4096}).ok());

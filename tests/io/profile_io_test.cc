@@ -128,6 +128,25 @@ TEST_CASE("bad profiles give one clear message naming the field", "[core][io]") 
   doc.erase("hardware");
   CHECK_THAT(error_of(doc), Catch::Contains("hardware: missing field"));
 
+  // Tuples the profile's own hardware (4 nodes x 8 cores) cannot run were not measured on it.
+  doc = good_profile();
+  doc["tuples"][1]["intra"] = 9;
+  CHECK_THAT(error_of(doc),
+             Catch::Contains("p.json: tuples[1]: tuple (i=2, K=1, T=9) needs i*T = 18 threads per "
+                             "node but a node has 8 cores (the profile's hardware: 4 nodes x 8 "
+                             "cores)"));
+  doc = good_profile();
+  doc["tuples"][1]["intra"] = 5;  // T <= F, but i*T = 10 > 8
+  CHECK_THAT(error_of(doc), Catch::Contains("tuples[1]: tuple (i=2, K=1, T=5) needs i*T = 10"));
+  doc = good_profile();
+  doc["tuples"][0]["inter"] = 5;
+  CHECK_THAT(error_of(doc), Catch::Contains("tuples[0]: tuple (i=1, K=5, T=1) needs K = 5 nodes "
+                                            "per request but the cluster has 4"));
+  doc = good_profile();
+  doc["tuples"][1]["intra"] = 4;  // i*T = 8 = F, K = 4 = N: the largest that fit
+  doc["tuples"][1]["inter"] = 4;
+  CHECK(serf::io::profile_from_json(doc, "p.json").ok());
+
   auto bad = serf::io::parse_json("{\"format\": ", "x.json");
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("x.json: malformed JSON"));
