@@ -181,16 +181,41 @@ void HttpFrontend::Impl::routes() {
                  }
                  std::string body;
                  // On failure httplib set the status (413 over --max-body-mb, 400); handle_error
-                 // writes the error.
+                 // writes the error. httplib bounds a body by its Content-Length only: a chunked
+                 // one is bounded here.
+                 bool over = false;
                  if (!read([&](const char* data, size_t n) {
-                       body.append(data, n);
-                       return true;
+                       over = body.size() + n > options_.max_body_bytes;
+                       if (!over) body.append(data, n);
+                       return !over;
                      })) {
+                   if (over) res.status = 413;
                    if (res.status < 400) res.status = 400;
+                   res.set_header("Connection", "close");  // the rest of the body is unread
                    return;
                  }
                  infer(req, body, res);
                });
+  // Framing httplib would read one way and a proxy in front another (request smuggling): two
+  // different Content-Lengths (httplib takes the first), or a Content-Length beside chunked.
+  server_.set_pre_routing_handler([&](const Request& req, Response& res) {
+    const size_t lengths = req.get_header_value_count("Content-Length");
+    std::string why;
+    for (size_t i = 1; i < lengths && why.empty(); ++i) {
+      if (req.get_header_value("Content-Length", i) != req.get_header_value("Content-Length")) {
+        why = "two different Content-Length headers (" + req.get_header_value("Content-Length") +
+              " and " + req.get_header_value("Content-Length", i) + "): give one";
+      }
+    }
+    if (why.empty() && lengths > 0 && req.has_header("Transfer-Encoding")) {
+      why = "both Content-Length and Transfer-Encoding: give one";
+    }
+    if (why.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    invalid();
+    json_error(res, 400, why);
+    res.set_header("Connection", "close");  // the body, whatever its length, is not read
+    return httplib::Server::HandlerResponse::Handled;
+  });
   server_.set_error_handler([&](const Request& req, Response& res) { handle_error(req, res); });
   server_.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
     std::string what = "internal error";

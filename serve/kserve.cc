@@ -120,16 +120,26 @@ const json& parameters_of(const json& obj, const std::string& where, Status* st)
 
 // The input tensor's values: JSON "data" (already read into `fast` when the text was spliced,
 // tensor_json.h) or `binary_data_size` bytes taken from `binary`.
-Status read_input(const ModelInfo& model, const json& tensor, std::string_view* binary,
-                  bool has_binary, std::vector<float>* fast, std::vector<float>* out) {
+Status read_input(const ModelInfo& model, const json& tensor, size_t body_bytes,
+                  std::string_view* binary, bool has_binary, std::vector<float>* fast,
+                  std::vector<float>* out) {
   const std::string where = "inputs[0]";
   if (!tensor.is_object()) return InvalidArgument(where + ": expected an object");
   SERF_ASSIGN_OR_RETURN(std::string name, read_string(tensor, "name", where));
   SERF_ASSIGN_OR_RETURN(std::string datatype, read_string(tensor, "datatype", where));
   SERF_ASSIGN_OR_RETURN(std::vector<int64_t> shape, read_shape(tensor, where));
   SERF_RETURN_IF_ERROR(check_input(model, name, datatype, shape));
+  // A model of any shape (emulated, no spec) takes the client's (a fixed shape was checked above):
+  // its product must not overflow, nor be reserved before the values are counted. Every value
+  // takes at least one byte of the body, so a shape of more values than bytes cannot be filled.
   int64_t elements = 1;
-  for (int64_t d : shape) elements *= d;
+  for (int64_t d : shape) {
+    if (model.input.elements() < 0 && d != 0 && elements > static_cast<int64_t>(body_bytes) / d) {
+      return InvalidArgument(where + ".shape: " + shape_text(shape) + " holds more values than " +
+                             "the " + std::to_string(body_bytes) + "-byte body can carry");
+    }
+    elements *= d;
+  }
   Status st;
   const json& params = parameters_of(tensor, where, &st);
   SERF_RETURN_IF_ERROR(st);
@@ -323,6 +333,10 @@ StatusOr<InferCall> parse_infer_request(const ModelInfo& model, std::string_view
             "Inference-Header-Content-Length header)";
       }
       return InvalidArgument(std::string("malformed JSON: ") + e.what() + hint);
+    } catch (const json::exception& e) {
+      // A number out of double's range (1e400): nlohmann's out_of_range, not a parse_error.
+      return InvalidArgument(std::string("a value the request cannot hold: ") + e.what() +
+                             " (FP32 values are finite, at most 3.4e38 in magnitude)");
     }
   }
   if (!doc.is_object()) return InvalidArgument("the request must be a JSON object");
@@ -340,8 +354,9 @@ StatusOr<InferCall> parse_infer_request(const ModelInfo& model, std::string_view
     return InvalidArgument("inputs: expected an array with the one input \"" + model.input.name +
                            "\"");
   }
-  SERF_RETURN_IF_ERROR(read_input(model, (*inputs)[0], &binary, header_length.has_value(),
-                                  fast ? &fast->values : nullptr, &call.input));
+  SERF_RETURN_IF_ERROR(read_input(model, (*inputs)[0], body.size(), &binary,
+                                  header_length.has_value(), fast ? &fast->values : nullptr,
+                                  &call.input));
   if (!binary.empty()) {
     return InvalidArgument("the body holds " + std::to_string(binary.size()) +
                            " bytes after the JSON header and the binary inputs it names");

@@ -125,3 +125,34 @@ TEST_CASE("a JSON answer's values read back as the outputs' exact values", "[ser
   REQUIRE(r.body.find("\"data\":[0.10000000149011612,1,-0,9.999999747378752e-06,") !=
           std::string::npos);
 }
+
+TEST_CASE("a request's numbers and shapes out of range are refused, never thrown",
+          "[serve][kserve]") {
+  const ModelInfo m = model_2x2();
+  // 1e400 overflows a double: nlohmann throws out_of_range (not a parse_error) on the whole parse.
+  auto huge = parse_infer_request(m, request("[1e400, 1, 1, 1]"), {});
+  REQUIRE(huge.status().exit_code() == 2);
+  INFO(huge.status().message());
+  REQUIRE(huge.status().message().find("1e400") != std::string::npos);
+  // A model of any shape (emulated without a spec) takes the client's: a product past int64, or
+  // more values than the body has bytes, is refused before anything is reserved.
+  ModelInfo any = m;
+  any.input.shape = {-1};
+  const std::string big =
+      "{\"inputs\": [{\"name\": \"input\", \"shape\": [4611686018427387904, "
+      "4611686018427387904], \"datatype\": \"FP32\", \"data\": [1]}]}";
+  auto overflow = parse_infer_request(any, big, {});
+  INFO(overflow.status().message());
+  REQUIRE(overflow.status().message().find("inputs[0].shape: [4611686018427387904, "
+                                           "4611686018427387904] holds more values than the ") ==
+          0);
+  const std::string wide =
+      "{\"inputs\": [{\"name\": \"input\", \"shape\": [1, 34359738368], "
+      "\"datatype\": \"FP32\", \"data\": [1]}]}";
+  REQUIRE(parse_infer_request(any, wide, {}).status().message().find("body can carry") !=
+          std::string::npos);
+  const std::string four =
+      "{\"inputs\": [{\"name\": \"input\", \"shape\": [2, 2], "
+      "\"datatype\": \"FP32\", \"data\": [1, 2, 3, 4]}]}";
+  REQUIRE(parse_infer_request(any, four, {}).ok());
+}
