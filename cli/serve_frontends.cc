@@ -78,9 +78,6 @@ void add_frontend_flags(CLI::App* sub, FrontendFlags* f) {
                   "HTTP connections served at once (one thread each); one more is answered 503 "
                   "(default 64)")
       ->check(CLI::Range(1, 4096));
-  sub->add_option("--grpc-threads", f->grpc_threads,
-                  "gRPC calls handled at once; more are answered RESOURCE_EXHAUSTED (default 64)")
-      ->check(CLI::Range(2, 4096));
   sub->add_option("--read-timeout", f->read_timeout_s,
                   "seconds a client may take to send one whole HTTP request, headers and body "
                   "(default 10)")
@@ -142,7 +139,6 @@ StatusOr<std::unique_ptr<ServeFrontends>> ServeFrontends::Start(
   if (!flags.grpc.empty()) {
     serve::GrpcOptions o;
     SERF_RETURN_IF_ERROR(serve::parse_listen_address(flags.grpc, "--grpc", &o.host, &o.port));
-    o.threads = flags.grpc_threads;
     o.max_message_bytes = static_cast<size_t>(flags.max_body_mb * (1 << 20));
     SERF_ASSIGN_OR_RETURN(state->grpc, serve::GrpcFrontend::Start(*state->service, o));
     std::cout << "serf: KServe v2 gRPC on " << o.host << ":" << state->grpc->port() << " (model "

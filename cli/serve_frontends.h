@@ -20,7 +20,6 @@ struct FrontendFlags {
   int max_queue = -1;       // per unit; -1: 64 with a front end, no bound for generated load alone
   double max_body_mb = 64;  // larger HTTP bodies / gRPC messages are refused (413)
   int http_connections = 64;   // served at once
-  int grpc_threads = 64;       // gRPC calls handled at once
   double read_timeout_s = 10;  // a whole request must arrive within this
   std::string profile;         // optional: tuple profile for the predicted latency
   double metrics_window_s = 30;

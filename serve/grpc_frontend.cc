@@ -14,7 +14,6 @@ namespace serf::serve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using grpc::ServerContext;
 using grpc::StatusCode;
 using nlohmann::json;
 
@@ -97,7 +96,7 @@ Status read_input(const ModelInfo& model, const inference::ModelInferRequest& re
 // The request checked: its input, timeout (the smaller of the "timeout" parameter and the
 // client's deadline) and output.
 Status read_call(const ModelInfo& model, const inference::ModelInferRequest& req,
-                 const ServerContext& ctx, InferCall* call) {
+                 const grpc::ServerContextBase& ctx, InferCall* call) {
   SERF_RETURN_IF_ERROR(read_input(model, req, &call->input));
   SERF_ASSIGN_OR_RETURN(call->timeout_us, timeout_parameter(parameters_json(req.parameters())));
   const auto deadline = ctx.deadline();
@@ -159,39 +158,48 @@ grpc::Status status_of(const InferAnswer& a) {
   return grpc::Status(StatusCode::INTERNAL, a.reason);
 }
 
-class KServeService final : public inference::GRPCInferenceService::Service {
+// Every method on gRPC's callback API: no thread waits for a request. ModelInfer hands the
+// request to the controller and returns; the controller's answer finishes the call. So admission
+// is SERF's alone (the unit's bounded queue: UNAVAILABLE, counted), where the synchronous server
+// refused calls past its thread quota with RESOURCE_EXHAUSTED that the controller never saw.
+class KServeService final : public inference::GRPCInferenceService::CallbackService {
  public:
   explicit KServeService(InferenceService& service) : service_(service) {}
 
-  grpc::Status ServerLive(ServerContext*, const inference::ServerLiveRequest*,
-                          inference::ServerLiveResponse* res) override {
+  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* ctx,
+                                       const inference::ServerLiveRequest*,
+                                       inference::ServerLiveResponse* res) override {
     res->set_live(service_.live());
-    return grpc::Status::OK;
+    return done(ctx, grpc::Status::OK);
   }
-  grpc::Status ServerReady(ServerContext*, const inference::ServerReadyRequest*,
-                           inference::ServerReadyResponse* res) override {
+  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* ctx,
+                                        const inference::ServerReadyRequest*,
+                                        inference::ServerReadyResponse* res) override {
     res->set_ready(service_.ready());
-    return grpc::Status::OK;
+    return done(ctx, grpc::Status::OK);
   }
-  grpc::Status ModelReady(ServerContext*, const inference::ModelReadyRequest* req,
-                          inference::ModelReadyResponse* res) override {
+  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* ctx,
+                                       const inference::ModelReadyRequest* req,
+                                       inference::ModelReadyResponse* res) override {
     Status st = service_.check_model(req->name(), req->version());
-    if (!st.ok()) return counted(st);
+    if (!st.ok()) return done(ctx, counted(st));
     res->set_ready(service_.ready());
-    return grpc::Status::OK;
+    return done(ctx, grpc::Status::OK);
   }
-  grpc::Status ServerMetadata(ServerContext*, const inference::ServerMetadataRequest*,
-                              inference::ServerMetadataResponse* res) override {
+  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* ctx,
+                                           const inference::ServerMetadataRequest*,
+                                           inference::ServerMetadataResponse* res) override {
     const json meta = server_metadata();
     res->set_name(meta["name"].get<std::string>());
     res->set_version(meta["version"].get<std::string>());
     for (const auto& e : meta["extensions"]) res->add_extensions(e.get<std::string>());
-    return grpc::Status::OK;
+    return done(ctx, grpc::Status::OK);
   }
-  grpc::Status ModelMetadata(ServerContext*, const inference::ModelMetadataRequest* req,
-                             inference::ModelMetadataResponse* res) override {
+  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* ctx,
+                                          const inference::ModelMetadataRequest* req,
+                                          inference::ModelMetadataResponse* res) override {
     Status st = service_.check_model(req->name(), req->version());
-    if (!st.ok()) return counted(st);
+    if (!st.ok()) return done(ctx, counted(st));
     const ModelInfo& m = service_.model();
     res->set_name(m.name);
     res->add_versions(m.version);
@@ -203,29 +211,48 @@ class KServeService final : public inference::GRPCInferenceService::Service {
       t->set_datatype(tensor->datatype);
       for (int64_t d : tensor->shape) t->add_shape(d);
     }
-    return grpc::Status::OK;
+    return done(ctx, grpc::Status::OK);
   }
-  grpc::Status ModelInfer(ServerContext* ctx, const inference::ModelInferRequest* req,
-                          inference::ModelInferResponse* res) override {
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* ctx,
+                                       const inference::ModelInferRequest* req,
+                                       inference::ModelInferResponse* res) override {
     const Clock::time_point received = Clock::now();
     Status st = service_.check_model(req->model_name(), req->model_version());
     InferCall call;
     if (st.ok()) st = read_call(service_.model(), *req, *ctx, &call);
-    if (!st.ok()) return counted(st);
+    if (!st.ok()) return done(ctx, counted(st));
     const double parse_s = std::chrono::duration<double>(Clock::now() - received).count();
-    InferAnswer answer = service_.infer(std::move(call.input), received, call.timeout_us);
-    if (answer.outcome != Outcome::kAnswered) return status_of(answer);
-    const Clock::time_point answered = Clock::now();
-    write_answer(service_.model(), call, answer.output, res);
-    if (service_.metrics()) {
-      // Serializing and sending happen after this returns; the encoding here is counted.
-      service_.metrics()->observe_frontend(
-          parse_s + std::chrono::duration<double>(Clock::now() - answered).count());
-    }
-    return grpc::Status::OK;
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    std::vector<float> input = std::move(call.input);
+    const double timeout_us = call.timeout_us;
+    // Runs on the controller's thread (or here, when the server is stopping): the answer message
+    // is a copy of the output, the sending is gRPC's.
+    service_.submit(
+        std::move(input), received, timeout_us,
+        [this, reactor, res, parse_s, call = std::move(call)](InferAnswer&& a) {
+          if (a.outcome != Outcome::kAnswered) {
+            reactor->Finish(status_of(a));
+            return;
+          }
+          const Clock::time_point answered = Clock::now();
+          write_answer(service_.model(), call, a.output, res);
+          if (service_.metrics()) {
+            // Serializing and sending follow Finish; the encoding here is counted.
+            service_.metrics()->observe_frontend(
+                parse_s + std::chrono::duration<double>(Clock::now() - answered).count());
+          }
+          reactor->Finish(grpc::Status::OK);
+        });
+    return reactor;
   }
 
  private:
+  static grpc::ServerUnaryReactor* done(grpc::CallbackServerContext* ctx,
+                                        const grpc::Status& status) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(status);
+    return reactor;
+  }
   grpc::Status counted(const Status& st) {
     if (service_.metrics()) service_.metrics()->count_invalid("grpc");
     return invalid(st);
@@ -248,9 +275,6 @@ class GrpcFrontend::Impl {
     builder.RegisterService(&service_);
     builder.SetMaxReceiveMessageSize(static_cast<int>(
         std::min<size_t>(options_.max_message_bytes, std::numeric_limits<int>::max())));
-    grpc::ResourceQuota quota("serf-grpc");
-    quota.SetMaxThreads(options_.threads);
-    builder.SetResourceQuota(quota);
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) {
       return InvalidArgument("--grpc " + address +

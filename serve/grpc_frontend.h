@@ -3,7 +3,9 @@
 // ServerReady, ModelReady, ServerMetadata, ModelMetadata and ModelInfer with raw_input_contents /
 // raw_output_contents. The same checks as HTTP; INVALID_ARGUMENT for a bad request, UNAVAILABLE
 // when the unit's queue is full or the server is stopping, DEADLINE_EXCEEDED when the request's
-// timeout (or the client's gRPC deadline) passed while it was queued.
+// timeout (or the client's gRPC deadline) passed while it was queued. No thread waits for a
+// request (gRPC's callback API), so gRPC itself never refuses one for lack of threads: every
+// request is answered or refused by the controller, and counted.
 
 #include <memory>
 #include <string>
@@ -15,8 +17,7 @@ namespace serf::serve {
 
 struct GrpcOptions {
   std::string host = "127.0.0.1";
-  int port = 8001;   // 0: any free port
-  int threads = 64;  // requests handled at once; more: RESOURCE_EXHAUSTED
+  int port = 8001;  // 0: any free port
   size_t max_message_bytes = 64u << 20;
 };
 

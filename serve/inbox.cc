@@ -16,7 +16,7 @@ const char* outcome_name(Outcome outcome) {
   return "failed";
 }
 
-bool RequestInbox::push(InferRequest request) {
+bool RequestInbox::push(InferRequest&& request) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) {

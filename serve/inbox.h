@@ -16,8 +16,9 @@ namespace serf::serve {
 
 class RequestInbox {
  public:
-  // False when the inbox is closed (the server is stopping): the caller answers the request itself.
-  bool push(InferRequest request);
+  // False when the inbox is closed (the server is stopping): the caller answers the request itself
+  // (it is left unmoved, its callback still the caller's).
+  bool push(InferRequest&& request);
   // Moves every waiting request to the end of `out`, in arrival order; returns how many.
   size_t take_all(std::vector<InferRequest>* out);
   // Sleeps until a request is pushed, wake() is called, or `timeout_s` passed.

@@ -66,7 +66,23 @@ void Histogram::write(const std::string& name, const std::string& help, std::str
 LatencyPredictor::LatencyPredictor(std::shared_ptr<const Profile> profile,
                                    std::shared_ptr<const ConfigurationTable> table, int nodes,
                                    QueueKind queue)
-    : profile_(std::move(profile)), table_(std::move(table)), nodes_(nodes), queue_(queue) {}
+    : profile_(std::move(profile)), table_(std::move(table)), nodes_(nodes), queue_(queue) {
+  if (!profile_) return;
+  LatencyObjectiveOptions o;
+  o.percentile = 99;
+  o.nodes = nodes_;
+  auto objective = LatencyObjective::Create(*profile_, o);
+  if (objective.ok()) p99_ = std::move(objective).value();
+}
+
+std::optional<double> LatencyPredictor::p99_ms(const Configuration& config,
+                                               double rate_per_s) const {
+  if (!(rate_per_s > 0) || config.inter < 1 || !profile_ || !p99_) return std::nullopt;
+  auto p =
+      predict_configuration(*profile_, config, nodes_, rate_per_s, queue_, p99_.get(), nullptr);
+  if (!p.ok() || !p->scored || !std::isfinite(p->score_ms)) return std::nullopt;
+  return p->score_ms;
+}
 
 std::optional<double> LatencyPredictor::mean_ms(const Configuration& config,
                                                 double rate_per_s) const {
@@ -213,6 +229,20 @@ void ServeMetrics::note_generation(const RequestRecord& r) {
   last_config_ = r.config;
 }
 
+std::optional<double> ServeMetrics::window_p99_s(size_t* answers) const {
+  const double now = now_s();
+  std::vector<double> window;
+  for (const auto& [at, latency] : latencies_) {
+    if (at > now - window_s_) window.push_back(latency);
+  }
+  *answers = window.size();
+  if (window.empty()) return std::nullopt;
+  // Nearest rank: the smallest latency at or above 99 % of the window's answers.
+  const size_t rank = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(window.size())));
+  std::nth_element(window.begin(), window.begin() + static_cast<long>(rank - 1), window.end());
+  return window[rank - 1];
+}
+
 StatusSnapshot ServeMetrics::snapshot(const LiveStatus& live) const {
   StatusSnapshot s;
   s.live = live;
@@ -225,6 +255,7 @@ StatusSnapshot ServeMetrics::snapshot(const LiveStatus& live) const {
     predictor = predictor_;
   }
   s.predicted_mean_ms = predictor.mean_ms(live.config, s.rate_per_s);
+  s.predicted_p99_ms = predictor.p99_ms(live.config, s.rate_per_s);
   std::lock_guard<std::mutex> lock(mutex_);
   auto count = [&](Outcome o) {
     auto it = outcomes_.find(o);
@@ -236,18 +267,11 @@ StatusSnapshot ServeMetrics::snapshot(const LiveStatus& live) const {
   s.failed = count(Outcome::kFailed);
   s.received = s.answered + s.rejected + s.timed_out + s.failed;
   s.window_s = window_s_;
+  size_t answers = 0;
+  const std::optional<double> p99_s = window_p99_s(&answers);
+  s.window_answered = answers;
+  if (p99_s) s.observed_p99_ms = *p99_s * 1e3;
   const double now = now_s();
-  std::vector<double> window;
-  for (const auto& [at, latency] : latencies_) {
-    if (at > now - window_s_) window.push_back(latency);
-  }
-  s.window_answered = window.size();
-  if (!window.empty()) {
-    // Nearest rank: the smallest latency at or above 99 % of the window's answers.
-    const size_t rank = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(window.size())));
-    std::nth_element(window.begin(), window.begin() + (rank - 1), window.end());
-    s.observed_p99_ms = window[rank - 1] * 1e3;
-  }
   s.switches = switches_;
   s.recalibrations_total = recalibrations_;
   s.recalibrations = recalibration_log_;
@@ -279,8 +303,11 @@ std::string ServeMetrics::prometheus_text(const LiveStatus& live) const {
     predictor = predictor_;
   }
   const std::optional<double> predicted_ms = predictor.mean_ms(live.config, rate);
+  const std::optional<double> predicted_p99_ms = predictor.p99_ms(live.config, rate);
   const std::string window = std::to_string(static_cast<int>(window_s_)) + " s";
   std::lock_guard<std::mutex> lock(mutex_);
+  size_t answers = 0;
+  const std::optional<double> observed_p99_s = window_p99_s(&answers);
   std::string out;
   family("serf_requests_total", "counter",
          "Requests that ended, by outcome (received = answered + rejected + timed_out + failed).",
@@ -348,6 +375,15 @@ std::string ServeMetrics::prometheus_text(const LiveStatus& live) const {
         "The queue model's mean latency for the running configuration at the rate of the last " +
             window + " (NaN: no prediction, or unstable at that rate).",
         predicted_ms ? *predicted_ms / 1e3 : NAN, &out);
+  gauge("serf_observed_p99_latency_seconds",
+        "99th percentile (nearest rank) of the latencies answered over the last " + window +
+            " (at most the last " + std::to_string(kLatencySamples) + " answers).",
+        observed_p99_s.value_or(NAN), &out);
+  gauge("serf_predicted_p99_latency_seconds",
+        "The planner's tail approximation of the 99th percentile latency for the running "
+        "configuration at the rate of the last " +
+            window + " (NaN: no profile, or unstable at that rate).",
+        predicted_p99_ms ? *predicted_p99_ms / 1e3 : NAN, &out);
   gauge("serf_ready", "1 when every node prepared the model and the server takes requests.",
         live.ready ? 1 : 0, &out);
   return out;

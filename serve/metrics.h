@@ -15,6 +15,7 @@
 
 #include "serf/core/planner.h"
 #include "serf/core/profile.h"
+#include "serf/core/tail_objective.h"
 #include "serve/calibration.h"
 #include "serve/controller.h"
 #include "serve/model_info.h"
@@ -41,7 +42,8 @@ class Histogram {
 
 // The model's mean latency of a configuration at a cluster arrival rate: from the profile's
 // tuples through the queue model when there is a profile, else from the table entry the rate
-// falls in when that entry names the configuration.
+// falls in when that entry names the configuration. The p99 is the planner's tail approximation
+// (serf/core/tail_latency.h, Poisson arrivals, the profiled service SCV), so it needs a profile.
 class LatencyPredictor {
  public:
   LatencyPredictor() = default;
@@ -49,9 +51,11 @@ class LatencyPredictor {
                    std::shared_ptr<const ConfigurationTable> table, int nodes, QueueKind queue);
   // nullopt: no prediction (nothing to predict from, or unstable at that rate).
   std::optional<double> mean_ms(const Configuration& config, double rate_per_s) const;
+  std::optional<double> p99_ms(const Configuration& config, double rate_per_s) const;
 
  private:
   std::shared_ptr<const Profile> profile_;
+  std::shared_ptr<const LatencyObjective> p99_;  // reads *profile_
   std::shared_ptr<const ConfigurationTable> table_;
   int nodes_ = 0;
   QueueKind queue_ = QueueKind::kMdInterf;
@@ -65,7 +69,7 @@ struct StatusSnapshot {
   double window_s = 0;
   double rate_per_s = 0;  // requests ended per second over the window (as /metrics)
   uint64_t window_answered = 0;
-  std::optional<double> observed_mean_ms, observed_p99_ms, predicted_mean_ms;
+  std::optional<double> observed_mean_ms, observed_p99_ms, predicted_mean_ms, predicted_p99_ms;
   std::vector<SwitchRecord> switches;  // the most recent, oldest first (drain times unknown: 0)
   uint64_t recalibrations_total = 0;
   std::vector<Recalibration> recalibrations;  // the most recent, oldest first
@@ -114,6 +118,8 @@ class ServeMetrics {
   Second& bucket(double at_s);
   double window_span_s() const;
   void totals(uint64_t* ended, uint64_t* answered, double* latency_sum_s) const;
+  // The p99 (nearest rank) of the answers over the window and how many there were; under mutex_.
+  std::optional<double> window_p99_s(size_t* answers) const;
   void note_generation(const RequestRecord& r);
   template <typename T>
   static void keep_recent(std::vector<T>* log, const T& event) {

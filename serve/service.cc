@@ -56,6 +56,13 @@ struct ThreadSlot {
 
 thread_local ThreadSlot t_slot;
 
+InferAnswer stopping_answer() {
+  InferAnswer a;
+  a.outcome = Outcome::kRejected;
+  a.reason = "the server is stopping: it finishes the requests it has and takes no new ones";
+  return a;
+}
+
 }  // namespace
 
 InferenceService::InferenceService(Controller& controller, ModelInfo model, ServeMetrics* metrics)
@@ -73,13 +80,8 @@ Status InferenceService::check_model(const std::string& name, const std::string&
   return Status::Ok();
 }
 
-InferAnswer InferenceService::infer(std::vector<float> input, SteadyTime arrival,
-                                    double timeout_us) {
-  AnswerSlot* slot = t_slot.slot;
-  {
-    std::lock_guard<std::mutex> lock(slot->mutex);
-    slot->ready = false;
-  }
+InferRequest InferenceService::request(std::vector<float> input, SteadyTime arrival,
+                                       double timeout_us) {
   InferRequest r;
   r.input = std::make_shared<const std::vector<float>>(std::move(input));
   r.arrival = arrival;
@@ -87,6 +89,17 @@ InferAnswer InferenceService::infer(std::vector<float> input, SteadyTime arrival
     r.deadline = arrival + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                std::chrono::duration<double, std::micro>(timeout_us));
   }
+  return r;
+}
+
+InferAnswer InferenceService::infer(std::vector<float> input, SteadyTime arrival,
+                                    double timeout_us) {
+  AnswerSlot* slot = t_slot.slot;
+  {
+    std::lock_guard<std::mutex> lock(slot->mutex);
+    slot->ready = false;
+  }
+  InferRequest r = request(std::move(input), arrival, timeout_us);
   r.done = [slot](InferAnswer&& a) {
     {
       std::lock_guard<std::mutex> lock(slot->mutex);
@@ -95,33 +108,43 @@ InferAnswer InferenceService::infer(std::vector<float> input, SteadyTime arrival
     }
     slot->ready_cv.notify_one();
   };
-  if (!controller_.inbox().push(std::move(r))) {
-    InferAnswer a;
-    a.outcome = Outcome::kRejected;
-    a.reason = "the server is stopping: it finishes the requests it has and takes no new ones";
-    return a;
-  }
+  if (!controller_.inbox().push(std::move(r))) return stopping_answer();
   InferAnswer a;
   {
     std::unique_lock<std::mutex> lock(slot->mutex);
     slot->ready_cv.wait(lock, [slot] { return slot->ready; });
     a = std::move(slot->answer);
   }
-  if (a.outcome != Outcome::kAnswered || model_.emulated) {
-    if (model_.emulated) a.output.clear();
-    return a;
+  finish(&a);
+  return a;
+}
+
+void InferenceService::submit(std::vector<float> input, SteadyTime arrival, double timeout_us,
+                              Completion done) {
+  InferRequest r = request(std::move(input), arrival, timeout_us);
+  r.done = [this, done = std::move(done)](InferAnswer&& a) {
+    finish(&a);
+    done(std::move(a));
+  };
+  // The inbox moves the request only when it takes it: when refused, `r.done` is still ours.
+  if (!controller_.inbox().push(std::move(r))) r.done(stopping_answer());
+}
+
+void InferenceService::finish(InferAnswer* a) const {
+  if (a->outcome != Outcome::kAnswered || model_.emulated) {
+    if (model_.emulated) a->output.clear();
+    return;
   }
   // Real nodes send the output tensor followed by their per-layer times.
   const auto want = static_cast<size_t>(model_.output.elements());
-  if (a.output.size() < want) {
-    a.outcome = Outcome::kFailed;
-    a.reason = "the unit leader returned " + std::to_string(a.output.size()) +
-               " values, the model's output has " + std::to_string(want);
-    a.output.clear();
-    return a;
+  if (a->output.size() < want) {
+    a->outcome = Outcome::kFailed;
+    a->reason = "the unit leader returned " + std::to_string(a->output.size()) +
+                " values, the model's output has " + std::to_string(want);
+    a->output.clear();
+    return;
   }
-  a.output.resize(want);
-  return a;
+  a->output.resize(want);
 }
 
 }  // namespace serf::serve

@@ -150,17 +150,20 @@ std::string status_page_html(const StatusSnapshot& s) {
        cell("switches", std::to_string(s.live.switches)) + "</tr></table>\n";
   p += "<h2>Load and latency (last " + window +
        ")</h2><table><tr><th>arrival rate</th>"
-       "<th>ended</th><th>predicted mean</th><th>observed mean</th><th>observed p99</th>"
+       "<th>ended</th><th>predicted mean</th><th>observed mean</th><th>predicted p99</th>"
+       "<th>observed p99</th>"
        "<th>queued</th><th>in flight</th></tr><tr>" +
        cell("arrival-rate", fixed(s.live.rate_per_s, 2) + " /s") +
        cell("window-rate", fixed(s.rate_per_s, 2) + " /s") +
        cell("predicted-mean", ms(s.predicted_mean_ms)) +
-       cell("observed-mean", ms(s.observed_mean_ms)) + cell("observed-p99", ms(s.observed_p99_ms)) +
+       cell("observed-mean", ms(s.observed_mean_ms)) +
+       cell("predicted-p99", ms(s.predicted_p99_ms)) + cell("observed-p99", ms(s.observed_p99_ms)) +
        cell("queued", std::to_string(s.live.queued)) +
        cell("in-flight", std::to_string(s.live.in_flight)) + "</tr></table>";
   p += "<p class=\"note\">arrival rate: the scheduler's estimate; ended: requests that ended per "
        "second over the window; predicted: the queue model for the running configuration at that "
-       "rate (n/a without a profile or table entry for it); p99 over " +
+       "rate (n/a without a profile or table entry for it), its p99 from the planner's tail "
+       "approximation (n/a without a profile); observed p99 over " +
        count(s.window_answered) + " answers.</p>\n";
   p += "<h2>Requests since start</h2><table><tr><th>received</th><th>answered</th>"
        "<th>rejected</th><th>timed out</th><th>failed</th></tr><tr>" +

@@ -26,6 +26,11 @@ case "$1" in
     grep -q '^serf_invalid_requests_total{protocol="http"} 4$' "$out/metrics.txt" || fail "invalid counter"
     grep -q '^serf_configuration{service="1",inter="1",intra="1",batch="1"} 1$' "$out/metrics.txt" || fail "configuration gauge"
     grep -q '^serf_predicted_mean_latency_seconds 0\.0' "$out/metrics.txt" || fail "no prediction"
+    # The p99 beside the mean: observed over the window, predicted by the tail approximation (and
+    # never below the predicted mean).
+    grep -q '^serf_observed_p99_latency_seconds 0\.' "$out/metrics.txt" || fail "no observed p99"
+    awk '$1 == "serf_predicted_mean_latency_seconds" { m = $2 } $1 == "serf_predicted_p99_latency_seconds" { p = $2 }
+         END { exit !(p > 0 && p >= m) }' "$out/metrics.txt" || fail "predicted p99 missing or below the mean"
     echo "ok: /metrics passes promtool check metrics"
     kill -TERM "$RANK0"
     finish

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "fake_transport.h"
@@ -232,4 +233,51 @@ TEST_CASE("gRPC: a full queue is UNAVAILABLE, a timeout passed in the queue DEAD
   for (auto& f : late) exceeded += f.get().error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
   REQUIRE(exceeded >= 2);
   for (auto& f : busy) REQUIRE(f.get().ok());
+}
+
+TEST_CASE("gRPC: more calls at once than the old thread quota all reach the controller",
+          "[serve][grpc]") {
+  // The synchronous server refused calls past its 64 threads with RESOURCE_EXHAUSTED before the
+  // controller saw them; now 200 calls wait in SERF's own (here unbounded) queue and all are
+  // answered, and the controller counts every one.
+  constexpr int kCalls = 200;
+  Server s(0.01);
+  grpc::CompletionQueue cq;
+  struct Call {
+    grpc::ClientContext ctx;
+    inference::ModelInferResponse res;
+    grpc::Status status;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<inference::ModelInferResponse>> reader;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  const auto req = request({1, 2, 3, 4});
+  for (int i = 0; i < kCalls; ++i) {
+    auto c = std::make_unique<Call>();
+    c->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    c->reader = s.stub->AsyncModelInfer(&c->ctx, req, &cq);
+    c->reader->Finish(&c->res, &c->status, c.get());
+    calls.push_back(std::move(c));
+  }
+  // Two units of one slot, 10 ms a request: the backlog takes about a second to clear, so most
+  // of the calls are inside the controller at once.
+  REQUIRE(wait_received(s.controller, 100));
+  int ok = 0;
+  std::map<int, int> codes;
+  for (int i = 0; i < kCalls; ++i) {
+    void* tag = nullptr;
+    bool fine = false;
+    REQUIRE(cq.Next(&tag, &fine));
+    const Call* c = static_cast<const Call*>(tag);
+    if (c->status.ok()) {
+      ++ok;
+      REQUIRE(raw_output(c->res) == std::vector<float>{2, 3, 4, 5});
+    }
+    ++codes[static_cast<int>(c->status.error_code())];
+  }
+  INFO("status codes: " << codes.size() << " kinds; RESOURCE_EXHAUSTED "
+                        << codes[grpc::StatusCode::RESOURCE_EXHAUSTED]);
+  REQUIRE(ok == kCalls);
+  const std::string text = s.metrics.prometheus_text(s.controller.live());
+  REQUIRE(text.find("serf_requests_total{outcome=\"answered\"} " + std::to_string(kCalls)) !=
+          std::string::npos);
 }

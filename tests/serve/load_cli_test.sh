@@ -6,6 +6,9 @@
 #                load that changes, --out/--plot; the client's counts equal rank 0's accounting
 #   overload     a server with no waiting room: the client's 200/503 counts equal rank 0's
 #   grpc         the same over KServe v2 gRPC (skipped, exit 77, in a build without gRPC)
+#   grpc_overload  four `serf load --protocol grpc` at once far beyond a unit with a tiny queue:
+#                every request is answered or refused by SERF (OK or UNAVAILABLE, none refused by
+#                gRPC itself), and the clients' counts add up to rank 0's accounting
 #   precision    --precision: a point that stops once its mean is precise (VALID), and one that
 #                cannot be within its cap (INVALID, with the reason); rank 0 answered every request
 source "$(dirname "${BASH_SOURCE[0]}")/serve_lib.sh"
@@ -140,6 +143,45 @@ PY
     stop
     [ "$R" -eq 200 ] && [ "$A" -eq 200 ] || fail "rank 0: received $R answered $A (want 200)"
     echo "ok: gRPC, fp32_contents and raw_input_contents: rank 0 answered $A of $R"
+    ;;
+  grpc_overload)
+    help=$("$SERF" serve --help)
+    grep -q -- "--grpc" <<<"$help" || { echo "skip: no --grpc"; exit 77; }
+    # Two units of one slot (21 ms a request, about 95/s in all), one request may wait in each:
+    # 4 x 150/s offered, most are refused. Before SERF owned gRPC admission, calls past the
+    # synchronous server's threads were refused by gRPC (RESOURCE_EXHAUSTED) and never counted.
+    start 3 --emulate "$profile" --model "$tiny" --config 1,1,1 --max-queue 1 --http 127.0.0.1:0 \
+      --grpc 127.0.0.1:0
+    pids=()
+    for i in 1 2 3 4; do
+      timeout 120 "$SERF" load --protocol grpc --url "$GRPC" --model tiny --rate 150 --requests 300 \
+        --binary --connections 2 --seed "$i" --quiet --out "$out/g$i.json" >"$out/lo$i" 2>"$out/le$i" &
+      pids+=($!)
+    done
+    for i in 1 2 3 4; do
+      wait "${pids[$((i - 1))]}" || { cat "$out/le$i"; fail "serf load --protocol grpc ($i) failed"; }
+    done
+    read -r sent ok busy other <<<"$(/usr/bin/python3 - "$out"/g{1,2,3,4}.json <<'PY'
+import json, sys
+sent = ok = busy = other = 0
+for path in sys.argv[1:]:
+    s = json.load(open(path))["summary"]
+    sent += s["sent"]
+    for status, n in s["counts"].items():
+        if status == "200": ok += n
+        elif status == "503": busy += n
+        else: other += n
+print(sent, ok, busy, other)
+PY
+)"
+    [ "$sent" -eq 1200 ] || fail "the clients sent $sent of 1200"
+    [ "$other" -eq 0 ] || fail "$other requests ended other than OK or UNAVAILABLE: $(cat "$out"/lo*)"
+    [ "$busy" -ge 300 ] || fail "only $busy refused: not an overload"
+    grep -h "^first 503: " "$out"/lo* | head -1 | grep -q "is full" || fail "the refusal names no full queue"
+    stop
+    [ "$R" -eq "$sent" ] && [ "$A" -eq "$ok" ] && [ "$J" -eq "$busy" ] && [ "$T" -eq 0 ] && [ "$F" -eq 0 ] ||
+      fail "rank 0: received $R answered $A rejected $J timed out $T failed $F; clients: sent $sent, OK $ok, UNAVAILABLE $busy"
+    echo "ok: 4 gRPC clients sent $sent: OK $ok + UNAVAILABLE $busy = rank 0's received $R = answered $A + rejected $J"
     ;;
   precision)
     # c = 1, 21 ms a request, 15/s (utilization 0.32): the mean is within 50 % and the p90 bounded

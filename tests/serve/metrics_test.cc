@@ -3,6 +3,7 @@
 #include "serve/metrics.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 
 using namespace serf;
 using namespace serf::serve;
@@ -68,6 +69,35 @@ TEST_CASE("the predicted mean latency comes from the profile's queue model, or t
   REQUIRE(!LatencyPredictor().mean_ms({1, 1, 1}, 60.0));
 }
 
+TEST_CASE("the predicted p99 is the planner's tail approximation", "[serve][metrics]") {
+  // M/M/1 (one node, c = 1, exponential service: SCV 1, mmc): the sojourn time is exponential
+  // with rate mu - lambda, so at 10 ms a request and 50/s the p99 is ln(100) / 50 s = 92.1 ms.
+  auto profile = std::make_shared<Profile>();
+  profile->model = "m";
+  profile->hardware = {1, 1};
+  profile->tuples.push_back({{1, 1, 1}, 10.0, 1.0, 5, 0});
+  profile->reindex();
+  LatencyPredictor mm1(profile, nullptr, 1, QueueKind::kMmc);
+  REQUIRE(mm1.mean_ms({1, 1, 1}, 50.0).value() == Approx(20.0).epsilon(1e-6));
+  REQUIRE(mm1.p99_ms({1, 1, 1}, 50.0).value() == Approx(1e3 * std::log(100.0) / 50).epsilon(0.05));
+  REQUIRE(!mm1.p99_ms({1, 1, 1}, 100.0));  // rho = 1: no finite p99
+  REQUIRE(!mm1.p99_ms({2, 1, 1}, 10.0));   // no tuple (2, 1, 1)
+  // The paper's model: above the mean, rising with the rate.
+  LatencyPredictor md(profile, nullptr, 1, QueueKind::kMdInterf);
+  const double low = md.p99_ms({1, 1, 1}, 20.0).value();
+  REQUIRE(low > md.mean_ms({1, 1, 1}, 20.0).value());
+  REQUIRE(md.p99_ms({1, 1, 1}, 80.0).value() > low);
+  // A table alone predicts the mean of its entry, not a percentile.
+  auto table = std::make_shared<ConfigurationTable>();
+  TableEntry e;
+  e.rate_per_s = 100;
+  e.stable = true;
+  e.config = {1, 1, 1};
+  e.prediction.latency_ms = 12.5;
+  table->entries.push_back(e);
+  REQUIRE(!LatencyPredictor(nullptr, table, 1, QueueKind::kMdInterf).p99_ms({1, 1, 1}, 60.0));
+}
+
 TEST_CASE("the text has every family; outcomes, window mean and statistics add up",
           "[serve][metrics]") {
   ServeMetrics m;
@@ -97,6 +127,8 @@ TEST_CASE("the text has every family; outcomes, window mean and statistics add u
   REQUIRE(has_line(text, "serf_frontend_duration_seconds_count 1"));
   REQUIRE(has_line(text, "serf_observed_mean_latency_seconds 0.0215"));
   REQUIRE(has_line(text, "serf_predicted_mean_latency_seconds NaN"));  // nothing to predict from
+  REQUIRE(has_line(text, "serf_predicted_p99_latency_seconds NaN"));
+  REQUIRE(has_line(text, "serf_observed_p99_latency_seconds 0.032"));  // nearest rank of 2
   REQUIRE(has_line(text, "serf_ready 1"));
   REQUIRE(m.window_mean_s().value() == Approx(0.0215));
   ModelInfo model;

@@ -57,6 +57,7 @@ TEST_CASE("the snapshot counts outcomes, takes the window's p99 and sees switche
   REQUIRE(s.observed_p99_ms.value() == Approx(100.0));
   REQUIRE(s.observed_mean_ms.value() == Approx((5050.0 + 200.0) / 101.0));
   REQUIRE(!s.predicted_mean_ms);  // no profile or table
+  REQUIRE(!s.predicted_p99_ms);
   REQUIRE(s.switches.size() == 1);
   REQUIRE(s.switches[0].from == a);
   REQUIRE(s.switches[0].to == b);
@@ -76,6 +77,7 @@ TEST_CASE("the snapshot counts outcomes, takes the window's p99 and sees switche
   REQUIRE(page.find("id=\"timed-out\">1<") != std::string::npos);
   REQUIRE(page.find("id=\"recalibrations\">1<") != std::string::npos);
   REQUIRE(page.find("id=\"predicted-mean\">n/a<") != std::string::npos);
+  REQUIRE(page.find("id=\"predicted-p99\">n/a<") != std::string::npos);
   REQUIRE(page.find("id=\"observed-p99\">100.00 ms<") != std::string::npos);
   REQUIRE(page.find("(c=1, K=1, T=1)") != std::string::npos);  // the switch's from
   REQUIRE(page.find("nan") == std::string::npos);
@@ -90,4 +92,17 @@ TEST_CASE("the page keeps only the most recent switches", "[serve][status]") {
   StatusSnapshot s = metrics.snapshot(LiveStatus{});
   REQUIRE(s.switches.size() == ServeMetrics::kRecentEvents);
   REQUIRE(s.switches.back().at_s == Approx(1.0 + 2.5));
+}
+
+TEST_CASE("the page shows the predicted p99 next to the observed one", "[serve][status]") {
+  StatusSnapshot s;
+  s.window_s = 30;
+  s.predicted_mean_ms = 12.5;
+  s.predicted_p99_ms = 48.25;
+  s.observed_mean_ms = 13;
+  s.observed_p99_ms = 51.5;
+  const std::string page = status_page_html(s);
+  REQUIRE(page.find("id=\"predicted-p99\">48.25 ms<") != std::string::npos);
+  REQUIRE(page.find("id=\"observed-p99\">51.50 ms<") != std::string::npos);
+  REQUIRE(page.find("predicted-p99") < page.find("observed-p99"));
 }

@@ -54,6 +54,13 @@ assert cell("observed-mean").endswith(" ms") and cell("observed-p99").endswith("
 # The prediction is at the scheduler's observed rate: after a burst of 32 that rate can be
 # beyond the configuration's capacity, where the page says n/a (no finite mean exists).
 assert re.fullmatch(r"\d+\.\d\d ms|n/a", cell("predicted-mean")), cell("predicted-mean")
+# The p99 beside it: predicted by the planner's tail approximation (n/a where the mean is), observed.
+assert re.fullmatch(r"\d+\.\d\d ms|n/a", cell("predicted-p99")), cell("predicted-p99")
+assert (cell("predicted-p99") == "n/a") == (cell("predicted-mean") == "n/a"), cell("predicted-p99")
+if cell("predicted-p99") != "n/a":
+    assert float(cell("predicted-p99")[:-3]) >= float(cell("predicted-mean")[:-3]), cell("predicted-p99")
+metric("serf_observed_p99_latency_seconds")
+metric("serf_predicted_p99_latency_seconds")
 assert re.search(r'<meta http-equiv="refresh" content="\d+">', page)
 assert not re.search(r"<script|<link|<img|src=|@import|url\(", page, re.I), "not self-contained"
 assert "NaN" not in page and "nan" not in page.lower().split("<style>")[0]
