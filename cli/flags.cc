@@ -238,6 +238,30 @@ namespace {
 constexpr double kMaxArrivalScv = 1e4;  // as the service SCV (kMaxServiceScv)
 }
 
+void PrecisionFlags::add(CLI::App* sub, const std::string& what) {
+  precision_opt = sub->add_option("--precision", precision,
+                                  "run until the mean latency's 95 % CI half-width is within this "
+                                  "fraction of the mean (e.g. 0.03), the warm-up cut by MSER-5 "
+                                  "and the p99 bounded; " +
+                                      what)
+                      ->check(finite_range(1e-4, 0.5));
+  sub->add_option("--min-duration", target.min_duration_s,
+                  "with --precision: a point runs at least this long to be VALID, seconds "
+                  "(default 10)")
+      ->check(finite_range(1e-3, 86400))
+      ->needs(precision_opt);
+  sub->add_option("--min-requests", target.min_requests,
+                  "with --precision: answers after the warm-up cut a VALID point needs (default "
+                  "100)")
+      ->check(int_range(1, 100000000))
+      ->needs(precision_opt);
+  sub->add_option("--percentile", target.percentile,
+                  "with --precision: the latency percentile whose 95 % order-statistic CI must be "
+                  "bounded (LoadGen's early stopping; default 99: needs >= 368 answers)")
+      ->check(finite_range(50, 99.99))
+      ->needs(precision_opt);
+}
+
 void ArrivalFlags::add(CLI::App* sub, const std::string& when) {
   sub->add_option("--arrivals", kind,
                   when +

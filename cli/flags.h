@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/precision.h"
 #include "serf/core/arrivals.h"
 #include "serf/core/configuration.h"
 #include "serf/core/profile.h"
@@ -126,6 +127,29 @@ struct ArrivalFlags {
     double scv = 1.0;
   };
   StatusOr<Resolved> resolve() const;
+};
+
+// ---- precision-driven runs ----------------------------------------------------------------------
+
+// --precision P and the stopping rule's companions (profiler/precision.h), one rule for every
+// command that runs points until precise (load, profile --exhaustive): P in [1e-4, 0.5];
+// --min-duration > 0 s, --min-requests >= 1 answers and --percentile in [50, 99.99], each only
+// with --precision (alone it would be silently ignored).
+struct PrecisionFlags {
+  double precision = 0;              // 0: not given (the command's fixed-count run)
+  profiler::PrecisionTarget target;  // target.precision is set from `precision` by target_of()
+  CLI::Option* precision_opt = nullptr;
+
+  // `what` ends --precision's help: what the command does with it.
+  void add(CLI::App* sub, const std::string& what);
+  // A flag that only applies with --precision (a command's own caps).
+  CLI::Option* needs_precision(CLI::Option* opt) const { return opt->needs(precision_opt); }
+  bool on() const { return precision > 0; }
+  profiler::PrecisionTarget target_of() const {
+    profiler::PrecisionTarget t = target;
+    t.precision = precision;
+    return t;
+  }
 };
 
 // --load "SECONDS:RATE;...": a load that changes over time (serve, load). Steps (from_s,

@@ -35,8 +35,7 @@ struct LoadFlags {
   bool quiet = false;
   // Issue 17: with --precision, one point (one --rate) runs until its mean latency is precise
   // enough (profiler/precision.h: MSER-5 warm-up cut, batch-means CI, a bounded p99) or a cap.
-  double precision = 0;  // 0: a fixed run (--requests/--duration), no verdict
-  profiler::PrecisionTarget target;
+  PrecisionFlags precision;  // off: a fixed run (--requests/--duration), no verdict
 };
 
 constexpr int kHttpConnections = 64;  // the server's default --http-connections
@@ -76,12 +75,11 @@ Status resolve(LoadFlags& f) {
   o.connections = f.connections > 0                            ? f.connections
                   : o.protocol == serve::load::Protocol::kGrpc ? kGrpcChannels
                                                                : kHttpConnections;
-  if (f.precision > 0) {
+  if (f.precision.on()) {
     if (o.load.size() != 1) {
       return InvalidArgument(
           "--precision: judges one point: give one --rate, not a --load schedule");
     }
-    f.target.precision = f.precision;
     if (o.requests == 0 && o.duration_s == 0) o.duration_s = kPrecisionCap_s;
   }
   if (o.requests == 0 && o.duration_s == 0) o.duration_s = kDefaultDuration_s;
@@ -200,7 +198,7 @@ Status run_load_command(LoadFlags& f) {
       printed = true;
     };
   }
-  if (f.precision > 0) hooks.stop = precision_stop(f.target);
+  if (f.precision.on()) hooks.stop = precision_stop(f.precision.target_of());
   g_interrupted = false;
   hooks.interrupted = &g_interrupted;
   auto previous = std::signal(SIGINT, on_interrupt);
@@ -211,10 +209,11 @@ Status run_load_command(LoadFlags& f) {
   const serve::load::LoadSummary summary = serve::load::summarize(*run);
   std::cout << serve::load::summary_text(*run, summary);
   nlohmann::json extra = nlohmann::json::object();
-  if (f.precision > 0) {
-    const profiler::PointVerdict v = judge_run(*run, false, f.target);
-    std::cout << verdict_text(v, f.target);
-    extra["precision"] = verdict_json(v, f.target);
+  if (f.precision.on()) {
+    const profiler::PrecisionTarget target = f.precision.target_of();
+    const profiler::PointVerdict v = judge_run(*run, false, target);
+    std::cout << verdict_text(v, target);
+    extra["precision"] = verdict_json(v, target);
   }
   if (!f.out.empty()) {
     SERF_RETURN_IF_ERROR(serve::load::write_run(f.out, *run, summary, extra));
@@ -251,27 +250,9 @@ void register_load_commands(CLI::App& app, CommandRegistry& registry) {
                   "send the requests scheduled in the first SECONDS (default 10 when --requests "
                   "is not given; with both, whichever ends first)")
       ->check(positive_finite());
-  auto* precision =
-      sub->add_option(
-             "--precision", f->precision,
-             "run one point (one --rate) until its mean latency's 95 % CI half-width is "
-             "within this fraction of the mean (e.g. 0.03), with the warm-up cut by MSER-5 "
-             "and the p99 bounded, then stop and say VALID or INVALID with the reasons; "
-             "--duration/--requests cap it (default 300 s)")
-          ->check(finite_range(1e-4, 0.5));
-  sub->add_option("--min-duration", f->target.min_duration_s,
-                  "with --precision: run at least this long, seconds (default 10)")
-      ->check(positive_finite())
-      ->needs(precision);
-  sub->add_option("--min-requests", f->target.min_requests,
-                  "with --precision: at least this many answers after the warm-up (default 100)")
-      ->check(int_range(1, 100000000))
-      ->needs(precision);
-  sub->add_option("--percentile", f->target.percentile,
-                  "with --precision: the latency percentile whose 95 % order-statistic CI must be "
-                  "bounded (LoadGen's early stopping; default 99: needs >= 368 answers)")
-      ->check(finite_range(50, 99.99))
-      ->needs(precision);
+  f->precision.add(sub,
+                   "judges one point (one --rate) and stops sending once it is VALID, else says "
+                   "INVALID with the reasons; --duration/--requests cap it (default 300 s)");
   sub->add_option("--input", o.input,
                   "the request's input: safetensors with tensor 'input' of the model's shape "
                   "[1,C,H,W] (default: seeded from --seed)");

@@ -38,8 +38,7 @@ struct ProfileFlags {
   std::string capacity_profile;
   int requests = 100;
   // --precision: every point runs until its mean's 95 % CI is within the target (or a cap).
-  double precision = 0;  // 0: off (fixed --requests)
-  profiler::PrecisionTarget target;
+  PrecisionFlags precision;  // off: fixed --requests
   int max_requests = 20000;
   double max_duration_s = 300;
   const CLI::Option* requests_flag = nullptr;
@@ -96,7 +95,7 @@ StatusOr<std::vector<ParallelismTuple>> refresh_selection(const ProfileFlags& f,
 // was seen; keep the others scaled by their neighbours' drift (docs/calibration.md).
 Status run_refresh(const ProfileFlags& f, RuntimeSession& session, int warmup) {
   if (f.refresh.empty()) return InvalidArgument("--drift: only with --refresh OLD_PROFILE");
-  if (f.exhaustive || f.precision > 0)
+  if (f.exhaustive || f.precision.on())
     return InvalidArgument("--refresh: re-measures tuples; not with --exhaustive or --precision");
   std::vector<InputFile> inputs = runtime_inputs(f.runtime);
   inputs.push_back({"--refresh", f.refresh});
@@ -152,7 +151,7 @@ Status run_refresh(const ProfileFlags& f, RuntimeSession& session, int warmup) {
 
 // --precision and its companions; --requests and --warmup belong to fixed-count points.
 Status check_precision_flags(const ProfileFlags& f) {
-  if (f.precision == 0) return Status::Ok();
+  if (!f.precision.on()) return Status::Ok();
   if (f.requests_flag != nullptr && f.requests_flag->count() > 0)
     return InvalidArgument(
         "--requests: with --precision each point runs until precise (caps: --max-requests, "
@@ -161,13 +160,13 @@ Status check_precision_flags(const ProfileFlags& f) {
     return InvalidArgument(
         "--warmup: with --precision the warm-up is cut from the data (MSER-5); give one or the "
         "other");
-  if (f.max_requests < f.target.min_requests)
+  const profiler::PrecisionTarget& t = f.precision.target;
+  if (f.max_requests < t.min_requests)
     return InvalidArgument("--max-requests " + std::to_string(f.max_requests) +
-                           ": must be >= --min-requests " + std::to_string(f.target.min_requests));
-  if (f.max_duration_s < f.target.min_duration_s)
+                           ": must be >= --min-requests " + std::to_string(t.min_requests));
+  if (f.max_duration_s < t.min_duration_s)
     return InvalidArgument("--max-duration " + std::to_string(f.max_duration_s) +
-                           ": must be >= --min-duration " +
-                           std::to_string(f.target.min_duration_s));
+                           ": must be >= --min-duration " + std::to_string(t.min_duration_s));
   return Status::Ok();
 }
 
@@ -201,8 +200,8 @@ struct ProfilePlan {
 // --rates or --utilizations (with --capacity-profile), --requests, --precision and arrivals.
 Status check_exhaustive_flags(const ProfileFlags& f, ProfilePlan* plan) {
   if (!f.exhaustive) {
-    if (f.precision > 0)
-      return InvalidArgument("--precision " + std::to_string(f.precision) +
+    if (f.precision.on())
+      return InvalidArgument("--precision " + std::to_string(f.precision.precision) +
                              ": only with --exhaustive (the tuple profile counts --samples)");
     return Status::Ok();
   }
@@ -361,9 +360,8 @@ Status measure_exhaustive(const ProfileFlags& f, const ProfilePlan& plan, Runtim
   o.warmup = plan.warmup;
   o.arrivals = arrivals.kind;
   o.arrival_scv = arrivals.scv;
-  o.precision_driven = f.precision > 0;
-  o.target = f.target;
-  o.target.precision = f.precision;
+  o.precision_driven = f.precision.on();
+  o.target = f.precision.target_of();
   o.max_requests = f.max_requests;
   o.max_duration_s = f.max_duration_s;
   profiler::ExhaustiveReport partial;
@@ -469,24 +467,17 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
       sub->add_option("--requests", f->requests,
                       "with --exhaustive: measured Poisson requests per (configuration, rate) "
                       "point (count; the warm-up comes on top)");
-  sub->add_option("--precision", f->precision,
-                  "with --exhaustive, instead of --requests: run each point until its mean "
-                  "latency's 95% CI half-width is within this fraction of the mean (e.g. 0.03), "
-                  "the warm-up cut by MSER-5; each point VALID or INVALID with the reason")
-      ->check(finite_range(1e-4, 0.5));
-  sub->add_option("--min-duration", f->target.min_duration_s,
-                  "with --precision: a point runs at least this long to be VALID (seconds)")
-      ->check(finite_range(0, 86400));
-  sub->add_option("--min-requests", f->target.min_requests,
-                  "with --precision: measured requests after the warm-up a VALID point needs "
-                  "(count)")
-      ->check(at_least(1));
-  sub->add_option("--max-requests", f->max_requests,
-                  "with --precision: cap on the arrivals of a point (count)")
-      ->check(at_least(1));
-  sub->add_option("--max-duration", f->max_duration_s,
-                  "with --precision: cap on how long arrivals come to a point (seconds)")
-      ->check(finite_range(0.001, 86400));
+  f->precision.add(sub,
+                   "with --exhaustive, instead of --requests: each point VALID or INVALID with "
+                   "the reason");
+  f->precision.needs_precision(
+      sub->add_option("--max-requests", f->max_requests,
+                      "with --precision: cap on the arrivals of a point (count)")
+          ->check(at_least(1)));
+  f->precision.needs_precision(
+      sub->add_option("--max-duration", f->max_duration_s,
+                      "with --precision: cap on how long arrivals come to a point (seconds)")
+          ->check(finite_range(0.001, 86400)));
   sub->add_option("--refresh", f->refresh,
                   "serf-profile/1 to refresh: re-measure some of its tuples on these nodes (the "
                   "ones --drift names, else those --inter/--batches select, else all), keep the "

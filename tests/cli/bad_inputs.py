@@ -360,6 +360,20 @@ check(["load", "--url", "http://127.0.0.1:9", "--model", "tiny", "--rate", "5", 
        "--duration", "1"], ["--rate", "--load"], OUTPUTS, "rate and load")
 check(["size", "--profile", TOY, "--rate", "1", "--rates", "1,2", "--slo-ms", "1000"],
       ["--rate", "--rates"], OUTPUTS, "rate and rates")
+# The precision flags (cli/flags.h PrecisionFlags): one rule in load and profile --exhaustive.
+# A companion without --precision would be ignored; out of range is refused with it.
+LOAD = COMMANDS["load"]
+PROFILE = COMMANDS["profile"] + ["--exhaustive", "--rates", "5"]
+for base in (["load"] + LOAD, ["profile"] + PROFILE):
+    for flag, value in [("--min-duration", "5"), ("--min-requests", "50"), ("--percentile", "90")]:
+        check(base + [flag, value], [flag], OUTPUTS, "without --precision")
+    for flag, value in [("--precision", "0"), ("--precision", "0.9"), ("--min-duration", "0"),
+                        ("--min-duration", "-1"), ("--min-requests", "0"), ("--percentile", "100"),
+                        ("--percentile", "10")]:
+        args = base + (["--precision", "0.03"] if flag != "--precision" else []) + [flag, value]
+        check(args, [flag], OUTPUTS, "precision flag out of range")
+for flag, value in [("--max-requests", "500"), ("--max-duration", "5")]:
+    check(["profile"] + PROFILE + [flag, value], [flag], OUTPUTS, "without --precision")
 
 print("%d bad-input cases, %d failures" % (cases, len(failures)))
 for f in failures:

@@ -31,4 +31,21 @@ struct AbortOnFailure {
   }
 };
 
+// The emulated nodes' profile of the runtime tests: 4 nodes x 2 cores, K in {1, 2, 4} and every
+// (i, T) with i*T <= 2; `mean_ms(i, K, T)` is each tuple's service time, `scv` its SCV.
+template <typename MeanMs>
+Profile emulated_test_profile(MeanMs mean_ms, double scv) {
+  Profile p;
+  p.model = "emulated";
+  p.hardware = {4, 2};
+  for (int k : {1, 2, 4}) {
+    for (int t = 1; t <= 2; ++t) {
+      for (int i = 1; i * t <= 2; ++i)
+        p.tuples.push_back({{i, k, t}, mean_ms(i, k, t), scv, 10, 0});
+    }
+  }
+  p.reindex();
+  return p;
+}
+
 }  // namespace serf::mpi::testing

@@ -20,16 +20,7 @@ using namespace serf::mpi::testing;  // environment, AbortOnFailure
 namespace {
 
 Profile flat_profile() {
-  Profile p;
-  p.model = "emulated";
-  p.hardware = {4, 2};
-  for (int k : {1, 2, 4}) {
-    for (int t = 1; t <= 2; ++t) {
-      for (int i = 1; i * t <= 2; ++i) p.tuples.push_back({{i, k, t}, 2.0, 0.0, 10, 0});
-    }
-  }
-  p.reindex();
-  return p;
+  return emulated_test_profile([](int, int, int) { return 2.0; }, 0.0);
 }
 
 }  // namespace

@@ -17,18 +17,7 @@ using namespace serf::mpi::testing;  // environment, AbortOnFailure
 namespace {
 
 Profile test_profile() {
-  Profile p;
-  p.model = "emulated";
-  p.hardware = {4, 2};
-  for (int k : {1, 2, 4}) {
-    for (int t = 1; t <= 2; ++t) {
-      for (int i = 1; i * t <= 2; ++i) {
-        p.tuples.push_back({{i, k, t}, 4.0 + 2.0 * i / k / t, 0.1, 10, 0});
-      }
-    }
-  }
-  p.reindex();
-  return p;
+  return emulated_test_profile([](int i, int k, int t) { return 4.0 + 2.0 * i / k / t; }, 0.1);
 }
 
 }  // namespace

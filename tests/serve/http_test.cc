@@ -22,22 +22,16 @@
 #include "serve/http_frontend.h"
 #include "serve/metrics.h"
 #include "serve/service.h"
+#include "test_models.h"
 
 using namespace serf;
 using namespace serf::serve;
 using nlohmann::json;
+using serf::serve::testing::model_2x2;
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-ModelInfo test_model() {
-  ModelInfo m;
-  m.name = "m";
-  m.input = {"input", "FP32", {1, 2, 2}};
-  m.output = {"output", "FP32", {1, 4}};
-  return m;
-}
 
 // A controller serving on its own thread behind an HTTP front end on a free port.
 struct Server {
@@ -45,7 +39,7 @@ struct Server {
       : transport(2, service_s), controller(transport, options(max_queue)) {
     REQUIRE(controller.configure({1, 1, 1}).ok());
     controller.add_answer_hook([this](const RequestRecord& r) { metrics.record(r); });
-    service = std::make_unique<InferenceService>(controller, test_model(), &metrics);
+    service = std::make_unique<InferenceService>(controller, model_2x2(), &metrics);
     loop = std::thread([this] { status = controller.serve(nullptr); });
     o.port = 0;
     auto started = HttpFrontend::Start(*service, o);

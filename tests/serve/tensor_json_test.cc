@@ -8,19 +8,13 @@
 #include <string>
 
 #include "serve/kserve.h"
+#include "test_models.h"
 
 using namespace serf;
 using namespace serf::serve;
+using serf::serve::testing::model_2x2;
 
 namespace {
-
-ModelInfo model_2x2() {
-  ModelInfo m;
-  m.name = "m";
-  m.input = {"input", "FP32", {1, 2, 2}};
-  m.output = {"output", "FP32", {1, 4}};
-  return m;
-}
 
 std::string request(const std::string& data, const std::string& before = "") {
   return "{" + before + "\"inputs\": [ {\"name\": \"input\", \"shape\": [1, 2, 2], " +
