@@ -67,12 +67,13 @@ struct TorchTimes {
   double frozen_median_ms = -1.0;  // traced + frozen + optimize_for_inference
 };
 // Latency of PyTorch for one batch of `batch` rows (scripts/torch_reference.py --bench).
+// `mode`: best (eager and frozen, the faster counts) or frozen (no eager runs).
 inline TorchTimes torch_times_ms(const std::string& root, const std::string& spec, int threads,
-                                 int repeat, int batch = 1) {
+                                 int repeat, int batch = 1, const std::string& mode = "best") {
   const std::string cmd = "/usr/bin/python3 " + root + "/scripts/torch_reference.py " + spec +
                           " --bench --threads " + std::to_string(threads) + " --repeat " +
                           std::to_string(repeat) + " --batch " + std::to_string(batch) +
-                          " 2>/dev/null";
+                          " --torch-mode " + mode + " 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return {};
   std::string text;

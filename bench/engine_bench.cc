@@ -4,7 +4,7 @@
 // time summed by class (conv by kernel/stride/grouping, other layers by kind). PyTorch's time is
 // the faster of its eager modules and its frozen optimize_for_inference graph (both printed).
 //   engine_bench [--root DIR] [--models a,b] [--threads 1,2] [--repeat n] [--no-torch]
-//                [--conv-layers all|none|zoo]
+//                [--conv-layers all|none|zoo] [--torch-mode best|frozen]
 // Goals (issues 3 and 15): engine <= 0.8x PyTorch; fully connected >= 80 % of triad bandwidth.
 #include <algorithm>
 #include <cstring>
@@ -48,6 +48,7 @@ struct Options {
   int repeat = 20;
   bool torch = true;
   std::string conv_layers = "zoo";  // per-layer conv rows: all, none, zoo (the imported models)
+  std::string torch_mode = "best";  // best: eager and frozen; frozen: skips the eager runs
 };
 
 struct FcRow {
@@ -257,10 +258,12 @@ bool parse(int argc, char** argv, Options* o) {
       o->torch = false;
     } else if (a == "--conv-layers") {
       o->conv_layers = next();
+    } else if (a == "--torch-mode") {
+      o->torch_mode = next();
     } else {
       std::cerr << "engine_bench: error: unknown argument " << a
                 << " (use --root DIR --models a,b --threads 1,2 --repeat n --no-torch "
-                   "--conv-layers all|none|zoo)\n";
+                   "--conv-layers all|none|zoo --torch-mode best|frozen)\n";
       return false;
     }
   }
@@ -273,6 +276,10 @@ bool parse(int argc, char** argv, Options* o) {
       std::cerr << "engine_bench: error: --threads values must be at least 1\n";
       return false;
     }
+  }
+  if (o->torch_mode != "best" && o->torch_mode != "frozen") {
+    std::cerr << "engine_bench: error: --torch-mode must be best or frozen\n";
+    return false;
   }
   if (o->conv_layers != "all" && o->conv_layers != "none" && o->conv_layers != "zoo") {
     std::cerr << "engine_bench: error: --conv-layers must be all, none or zoo\n";
@@ -287,10 +294,14 @@ void print_latency(const std::string& name, int T, int repeat, const std::vector
   const double serf_min = *std::min_element(total.begin(), total.end());
   if (torch_ms.median_ms > 0) {
     const double ratio = serf_ms / torch_ms.median_ms;
-    std::printf("%-12s %2d %5d %10.3f %10.3f %7.2f %10.3f %10.3f %9.2f  %-8s %-7s %10.3f %10.3f\n",
+    char eager[32] = "n/a";  // --torch-mode frozen: no eager runs
+    if (torch_ms.eager_median_ms > 0) {
+      std::snprintf(eager, sizeof eager, "%.3f", torch_ms.eager_median_ms);
+    }
+    std::printf("%-12s %2d %5d %10.3f %10.3f %7.2f %10.3f %10.3f %9.2f  %-8s %-7s %10s %10.3f\n",
                 name.c_str(), T, repeat, serf_ms, torch_ms.median_ms, ratio, serf_min,
                 torch_ms.min_ms, serf_min / torch_ms.min_ms, ratio <= 0.8 ? "met" : "NOT met",
-                torch_ms.mode.c_str(), torch_ms.eager_median_ms, torch_ms.frozen_median_ms);
+                torch_ms.mode.c_str(), eager, torch_ms.frozen_median_ms);
   } else {
     std::printf("%-12s %2d %5d %10.3f %10s %7s %10.3f %10s %9s\n", name.c_str(), T, repeat, serf_ms,
                 "n/a", "n/a", serf_min, "n/a", "n/a");
@@ -335,7 +346,8 @@ int main(int argc, char** argv) {
         return 1;
       }
       const bench::TorchTimes torch_ms =
-          o.torch ? bench::torch_times_ms(o.root, spec, T, o.repeat) : bench::TorchTimes{};
+          o.torch ? bench::torch_times_ms(o.root, spec, T, o.repeat, 1, o.torch_mode)
+                  : bench::TorchTimes{};
       print_latency(name, T, o.repeat, m->total_ms, torch_ms);
       add_conv_rows(name, *plan, *m, T, peak, torch_ms.conv_median_ms, &conv_rows, &summaries);
       add_class_rows(name, *plan, *m, T, peak, &class_rows);
