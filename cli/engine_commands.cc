@@ -97,11 +97,6 @@ void describe(const model::ModelPlan& plan, const InferOptions& o, InferPrint* p
 
 // K MPI node ranks under mpirun (--inter K): rank 0 controls, the nodes compute.
 Status run_infer_mpi(const InferOptions& o) {
-  if (o.batch > 1) {
-    return InvalidArgument("--batch " + std::to_string(o.batch) +
-                           ": batches do not run over MPI ranks yet (--inter); use --inter-sim K "
-                           "or --batch 1");
-  }
   RuntimeFlags f = o.runtime;
   f.model = o.model;
   f.weights = o.weights;
@@ -109,7 +104,8 @@ Status run_infer_mpi(const InferOptions& o) {
   f.seed = o.seed;
   f.backend = o.backend;
   f.cores_per_node = o.intra;
-  return run_infer_inter(f, o.inter, o.intra, o.repeat, o.json, o.output_out);
+  f.input_rows = o.batch;
+  return run_infer_inter(f, {1, o.inter, o.intra, o.batch}, o.repeat, o.json, o.output_out);
 }
 
 Status run_infer(const InferOptions& o) {
@@ -253,7 +249,8 @@ void register_engine_commands(CLI::App& app, CommandRegistry& registry) {
       ->check(int_range(1, 1000000));
   sub->add_option("--batch", o->batch,
                   "Batch b: b requests run at once (row r seeded with --seed + r, or the b rows "
-                  "of --input [b,C,H,W]); --json adds \"outputs\", one row each (count, default 1)")
+                  "of --input [b,C,H,W]; with --inter K, one batch over the K nodes); --json adds "
+                  "\"outputs\", one row each (count, default 1)")
       ->check(int_range(1, 1024));
   sub->add_option("--backend", o->backend, "Backend: cpu or cuda (default cpu)");
   sub->add_flag("--json", o->json,

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "serf/core/configuration.h"
 #include "serf/core/status.h"
 
 namespace serf::cli {
@@ -30,9 +31,10 @@ struct InferPrint {
 
 Status print_infer(const InferPrint& p, bool json);
 
-// `serf infer --inter K` under mpirun (cli/mpi_commands.cc).
+// `serf infer --inter K [--batch b]` under mpirun (cli/mpi_commands.cc): `config` is (1, K, T, b),
+// the session's input holds b rows.
 struct RuntimeFlags;
-Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int repeat, bool json,
-                       const std::string& output_out = "");
+Status run_infer_inter(const RuntimeFlags& flags, const Configuration& config, int repeat,
+                       bool json, const std::string& output_out = "");
 
 }  // namespace serf::cli

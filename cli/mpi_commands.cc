@@ -291,53 +291,77 @@ Status run_serve(const ServeOptions& o) {
   });
 }
 
+// One timed run's answers (b rows, in order) into `p`: the batch's service time, its per-layer
+// times (the same batch for every row) and the rows' outputs one after another.
+Status add_infer_run(const std::vector<serve::InferAnswer>& answers, double service_ms,
+                     size_t out_floats, bool timed, InferPrint* p) {
+  const size_t layers = p->layer_names.size();
+  std::vector<float> output;
+  for (const serve::InferAnswer& answer : answers) {
+    if (answer.outcome != serve::Outcome::kAnswered) return Internal(answer.reason);
+    if (answer.output.size() != out_floats || answer.layers.size() != layers) {
+      return Internal("the unit leader returned " + std::to_string(answer.output.size()) +
+                      " output values and " + std::to_string(answer.layers.size()) +
+                      " layer times, expected " + std::to_string(out_floats) + " and " +
+                      std::to_string(layers));
+    }
+    output.insert(output.end(), answer.output.begin(), answer.output.end());
+  }
+  if (!timed) return Status::Ok();
+  p->total_ms.push_back(service_ms);
+  const serve::InferAnswer& first = answers.front();
+  for (size_t i = 0; i < layers; ++i) {
+    p->compute_ms[i].push_back(first.layers[i].compute_ms);
+    p->exchange_ms[i].push_back(first.layers[i].exchange_ms);
+    p->fused[i] = first.layers[i].fused != 0 ? 1 : 0;
+  }
+  p->output = std::move(output);
+  return Status::Ok();
+}
+
 }  // namespace
 
-Status run_infer_inter(const RuntimeFlags& flags, int inter, int threads, int repeat, bool json,
-                       const std::string& output_out) {
+Status run_infer_inter(const RuntimeFlags& flags, const Configuration& config, int repeat,
+                       bool json, const std::string& output_out) {
   return launch_runtime(flags, [&](RuntimeSession& session) -> Status {
-    SERF_RETURN_IF_ERROR(session.check_configuration({1, inter, threads}, "--inter"));
-    if (inter != session.nodes) {
-      return InvalidArgument("--inter " + std::to_string(inter) + ": run it under mpirun -np " +
-                             std::to_string(inter + 1) +
+    SERF_RETURN_IF_ERROR(session.check_configuration(config, "--inter"));
+    if (config.inter != session.nodes) {
+      return InvalidArgument("--inter " + std::to_string(config.inter) +
+                             ": run it under mpirun -np " + std::to_string(config.inter + 1) +
                              " (one controller and K nodes); this job has " +
                              std::to_string(session.nodes) + " node rank(s)");
     }
     return session.run_controller([&](serve::Controller& controller) -> Status {
-      SERF_RETURN_IF_ERROR(controller.configure({1, inter, threads}));
+      SERF_RETURN_IF_ERROR(controller.configure(config));
       InferPrint p;
       p.model = session.model_name;
       p.backend = session.backend_name;
-      p.threads = threads;
-      p.inter = inter;
+      p.threads = config.intra;
+      p.inter = config.inter;
       p.inter_kind = "MPI nodes";
       p.repeat = repeat;
+      p.batch = config.batch;
       p.output_out = output_out;
       p.layer_names = session.layer_names;
       p.layer_types = session.layer_types;
       const size_t layers = p.layer_names.size();
-      const auto out_floats = static_cast<size_t>(session.output_floats);
       p.compute_ms.assign(layers, {});
       p.exchange_ms.assign(layers, {});
       p.fused.assign(layers, 0);
-      auto input = std::make_shared<const std::vector<float>>(session.input);
+      // The b rows of the session's input, each its own request, queued together: one batch.
+      const size_t rows = static_cast<size_t>(config.batch);
+      const size_t row = session.input.size() / rows;
+      std::vector<std::shared_ptr<const std::vector<float>>> inputs;
+      for (size_t r = 0; r < rows; ++r) {
+        const auto first = session.input.begin() + static_cast<std::ptrdiff_t>(r * row);
+        inputs.push_back(std::make_shared<const std::vector<float>>(
+            first, first + static_cast<std::ptrdiff_t>(row)));
+      }
       for (int r = 0; r <= repeat; ++r) {  // run 0 warms up, as in the single-process command
-        SERF_ASSIGN_OR_RETURN(serve::InferAnswer answer, controller.infer_one(input));
-        if (answer.outcome != serve::Outcome::kAnswered) return Internal(answer.reason);
-        if (answer.output.size() != out_floats || answer.layers.size() != layers) {
-          return Internal("the unit leader returned " + std::to_string(answer.output.size()) +
-                          " output values and " + std::to_string(answer.layers.size()) +
-                          " layer times, expected " + std::to_string(out_floats) + " and " +
-                          std::to_string(layers));
-        }
-        if (r == 0) continue;
-        p.total_ms.push_back(controller.records().back().service_ms);
-        for (size_t i = 0; i < layers; ++i) {
-          p.compute_ms[i].push_back(answer.layers[i].compute_ms);
-          p.exchange_ms[i].push_back(answer.layers[i].exchange_ms);
-          p.fused[i] = answer.layers[i].fused != 0 ? 1 : 0;
-        }
-        p.output = std::move(answer.output);
+        SERF_ASSIGN_OR_RETURN(std::vector<serve::InferAnswer> answers,
+                              controller.infer_all(inputs));
+        SERF_RETURN_IF_ERROR(add_infer_run(answers, controller.records().back().service_ms,
+                                           static_cast<size_t>(session.output_floats), r > 0, &p));
       }
       return print_infer(p, json);
     });

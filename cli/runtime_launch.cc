@@ -170,7 +170,7 @@ class MpiSession : public RuntimeSession {
     } else {
       SERF_ASSIGN_OR_RETURN(engine_, mpi::EngineSlots::Create(flags_.model, flags_.backend,
                                                               flags_.weights, flags_.seed));
-      SERF_ASSIGN_OR_RETURN(input, engine_->input(flags_.input, flags_.seed));
+      SERF_ASSIGN_OR_RETURN(input, engine_->input(flags_.input, flags_.seed, flags_.input_rows));
       model_name = engine_->model_name();
       max_inter_ = engine_->max_inter();
       layer_names = engine_->layer_names();
@@ -221,7 +221,11 @@ class MpiSession : public RuntimeSession {
     options.seed = flags_.seed;
     options.interrupted = &g_terminated;
     if (flags_.graceful_stop) options.stop = &g_stop;
-    options.input = input;
+    // The generated requests' input: the first row (more rows only for infer --inter --batch).
+    options.input.assign(
+        input.begin(),
+        input.begin() + static_cast<std::ptrdiff_t>(
+                            input.size() / static_cast<size_t>(std::max(flags_.input_rows, 1))));
     serve::Controller controller(transport, options);
     std::unique_ptr<serve::ServiceSampler> sampler;
     if (emulation) {

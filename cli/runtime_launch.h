@@ -27,6 +27,7 @@ struct RuntimeFlags {
   std::string backend = "cpu";
   std::string weights;     // safetensors; empty: seeded from --seed
   std::string input;       // safetensors; empty: seeded from --seed
+  int input_rows = 1;      // rows of the session's input (serf infer --inter K --batch b)
   int cores_per_node = 0;  // F; 0: the emulation profile's
   double node_timeout_s = 10;
   uint64_t seed = 1;
@@ -69,7 +70,8 @@ class RuntimeSession {
   // Real nodes: layer names and types, output size, backend (for `infer --inter`).
   std::vector<std::string> layer_names, layer_types;
   int64_t output_floats = 0;
-  // Real nodes: the request input of --input (safetensors), or seeded from --seed.
+  // Real nodes: the request input of --input (safetensors), or seeded from --seed; input_rows
+  // rows of it (RuntimeFlags::input_rows).
   std::vector<float> input;
   std::string backend_name;
   // The cluster the job runs: its node ranks and --cores-per-node.

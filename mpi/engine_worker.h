@@ -24,8 +24,10 @@ class EngineSlots {
   virtual std::string model_name() const = 0;
   virtual int max_inter() const = 0;  // largest K the model can be split over
   virtual SlotWorkerFactory factory() = 0;
-  // The request input: seeded from `seed` when `path` is empty, else the safetensors file.
-  virtual StatusOr<std::vector<float>> input(const std::string& path, uint64_t seed) const = 0;
+  // The input of `rows` requests, one after another: row r seeded from `seed + r` when `path` is
+  // empty (as `serf infer --batch`), else `rows` rows of the safetensors file.
+  virtual StatusOr<std::vector<float>> input(const std::string& path, uint64_t seed,
+                                             int rows = 1) const = 0;
   virtual int64_t output_floats() const = 0;
   virtual std::vector<std::string> layer_names() const = 0;
   virtual std::vector<std::string> layer_types() const = 0;

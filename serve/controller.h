@@ -283,6 +283,10 @@ class Controller {
   Status serve(const SchedulerHook& hook, const std::vector<double>* arrival_s = nullptr);
   // One request with `input`, served now (serf infer --inter).
   StatusOr<InferAnswer> infer_one(std::shared_ptr<const std::vector<float>> input);
+  // Requests with these inputs, all queued before any is dispatched, served now: with c = 1 and
+  // b >= inputs.size() they run as one batch (serf infer --inter K --batch b). Answers in order.
+  StatusOr<std::vector<InferAnswer>> infer_all(
+      const std::vector<std::shared_ptr<const std::vector<float>>>& inputs);
   // Closed loop on unit 0: keeps exactly c batches of b requests running (b = 1: c requests) until
   // `warmup + samples` batches have finished after the loop filled; returns the service times (ms)
   // the nodes measured for the `samples` measured ones and, when `occupancy_ms` is given, how long

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "serve/controller.h"
 
@@ -291,17 +292,33 @@ Status Controller::serve(const SchedulerHook& hook, const std::vector<double>* a
 }
 
 StatusOr<InferAnswer> Controller::infer_one(std::shared_ptr<const std::vector<float>> input) {
-  std::optional<InferAnswer> answer;
-  InferRequest req;
-  req.input = std::move(input);
-  req.arrival = std::chrono::steady_clock::now();
-  req.done = [&answer](InferAnswer&& a) { answer = std::move(a); };
-  if (!configured_) return Internal("infer_one before configure");
-  admit(std::move(req), true);
+  SERF_ASSIGN_OR_RETURN(std::vector<InferAnswer> answers, infer_all({std::move(input)}));
+  return std::move(answers.front());
+}
+
+StatusOr<std::vector<InferAnswer>> Controller::infer_all(
+    const std::vector<std::shared_ptr<const std::vector<float>>>& inputs) {
+  if (!configured_) return Internal("infer_all before configure");
+  if (inputs.empty()) return Internal("infer_all without inputs");
+  std::vector<std::optional<InferAnswer>> answers(inputs.size());
+  size_t answered = 0;
+  for (size_t r = 0; r < inputs.size(); ++r) {
+    InferRequest req;
+    req.input = inputs[r];
+    req.arrival = std::chrono::steady_clock::now();
+    req.done = [&answers, &answered, r](InferAnswer&& a) {
+      answers[r] = std::move(a);
+      ++answered;
+    };
+    admit(std::move(req), true);
+  }
   LoopPlan plan;
-  plan.done = [&answer] { return answer.has_value(); };
+  plan.done = [&answered, &inputs] { return answered == inputs.size(); };
   SERF_RETURN_IF_ERROR(run_loop(plan));
-  return std::move(*answer);
+  std::vector<InferAnswer> out;
+  out.reserve(answers.size());
+  for (auto& a : answers) out.push_back(std::move(*a));
+  return out;
 }
 
 }  // namespace serf::serve

@@ -89,7 +89,7 @@ assert b["outputs"][1] != b["outputs"][2]
 print("ok: --batch 3 rows equal the rows run alone")
 PY
 expect_error "batch 0" "--batch: must be an integer in .1, 1024. (got 0)" infer --model "$tiny" --batch 0
-expect_error "batch over MPI" "--batch 2: batches do not run over MPI ranks yet" infer --model "$tiny" --batch 2 --inter 2
+expect_error "batch over MPI without mpirun" "run mpirun -np N+1" infer --model "$tiny" --batch 2 --inter 2
 expect_error "batch input of 1 row" "tensor 'input' has shape .1, 3, 12, 12. but the model needs .2, 3, 12, 12." infer --model "$tiny" --batch 2 --input "$tmp/x5.safetensors"
 expect_error "repeat 0" "--repeat: must be an integer in .1, 1000000. (got 0)" infer --model "$tiny" --repeat 0
 expect_error "missing model" "$tmp/none.json" infer --model "$tmp/none.json"

@@ -631,6 +631,24 @@ PY
     timeout 120 "$MPIEXEC" --oversubscribe -np 3 "$SERF" infer --model "$model" --seed 3 --inter 2 >"$out/two.txt" 2>/dev/null
     diff <(sed -n 2p "$out/one.txt") <(sed -n 2p "$out/two.txt") || fail "top-5 lines differ"
     diff <(awk 'NR>2{print $1, $2}' "$out/one.txt") <(awk 'NR>2{print $1, $2}' "$out/two.txt") || fail "layer lines differ"
+    # A batch of 3 over 2 nodes (issue 16): each row equals the single process's batch row (rows
+    # seeded 3, 4, 5 with the weights of seed 3), and row 0 the request run alone, within 1e-5.
+    "$SERF" infer --model "$model" --seed 3 --batch 3 --json >"$out/one_b3.json" || fail "single-process --batch 3"
+    timeout 120 "$MPIEXEC" --oversubscribe -np 3 "$SERF" infer --model "$model" --seed 3 --inter 2 --batch 3 \
+      --json >"$out/two_b3.json" 2>"$out/e" || { cat "$out/e"; fail "infer --inter 2 --batch 3 under mpiexec -n 3"; }
+    python3 - "$out/one_b3.json" "$out/two_b3.json" "$out/one.json" <<'PY' || fail "batched outputs differ"
+import json, sys
+a, b, alone = (json.load(open(p)) for p in sys.argv[1:4])
+assert b["batch"] == 3 and len(b["outputs"]) == 3 and b["inter"] == 2, b
+assert b["output"] == b["outputs"][0]
+diff = max(abs(x - y) for ra, rb in zip(a["outputs"], b["outputs"]) for x, y in zip(ra, rb))
+assert diff <= 1e-5, diff
+assert len(b["outputs"][2]) == len(a["outputs"][2]) == len(alone["output"]) > 0
+alone_diff = max(abs(x - y) for x, y in zip(b["outputs"][0], alone["output"]))
+assert alone_diff <= 1e-5, alone_diff
+assert b["outputs"][0] != b["outputs"][1] != b["outputs"][2]
+print("ok: --inter 2 --batch 3: rows within %.3g of one process's batch, row 0 within %.3g of the request alone" % (diff, alone_diff))
+PY
     # Bad input: K larger than the job, unknown model.
     expect_error 3 "needs K = 4 nodes per request" infer --model "$model" --inter 4
     expect_error 3 "run it under mpirun -np 2" infer --model "$model" --inter 1
