@@ -5,6 +5,9 @@
   - the recalibrated model's prediction at that rate: the controller's model at the window's start
     (the profile with the tuple means of the newest recalibration before it, "model_mean_ms");
   - the uncalibrated prediction: the profile as measured, at the same rate;
+  - the queue model alone: the profile with the window's own mean service per state (the
+    occupancy of the requests dispatched with i running), at the same rate: what is left when the
+    service time is known exactly, i.e. the queue model's own error on this host;
 
 both by `serf predict` (md-interf, the paper's model). Writes a CSV (one row per window), a PNG
 (observed against both predictions over time with the slowdown marked, and each one's rolling
@@ -74,19 +77,40 @@ def epoch_profiles(profile, recalibrations, folder):
 
 
 def windows_of(rows, width):
-    """[(start_s, arrivals, mean latency ms, mean service ms)] per whole window from the first
-    arrival; the service is the slot's occupancy (dispatch to answer), what the profile measures."""
+    """[(start_s, arrivals, mean latency ms, mean service ms, {i: mean service ms})] per whole
+    window from the first arrival; the service is the slot's occupancy (dispatch to answer), what
+    the profile measures, also by the requests running at dispatch (i, the request included)."""
     t0 = min(r[0] for r in rows)
     end = max(r[0] for r in rows)
     n = max(1, int((end - t0) // width))
-    sums = [[0, 0.0, 0.0] for _ in range(n)]
-    for at, lat, occupancy in rows:
+    sums = [[0, 0.0, 0.0, {}] for _ in range(n)]
+    for at, lat, occupancy, running in rows:
         i = int((at - t0) // width)
         if i < n:
             sums[i][0] += 1
             sums[i][1] += lat
             sums[i][2] += occupancy
-    return t0, [(t0 + i * width, c, s / c, o / c) for i, (c, s, o) in enumerate(sums) if c > 0]
+            by = sums[i][3].setdefault(running, [0, 0.0])
+            by[0] += 1
+            by[1] += occupancy
+    return t0, [(t0 + i * width, c, s / c, o / c, {k: v[1] / v[0] for k, v in by.items()})
+                for i, (c, s, o, by) in enumerate(sums) if c > 0]
+
+
+def own_service_profile(profile, config, by_state, path):
+    """The profile with the tuples (i, K, T) of `config` at the window's own mean service of the
+    requests dispatched with i running (states the window did not see keep the profile's)."""
+    p = json.loads(json.dumps(profile))
+    _, k, t = config
+    for tup in p["tuples"]:
+        i = tup["service"]
+        if tup["inter"] == k and tup["intra"] == t and tup.get("batch", 1) == 1 and i in by_state:
+            if tup.get("node_ms"):
+                tup["node_ms"] = min(tup["node_ms"] * by_state[i] / tup["mean_ms"], by_state[i])
+            tup["mean_ms"] = by_state[i]
+    with open(path, "w") as f:
+        json.dump(p, f)
+    return path
 
 
 def rel(pred, obs):
@@ -122,7 +146,8 @@ def main():
             for r in csv.DictReader(f):
                 if r["answered"] == "1":
                     rows.append((float(r["arrival_s"]), float(r["latency_ms"]),
-                                 1e3 * (float(r["done_s"]) - float(r["dispatch_s"]))))
+                                 1e3 * (float(r["done_s"]) - float(r["dispatch_s"])),
+                                 int(r["running"])))
     except OSError as e:
         fail(f"{a.run}.csv: cannot open file ({e.strerror})")
     if len(rows) < 2:
@@ -133,19 +158,24 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         epochs = epoch_profiles(profile, recs, folder)
         table = []
-        for start, count, obs, service in wins:
+        own_path = os.path.join(folder, "own_service.json")
+        for start, count, obs, service, by_state in wins:
             rate = count / a.window
             model = [p for at, p in epochs if at <= start][-1]
             rec_ms, rec_service = predict(a.serf, model, config, rate)
             unc_ms, unc_service = predict(a.serf, epochs[0][1], config, rate)
+            alone_ms, _ = predict(a.serf, own_service_profile(profile, config, by_state, own_path),
+                                  config, rate)
             table.append({"t_s": start - t0, "rate_per_s": rate, "observed_ms": obs,
                           "recalibrated_ms": rec_ms, "uncalibrated_ms": unc_ms,
+                          "queue_alone_ms": alone_ms,
                           "observed_service_ms": service, "recalibrated_service_ms": rec_service,
                           "uncalibrated_service_ms": unc_service,
                           "recalibrations_before": sum(1 for r in recs if r["at_s"] <= start)})
     for w in table:
         w["recalibrated_err"] = rel(w["recalibrated_ms"], w["observed_ms"])
         w["uncalibrated_err"] = rel(w["uncalibrated_ms"], w["observed_ms"])
+        w["queue_alone_err"] = rel(w["queue_alone_ms"], w["observed_ms"])
         w["recalibrated_service_err"] = rel(w["recalibrated_service_ms"], w["observed_service_ms"])
         w["uncalibrated_service_err"] = rel(w["uncalibrated_service_ms"], w["observed_service_ms"])
     if a.csv:
@@ -186,6 +216,11 @@ def report(table, recs, a, t0, config):
               f"{median([w['observed_service_ms'] for w in ws]):.3f} ms, |error| recalibrated "
               f"{100 * median([abs(w['recalibrated_service_err']) for w in ws]):.1f} %, "
               f"uncalibrated {100 * median([abs(w['uncalibrated_service_err']) for w in ws]):.1f} %")
+        print(f"    signed median error of the mean latency: recalibrated "
+              f"{100 * median([w['recalibrated_err'] for w in ws]):+.1f} %; the queue model alone "
+              f"(each window's own service per state) "
+              f"{100 * median([w['queue_alone_err'] for w in ws]):+.1f} % "
+              f"(|error| median {100 * median([abs(w['queue_alone_err']) for w in ws]):.1f} %)")
     if not after:
         print("goal check: not possible (no window after the slowdown)")
         return
@@ -224,10 +259,13 @@ def plot(table, recs, a, t0):
     ax.plot(t, [w["observed_ms"] for w in table], "k.-", label="observed mean")
     ax.plot(t, [cap(w["recalibrated_ms"]) for w in table], "b.-", label="recalibrated model")
     ax.plot(t, [cap(w["uncalibrated_ms"]) for w in table], "r.--", label="uncalibrated (as profiled)")
+    ax.plot(t, [cap(w["queue_alone_ms"]) for w in table], "g:", label="queue model alone (window's own service)")
     ax.set_ylabel(f"mean latency per {a.window:g} s window (ms)")
     ax2.plot(t, [100 * cap(abs(w["recalibrated_err"])) for w in table], "b.-", label="recalibrated")
     ax2.plot(t, [100 * cap(abs(w["uncalibrated_err"])) for w in table], "r.--",
              label="uncalibrated")
+    ax2.plot(t, [100 * cap(abs(w["queue_alone_err"])) for w in table], "g:",
+             label="queue model alone")
     ax2.axhline(100 * GOAL_ERROR, color="g", lw=0.8, label="5 %")
     ax2.set_ylabel("|prediction - observed| / observed (%)")
     ax2.set_xlabel("minutes since the load started")
