@@ -24,6 +24,18 @@ bool has_line(const std::string& text, const std::string& line) {
   return text.find("\n" + line + "\n") != std::string::npos;
 }
 
+// A table of one entry: (1, 1, 1) at 100 requests/s, 12.5 ms.
+std::shared_ptr<ConfigurationTable> one_entry_table() {
+  auto table = std::make_shared<ConfigurationTable>();
+  TableEntry e;
+  e.rate_per_s = 100;
+  e.stable = true;
+  e.config = {1, 1, 1};
+  e.prediction.latency_ms = 12.5;
+  table->entries.push_back(e);
+  return table;
+}
+
 }  // namespace
 
 TEST_CASE("histograms are cumulative with +Inf, sum and count", "[serve][metrics]") {
@@ -56,13 +68,7 @@ TEST_CASE("the predicted mean latency comes from the profile's queue model, or t
   REQUIRE(want > 10.0);
   REQUIRE(!from_profile.mean_ms({2, 1, 1}, 1e6));   // unstable: no number
   REQUIRE(!from_profile.mean_ms({1, 2, 1}, 10.0));  // no tuple (1, 2, 1)
-  auto table = std::make_shared<ConfigurationTable>();
-  TableEntry e;
-  e.rate_per_s = 100;
-  e.stable = true;
-  e.config = {1, 1, 1};
-  e.prediction.latency_ms = 12.5;
-  table->entries.push_back(e);
+  auto table = one_entry_table();
   LatencyPredictor from_table(nullptr, table, 4, QueueKind::kMdInterf);
   REQUIRE(from_table.mean_ms({1, 1, 1}, 60.0).value() == 12.5);
   REQUIRE(!from_table.mean_ms({2, 1, 1}, 60.0));  // the table's entry names another one
@@ -88,13 +94,7 @@ TEST_CASE("the predicted p99 is the planner's tail approximation", "[serve][metr
   REQUIRE(low > md.mean_ms({1, 1, 1}, 20.0).value());
   REQUIRE(md.p99_ms({1, 1, 1}, 80.0).value() > low);
   // A table alone predicts the mean of its entry, not a percentile.
-  auto table = std::make_shared<ConfigurationTable>();
-  TableEntry e;
-  e.rate_per_s = 100;
-  e.stable = true;
-  e.config = {1, 1, 1};
-  e.prediction.latency_ms = 12.5;
-  table->entries.push_back(e);
+  auto table = one_entry_table();
   REQUIRE(!LatencyPredictor(nullptr, table, 1, QueueKind::kMdInterf).p99_ms({1, 1, 1}, 60.0));
 }
 
