@@ -43,13 +43,7 @@ struct InferOptions {
 // The request input: --input (b rows of safetensors), or row r seeded as `--seed S + r` alone.
 StatusOr<std::vector<float>> infer_input(const model::ModelPlan& plan, const InferOptions& o) {
   if (!o.input.empty()) return model::load_input_safetensors(o.input, plan.spec.input, o.batch);
-  std::vector<float> input;
-  for (int r = 0; r < o.batch; ++r) {
-    const std::vector<float> row =
-        model::seeded_input(plan.spec.input, o.seed + static_cast<uint64_t>(r));
-    input.insert(input.end(), row.begin(), row.end());
-  }
-  return input;
+  return model::seeded_inputs(plan.spec.input, o.seed, o.batch);
 }
 
 // One warm-up run, then --repeat timed runs: each run's total and per-layer times into `p`.

@@ -160,6 +160,16 @@ std::vector<float> seeded_input(const Shape& shape, uint64_t seed) {
   return data;
 }
 
+std::vector<float> seeded_inputs(const Shape& shape, uint64_t seed, int rows) {
+  std::vector<float> data;
+  data.reserve(static_cast<size_t>(shape.elements()) * static_cast<size_t>(std::max(rows, 0)));
+  for (int r = 0; r < rows; ++r) {
+    const std::vector<float> row = seeded_input(shape, seed + static_cast<uint64_t>(r));
+    data.insert(data.end(), row.begin(), row.end());
+  }
+  return data;
+}
+
 const Tensor* Weights::find(const std::string& name) const {
   auto it = tensors_.find(name);
   return it == tensors_.end() ? nullptr : &it->second;

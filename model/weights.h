@@ -61,6 +61,9 @@ class Weights {
 // S` must use the same two calls so that its output matches scripts/torch_reference.py on those
 // files.
 std::vector<float> seeded_input(const Shape& shape, uint64_t seed);
+// `rows` of them one after another, row r seeded_input(shape, seed + r): a batch's input
+// (`serf infer --batch b`, alone or over MPI nodes).
+std::vector<float> seeded_inputs(const Shape& shape, uint64_t seed, int rows);
 
 // The tensors a plan needs, in layer order (conv2d and fully_connected layers: weight then bias;
 // batchnorm: weight, bias, running_mean, running_var).

@@ -106,13 +106,7 @@ class CpuEngineSlots final : public EngineSlots {
   StatusOr<std::vector<float>> input(const std::string& path, uint64_t seed,
                                      int rows) const override {
     if (!path.empty()) return model::load_input_safetensors(path, plan_.spec.input, rows);
-    std::vector<float> input;
-    for (int r = 0; r < rows; ++r) {
-      const std::vector<float> row =
-          model::seeded_input(plan_.spec.input, seed + static_cast<uint64_t>(r));
-      input.insert(input.end(), row.begin(), row.end());
-    }
-    return input;
+    return model::seeded_inputs(plan_.spec.input, seed, rows);
   }
 
   SlotWorkerFactory factory() override {
