@@ -80,18 +80,6 @@ Status InferenceService::check_model(const std::string& name, const std::string&
   return Status::Ok();
 }
 
-InferRequest InferenceService::request(std::vector<float> input, SteadyTime arrival,
-                                       double timeout_us) {
-  InferRequest r;
-  r.input = std::make_shared<const std::vector<float>>(std::move(input));
-  r.arrival = arrival;
-  if (timeout_us > 0) {
-    r.deadline = arrival + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                               std::chrono::duration<double, std::micro>(timeout_us));
-  }
-  return r;
-}
-
 InferAnswer InferenceService::infer(std::vector<float> input, SteadyTime arrival,
                                     double timeout_us) {
   AnswerSlot* slot = t_slot.slot;
@@ -99,29 +87,28 @@ InferAnswer InferenceService::infer(std::vector<float> input, SteadyTime arrival
     std::lock_guard<std::mutex> lock(slot->mutex);
     slot->ready = false;
   }
-  InferRequest r = request(std::move(input), arrival, timeout_us);
-  r.done = [slot](InferAnswer&& a) {
+  submit(std::move(input), arrival, timeout_us, [slot](InferAnswer&& a) {
     {
       std::lock_guard<std::mutex> lock(slot->mutex);
       slot->answer = std::move(a);
       slot->ready = true;
     }
     slot->ready_cv.notify_one();
-  };
-  if (!controller_.inbox().push(std::move(r))) return stopping_answer();
-  InferAnswer a;
-  {
-    std::unique_lock<std::mutex> lock(slot->mutex);
-    slot->ready_cv.wait(lock, [slot] { return slot->ready; });
-    a = std::move(slot->answer);
-  }
-  finish(&a);
-  return a;
+  });
+  std::unique_lock<std::mutex> lock(slot->mutex);
+  slot->ready_cv.wait(lock, [slot] { return slot->ready; });
+  return std::move(slot->answer);
 }
 
 void InferenceService::submit(std::vector<float> input, SteadyTime arrival, double timeout_us,
                               Completion done) {
-  InferRequest r = request(std::move(input), arrival, timeout_us);
+  InferRequest r;
+  r.input = std::make_shared<const std::vector<float>>(std::move(input));
+  r.arrival = arrival;
+  if (timeout_us > 0) {
+    r.deadline = arrival + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double, std::micro>(timeout_us));
+  }
   r.done = [this, done = std::move(done)](InferAnswer&& a) {
     finish(&a);
     done(std::move(a));

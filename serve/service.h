@@ -28,8 +28,9 @@ class InferenceService {
   // still queued that long after `arrival` ends kTimedOut. The answer's output is the model's
   // output tensor (empty for emulated nodes).
   InferAnswer infer(std::vector<float> input, SteadyTime arrival, double timeout_us);
-  // The same without blocking: `done` is called exactly once, on the controller's thread when the
-  // request was admitted (keep it short), or on this thread at once when the server is stopping.
+  // The same without blocking (infer() is this and a wait): `done` is called exactly once, on the
+  // controller's thread when the request was admitted (keep it short), or on this thread at once
+  // when the server is stopping.
   void submit(std::vector<float> input, SteadyTime arrival, double timeout_us, Completion done);
   // Whether `name` (and `version`, when not empty) is the served model; the error names both.
   Status check_model(const std::string& name, const std::string& version) const;
@@ -37,7 +38,6 @@ class InferenceService {
  private:
   // Trims the unit leader's message to the output tensor (or fails the answer when it is short).
   void finish(InferAnswer* a) const;
-  static InferRequest request(std::vector<float> input, SteadyTime arrival, double timeout_us);
 
   Controller& controller_;
   ModelInfo model_;
