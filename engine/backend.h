@@ -85,6 +85,13 @@ class Backend {
                                                            const model::Weights& weights,
                                                            Partition partition, int threads,
                                                            int batch = 1) = 0;
+  // Bytes of packed weights held by the models this backend prepared that are still alive, each
+  // tensor once: the CPU backend shares a tensor across models (batch sizes, thread counts) that
+  // want it in the same layout, so a node's sizes 1..b cost about one copy, not b.
+  virtual int64_t resident_weight_bytes() const = 0;
+  // Of those, the tensors held in a second (third, ...) layout because a kernel at another batch
+  // size wanted a different one (0 when nothing is shared).
+  virtual int weight_layouts_beyond_first() const { return 0; }
 };
 
 // "cpu" always; "cuda" when built with the CUDA backend and a device is present. Unknown names are

@@ -36,9 +36,20 @@ class PreparedCache {
     return std::shared_ptr<PreparedModel>(std::move(prepared));
   }
 
+  // Bytes of weights the live models hold (each its own copy: for backends that share nothing
+  // across configurations).
+  int64_t held_weight_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int64_t bytes = 0;
+    for (const auto& [key, model] : cache_) {
+      if (auto held = model.lock()) bytes += held->resident_weight_bytes();
+    }
+    return bytes;
+  }
+
  private:
   using Key = std::tuple<const model::Weights*, std::string, int64_t, int, int, int, int>;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::map<Key, std::weak_ptr<Model>> cache_;
 };
 

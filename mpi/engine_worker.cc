@@ -2,6 +2,7 @@
 #include "mpi/engine_worker.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -114,14 +115,22 @@ class CpuEngineSlots final : public EngineSlots {
       const int b = std::max(ctx.config.batch, 1);
       const auto key = std::make_tuple(ctx.comm->rank(), ctx.config.inter, ctx.config.intra, b);
       std::lock_guard<std::mutex> lock(mutex_);
-      // Every slot of this node shares one PreparedModel per batch size (one copy of this rank's
-      // weight slices each); a new (K, T, b) re-prepares from the weights every node holds: no
-      // weights move between ranks. A slot may take any n <= b waiting requests, so sizes 1..b
-      // are all prepared (b + 1 copies of the weights with the loaded ones).
+      // Every slot of this node shares one PreparedModel per batch size; a new (K, T, b)
+      // re-prepares from the weights every node holds: no weights move between ranks. A slot may
+      // take any n <= b waiting requests, so sizes 1..b are all prepared. They share every
+      // weight tensor whose kernel layout is the same at each size (engine/backend.h
+      // resident_weight_bytes), so they usually hold about one copy of this rank's slices. Before
+      // each size n > 1: the loaded weights, what the backend holds so far and one more whole
+      // copy (should every tensor want a new layout at n) must fit.
       if (prepared_.empty() || key != prepared_key_) {
         prepared_.clear();
-        if (b > 1) SERF_RETURN_IF_ERROR(model::check_weights_fit_memory(plan_, b + 1));
+        const double one_copy = static_cast<double>(plan_.parameters) * sizeof(float);
         for (int n = 1; n <= b; ++n) {
+          if (n > 1) {
+            const double held = static_cast<double>(backend_->resident_weight_bytes());
+            const int copies = 2 + static_cast<int>(std::ceil(held / std::max(one_copy, 1.0)));
+            SERF_RETURN_IF_ERROR(model::check_weights_fit_memory(plan_, copies));
+          }
           SERF_ASSIGN_OR_RETURN(
               auto prepared,
               backend_->prepare(plan_, weights_, {ctx.comm->rank(), ctx.config.inter},

@@ -29,10 +29,9 @@ class ScopedOmpThreads {
 
 }  // namespace
 
-StatusOr<std::shared_ptr<CpuPreparedModel>> CpuPreparedModel::create(const model::ModelPlan& plan,
-                                                                     const model::Weights& weights,
-                                                                     Partition partition,
-                                                                     int threads, int batch) {
+StatusOr<std::shared_ptr<CpuPreparedModel>> CpuPreparedModel::create(
+    const model::ModelPlan& plan, const model::Weights& weights, Partition partition, int threads,
+    int batch, std::shared_ptr<SharedWeights> shared) {
   if (threads < 1) {
     return InvalidArgument("intra-node parallelism T = " + std::to_string(threads) +
                            " must be at least 1");
@@ -45,6 +44,7 @@ StatusOr<std::shared_ptr<CpuPreparedModel>> CpuPreparedModel::create(const model
   prepared->plan_ = plan;
   prepared->partition_ = partition;
   prepared->threads_ = threads;
+  prepared->shared_ = std::move(shared);
   // Primitives pick their work split from the creating thread's OpenMP thread count.
   ScopedOmpThreads omp_threads(threads);
   SERF_RETURN_IF_ERROR(prepared->build(weights));
@@ -79,12 +79,16 @@ class CpuBackend final : public Backend {
                                                    Partition partition, int threads,
                                                    int batch = 1) override {
     return cache_.get_or_create(plan, weights, partition, threads, batch, [&] {
-      return cpu::CpuPreparedModel::create(plan, weights, partition, threads, batch);
+      return cpu::CpuPreparedModel::create(plan, weights, partition, threads, batch, shared_);
     });
   }
+  int64_t resident_weight_bytes() const override { return shared_->resident_bytes(); }
+  int weight_layouts_beyond_first() const override { return shared_->layouts_beyond_first(); }
 
  private:
   PreparedCache<cpu::CpuPreparedModel> cache_;  // shares a configuration's slices while held
+  // Shares packed tensors across configurations, above all across batch sizes.
+  std::shared_ptr<cpu::SharedWeights> shared_ = std::make_shared<cpu::SharedWeights>();
 };
 
 }  // namespace

@@ -39,13 +39,9 @@ void pin_team(int threads) {
   }
 }
 
-// fully_connected by the AVX-512 kernels: the GEMV at batch 1, the batched kernel above.
+// fully_connected by the AVX-512 kernel on the layer's panels (any batch, batch 1 included).
 void run_fc(const GemvCall& g, const float* x, float* y, int threads) {
-  if (g.batch == 1) {
-    gemv_f32(g.weights, x, g.bias, y, g.rows, g.cols, g.relu, threads);
-  } else {
-    gemm_f32(g.weights, x, g.bias, y, g.rows, g.cols, g.batch, g.relu, threads);
-  }
+  gemm_f32(g.weights, x, g.bias, y, g.rows, g.cols, g.batch, g.relu, threads);
 }
 
 class CpuExecutable final : public Executable {

@@ -5,6 +5,7 @@
 // an activation buffer or a staging buffer) rather than an address, so one prepared model serves
 // any number of slots, each with its own buffers.
 
+#include <functional>
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
@@ -13,6 +14,7 @@
 #include "engine/backend.h"
 #include "engine/cpu/aligned_floats.h"
 #include "engine/layer_steps.h"
+#include "shared_weights.h"
 
 namespace serf::engine::cpu {
 
@@ -59,13 +61,16 @@ class CpuPreparedModel final : public PreparedModel,
   static StatusOr<std::shared_ptr<CpuPreparedModel>> create(const model::ModelPlan& plan,
                                                             const model::Weights& weights,
                                                             Partition partition, int threads,
-                                                            int batch);
+                                                            int batch,
+                                                            std::shared_ptr<SharedWeights> shared);
   StatusOr<std::unique_ptr<Executable>> new_slot() override;
   const model::ModelPlan& plan() const override { return plan_; }
   Partition partition() const override { return partition_; }
   int threads() const override { return threads_; }
   int batch() const override { return batch_; }
   int64_t resident_weight_bytes() const override { return weight_bytes_; }
+  // Of those, the bytes another model of the backend had packed already (shared_weights.h).
+  int64_t reused_weight_bytes() const { return reused_bytes_; }
 
   model::ModelPlan plan_;
   Partition partition_;
@@ -74,12 +79,16 @@ class CpuPreparedModel final : public PreparedModel,
   // K > 1, b > 1: tensors are channel-major (cpu_steps.cc), so run() transposes the input rows in.
   bool channel_major_input_ = false;
   int64_t weight_bytes_ = 0;
+  int64_t reused_bytes_ = 0;
+  std::shared_ptr<SharedWeights> shared_;  // the backend's packed tensors
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   LayerSteps layout_;
   std::vector<CpuStep> steps_;
-  std::vector<AlignedFloats> weight_storage_;  // behind every Call's constants
-  std::vector<int64_t> buffer_floats_;         // per activation buffer (grown to their layouts)
-  std::vector<int64_t> staging_floats_;        // per staging buffer
+  // Behind every Call's constants and GEMV: packed tensors, most shared with the backend's
+  // other models (the same weights at another batch size, shared_weights.h).
+  std::vector<std::shared_ptr<const AlignedFloats>> weight_storage_;
+  std::vector<int64_t> buffer_floats_;   // per activation buffer (grown to their layouts)
+  std::vector<int64_t> staging_floats_;  // per staging buffer
   size_t scratch_bytes_ = 0;
   std::vector<Call> output_calls;  // after the last step: make the output plain (K = 1)
   Operand output;                  // where the plain, whole output is after them
@@ -138,6 +147,10 @@ class StepBuilder {
   dnnl::memory pack_values(const std::vector<float>& values);
   // Rows [offset, offset + rows) of a fully connected weight in gemm_f32's panels (gemv.h).
   const float* pack_panels(const model::Tensor& t, int offset, int rows);
+  // The backend's packed tensor for `key`, or `fill` packs `floats` floats; counted in the
+  // model's bytes either way.
+  const float* packed(const SharedWeights::Key& key, int64_t floats,
+                      const std::function<void(float*)>& fill);
   dnnl::primitive_attr attributes(const LayerStep& s) const;
 
   CpuPreparedModel& m_;

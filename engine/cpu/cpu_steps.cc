@@ -183,37 +183,50 @@ StatusOr<const model::Tensor*> StepBuilder::tensor(const std::string& name,
   return t;
 }
 
+const float* StepBuilder::packed(const SharedWeights::Key& key, int64_t floats,
+                                 const std::function<void(float*)>& fill) {
+  bool reused = false;
+  m_.weight_storage_.push_back(m_.shared_->get_or_pack(key, floats, fill, &reused));
+  const int64_t bytes = m_.weight_storage_.back()->size() * static_cast<int64_t>(sizeof(float));
+  m_.weight_bytes_ += bytes;
+  if (reused) m_.reused_bytes_ += bytes;
+  return m_.weight_storage_.back()->data();
+}
+
 dnnl::memory StepBuilder::pack(const model::Tensor& t, int offset, const md_t& plain_md,
                                const md_t& md) {
   const int64_t row = t.elements() / t.shape[0];
-  float* src = const_cast<float*>(t.data.data()) + int64_t{offset} * row;
-  dnnl::memory user(plain_md, m_.engine_, src);
-  // Our storage rather than oneDNN's: big slices go on 2 MiB pages (aligned_floats.h).
-  m_.weight_storage_.emplace_back(floats_of(md));
-  dnnl::memory packed(md, m_.engine_, m_.weight_storage_.back().data());
-  dnnl::stream stream(m_.engine_);
-  dnnl::reorder(user, packed).execute(stream, user, packed);
-  stream.wait();
-  m_.weight_bytes_ += static_cast<int64_t>(md.get_size());
-  return packed;
+  // Our storage rather than oneDNN's: big slices go on 2 MiB pages (aligned_floats.h). Shared
+  // with the backend's other models that want the same slice in the same layout (e.g. this
+  // convolution at another batch size, when oneDNN picks the same weights layout for it).
+  const float* data = packed({&t, offset, plain_md, md, ""}, floats_of(md), [&](float* dst) {
+    float* src = const_cast<float*>(t.data.data()) + int64_t{offset} * row;
+    dnnl::memory user(plain_md, m_.engine_, src);
+    dnnl::memory to(md, m_.engine_, dst);
+    dnnl::stream stream(m_.engine_);
+    dnnl::reorder(user, to).execute(stream, user, to);
+    stream.wait();
+  });
+  return dnnl::memory(md, m_.engine_, const_cast<float*>(data));
 }
 
 const float* StepBuilder::pack_panels(const model::Tensor& t, int offset, int rows) {
   const int64_t cols = t.elements() / t.shape[0];
-  const int64_t floats = gemm_panel_floats(rows, cols);
-  m_.weight_storage_.emplace_back(floats);
-  pack_gemm_panels(t.data.data() + int64_t{offset} * cols, rows, cols,
-                   m_.weight_storage_.back().data());
-  m_.weight_bytes_ += floats * static_cast<int64_t>(sizeof(float));
-  return m_.weight_storage_.back().data();
+  const md_t slice({rows, cols}, dt::f32, tag::ab);
+  return packed({&t, offset, slice, {}, "gemm_panels"}, gemm_panel_floats(rows, cols),
+                [&](float* dst) {
+                  pack_gemm_panels(t.data.data() + int64_t{offset} * cols, rows, cols, dst);
+                });
 }
 
 dnnl::memory StepBuilder::pack_values(const std::vector<float>& values) {
+  // A few floats per channel (batchnorm): not worth sharing.
   const md_t md({static_cast<int64_t>(values.size())}, dt::f32, tag::a);
-  m_.weight_storage_.emplace_back(static_cast<int64_t>(values.size()));
-  std::copy(values.begin(), values.end(), m_.weight_storage_.back().data());
+  auto own = std::make_shared<AlignedFloats>(static_cast<int64_t>(values.size()));
+  std::copy(values.begin(), values.end(), own->data());
+  m_.weight_storage_.push_back(own);
   m_.weight_bytes_ += static_cast<int64_t>(md.get_size());
-  return dnnl::memory(md, m_.engine_, m_.weight_storage_.back().data());
+  return dnnl::memory(md, m_.engine_, own->data());
 }
 
 dnnl::primitive_attr StepBuilder::attributes(const LayerStep& s) const {
@@ -353,17 +366,15 @@ Status StepBuilder::fully_connected(const LayerStep& s, CpuStep* out) {
       s.activation_layer < 0 ||
       m_.plan_.spec.layers[static_cast<size_t>(s.activation_layer)].kind == LayerKind::kRelu;
   if (gemv_supported() && relu_only) {
-    // gemv_f32 reads plain [out, in] rows, gemm_f32 (b > 1) the same rows packed into panels
-    // (engine/cpu/gemv.h). At b > 1 gemm_f32 beat oneDNN's inner product (x64:gemm:jit, "oi")
-    // on ranking_mlp at b = 8: 52 against 69 ms (T = 1), 108 against 209 ms (T = 2),
-    // bench/batch_roofline on a heavily loaded machine (before panels).
+    // gemm_f32 on the rows packed into panels (engine/cpu/gemv.h), at every b: the panels do not
+    // depend on b, so a node's batch sizes share one copy. At b > 1 it beat oneDNN's inner
+    // product (x64:gemm:jit, "oi") on ranking_mlp at b = 8: 52 against 69 ms (T = 1), 108
+    // against 209 ms (T = 2), bench/batch_roofline on a heavily loaded machine (before panels);
+    // at b = 1 it streams faster than the plain-row GEMV (gemv.cc, kPanelStreams).
     out->gemv = true;
     out->gemv_after = out->calls.size();
     GemvCall& g = out->gemv_call;
-    g.weights = batch_ == 1
-                    ? static_cast<const float*>(
-                          pack(*weights, s.out_slice.offset, plain_w, plain_w).get_data_handle())
-                    : pack_panels(*weights, s.out_slice.offset, cout);
+    g.weights = pack_panels(*weights, s.out_slice.offset, cout);
     g.bias = static_cast<const float*>(
         pack(*bias, s.out_slice.offset, bias_md, bias_md).get_data_handle());
     g.x = src;

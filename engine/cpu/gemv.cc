@@ -86,6 +86,19 @@ constexpr int kTileBatch = 3;
 // lock (docs/engine.md): 1024-column blocks (32 KiB) ran 5-20 % slower, prefetching two blocks
 // ahead into L1 or four into L2 0-15 % slower, than 512 columns one block ahead into L1.
 constexpr int64_t kBlock = 512;
+// Batch 1 walks 3 panels side by side (3 x 8 accumulators); on fc2 (4096 x 8192, fc_bench,
+// alternating, under the measurement lock) 1 stream reached 55-67 % of a triad, 2 streams
+// 96-105 %, 3 streams 101-106 % (the plain GEMV 83-100 % in the same runs).
+constexpr int kPanelStreams = 3;
+// Batches of 2..kInterleaveBatch walk kInterleaveStreams groups side by side, alternating blocks
+// of kInterleaveBlock columns (4 KiB of a panel). fc2, fc_bench, T = 1 and 2, two alternating
+// rounds under the measurement lock (load ~9): x_bound at b = 2-4 went from 1.60-1.72 (one
+// group) to 1.14-1.50 (2 groups, 128 columns); 3 groups were no better, 64 or 256+ columns
+// worse, and at b >= 8 interleaving lost (1.6-1.9 -> 1.8-2.5: the tiles' L1 reuse wants the
+// 512-column blocks).
+constexpr int kInterleaveBatch = 4;
+constexpr int kInterleaveStreams = 2;
+constexpr int64_t kInterleaveBlock = 128;
 constexpr int64_t kAheadBlocks = 1;
 
 int64_t padded(int64_t in) { return (in + 15) / 16 * 16; }
@@ -166,15 +179,18 @@ void tile_of(const Tile& t, int64_t left, int64_t k0, int64_t k1, __mmask16 tail
   }
 }
 
-// Rows [o, o + R) against the whole batch, block by block; `panel` is their panel.
-template <int R>
-void gemm_group(const float* panel, const float* x, const float* b, float* y, float* acc, int64_t o,
-                int64_t out, int64_t in, int64_t batch, bool relu) {
+// Rows [o[p], o[p] + R) of P groups against the whole batch, block by block; panel[p] is group
+// p's panel. With P > 1 the groups' blocks alternate (block k of each group in turn), so the walk
+// reads P streams at once, each group's partial sums in its own part of `acc`.
+template <int R, int P>
+void gemm_group(const float* const* panel, const float* x, const float* b, float* y, float* acc,
+                const int64_t* o, int64_t out, int64_t in, int64_t batch, bool relu) {
   const int64_t full = in / 16 * 16;
   const __mmask16 tail = static_cast<__mmask16>((1u << (in - full)) - 1u);
   const int64_t tiles = (batch + kTileBatch - 1) / kTileBatch;
-  // One tile covers the batch: no reuse to keep in L1, so one block (no partial sums stored).
-  const int64_t block = tiles == 1 ? std::max<int64_t>(16, full) : kBlock;
+  // One group and one tile covering the batch: no reuse to keep in L1, so one block (no partial
+  // sums stored).
+  const int64_t block = P > 1 ? kInterleaveBlock : tiles > 1 ? kBlock : std::max<int64_t>(16, full);
   const int64_t blocks = std::max<int64_t>(1, (full + block - 1) / block);
   const int64_t lines = R * block / 16;  // 64-byte lines of a whole block
   const int64_t per_tile = (lines + tiles - 1) / tiles;
@@ -182,22 +198,25 @@ void gemm_group(const float* panel, const float* x, const float* b, float* y, fl
   for (int64_t k = 0; k < blocks; ++k) {
     const int64_t k0 = k * block, k1 = std::min(full, k0 + block);
     const bool first = k == 0, last = k + 1 == blocks;
-    const float* w = panel + k0 * R;
-    // kAheadBlocks x kBlock columns on in the one linear walk (past this panel: into the next
-    // one; a prefetch past the weights' end or into another thread's rows is harmless).
-    const float* ahead = w + kAheadBlocks * R * kBlock;
-    for (int64_t n = 0, m = 0; n < batch; n += kTileBatch, ++m) {
-      const Tile t{w,
-                   ahead,
-                   std::min(m * per_tile, lines),
-                   std::min((m + 1) * per_tile, lines),
-                   per,
-                   x + n * in,
-                   acc + n * 16,
-                   in,
-                   batch};
-      tile_of<R>(t, batch - n, k0, k1, last ? tail : __mmask16{0}, first, last, b, y + n * out, out,
-                 o, relu);
+    for (int p = 0; p < P; ++p) {
+      const float* w = panel[p] + k0 * R;
+      // kAheadBlocks blocks on in the group's linear walk (past this panel: into the next one;
+      // a prefetch past the weights' end or into another thread's rows is harmless).
+      const float* ahead = w + kAheadBlocks * R * block;
+      float* sums = acc + p * R * batch * 16;
+      for (int64_t n = 0, m = 0; n < batch; n += kTileBatch, ++m) {
+        const Tile t{w,
+                     ahead,
+                     std::min(m * per_tile, lines),
+                     std::min((m + 1) * per_tile, lines),
+                     per,
+                     x + n * in,
+                     sums + n * 16,
+                     in,
+                     batch};
+        tile_of<R>(t, batch - n, k0, k1, last ? tail : __mmask16{0}, first, last, b, y + n * out,
+                   out, o[p], relu);
+      }
     }
   }
 }
@@ -206,19 +225,102 @@ void gemm_group(const float* panel, const float* x, const float* b, float* y, fl
 // (allocated at a slot's first batch, then reused: the request path allocates nothing after it).
 float* partial_sums(int64_t batch) {
   thread_local AlignedFloats buffer;
-  const int64_t want = kTileRows * batch * 16;
+  const int64_t want = kTileRows * batch * 16 * kInterleaveStreams;
   if (buffer.size() < want) buffer = AlignedFloats(want);
   return buffer.data();
 }
 
+// Batch 1 on the panels: P groups of kTileRows rows walked side by side (P streams through
+// memory, as the plain GEMV's 8 row streams: the hardware prefetcher runs ahead of each), each
+// line also prefetched kPanelAhead floats ahead of its stream. Every row keeps its own accumulator
+// over the GEMV's column order (the zero padding adds 0 x 0 where the GEMV's masked tail does), so
+// the values equal gemv_f32's bit for bit.
+constexpr int64_t kPanelAhead = 1024;
+
+template <int P>
+__attribute__((target("avx512f,fma"))) void panel_gemv(const float* const* w, const float* x,
+                                                       const float* b, float* y, const int64_t* row,
+                                                       int64_t in, bool relu) {
+  constexpr int R = kTileRows;
+  const int64_t full = in / 16 * 16, chunks = padded(in) / 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (in - full)) - 1u);
+  __m512 a[P][R];
+  for (int p = 0; p < P; ++p) {
+    for (int j = 0; j < R; ++j) a[p][j] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t i = c * 16;
+    const __m512 xv = i < full ? _mm512_loadu_ps(x + i) : _mm512_maskz_loadu_ps(tail, x + i);
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) {
+      const float* wp = w[p] + c * R * 16;
+#pragma GCC unroll 8
+      for (int j = 0; j < R; ++j) {
+        _mm_prefetch(reinterpret_cast<const char*>(wp + j * 16 + kPanelAhead), _MM_HINT_T0);
+        a[p][j] = _mm512_fmadd_ps(_mm512_loadu_ps(wp + j * 16), xv, a[p][j]);
+      }
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    for (int j = 0; j < R; ++j) finish(a[p][j], b, y, row[p] + j, relu);
+  }
+}
+
+// Rows [begin, end) at batch 1: the full groups in P parts walked side by side, the rest alone.
+template <int P>
+void gemv_panel_rows(const float* panels, const float* x, const float* b, float* y, int64_t begin,
+                     int64_t end, int64_t in, bool relu) {
+  const int64_t in_p = padded(in), groups = (end - begin) / kTileRows;
+  int64_t part[P + 1];
+  for (int p = 0; p <= P; ++p) part[p] = groups * p / P;
+  const int64_t common = part[1] - part[0];  // every part has common or common + 1 groups
+  auto at = [&](int64_t group) { return begin + group * kTileRows; };
+  for (int64_t g = 0; g < common; ++g) {
+    const float* w[P];
+    int64_t row[P];
+    for (int p = 0; p < P; ++p) row[p] = at(part[p] + g), w[p] = panels + row[p] * in_p;
+    panel_gemv<P>(w, x, b, y, row, in, relu);
+  }
+  for (int p = 0; p < P; ++p) {
+    for (int64_t g = part[p] + common; g < part[p + 1]; ++g) {
+      const float* w[1] = {panels + at(g) * in_p};
+      const int64_t row[1] = {at(g)};
+      panel_gemv<1>(w, x, b, y, row, in, relu);
+    }
+  }
+  for (int64_t o = at(groups); o < end; ++o) {  // the last out % 8 rows, a panel each
+    const float* w[1] = {panels + o * in_p};
+    gemm_group<1, 1>(w, x, b, y, nullptr, &o, 0, in, 1, relu);
+  }
+}
+
+template <int P>
 void gemm_rows(const float* panels, const float* x, const float* b, float* y, int64_t begin,
                int64_t end, int64_t out, int64_t in, int64_t batch, bool relu) {
   float* acc = partial_sums(batch);
-  const int64_t in_p = padded(in);
-  int64_t o = begin;
-  for (; o + kTileRows <= end; o += kTileRows)
-    gemm_group<kTileRows>(panels + o * in_p, x, b, y, acc, o, out, in, batch, relu);
-  for (; o < end; ++o) gemm_group<1>(panels + o * in_p, x, b, y, acc, o, out, in, batch, relu);
+  const int64_t in_p = padded(in), groups = (end - begin) / kTileRows;
+  // The full groups in P parts walked side by side, as gemv_panel_rows does.
+  int64_t part[P + 1];
+  for (int p = 0; p <= P; ++p) part[p] = groups * p / P;
+  const int64_t common = part[1] - part[0];
+  auto at = [&](int64_t group) { return begin + group * kTileRows; };
+  for (int64_t g = 0; g < common; ++g) {
+    const float* w[P];
+    int64_t row[P];
+    for (int p = 0; p < P; ++p) row[p] = at(part[p] + g), w[p] = panels + row[p] * in_p;
+    gemm_group<kTileRows, P>(w, x, b, y, acc, row, out, in, batch, relu);
+  }
+  for (int p = 0; p < P; ++p) {
+    for (int64_t g = part[p] + common; g < part[p + 1]; ++g) {
+      const float* w[1] = {panels + at(g) * in_p};
+      const int64_t row[1] = {at(g)};
+      gemm_group<kTileRows, 1>(w, x, b, y, acc, row, out, in, batch, relu);
+    }
+  }
+  for (int64_t o = at(groups); o < end; ++o) {
+    const float* w[1] = {panels + o * in_p};
+    gemm_group<1, 1>(w, x, b, y, acc, &o, out, in, batch, relu);
+  }
 }
 
 }  // namespace
@@ -244,8 +346,17 @@ void pack_gemm_panels(const float* w, int64_t out, int64_t in, float* panels) {
 
 void gemm_f32(const float* panels, const float* x, const float* b, float* y, int64_t out,
               int64_t in, int64_t batch, bool relu, int threads) {
+  auto rows = [&](int64_t begin, int64_t end) {
+    if (batch == 1) {
+      gemv_panel_rows<kPanelStreams>(panels, x, b, y, begin, end, in, relu);
+    } else if (batch <= kInterleaveBatch) {
+      gemm_rows<kInterleaveStreams>(panels, x, b, y, begin, end, out, in, batch, relu);
+    } else {
+      gemm_rows<1>(panels, x, b, y, begin, end, out, in, batch, relu);
+    }
+  };
   if (threads <= 1 || out < 2 * kRows) {
-    gemm_rows(panels, x, b, y, 0, out, out, in, batch, relu);
+    rows(0, out);
     return;
   }
 #pragma omp parallel num_threads(threads)
@@ -254,7 +365,7 @@ void gemm_f32(const float* panels, const float* x, const float* b, float* y, int
     const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
     const int64_t begin = std::min(out, groups * t / n * kRows);
     const int64_t end = std::min(out, groups * (t + 1) / n * kRows);
-    gemm_rows(panels, x, b, y, begin, end, out, in, batch, relu);
+    rows(begin, end);
   }
 }
 

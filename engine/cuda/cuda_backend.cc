@@ -311,6 +311,7 @@ class CudaBackend final : public Backend {
       return CudaPreparedModel::create(sms_, device_, plan, weights, partition, threads);
     });
   }
+  int64_t resident_weight_bytes() const override { return cache_.held_weight_bytes(); }
 
  private:
   int device_;

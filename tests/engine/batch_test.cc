@@ -102,3 +102,38 @@ TEST_CASE("a batch below 1 is refused, and prepared models are cached per batch"
   CHECK(four->get() == four_again->get());
   CHECK(one->get() != four->get());
 }
+
+TEST_CASE("a node's batch sizes share one copy of the weights", "[engine]") {
+  // As a serving node prepares them (mpi/engine_worker.cc): sizes 1..b of one (K, T).
+  for (const model::ModelPlan& plan : {plan_from(kDense), load_shipped("cifar10")}) {
+    for (int ranks : {1, 2}) {
+      INFO(plan.spec.name << " K=" << ranks);
+      auto backend = make_backend("cpu");
+      REQUIRE(backend.ok());
+      const model::Weights w = model::Weights::seeded(plan, 1);
+      std::vector<std::shared_ptr<PreparedModel>> sizes;
+      int64_t separate = 0;
+      for (int n = 1; n <= 6; ++n) {
+        auto prepared = (*backend)->prepare(plan, w, Partition{0, ranks}, 1, n);
+        REQUIRE(prepared.ok());
+        separate += (*prepared)->resident_weight_bytes();
+        sizes.push_back(*prepared);
+      }
+      const int64_t one = sizes[0]->resident_weight_bytes(),
+                    held = (*backend)->resident_weight_bytes();
+      CHECK(one > 0);
+      CHECK(separate >= 6 * one);
+      if (plan.spec.name == "dense") {
+        // Fully connected only: the panels are the same at every b, so exactly one copy.
+        CHECK(held == one);
+        CHECK((*backend)->weight_layouts_beyond_first() == 0);
+      } else {
+        // Convolutions share theirs unless oneDNN picks another layout at N = n (counted).
+        CHECK(held < 2 * one);
+        CHECK(((*backend)->weight_layouts_beyond_first() > 0) == (held > one));
+      }
+      sizes.clear();  // the last holder gone: nothing is held
+      CHECK((*backend)->resident_weight_bytes() == 0);
+    }
+  }
+}

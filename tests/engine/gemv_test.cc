@@ -66,13 +66,14 @@ TEST_CASE("gemm_f32: each row of a batch equals gemv_f32 on that row, bit for bi
   if (!gemv_supported()) SERF_SKIP(kNoAvx512);
   // W packed into panels (every panel float written: no NaN left). Odd row and column counts,
   // columns across several of the kernel's 512-column blocks (1041, 2048 + 7), and batches that
-  // leave every remainder of its 3-row tiles (2, 3, 5, 8, 17, 32).
-  for (int64_t out : {1, 7, 9, 17, 40}) {
+  // leave every remainder of its 3-row tiles (2, 3, 5, 8, 17, 32); batch 1 walks 3 panels side by
+  // side, with parts of unequal length at 203 rows (25 groups of 8 and 3 rows).
+  for (int64_t out : {1, 7, 9, 17, 40, 203}) {
     for (int64_t in : {3, 15, 17, 1041, 2055}) {
       const std::vector<float> w = values(static_cast<size_t>(out * in), 1), b = values(out, 3);
       std::vector<float> panels(static_cast<size_t>(gemm_panel_floats(out, in)), NAN);
       pack_gemm_panels(w.data(), out, in, panels.data());
-      for (int64_t batch : {2, 3, 5, 8, 17, 32}) {
+      for (int64_t batch : {1, 2, 3, 5, 8, 17, 32}) {
         const std::vector<float> x = values(static_cast<size_t>(batch * in), 4);
         for (int threads : {1, 2, 3}) {
           std::vector<float> y(static_cast<size_t>(batch * out), NAN), one(out, NAN);
