@@ -3,9 +3,16 @@
 //   max(weight bytes / triad bandwidth, b x FLOPs / FMA peak),
 // both measured with the same T threads right before that b's runs (bench_util.h Triad,
 // fma_peak.h), the ratio measured / bound, and the throughput gain over b = 1. --torch adds
-// PyTorch's median for the same batch (scripts/torch_reference.py --bench --batch b, same T).
+// PyTorch's median for the same batch right after ours (scripts/torch_reference.py --bench
+// --batch b, same T): the faster of its eager modules and its frozen optimize_for_inference graph
+// (--torch-mode best, the default; the mode that won is printed), or the frozen graph alone
+// (--torch-mode frozen: eager PyTorch took seconds per batch of 8 here).
+// --resident times nothing: per model and b it prepares sizes 1..b as a serving node does
+// (mpi/engine_worker.cc, K = 1, the first T) and prints the weight bytes they hold together (each
+// shared tensor once) against the sum of their own bytes (one copy per size, what they held
+// before tensors were shared across batch sizes).
 //   batch_roofline [--models ranking_mlp,cifar10] [--batches 1,2,4,8,16,32] [--threads 1,2]
-//                  [--repeat n] [--torch]
+//                  [--repeat n] [--torch] [--torch-mode best|frozen] [--resident]
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -27,6 +34,8 @@ struct Options {
   std::vector<int> threads = {1, 2};
   int repeat = 10;
   bool torch = false;
+  bool resident = false;
+  std::string torch_mode = "best";
 };
 
 std::vector<std::string> split(const std::string& v) {
@@ -45,8 +54,8 @@ std::vector<int> ints(const std::string& v) {
 bool parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--torch") {
-      o->torch = true;
+    if (a == "--torch" || a == "--resident") {
+      (a == "--torch" ? o->torch : o->resident) = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -62,9 +71,12 @@ bool parse(int argc, char** argv, Options* o) {
       o->threads = ints(v);
     } else if (a == "--repeat") {
       o->repeat = std::atoi(v.c_str());
+    } else if (a == "--torch-mode" && (v == "best" || v == "frozen")) {
+      o->torch_mode = v;
     } else {
       std::cerr << "batch_roofline: error: unknown argument " << a
-                << " (use --models --batches --threads --repeat --torch)\n";
+                << " (use --models --batches --threads --repeat --torch --torch-mode best|frozen "
+                   "--resident)\n";
       return false;
     }
   }
@@ -98,6 +110,30 @@ StatusOr<double> batch_ms(engine::Backend& backend, const model::ModelPlan& plan
   return bench::median(times);
 }
 
+// --resident: the weight bytes of a node's sizes 1..b, shared and as separate copies.
+int resident_rows(const model::ModelPlan& plan, const model::Weights& w, const Options& o) {
+  std::printf("T=%d %5s %12s %12s %7s %14s\n", o.threads[0], "b", "separate_MB", "resident_MB",
+              "copies", "extra_layouts");
+  for (int b : o.batches) {
+    auto backend = engine::make_backend("cpu");
+    if (!backend.ok()) return std::cerr << backend.status().message() << "\n", 1;
+    std::vector<std::shared_ptr<engine::PreparedModel>> sizes;
+    int64_t separate = 0;
+    for (int n = 1; n <= b; ++n) {
+      auto prepared = (*backend)->prepare(plan, w, {0, 1}, o.threads[0], n);
+      if (!prepared.ok()) return std::cerr << prepared.status().message() << "\n", 1;
+      separate += (*prepared)->resident_weight_bytes();
+      sizes.push_back(std::move(*prepared));
+    }
+    const int64_t resident = (*backend)->resident_weight_bytes();
+    std::printf("    %5d %12.1f %12.1f %7.2f %14d\n", b, separate / 1e6, resident / 1e6,
+                static_cast<double>(resident) / static_cast<double>(plan.weight_bytes),
+                (*backend)->weight_layouts_beyond_first());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,9 +151,14 @@ int main(int argc, char** argv) {
     const double gflop = 2.0 * static_cast<double>(plan->connections) / 1e9;
     std::printf("%s: %.1f MB of weights, %.3f GFLOP per request, median of %d runs per b\n",
                 name.c_str(), mb, gflop, o.repeat);
+    if (o.resident) {
+      if (resident_rows(*plan, w, o) != 0) return 1;
+      continue;
+    }
     for (int t : o.threads) {
       std::printf("T=%d %5s %10s %8s %9s %9s %9s %7s %7s%s\n", t, "b", "batch_ms", "triad", "peak",
-                  "bound_ms", "bound", "x_bound", "gain", o.torch ? "  torch_ms  vs_torch" : "");
+                  "bound_ms", "bound", "x_bound", "gain",
+                  o.torch ? "  torch_ms   mode  vs_torch" : "");
       double one_ms = 0.0;
       for (int b : o.batches) {
         const double gbs = triad.gb_per_s(t);
@@ -132,9 +173,10 @@ int main(int argc, char** argv) {
                     memory_ms >= compute_ms ? "memory" : "compute", *ms / bound, gain);
         if (o.torch) {
           const bench::TorchTimes torch =
-              bench::torch_times_ms(SERF_SOURCE_DIR, spec, t, o.repeat, b);
+              bench::torch_times_ms(SERF_SOURCE_DIR, spec, t, o.repeat, b, o.torch_mode);
           if (torch.median_ms > 0) {
-            std::printf("  %8.3f  %8.2f", torch.median_ms, *ms / torch.median_ms);
+            std::printf("  %8.3f %6s  %8.2f", torch.median_ms, torch.mode.c_str(),
+                        *ms / torch.median_ms);
           } else {
             std::printf("  %8s", "n/a");
           }

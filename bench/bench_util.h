@@ -3,6 +3,8 @@
 // PyTorch reference.
 
 #include <omp.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -74,12 +76,24 @@ inline TorchTimes torch_times_ms(const std::string& root, const std::string& spe
                           " --bench --threads " + std::to_string(threads) + " --repeat " +
                           std::to_string(repeat) + " --batch " + std::to_string(batch) +
                           " --torch-mode " + mode + " 2>/dev/null";
+  // The child inherits the calling thread's CPU mask, and the engine pins a team's OpenMP thread
+  // 0 (the caller) to one core when the caller has exactly T cores (cpu_executable.cc pin_team):
+  // after a T = 2 run PyTorch's 2 threads then shared one core. Every online core while it runs.
+  cpu_set_t saved, every;
+  const bool restore = sched_getaffinity(0, sizeof saved, &saved) == 0;
+  CPU_ZERO(&every);
+  for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; ++c) CPU_SET(c, &every);
+  sched_setaffinity(0, sizeof every, &every);  // best effort: placement only
   FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return {};
   std::string text;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, pipe) != nullptr) text += buf;
-  if (pclose(pipe) != 0) return {};
+  int closed = -1;
+  if (pipe != nullptr) {
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, pipe) != nullptr) text += buf;
+    closed = pclose(pipe);
+  }
+  if (restore) sched_setaffinity(0, sizeof saved, &saved);
+  if (closed != 0) return {};
   try {
     const auto doc = nlohmann::json::parse(text);
     return {doc.at("median_ms").get<double>(),  doc.at("min_ms").get<double>(),

@@ -1,7 +1,8 @@
 // fc_bench: the kernel choice for batch-1 fully connected layers. Times one layer (default
 // 4096 x 9216, imagenet1k's fc6) as oneDNN inner product with weights in the layout oneDNN picks
-// (`any`), [out, in] (`oi`), [in, out] (`io`), and as the engine's gemv_f32 (engine/cpu/gemv.h),
-// all weights on 2 MiB pages like the engine's. Each round runs a STREAM triad and then every
+// (`any`), [out, in] (`oi`), [in, out] (`io`), as gemv_f32 (engine/cpu/gemv.h) on plain rows and
+// as gemm_f32 at b = 1 on its panels (what the engine runs), all weights on 2 MiB pages like the
+// engine's. Each round runs a STREAM triad and then every
 // kernel once; the ratios to that round's triad are reported as medians over the rounds.
 // --batches b1,b2,... times the batched kernel instead (gemm_f32 on its panels, one call per
 // round per b, after a triad and an FMA-peak loop with the same T) against the layer's bound
@@ -163,6 +164,18 @@ int main(int argc, char** argv) {
            {},
            {},
            {}});
+      // The batched kernel at b = 1 on its panels: one weight copy could then serve every b.
+      storage.emplace_back(engine::gemm_panel_floats(out, in));
+      engine::pack_gemm_panels(w.data(), out, in, storage.back().data());
+      const float* panels = storage.back().data();
+      kernels.push_back({"serf gemm_f32 b=1 (panels)",
+                         [&, T, panels] {
+                           engine::gemm_f32(panels, x.data(), b.data(), y.data(), out, in, 1, false,
+                                            T);
+                         },
+                         {},
+                         {},
+                         {}});
     }
     for (auto& k : kernels) k.run();  // warm-up
     std::vector<double> triads;
