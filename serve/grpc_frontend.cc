@@ -2,8 +2,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "kserve_v2.grpc.pb.h"
 #include "serve/kserve.h"
@@ -48,6 +51,30 @@ json parameters_json(const google::protobuf::Map<std::string, inference::InferPa
   return out;
 }
 
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// Typed contents other than fp32_contents: an FP32 input cannot take them (they were ignored,
+// and the error spoke of 0 fp32_contents).
+Status check_other_contents(const inference::ModelInferRequest::InferInputTensor& in) {
+  const inference::InferTensorContents& c = in.contents();
+  const std::pair<const char*, int> others[] = {
+      {"bool_contents", c.bool_contents_size()},     {"int_contents", c.int_contents_size()},
+      {"int64_contents", c.int64_contents_size()},   {"uint_contents", c.uint_contents_size()},
+      {"uint64_contents", c.uint64_contents_size()}, {"fp64_contents", c.fp64_contents_size()},
+      {"bytes_contents", c.bytes_contents_size()}};
+  for (const auto& [field, n] : others) {
+    if (n > 0) {
+      return InvalidArgument("input \"" + in.name() + "\": " + field + " given for an " +
+                             in.datatype() + " input; give fp32_contents or raw_input_contents");
+    }
+  }
+  return Status::Ok();
+}
+
 // The input tensor's values from raw_input_contents or contents.fp32_contents.
 Status read_input(const ModelInfo& model, const inference::ModelInferRequest& req,
                   std::vector<float>* values) {
@@ -58,9 +85,16 @@ Status read_input(const ModelInfo& model, const inference::ModelInferRequest& re
   const auto& in = req.inputs(0);
   std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
   SERF_RETURN_IF_ERROR(check_input(model, in.name(), in.datatype(), shape));
+  SERF_RETURN_IF_ERROR(check_other_contents(in));
+  // A model of any shape (emulated, no spec) takes the client's: its product must not overflow
+  // (a shape of 2^62 x 4 wrapped to 0 values and was answered).
   int64_t elements = 1;
   for (int64_t d : shape) {
     if (d < 0) return InvalidArgument("input \"" + in.name() + "\": a negative dimension");
+    if (d != 0 && elements > std::numeric_limits<int64_t>::max() / 4 / d) {
+      return InvalidArgument("input \"" + in.name() + "\": shape " + shape_text(shape) +
+                             " holds more values than a message can carry");
+    }
     elements *= d;
   }
   const bool typed = in.contents().fp32_contents_size() > 0;
@@ -164,7 +198,8 @@ grpc::Status status_of(const InferAnswer& a) {
 // refused calls past its thread quota with RESOURCE_EXHAUSTED that the controller never saw.
 class KServeService final : public inference::GRPCInferenceService::CallbackService {
  public:
-  explicit KServeService(InferenceService& service) : service_(service) {}
+  KServeService(InferenceService& service, size_t max_message_bytes)
+      : service_(service), max_message_bytes_(max_message_bytes) {}
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* ctx,
                                        const inference::ServerLiveRequest*,
@@ -217,6 +252,8 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
                                        const inference::ModelInferRequest* req,
                                        inference::ModelInferResponse* res) override {
     const Clock::time_point received = Clock::now();
+    const size_t bytes = req->ByteSizeLong();
+    if (bytes > max_message_bytes_) return done(ctx, too_large(bytes));
     Status st = service_.check_model(req->model_name(), req->model_version());
     InferCall call;
     if (st.ok()) st = read_call(service_.model(), *req, *ctx, &call);
@@ -257,8 +294,24 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
     if (service_.metrics()) service_.metrics()->count_invalid("grpc");
     return invalid(st);
   }
+  // A message over --max-body-mb, as HTTP's 413: refused with a reason and counted as invalid.
+  grpc::Status too_large(size_t bytes) {
+    if (service_.metrics()) service_.metrics()->count_invalid("grpc");
+    char mib[32];
+    std::snprintf(mib, sizeof(mib), "%g", static_cast<double>(max_message_bytes_) / (1 << 20));
+    return grpc::Status(StatusCode::RESOURCE_EXHAUSTED,
+                        "request message of " + std::to_string(bytes) + " bytes, over " +
+                            std::to_string(max_message_bytes_) + " bytes (--max-body-mb " + mib +
+                            ")");
+  }
   InferenceService& service_;
+  size_t max_message_bytes_;
 };
+
+// The largest message gRPC itself receives (GrpcOptions::max_message_bytes).
+size_t grpc_receive_limit(size_t max_message_bytes) {
+  return std::max(2 * max_message_bytes, max_message_bytes + (size_t{1} << 20));
+}
 
 }  // namespace
 
@@ -266,15 +319,16 @@ bool grpc_available() { return true; }
 
 class GrpcFrontend::Impl {
  public:
-  Impl(InferenceService& service, const GrpcOptions& o) : service_(service), options_(o) {}
+  Impl(InferenceService& service, const GrpcOptions& o)
+      : service_(service, o.max_message_bytes), options_(o) {}
 
   Status start() {
     grpc::ServerBuilder builder;
     const std::string address = options_.host + ":" + std::to_string(options_.port);
     builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&service_);
-    builder.SetMaxReceiveMessageSize(static_cast<int>(
-        std::min<size_t>(options_.max_message_bytes, std::numeric_limits<int>::max())));
+    builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(
+        grpc_receive_limit(options_.max_message_bytes), std::numeric_limits<int>::max())));
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) {
       return InvalidArgument("--grpc " + address +

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -81,6 +82,54 @@ void close_gracefully(int fd, double linger_s) {
 void DeadlineStream::start_request() {
   deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(read_timeout_s_));
+  in_head_ = true;
+  line_.clear();
+  line_colon_ = line_bad_ = false;
+  lines_ = 0;
+  bad_header_.clear();
+}
+
+namespace {
+thread_local const DeadlineStream* current_stream = nullptr;
+
+// RFC 9110 section 5.6.2: a field name is a token.
+bool token_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+}
+}  // namespace
+
+const DeadlineStream* DeadlineStream::current() { return current_stream; }
+
+void DeadlineStream::scan_head(const char* ptr, size_t n) {
+  constexpr size_t kQuoted = 80;  // the bad line's first bytes, for the error message
+  for (size_t i = 0; i < n && in_head_; ++i) {
+    const char c = ptr[i];
+    if (c == '\n') {
+      if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+      if (lines_ == 0 && line_.empty()) continue;  // an empty line before the request line
+      if (lines_ > 0 && line_.empty() && !line_bad_) {
+        in_head_ = false;  // the empty line: the body follows
+      } else if (lines_ > 0 && (line_bad_ || !line_colon_) && bad_header_.empty()) {
+        bad_header_ = line_.empty() ? std::string("(a line of whitespace)") : line_;
+      }
+      ++lines_;
+      line_.clear();
+      line_colon_ = line_bad_ = false;
+      continue;
+    }
+    if (lines_ > 0 && !line_colon_) {
+      // The field name: a token up to the colon; anything else (a space, a line that starts
+      // with whitespace, an empty name) makes the line no field line.
+      if (c == ':') {
+        line_colon_ = true;
+        if (line_.empty()) line_bad_ = true;
+      } else if (c != '\r' && !token_char(c)) {
+        line_bad_ = true;
+      }
+    }
+    if (line_.size() < kQuoted) line_.push_back(c);
+  }
 }
 
 bool DeadlineStream::is_readable() const {
@@ -101,7 +150,10 @@ ssize_t DeadlineStream::read(char* ptr, size_t size) {
     for (;;) {
       const ssize_t n =
           ::recv(fd_, direct ? ptr : buf_, direct ? size : sizeof(buf_), MSG_DONTWAIT);
-      if (n > 0 && direct) return n;
+      if (n > 0 && direct) {
+        if (in_head_) scan_head(ptr, static_cast<size_t>(n));
+        return n;
+      }
       if (n > 0) {
         pos_ = 0;
         end_ = static_cast<size_t>(n);
@@ -116,6 +168,7 @@ ssize_t DeadlineStream::read(char* ptr, size_t size) {
   const size_t k = std::min(size, end_ - pos_);
   std::memcpy(ptr, buf_ + pos_, k);
   pos_ += k;
+  if (in_head_) scan_head(ptr, k);
   return static_cast<ssize_t>(k);
 }
 
@@ -254,6 +307,7 @@ bool BoundedServer::process_and_close_socket(socket_t sock) {
   const int one = 1;
   setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // small answers leave at once
   DeadlineStream stream(sock, limits_.read_timeout_s, limits_.write_timeout_s);
+  current_stream = &stream;
   bool ok = true;
   // True when the loop ends right after an answer: the client may still be sending (a body the
   // server did not read, pipelined requests) and gets time to finish; an idle end has nothing.
@@ -271,6 +325,7 @@ bool BoundedServer::process_and_close_socket(socket_t sock) {
     if (on_sent_) on_sent_();
     if (!ok || closed) break;
   }
+  current_stream = nullptr;
   close_gracefully(sock, answered_last ? kLingerS : 0.0);
   return ok;
 }

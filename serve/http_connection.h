@@ -35,8 +35,17 @@ class DeadlineStream : public httplib::Stream {
   bool buffered() const { return pos_ < end_; }
   // Sends what write() held back; false when the client did not take it in time.
   bool flush();
+  // The first header line of the current request that is not a field line (RFC 9112 section 5:
+  // a token, a colon, a value), e.g. a line without a colon, or whitespace before the colon or
+  // at the line's start (obsolete line folding); empty when every line was one. cpp-httplib 0.11
+  // drops such a line and serves the request; the RFC asks for 400 and a closed connection.
+  const std::string& bad_header_line() const { return bad_header_; }
+  // The stream of the connection this thread serves (for httplib's handlers); null elsewhere.
+  static const DeadlineStream* current();
 
  private:
+  // Follows the bytes httplib takes (the head, one byte at a time) up to the empty line.
+  void scan_head(const char* ptr, size_t n);
   int fd_;
   double read_timeout_s_, write_timeout_s_;
   std::chrono::steady_clock::time_point deadline_;
@@ -49,6 +58,13 @@ class DeadlineStream : public httplib::Stream {
   // two wake-ups of the client) each after a poll.
   std::string out_;
   bool send_all(const char* ptr, size_t size);
+  // The request head as it is read: in it, the current line (its first bytes), whether that line
+  // holds a colon (or whitespace before it), the lines seen, the first bad line.
+  bool in_head_ = false;
+  std::string line_;
+  bool line_colon_ = false, line_bad_ = false;
+  int lines_ = 0;
+  std::string bad_header_;
 };
 
 // httplib's task queue: `workers` threads serve one connection each; a connection that finds

@@ -210,6 +210,12 @@ void HttpFrontend::Impl::routes() {
     if (why.empty() && lengths > 0 && req.has_header("Transfer-Encoding")) {
       why = "both Content-Length and Transfer-Encoding: give one";
     }
+    // A header line that is no field line, which httplib drops (RFC 9112: 400, and close).
+    const DeadlineStream* stream = DeadlineStream::current();
+    if (why.empty() && stream && !stream->bad_header_line().empty()) {
+      why = "the header line \"" + stream->bad_header_line() +
+            "\" is not NAME: VALUE (a token, a colon right after it, the value; no line folding)";
+    }
     if (why.empty()) return httplib::Server::HandlerResponse::Unhandled;
     invalid();
     json_error(res, 400, why);

@@ -326,6 +326,21 @@ for name, value in [("2^63", str(1 << 63)), ("2^64", str(1 << 64)), ("negative",
 answer = raw(("POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nContent-Length: %d\r\n\r\n"
               % (PATH, len(GOOD), len(GOOD) + 1)).encode() + GOOD)
 expect_error("two different Content-Lengths", answer, [400], [])
+# Header lines that are not NAME: VALUE (RFC 9112 sections 2.2 and 5; cpp-httplib drops them and
+# served the request): 400 naming the line, the connection closed, the request not served.
+for name, line in [("a header line without a colon", "X-Oops"),
+                   ("whitespace before the colon", "Accept : */*"),
+                   ("a folded header line", " folded"),
+                   ("an empty header name", ": v"),
+                   ("a header name with a space", "X A: 1")]:
+    s = connect()
+    s.sendall(("POST %s HTTP/1.1\r\nHost: x\r\n%s\r\nContent-Length: %d\r\n\r\n"
+               % (PATH, line, len(GOOD))).encode() + GOOD)
+    expect_error(name, read_response(s), [400], ["header line", line.strip()])
+    cases += 1
+    if read_response(s) is not None:
+        fail(name, "a second answer: the connection was not closed")
+    s.close()
 start = time.monotonic()
 answer = raw(("POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (PATH, len(GOOD) + 100)).encode()
              + GOOD, timeout=READ_TIMEOUT_S + 15)
