@@ -13,6 +13,7 @@
 #include <cstring>
 #include <iomanip>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -74,6 +75,13 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
       ->group("")
       ->check(CLI::IsMember({"none", "hang", "exit", "hang-at-start"}));
   sub->add_option("--test-fault-after", f->fault_after)->group("");
+  auto* phase = sub->add_option("--test-fault-phase", f->fault_phase)->group("");
+#ifdef SERF_HAVE_MPI
+  phase->check(CLI::IsMember(
+      std::vector<std::string>(std::begin(mpi::kFaultPhases), std::end(mpi::kFaultPhases))));
+#else
+  (void)phase;
+#endif
 }
 
 Status RuntimeSession::check_configuration(const Configuration& config,
@@ -203,6 +211,7 @@ class MpiSession : public RuntimeSession {
     SERF_RETURN_IF_ERROR(agree(Status::Ok()));
     // From here a peer may die or hang: a fault ends the job (launch_runtime).
     started = true;
+    mpi::at_phase("comms");
     SERF_ASSIGN_OR_RETURN(comms_, mpi::make_runtime_comms(timeout_s_));
     install_terminate_handlers();
     if (flags_.graceful_stop) install_stop_handlers(rank == 0);
@@ -250,7 +259,7 @@ class MpiSession : public RuntimeSession {
   // mpi::node_bound_s of it for rank 0's verdict.
   Status agree(const Status& mine) {
     agreed = true;
-    mpi::hang_at_start(fault_plan(), env_.rank());  // the hidden test hook (hang-at-start)
+    mpi::at_phase("agree");
     const double own_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - created_).count();
     Status verdict = env_.agree(mine, timeout_s_ + 2 * own_s, &complete);
@@ -261,11 +270,12 @@ class MpiSession : public RuntimeSession {
   mpi::FaultPlan fault_plan() const {
     mpi::FaultPlan fault;
     fault.rank = flags_.fault_rank;
-    fault.mode = flags_.fault_mode == "hang"            ? mpi::FaultMode::kHang
-                 : flags_.fault_mode == "exit"          ? mpi::FaultMode::kExit
+    fault.mode = flags_.fault_mode == "hang" ? mpi::FaultMode::kHang
+                 : flags_.fault_mode == "exit" ? mpi::FaultMode::kExit
                  : flags_.fault_mode == "hang-at-start" ? mpi::FaultMode::kHangAtStart
                                                         : mpi::FaultMode::kNone;
     fault.after = flags_.fault_after;
+    fault.phase = flags_.fault_phase;
     return fault;
   }
 
@@ -301,6 +311,7 @@ Status launch_runtime(const RuntimeFlags& flags,
   bool started = false;
   {
     MpiSession session(*env, flags, timeout_s);
+    mpi::arm_phase_fault(session.fault_plan(), rank);  // the hidden test hook (hang-at-start)
     // An exception (std::bad_alloc) becomes this rank's Status, so it still reaches the agreement.
     status = run_guarded([&] {
       SERF_RETURN_IF_ERROR(session.prepare());
@@ -320,6 +331,7 @@ Status launch_runtime(const RuntimeFlags& flags,
       std::_Exit(status.exit_code());
     }
   }
+  if (status.ok()) mpi::at_phase("finalize");
   if (status.ok() || !started) {
     // The one way out: the same Status on every rank; main() prints it on rank 0 only and exits
     // with its code, and MPI is finalised at that exit (bounded).

@@ -40,6 +40,7 @@ struct RuntimeFlags {
   int fault_rank = -1;
   std::string fault_mode = "none";
   int fault_after = 0;
+  std::string fault_phase = "agree";  // hang-at-start: where (mpi::kFaultPhases)
 };
 
 // The files the runtime flags name (--emulate, --model, --weights, --input): no output may be one.

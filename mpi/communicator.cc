@@ -27,8 +27,12 @@ Status mpi_error(int code, const char* what) {
 
 // Polls `request` until done, its deadline passes or `cancel` is set. Sleeps grow from 20 us to
 // max_sleep_s so a busy exchange stays fast and an idle rank costs almost no CPU.
+// A point-to-point request that gives up is cancelled and freed. A collective's is left pending
+// (`collective`): MPI_Cancel on it is erroneous, and Open MPI 4.1 deadlocked in it on every rank
+// (MPI_Comm_idup's request, a node stopped at the start: the job hung forever). The caller then
+// must keep the request's buffers alive; the job is torn down after such a fault anyway.
 Status wait_polled(MPI_Request* request, const WaitPolicy& policy, const char* what,
-                   MPI_Status* status_out = nullptr) {
+                   MPI_Status* status_out = nullptr, bool collective = false) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   double sleep_s = 20e-6;
@@ -47,8 +51,10 @@ Status wait_polled(MPI_Request* request, const WaitPolicy& policy, const char* w
     bool cancelled = policy.cancel != nullptr && policy.cancel->load();
     double waited = std::chrono::duration<double>(clock::now() - start).count();
     if (cancelled || (policy.timeout_s > 0 && waited > policy.timeout_s)) {
-      MPI_Cancel(request);
-      MPI_Request_free(request);
+      if (!collective) {
+        MPI_Cancel(request);
+        MPI_Request_free(request);
+      }
       if (cancelled) return Unavailable(std::string(what) + " cancelled");
       return Unavailable(std::string(what) + " timed out after " +
                          std::to_string(policy.timeout_s) + " s");
@@ -86,18 +92,22 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
 }
 
 StatusOr<Communicator> Communicator::world(const WaitPolicy& wait) {
-  Communicator c;
+  // The new handle lives on the heap: when the wait gives up, the pending MPI_Comm_idup may still
+  // write it, so it is left to the job's teardown (see wait_polled).
+  auto* comm = new MPI_Comm(MPI_COMM_NULL);
   MPI_Request req;
-  int rc = MPI_Comm_idup(MPI_COMM_WORLD, &c.impl_->comm, &req);
-  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Comm_idup");
+  int rc = MPI_Comm_idup(MPI_COMM_WORLD, comm, &req);
+  if (rc != MPI_SUCCESS) {
+    delete comm;
+    return mpi_error(rc, "MPI_Comm_idup");
+  }
   WaitPolicy w = wait;
   w.cancel = nullptr;  // a collective cannot be cancelled
-  Status st = wait_polled(&req, w, "MPI_Comm_idup");
-  if (!st.ok()) {
-    // The duplicate was never made: nothing to free.
-    c.impl_->comm = MPI_COMM_NULL;
-    return st;
-  }
+  Status st = wait_polled(&req, w, "MPI_Comm_idup", nullptr, /*collective=*/true);
+  if (!st.ok()) return st;  // `comm` and `req` stay pending, on purpose
+  Communicator c;
+  c.impl_->comm = *comm;
+  delete comm;
   MPI_Comm_set_errhandler(c.impl_->comm, MPI_ERRORS_RETURN);
   return c;
 }
@@ -186,7 +196,7 @@ Status Communicator::bcast_bytes(void* data, size_t bytes, int root, const WaitP
   // A collective cannot be cancelled: wait without the cancel flag.
   WaitPolicy w = wait;
   w.cancel = nullptr;
-  return wait_polled(&req, w, "broadcast");
+  return wait_polled(&req, w, "broadcast", nullptr, /*collective=*/true);
 }
 
 Status Communicator::barrier(const WaitPolicy& wait) const {
@@ -195,7 +205,7 @@ Status Communicator::barrier(const WaitPolicy& wait) const {
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Ibarrier");
   WaitPolicy w = wait;
   w.cancel = nullptr;
-  return wait_polled(&req, w, "barrier");
+  return wait_polled(&req, w, "barrier", nullptr, /*collective=*/true);
 }
 
 Status Communicator::all_gather_in_place(float* full, const std::vector<int>& counts,
@@ -207,7 +217,7 @@ Status Communicator::all_gather_in_place(float* full, const std::vector<int>& co
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Iallgatherv");
   WaitPolicy w = wait;
   w.cancel = nullptr;
-  return wait_polled(&req, w, "all-gather");
+  return wait_polled(&req, w, "all-gather", nullptr, /*collective=*/true);
 }
 
 Communicator::PendingRecv::PendingRecv() : impl_(std::make_unique<Impl>()) {}

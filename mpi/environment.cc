@@ -136,8 +136,14 @@ Status Environment::agree(const Status& mine, double timeout_s, bool* complete) 
   const auto start = std::chrono::steady_clock::now();
   std::vector<int> missing;
   for (;;) {
-    int all = 0;
-    MPI_Testall(nodes, pending.data(), &all, MPI_STATUSES_IGNORE);
+    // Each request on its own: MPI_Testall completes none until all are done, so one missing
+    // rank left every request pending and the verdict named every node ("rank(s) 1, 2, 3").
+    int all = 1;
+    for (MPI_Request& req : pending) {
+      int done = 0;
+      if (req != MPI_REQUEST_NULL) MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      all = all && (req == MPI_REQUEST_NULL);
+    }
     if (all) break;
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
         timeout_s) {

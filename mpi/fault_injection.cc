@@ -3,6 +3,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
+#include <string>
 
 namespace serf::mpi {
 
@@ -43,9 +44,17 @@ SlotWorkerFactory with_injected_fault(SlotWorkerFactory factory, const FaultPlan
   };
 }
 
-void hang_at_start(const FaultPlan& plan, int rank) {
-  if (plan.rank != rank || plan.mode != FaultMode::kHangAtStart) return;
-  for (;;) std::raise(SIGSTOP);
+namespace {
+std::string g_stop_phase;  // set once, before any thread of the runtime starts
+}  // namespace
+
+void arm_phase_fault(const FaultPlan& plan, int rank) {
+  if (plan.rank == rank && plan.mode == FaultMode::kHangAtStart) g_stop_phase = plan.phase;
+}
+
+void at_phase(const char* phase) {
+  if (g_stop_phase.empty() || g_stop_phase != phase) return;
+  for (;;) std::raise(SIGSTOP);  // every thread stops, the watcher's pings included
 }
 
 }  // namespace serf::mpi

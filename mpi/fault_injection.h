@@ -5,19 +5,29 @@
 // never constructed.
 
 #include <memory>
+#include <string>
 
 #include "mpi/runtime.h"
 
 namespace serf::mpi {
 
-// kHangAtStart: the rank (rank 0 too) stops itself as SIGSTOP does just before the start-up
-// agreement (hang_at_start), so the others' bound on waiting for it is tested.
+// kHangAtStart: the rank (rank 0 too) stops itself as SIGSTOP does at a phase of the start (or the
+// end) of the runtime (at_phase), so the others' bound on every wait for it is tested.
 enum class FaultMode { kNone, kHang, kExit, kHangAtStart };
+
+// The phases, in the order a node passes them: before the start-up agreement ("agree"), before
+// the runtime's communicators ("comms"), before the nodes' own group ("nodes"), before the
+// placement split ("pin"), at the first configuration before its unit split ("configure"),
+// before the slots' communicators ("slots"), before the ready reply ("ready"), at the shutdown
+// before the bye ("bye"), and after it, before MPI_Finalize ("finalize").
+inline constexpr const char* kFaultPhases[] = {"agree", "comms", "nodes", "pin",     "configure",
+                                               "slots", "ready", "bye",   "finalize"};
 
 struct FaultPlan {
   int rank = -1;  // the rank that misbehaves
   FaultMode mode = FaultMode::kNone;
   int after = 0;  // requests that rank serves (over all its slots and configurations) before
+  std::string phase = "agree";  // kHangAtStart: where it stops (one of kFaultPhases)
 };
 
 // `factory` itself unless `plan` names `rank`. Then each slot's worker counts the requests the rank
@@ -25,7 +35,9 @@ struct FaultPlan {
 // a hung node, silent to pings) or exits with code 3 (kExit: a dead node).
 SlotWorkerFactory with_injected_fault(SlotWorkerFactory factory, const FaultPlan& plan, int rank);
 
-// Stops the whole process (never returns) when `plan` is kHangAtStart for `rank`; else nothing.
-void hang_at_start(const FaultPlan& plan, int rank);
+// Arms the start-up hook of this process: at_phase(plan.phase) then stops it (never returns) when
+// `plan` is kHangAtStart for `rank`. Without it (every real run) at_phase does nothing.
+void arm_phase_fault(const FaultPlan& plan, int rank);
+void at_phase(const char* phase);
 
 }  // namespace serf::mpi

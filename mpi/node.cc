@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "mpi/environment.h"
+#include "mpi/fault_injection.h"
 #include "mpi/runtime.h"
 
 namespace serf::mpi {
@@ -235,10 +236,6 @@ StatusOr<RuntimeComms> make_runtime_comms(double timeout_s) {
   auto work = Communicator::world(wait);
   if (!work.ok()) return Unavailable(hung);
   comms.work = std::move(work).value();
-  // The nodes' communicator is made by the nodes alone: rank 0 does not wait in it.
-  if (comms.control.rank() != 0) {
-    SERF_ASSIGN_OR_RETURN(comms.nodes, comms.control.tail_group(1, 0));
-  }
   return comms;
 }
 
@@ -354,13 +351,20 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
   NodeShared shared;
   shared.world_rank = comms.control.rank();
   shared.slot_idle.max_sleep_s = options.slot_idle_poll_s;
+  // The watcher first: every collective of the nodes below (their group, the placement, units
+  // and slots) waits for every node, and one that hangs there must not silence the others'
+  // pings, or rank 0 names them all (it did while they waited in the group's creation).
   NodeWatch watch(options, comms.control, shared.world_rank);
   const int node = shared.world_rank - 1;
-  const int n_nodes = comms.nodes.size();
+  // The nodes' communicator is made by the nodes alone: rank 0 does not wait in it.
+  at_phase("nodes");
+  SERF_ASSIGN_OR_RETURN(const Communicator nodes, comms.control.tail_group(1, 0));
+  const int n_nodes = nodes.size();
 
   std::string placement = "not pinned (--no-pin)";
   if (options.pin) {
-    SERF_ASSIGN_OR_RETURN(Communicator local, comms.nodes.split_shared());
+    at_phase("pin");
+    SERF_ASSIGN_OR_RETURN(Communicator local, nodes.split_shared());
     NodePlacement placed = pin_node_to_cores(local.rank(), local.size(), options.cores_per_node);
     placement = placed.line;
     shared.cores = std::move(placed.cores);
@@ -376,10 +380,11 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
     r.set_message(message);
     return comms.control.send(r, 0, kReplyTag, kIdle);
   };
-  for (;;) {
+  for (bool first = true;; first = false) {
     ControlMessage msg;
     SERF_RETURN_IF_ERROR(comms.control.recv(&msg, 0, kControlTag, kIdle));
     auto kind = msg.kind;
+    if (first) at_phase("configure");
     // Configure or shut down: the controller has already sent every slot a stop action.
     std::string failure;
     for (auto& st : slots) {
@@ -388,12 +393,16 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
     }
     slots.clear();
     unit = Communicator();
-    if (kind == ControlKind::kShutdown) return reply(ReplyKind::kBye, msg.generation, failure);
+    if (kind == ControlKind::kShutdown) {
+      at_phase("bye");
+      return reply(ReplyKind::kBye, msg.generation, failure);
+    }
 
     const Configuration config{msg.service, msg.inter, msg.intra, std::max(msg.batch, 1)};
     const int units = n_nodes / config.inter;
     const int my_unit = node / config.inter < units ? node / config.inter : -1;
-    SERF_ASSIGN_OR_RETURN(unit, comms.nodes.split(my_unit, node));
+    SERF_ASSIGN_OR_RETURN(unit, nodes.split(my_unit, node));
+    if (first) at_phase("slots");
     if (unit.valid()) {
       for (int s = 0; s < config.service; ++s) {
         auto st = std::make_unique<SlotState>();
@@ -415,6 +424,7 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
       continue;
     }
     for (auto& st : slots) st->thread = std::thread(slot_loop, st.get(), &comms, &shared);
+    if (first) at_phase("ready");
     SERF_RETURN_IF_ERROR(reply(ReplyKind::kReady, msg.generation, placement));
   }
 }

@@ -71,7 +71,6 @@ SlotWorkerFactory emulated_worker_factory();
 struct RuntimeComms {
   Communicator control;  // controller <-> every node: configure, ping, shutdown
   Communicator work;     // controller <-> unit leaders: actions and results
-  Communicator nodes;    // ranks 1..N only (null on rank 0): units and slots are split from it
 };
 // `timeout_s` (> 0) bounds rank 0's wait for the others.
 StatusOr<RuntimeComms> make_runtime_comms(double timeout_s = 0);

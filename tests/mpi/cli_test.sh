@@ -233,6 +233,45 @@ case "$1" in
     [ "$(echo "$error_after < 10 + 4" | bc)" -eq 1 ] || fail "named $error_after s after the stop"
     echo "ok: $line ($error_after s)"
     ;;
+  fault_stop_phases)
+    # Node rank 2 stops itself (as under SIGSTOP) at each phase of the start and the end (the
+    # hidden --test-fault-phase; mpi/fault_injection.h lists them): rank 0 names it within the
+    # node timeout of the phase (2 s; MPI_Init's own bound is 10 s) and the job ends: one line.
+    # MPI_Cancel on the runtime communicators' MPI_Comm_idup deadlocked every rank ("comms"), and
+    # the nodes' group was made before their ping watcher ("nodes": every node was named).
+    for phase in ${PHASES:-agree comms nodes pin configure slots ready bye finalize}; do
+      # Emulated nodes are not pinned: the placement's phase runs on the tiny model.
+      nodes=(--emulate "$profile")
+      [ $phase != pin ] || nodes=(--model "$ROOT/configs/models/tiny.json" --cores-per-node 1)
+      start_job -np 4 "$SERF" serve "${nodes[@]}" --rate 20 --requests 30 --node-timeout 2 \
+        --test-fault-rank 2 --test-fault-mode hang-at-start --test-fault-phase "$phase"
+      deadline=$((SECONDS + 60))
+      until p2=$(rank_pid 2) && [ -n "$p2" ] && [ "$(awk '{print $3}' "/proc/$p2/stat" 2>/dev/null)" = T ]; do
+        [ $SECONDS -lt $deadline ] || { cat "$out/e"; fail "$phase: rank 2 did not stop itself within 60 s"; }
+        sleep 0.02
+      done
+      stopped=$p2
+      stop_at=$(date +%s.%N)
+      wait_job 60
+      [ $rc -ne 0 ] || fail "$phase: exit 0 with node rank 2 stopped"
+      one_error_line "$phase"
+      case $phase in
+        agree) want="rank\(s\) 2 did not reach the start within" ;;
+        comms) want="a rank did not join the runtime's communicators within 2 s" ;;
+        bye) want="stopping the nodes after the run: rank\(s\) 2 did not answer within 2(\.[0-9])? s, not even a ping \(dead or hung node\)$" ;;
+        finalize) want="MPI_Finalize waited 2 s for the other ranks" ;;
+        # Rank 2 alone, whether or not the others wait for it in a collective.
+        *) want="start \(c=1, K=1, T=1\): rank\(s\) 2 did not answer within 2(\.[0-9])? s, not even a ping \(dead or hung node\)(\$|; rank\(s\) 1, 3 answer pings)" ;;
+      esac
+      echo "$line" | grep -Eq "$want" || { cat "$out/e"; fail "$phase: the error does not say '$want': $line"; }
+      # The node timeout (2 s), plus the agreement's twice rank 0's reading time and a loaded
+      # machine's scheduling: far below the 60 s that showed a hang.
+      [ "$(echo "$error_after < 2 + 6" | bc)" -eq 1 ] || fail "$phase: named $error_after s after the stop"
+      kill -KILL "$stopped" 2>/dev/null
+      stopped=""
+      echo "ok: $phase: $line ($error_after s)"
+    done
+    ;;
   fault_start_rank0)
     # Rank 0 never reaches the start-up agreement (it stops itself just before it): the nodes wait
     # mpi::node_bound_s of the bound rank 0 would have had (2 x (1 s + 2 x reading time) + 5 s,
