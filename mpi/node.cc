@@ -346,6 +346,48 @@ NodePlacement pin_node_to_cores(int index, int count, int cores_per_node) {
   return placed;
 }
 
+namespace {
+
+// Pins this node beside the other nodes of its machine (a collective of the nodes); the line for
+// the ready reply.
+StatusOr<std::string> place_node(const Communicator& nodes, const NodeOptions& options,
+                                 NodeShared* shared) {
+  if (!options.pin) return std::string("not pinned (--no-pin)");
+  at_phase("pin");
+  SERF_ASSIGN_OR_RETURN(Communicator local, nodes.split_shared());
+  NodePlacement placed = pin_node_to_cores(local.rank(), local.size(), options.cores_per_node);
+  shared->cores = std::move(placed.cores);
+  return placed.line;
+}
+
+// A configuration's unit (collective over the nodes) and this node's c slots in it, each with its
+// communicator and worker (none when the node is in no unit). A worker that cannot be made is
+// `*failure`; its slot is kept, so the communicators stay consistent with the other nodes.
+Status make_slots(const Communicator& nodes, const Configuration& config, bool first,
+                  const SlotWorkerFactory& factory, Communicator* unit,
+                  std::vector<std::unique_ptr<SlotState>>* slots, std::string* failure) {
+  const int node = nodes.rank();
+  const int units = nodes.size() / config.inter;
+  const int my_unit = node / config.inter < units ? node / config.inter : -1;
+  SERF_ASSIGN_OR_RETURN(*unit, nodes.split(my_unit, node));
+  if (first) at_phase("slots");
+  if (!unit->valid()) return Status::Ok();
+  for (int s = 0; s < config.service; ++s) {
+    auto st = std::make_unique<SlotState>();
+    st->slot = s;
+    st->intra = config.intra;
+    SERF_ASSIGN_OR_RETURN(st->comm, unit->dup());
+    SlotContext ctx{&st->comm, config, s, my_unit};
+    auto worker = factory(ctx);
+    if (!worker.ok() && failure->empty()) *failure = worker.status().message();
+    if (worker.ok()) st->worker = std::move(worker).value();
+    slots->push_back(std::move(st));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status run_node(const RuntimeComms& comms, const NodeOptions& options,
                 const SlotWorkerFactory& factory) {
   NodeShared shared;
@@ -355,20 +397,10 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
   // and slots) waits for every node, and one that hangs there must not silence the others'
   // pings, or rank 0 names them all (it did while they waited in the group's creation).
   NodeWatch watch(options, comms.control, shared.world_rank);
-  const int node = shared.world_rank - 1;
   // The nodes' communicator is made by the nodes alone: rank 0 does not wait in it.
   at_phase("nodes");
   SERF_ASSIGN_OR_RETURN(const Communicator nodes, comms.control.tail_group(1, 0));
-  const int n_nodes = nodes.size();
-
-  std::string placement = "not pinned (--no-pin)";
-  if (options.pin) {
-    at_phase("pin");
-    SERF_ASSIGN_OR_RETURN(Communicator local, nodes.split_shared());
-    NodePlacement placed = pin_node_to_cores(local.rank(), local.size(), options.cores_per_node);
-    placement = placed.line;
-    shared.cores = std::move(placed.cores);
-  }
+  SERF_ASSIGN_OR_RETURN(const std::string placement, place_node(nodes, options, &shared));
 
   std::vector<std::unique_ptr<SlotState>> slots;
   Communicator unit;
@@ -383,7 +415,6 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
   for (bool first = true;; first = false) {
     ControlMessage msg;
     SERF_RETURN_IF_ERROR(comms.control.recv(&msg, 0, kControlTag, kIdle));
-    auto kind = msg.kind;
     if (first) at_phase("configure");
     // Configure or shut down: the controller has already sent every slot a stop action.
     std::string failure;
@@ -393,29 +424,12 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
     }
     slots.clear();
     unit = Communicator();
-    if (kind == ControlKind::kShutdown) {
+    if (msg.kind == ControlKind::kShutdown) {
       at_phase("bye");
       return reply(ReplyKind::kBye, msg.generation, failure);
     }
-
     const Configuration config{msg.service, msg.inter, msg.intra, std::max(msg.batch, 1)};
-    const int units = n_nodes / config.inter;
-    const int my_unit = node / config.inter < units ? node / config.inter : -1;
-    SERF_ASSIGN_OR_RETURN(unit, nodes.split(my_unit, node));
-    if (first) at_phase("slots");
-    if (unit.valid()) {
-      for (int s = 0; s < config.service; ++s) {
-        auto st = std::make_unique<SlotState>();
-        st->slot = s;
-        st->intra = config.intra;
-        SERF_ASSIGN_OR_RETURN(st->comm, unit.dup());
-        SlotContext ctx{&st->comm, config, s, my_unit};
-        auto worker = factory(ctx);
-        if (!worker.ok() && failure.empty()) failure = worker.status().message();
-        if (worker.ok()) st->worker = std::move(worker).value();
-        slots.push_back(std::move(st));
-      }
-    }
+    SERF_RETURN_IF_ERROR(make_slots(nodes, config, first, factory, &unit, &slots, &failure));
     if (!failure.empty()) {
       // Keep the slot communicators consistent with the other nodes but do not serve: the
       // controller aborts the job on an error reply.

@@ -87,25 +87,15 @@ bool solve_dense(std::vector<double>& a, std::vector<double>& y, int n) {
   return true;
 }
 
-}  // namespace
-
-BatchPrediction bulk_single_slot(const std::vector<ServiceLevel>& levels, double rate_per_s) {
-  BatchPrediction out;
-  const int b = static_cast<int>(levels.size());
-  const double lambda = rate_per_s / 1000.0;  // per ms
-  if (b < 1 || !(lambda > 0) || !std::isfinite(lambda)) return out;
-  const double rho = lambda * levels.back().mean_ms / b;
-  if (!(rho < 1.0)) return out;
-  // arrivals[n - 1]: during a batch of n. A departure leaving q >= 1 waiting starts a batch of
-  // min(q, b); one leaving none waits for the next arrival, which starts a batch of 1.
-  std::vector<BatchArrivals> arrivals;
-  for (const ServiceLevel& l : levels) arrivals.push_back({lambda, l.mean_ms, l.scv});
+// x_q = P(q waiting at a departure), q = 0..b-1, of a single slot serving batches of up to b
+// (arrivals[n - 1]: the arrivals during a batch of n); false when the system is singular.
+bool departure_probabilities(const std::vector<BatchArrivals>& arrivals, std::vector<double>* x) {
+  const int b = static_cast<int>(arrivals.size());
   const BatchArrivals& full = arrivals.back();
   auto of = [&](int q) -> const BatchArrivals& {
     return arrivals[static_cast<size_t>(std::clamp(q, 1, b) - 1)];
   };
-
-  // Unknowns x_q = P(q waiting at a departure), q = 0..b-1. The generating function satisfies
+  // The generating function satisfies
   // Pi(z) (z^b - K_b(z)) = sum_q x_q (z^b K_{q}(z) - z^q K_b(z)); at each of the b - 1 roots of
   // z^b = K_b(z) inside the unit disk the left side vanishes, so sum_q x_q (K_q(z) - z^q) = 0.
   // Roots k and b - k are conjugate: one complex equation gives two real rows.
@@ -132,8 +122,31 @@ BatchPrediction bulk_single_slot(const std::vector<ServiceLevel>& levels, double
     a[static_cast<size_t>(row) * b + q] = b - q + of(q).k1() - full.k1();
   }
   y[static_cast<size_t>(row)] = b - full.k1();
-  if (!solve_dense(a, y, b)) return out;
-  const std::vector<double>& x = y;
+  if (!solve_dense(a, y, b)) return false;
+  *x = std::move(y);
+  return true;
+}
+
+}  // namespace
+
+BatchPrediction bulk_single_slot(const std::vector<ServiceLevel>& levels, double rate_per_s) {
+  BatchPrediction out;
+  const int b = static_cast<int>(levels.size());
+  const double lambda = rate_per_s / 1000.0;  // per ms
+  if (b < 1 || !(lambda > 0) || !std::isfinite(lambda)) return out;
+  const double rho = lambda * levels.back().mean_ms / b;
+  if (!(rho < 1.0)) return out;
+  // arrivals[n - 1]: during a batch of n. A departure leaving q >= 1 waiting starts a batch of
+  // min(q, b); one leaving none waits for the next arrival, which starts a batch of 1.
+  std::vector<BatchArrivals> arrivals;
+  for (const ServiceLevel& l : levels) arrivals.push_back({lambda, l.mean_ms, l.scv});
+  const BatchArrivals& full = arrivals.back();
+  auto of = [&](int q) -> const BatchArrivals& {
+    return arrivals[static_cast<size_t>(std::clamp(q, 1, b) - 1)];
+  };
+
+  std::vector<double> x;
+  if (!departure_probabilities(arrivals, &x)) return out;
 
   // Mean queue at departures, Pi'(1) = (N''(1) - D''(1)) / (2 D'(1)), D(z) = z^b - K_b(z).
   double n2 = 0, below_p = 0, below_q = 0;

@@ -36,18 +36,35 @@ struct Occupancy {
     }
   }
   void leave() { --now; }
+  // Waits until `slots` run at once (true), or gives up after 30 s (false). The overlap TSan needs
+  // is made, not hoped for: a 2 ms sleep alone left it to the scheduler, which on a loaded machine
+  // may run a rank's slots one after the other. The bound is a hang guard, not a speed test.
+  bool meet(int slots) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (most.load() < slots) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      std::this_thread::yield();
+    }
+    return true;
+  }
 };
 
 // One slot of one rank: writes its slice of its scratch without any lock, sleeps so that requests
 // overlap, all-gathers the slices, then writes output[i] = 2 * input[i] + 1 from the scratch.
 class TestSlot final : public Executable {
  public:
-  TestSlot(Partition partition, Occupancy& occupancy)
-      : partition_(partition), occupancy_(occupancy), scratch_(kElements) {}
+  TestSlot(Partition partition, Occupancy& occupancy, int slots)
+      : partition_(partition), occupancy_(occupancy), slots_(slots), scratch_(kElements) {}
 
   Status run(const float* input, float* output, ActivationExchange& exchange,
              LayerTimings* timings) override {
     occupancy_.enter();
+    // The first request of each slot stays until the rank's other slots are inside too.
+    if (first_ && !occupancy_.meet(slots_)) {
+      occupancy_.leave();
+      return Internal("the rank's slots never ran at once within 30 s");
+    }
+    first_ = false;
     const GatherLayout layout = gather_layout(kElements, 1, partition_.ranks);
     const int begin = layout.offsets[partition_.rank];
     const int end = begin + layout.counts[partition_.rank];
@@ -65,6 +82,8 @@ class TestSlot final : public Executable {
  private:
   Partition partition_;
   Occupancy& occupancy_;
+  int slots_;
+  bool first_ = true;
   std::vector<float> scratch_;
 };
 
@@ -93,7 +112,7 @@ TEST_CASE("c slots x K ranks: in-process all-gathers per slot, one thread per sl
     for (int s = 0; s < slots; ++s) groups.push_back(std::make_unique<InProcessExchange>(ranks));
     for (int t = 0; t < ranks * slots; ++t) {
       executables.push_back(
-          std::make_unique<TestSlot>(Partition{t / slots, ranks}, *occupancy[t / slots]));
+          std::make_unique<TestSlot>(Partition{t / slots, ranks}, *occupancy[t / slots], slots));
     }
     std::atomic<int> failed{0}, wrong{0};
     std::vector<std::thread> threads;

@@ -7,10 +7,26 @@ if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
   echo "skipped: /usr/bin/python3 has no torch (install python3-torch)"; exit 77
 fi
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+# Every model's counts in one Python process: importing torch takes 2-10 s on this machine (10 s
+# at load 13), once per model made this test run past its 300 s timeout under load.
+pairs=()
 for spec in "$root"/configs/models/*.json; do
-  "$serf" model info "$spec" --json > "$tmp/info.json"
-  /usr/bin/python3 "$root/scripts/torch_reference.py" "$spec" --check-counts "$tmp/info.json"
+  info="$tmp/$(basename "$spec" .json).info.json"
+  "$serf" model info "$spec" --json > "$info"
+  pairs+=("$spec" "$info")
 done
+/usr/bin/python3 - "$root/scripts" "${pairs[@]}" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import torch_reference  # noqa: E402
+args = sys.argv[2:]
+failed = 0
+for spec, info in zip(args[0::2], args[1::2]):
+    with open(spec) as f:
+        failed |= torch_reference.check_counts(json.load(f), info)
+assert args, "no model checked"
+sys.exit(failed)
+PY
 
 # The run and --compare paths: seeded files from serf, a run, a compare with itself (error 0) and
 # with one value moved by 0.1 % (must fail the 1e-4 tolerance).

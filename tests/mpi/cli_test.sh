@@ -190,9 +190,16 @@ case "$1" in
     [ $rc -ne 0 ] || fail "exit 0 with a hung node"
     line=$(grep '^serf: error:' "$out/e")
     echo "$line" | grep -Eq "rank\(s\) 4 did not answer within 2(\.[0-9])? s" || { cat "$out/e"; fail "the error does not name rank 4"; }
-    # A tuple takes about 2.2 s here, then the next switch waits 2 s.
-    [ "$(echo "$error_after < 2.5 + 2 + 3" | bc)" -eq 1 ] || fail "named $error_after s after the stop"
+    # Named by the switch that follows the stop, within the node timeout of that switch on rank
+    # 0's own clock (the "within X s" it measured). From the stop, the wait also holds the rest of
+    # the running tuple (100 emulated ~21 ms sleeps, 2.2 s on a quiet machine, 4-6 s at load 15):
+    # a bound on the host's speed, which failed at load 11-18 (8.64 s against 2.5 + 2 + 3). The
+    # bug it guards, a wait at the switch not bounded by the node timeout (it hung), is caught
+    # by the switch's own time; the wall bound is only a hang guard.
     echo "$line" | grep -q "switch (c=" || fail "not named at a switch: $line"
+    within=$(echo "$line" | sed -En 's/.*did not answer within ([0-9.]+) s.*/\1/p')
+    [ -n "$within" ] && [ "$(echo "$within <= 2 + 1" | bc)" -eq 1 ] || fail "named $within s after the switch (node timeout 2 s)"
+    [ "$(echo "$error_after < 30" | bc)" -eq 1 ] || fail "named $error_after s after the stop"
     n=$(echo "$line" | sed -n 's/.*wrote the \([0-9]*\) finished tuple(s) to.*/\1/p')
     if [ -n "$n" ]; then
       python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['tuples']) == int(sys.argv[2]) and d['note'].startswith('incomplete')" \

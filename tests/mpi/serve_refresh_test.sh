@@ -20,8 +20,11 @@ p = json.load(open(sys.argv[1]))
 p["hardware"] = {"nodes": 1, "cores_per_node": 2}
 p["tuples"] = [t for t in p["tuples"] if t["inter"] == 1]
 json.dump(p, open(sys.argv[2] + "/old.json", "w"))
+# The served tuple (1,1,2) slowed by half. The others are never emulated (the run serves
+# (1,1,2) alone and the refresh re-measures it alone): 10x, so a measurement of the wrong tuple
+# stands out whatever the machine's load adds to a sleep.
 for t in p["tuples"]:
-    t["mean_ms"] *= 1.5
+    t["mean_ms"] *= 1.5 if (t["service"], t["intra"]) == (1, 2) else 10
 json.dump(p, open(sys.argv[2] + "/slow.json", "w"))
 PY
 
@@ -33,15 +36,23 @@ serf2 serve --emulate "$out/slow.json" --profile "$out/old.json" --config 1,1,2 
   { cat "$out/o" "$out/e"; fail "serve"; }
 grep -E "^(self-calibration|recalibrated|received)" "$out/o"
 /usr/bin/python3 - "$out/run.json" <<'PY' || fail "the run's recalibrations"
-import json, sys
+import csv, json, statistics, sys
 run = json.load(open(sys.argv[1]))
 recs = run["recalibrations"]
 assert recs, "the run saw no drift"
 assert {tuple(r["tuple"]) for r in recs} == {(1, 1, 2)}, [r["tuple"] for r in recs]
 first = recs[0]
 assert first["old_mean_ms"] == 12.487, first
-# Upwards, by about the slowdown (1.5x), whatever the loaded machine adds on top.
-assert 1.3 <= first["new_mean_ms"] / first["old_mean_ms"] <= 2.5, first
+# Upwards: at least most of the slowdown (1.5x); a loaded machine only adds to a sleep.
+assert first["new_mean_ms"] / first["old_mean_ms"] >= 1.3, first
+# And what this run measured, not the machine's speed: near the run's own dispatch-to-answer
+# median (the service time self-calibration observes). A fixed 2.5x of the profile failed at
+# load 11-18 (a sleep of 18.7 ms took 31.7 ms); the latency (queueing included) or another
+# tuple (10x) would fall outside this band.
+rows = list(csv.DictReader(open(sys.argv[1] + ".csv")))
+served = [(float(r["done_s"]) - float(r["dispatch_s"])) * 1e3 for r in rows if r["answered"] == "1"]
+median = statistics.median(served)
+assert 0.7 <= first["new_mean_ms"] / median <= 1.4, (first, median)
 model = {tuple(m[:4]): m[4] for m in first["model_mean_ms"]}
 assert model[(1, 1, 2, 1)] == first["new_mean_ms"], (model, first)
 assert len(model) == 3 and model[(1, 1, 1, 1)] > 21.0, model  # scaled by its drift
@@ -63,8 +74,11 @@ fresh = [k for k in n if "refreshed_at" in n[k]]
 assert fresh == [(1, 1, 2, 1)], fresh
 f = n[(1, 1, 2, 1)]
 r = f["mean_ms"] / o[(1, 1, 2, 1)]["mean_ms"]
-# Moved with the drift: up, near the slowed node's 18.73 ms (1.5x), not back to the profile's.
-assert 1.3 <= r <= 2.5 and f["samples"] == 20, (r, f)
+# Moved with the drift: up, near the slowed node's 18.73 ms (1.5x), not back to the profile's,
+# and near what the serve run measured of the same tuple minutes before (the wrong tuple would
+# be 10x): a band relative to this machine's own measurement, not a fixed multiple of 12.5 ms.
+served = run["recalibrations"][-1]["new_mean_ms"]
+assert r >= 1.3 and 0.6 <= f["mean_ms"] / served <= 1.6 and f["samples"] == 20, (r, f, served)
 for k in [(1, 1, 1, 1), (2, 1, 1, 1)]:
     assert abs(n[k]["mean_ms"] / o[k]["mean_ms"] - r) <= 1e-9 * r, (k, n[k], o[k], r)
     assert abs(n[k]["drift_scale"] - r) <= 1e-9 * r, (k, n[k])

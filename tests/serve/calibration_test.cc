@@ -73,6 +73,28 @@ struct NoisyHost {
   }
 };
 
+// One drift rule on the profile's (1,1,1), answered 30 times a second by a noisy host: the
+// tracker, its random draws and the stream of answers every drift case below starts from.
+struct HostRun {
+  explicit HostRun(uint64_t seed) : rng(seed) {}
+  DriftTracker d{small_profile(), DriftRule{}};
+  std::mt19937_64 rng;
+  Stream s{&d, {1, 1, 1}, 30, 0, {}};
+  NoisyHost host(double mean) { return NoisyHost{mean, &rng}; }
+};
+
+// Load levels from `from` to `to` requests/s in steps of `step`, and the planner on one node.
+std::vector<double> rate_levels(double from, double to, double step) {
+  std::vector<double> rates;
+  for (double r = from; r <= to; r += step) rates.push_back(r);
+  return rates;
+}
+PlanOptions one_node() {
+  PlanOptions o;
+  o.nodes = 1;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("the drift rule: a noisy stationary host raises few alarms and no recalibration",
@@ -84,12 +106,10 @@ TEST_CASE("the drift rule: a noisy stationary host raises few alarms and no reca
   int64_t alarms = 0;
   size_t recalibrations = 0;
   for (uint64_t seed = 1; seed <= 3; ++seed) {
-    DriftTracker d(small_profile(), DriftRule{});
-    std::mt19937_64 rng(seed);
-    Stream s{&d, {1, 1, 1}, 30, 0, {}};
-    recalibrations += s.feed(200000, NoisyHost{10.0, &rng});
-    CHECK(d.estimate({1, 1, 1}).mean_ms == Approx(10.0).epsilon(0.01));
-    alarms += d.alarms();
+    HostRun run(seed);
+    recalibrations += run.s.feed(200000, run.host(10.0));
+    CHECK(run.d.estimate({1, 1, 1}).mean_ms == Approx(10.0).epsilon(0.01));
+    alarms += run.d.alarms();
   }
   INFO("alarms in 3 x 200,000 answers: " << alarms);
   CHECK(alarms <= 18);
@@ -101,13 +121,13 @@ TEST_CASE("the drift rule finds a 20 % step within a bounded number of answers",
   // within ceil(h / (1 - k)) = 17 batches (340 answers); then the confirmation, max(60 answers,
   // 10 s). On this noisy host (batch-mean scale ~8 %) the alarm comes within a few batches.
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    DriftTracker d(small_profile(), DriftRule{});
-    std::mt19937_64 rng(seed);
-    Stream s{&d, {1, 1, 1}, 30, 0, {}};
-    REQUIRE(s.feed(3000, NoisyHost{10.0, &rng}) == 0);  // 100 s as profiled
+    HostRun run(seed);
+    DriftTracker& d = run.d;
+    Stream& s = run.s;
+    REQUIRE(s.feed(3000, run.host(10.0)) == 0);  // 100 s as profiled
     const int64_t alarms_before = d.alarms();
     int answers = 0;
-    NoisyHost slow{12.0, &rng};
+    NoisyHost slow = run.host(12.0);
     while (d.alarms() == alarms_before && answers < 2000) {
       s.feed(1, slow);
       ++answers;
@@ -133,7 +153,7 @@ TEST_CASE("the drift rule finds a 20 % step within a bounded number of answers",
     CHECK(mean_of(d.profile(), {1, 1, 1}) == Approx(12.0).epsilon(0.08));
     // The way back is found.
     const size_t before = s.fired.size();
-    CHECK(s.feed(2000, NoisyHost{10.0, &rng}) == 1);
+    CHECK(s.feed(2000, run.host(10.0)) == 1);
     REQUIRE(s.fired.size() == before + 1);
     CHECK(std::fabs(s.fired.back().new_mean_ms - 10.0) <= 2 * s.fired.back().ci95_ms);
   }
@@ -144,13 +164,11 @@ TEST_CASE("the drift rule ignores a burst of a few seconds", "[calibration]") {
   // (the burst is real), but the confirmation's 10 s hold at most 3 s of it: no recalibration.
   int64_t alarms = 0;
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    DriftTracker d(small_profile(), DriftRule{});
-    std::mt19937_64 rng(seed);
-    Stream s{&d, {1, 1, 1}, 30, 0, {}};
-    REQUIRE(s.feed(3000, NoisyHost{10.0, &rng}) == 0);
-    CHECK(s.feed(90, NoisyHost{20.0, &rng}) == 0);
-    CHECK(s.feed(3000, NoisyHost{10.0, &rng}) == 0);
-    alarms += d.alarms();
+    HostRun run(seed);
+    REQUIRE(run.s.feed(3000, run.host(10.0)) == 0);
+    CHECK(run.s.feed(90, run.host(20.0)) == 0);
+    CHECK(run.s.feed(3000, run.host(10.0)) == 0);
+    alarms += run.d.alarms();
   }
   CHECK(alarms >= 10);  // the burst was seen, and dropped
 }
@@ -195,10 +213,8 @@ TEST_CASE("unobserved tuples take their neighbours' drift", "[calibration]") {
 TEST_CASE("the self-calibrating scheduler runs table_hook's overload rule", "[calibration]") {
   // Levels up to 300/s on one 2-core node: the highest ones exceed every configuration.
   const Profile p = small_profile();
-  std::vector<double> rates;
-  for (double r = 10; r <= 300; r += 10) rates.push_back(r);
-  PlanOptions o;
-  o.nodes = 1;
+  const std::vector<double> rates = rate_levels(10, 300, 10);
+  const PlanOptions o = one_node();
   auto initial = plan_table(p, rates, o);
   REQUIRE(initial.ok());
   REQUIRE_FALSE(initial->lookup(300).entry->stable);
@@ -233,10 +249,8 @@ TEST_CASE("the re-plan runs on its own thread and the scheduler uses the new tab
   p.tuples = {
       {{1, 1, 1}, 10.0, 0.01, 100}, {{2, 1, 1}, 11.0, 0.01, 100}, {{1, 1, 2}, 8.0, 0.01, 100}};
   p.reindex();
-  std::vector<double> rates;
-  for (double r = 5; r <= 170; r += 5) rates.push_back(r);
-  PlanOptions o;
-  o.nodes = 1;
+  const std::vector<double> rates = rate_levels(5, 170, 5);
+  const PlanOptions o = one_node();
   auto initial = plan_table(p, rates, o);
   REQUIRE(initial.ok());
   SelfCalibration cal(p, *initial, rates, o, DriftRule{}, 0);
@@ -337,8 +351,7 @@ TEST_CASE("serving, the controller's model follows a node that slows down", "[ca
   p.tuples = {{{1, 1, 1}, 12.0, 0.0, 100}};
   p.reindex();
   const std::vector<double> rates = {5, 20};
-  PlanOptions o;
-  o.nodes = 1;
+  const PlanOptions o = one_node();
   auto table = plan_table(p, rates, o);
   REQUIRE(table.ok());
   // A rule on this run's time scale (15 s, the drift after 6 s): small batches, a 1 s
