@@ -467,26 +467,8 @@ Status write_run_report(const serve::Controller& controller, const std::string& 
          {"to", {n.config.service, n.config.inter, n.config.intra, n.config.batch}},
          {"capacity_per_s", n.capacity_per_s}});
   }
-  if (recalibrations != nullptr) {
-    doc["recalibrations"] = nlohmann::json::array();
-    for (const serve::Recalibration& r : *recalibrations) {
-      // [i, K, T], with b appended when it is not 1 (serf profile --refresh reads both).
-      nlohmann::json tuple = {r.tuple.service, r.tuple.inter, r.tuple.intra};
-      if (r.tuple.batch != 1) tuple.push_back(r.tuple.batch);
-      nlohmann::json model = nlohmann::json::array();  // [i, K, T, b, mean_ms] per tuple
-      for (const auto& [t, mean_ms] : r.model_mean_ms)
-        model.push_back({t.service, t.inter, t.intra, t.batch, mean_ms});
-      doc["recalibrations"].push_back(
-          {{"at_s", r.at_s},
-           {"tuple", tuple},
-           {"old_mean_ms", r.old_mean_ms},
-           {"new_mean_ms", r.new_mean_ms},
-           {"samples", r.samples},
-           {"ci95_ms", r.ci95_ms},
-           {"replan_ms", r.replan_ms >= 0 ? nlohmann::json(r.replan_ms) : nlohmann::json(nullptr)},
-           {"model_mean_ms", model}});
-    }
-  }
+  if (recalibrations != nullptr)
+    doc["recalibrations"] = serve::recalibrations_json(*recalibrations);
   SERF_RETURN_IF_ERROR(io::write_text_file(path, doc.dump(1) + "\n"));
   // A long service keeps only its newest requests in memory: its journal, written as requests
   // ended, has every one of them and stays (in the order they ended).

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 namespace serf::serve {
 
@@ -23,6 +24,28 @@ double ci95_iid(int64_t n, double sum, double sq) {
 }
 
 }  // namespace
+
+nlohmann::json recalibrations_json(const std::vector<Recalibration>& log) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Recalibration& r : log) {
+    // [i, K, T], with b appended when it is not 1 (serf profile --refresh reads both).
+    nlohmann::json tuple = {r.tuple.service, r.tuple.inter, r.tuple.intra};
+    if (r.tuple.batch != 1) tuple.push_back(r.tuple.batch);
+    nlohmann::json model = nlohmann::json::array();
+    for (const auto& [t, mean_ms] : r.model_mean_ms)
+      model.push_back({t.service, t.inter, t.intra, t.batch, mean_ms});
+    out.push_back(
+        {{"at_s", r.at_s},
+         {"tuple", tuple},
+         {"old_mean_ms", r.old_mean_ms},
+         {"new_mean_ms", r.new_mean_ms},
+         {"samples", r.samples},
+         {"ci95_ms", r.ci95_ms},
+         {"replan_ms", r.replan_ms >= 0 ? nlohmann::json(r.replan_ms) : nlohmann::json(nullptr)},
+         {"model_mean_ms", model}});
+  }
+  return out;
+}
 
 DriftTracker::DriftTracker(Profile profile, DriftRule rule)
     : base_(std::move(profile)), current_(base_), rule_(rule) {

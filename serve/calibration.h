@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -75,6 +76,10 @@ struct Recalibration {
   // its drift), so that a run file can replay what the controller predicted over time.
   std::vector<std::pair<ParallelismTuple, double>> model_mean_ms;
 };
+
+// The run file's "recalibrations" (serf-run/1; docs/calibration.md): one object per update, its
+// tuple [i, K, T] with b appended when it is not 1, and model_mean_ms as [i, K, T, b, mean_ms].
+nlohmann::json recalibrations_json(const std::vector<Recalibration>& log);
 
 // The running estimates and the drift rule over a profile. Not thread-safe: the controller's
 // thread calls observe() (through the answer hook); its cost is O(1) per answer.
