@@ -126,9 +126,10 @@ Status run_import(const ImportOptions& o) {
       io::write_text_file(o.out_path, model::model_spec_to_json(imported.spec).dump(1) + "\n"));
   std::printf(
       "imported %s: %d ONNX nodes -> %zu layers (%d batchnorms folded into the layer "
-      "before, %d constant nodes folded, %d views and no-ops dropped)\n",
+      "before, %d pads into the layer after, %d constant nodes folded, %d views and no-ops "
+      "dropped)\n",
       o.onnx_path.c_str(), imported.nodes, plan.layers.size(), imported.folded_batchnorms,
-      imported.folded_constants, imported.dropped);
+      imported.folded_pads, imported.folded_constants, imported.dropped);
   std::printf("model %s: input %s, output %s, %s parameters, %s multiply-adds per image\n",
               plan.spec.name.c_str(), shape_str(plan.spec.input).c_str(),
               shape_str(plan.output()).c_str(), format_count(plan.parameters).c_str(),
@@ -220,8 +221,9 @@ void register_import(CLI::App* model_cmd, CommandRegistry& registry) {
   auto* import = model_cmd->add_subcommand(
       "import",
       "Translate an ONNX model (Conv, BatchNormalization, Relu, Clip, Sigmoid, MaxPool, "
-      "AveragePool, GlobalAveragePool, Gemm, MatMul, Add, Concat, Flatten, Reshape, Softmax, LRN, "
-      "Dropout, Identity) into a spec and its weights");
+      "AveragePool, GlobalAveragePool, ReduceMean over H and W, Gemm, MatMul, Add, Concat, "
+      "Flatten, Reshape, Softmax, LRN, Dropout, Identity, zero Pad before a Conv or AveragePool) "
+      "into a spec and its weights");
   import->add_option("MODEL", o->onnx_path, "ONNX file (.onnx, float32)")->required();
   import->add_option("--out", o->out_path, "spec JSON to write")->required();
   import->add_option("--weights", o->weights_path, "weights to write (.safetensors, float32)")

@@ -172,7 +172,16 @@ StatusOr<const Value*> Importer::value(const onnx::NodeProto& node, int k) const
   }
   auto it = values_.find(node.input(k));
   if (it == values_.end()) return Internal(where(node) + ": input '" + node.input(k) + "' unset");
-  return &it->second;
+  const Value& v = it->second;
+  static const std::set<std::string> pad_readers = {"Conv", "AveragePool", "Identity", "Dropout",
+                                                    "Pad"};
+  if (v.padded() && (k != 0 || pad_readers.count(node.op_type()) == 0)) {
+    return InvalidArgument(where(node) + ": input '" + node.input(k) + "' is padded by Pad '" +
+                           v.pad_node +
+                           "', which is supported only where a Conv or an AveragePool reads it "
+                           "(its zeros are folded into their padding)");
+  }
+  return &v;
 }
 
 StatusOr<const Value*> Importer::activation_input(const onnx::NodeProto& node, int k) const {
@@ -520,6 +529,11 @@ Status Importer::finish(const std::string& name, OnnxImport* out) {
                            " (only FLOAT, float32, is supported)");
   }
   auto it = values_.find(output.name());
+  if (it != values_.end() && it->second.padded()) {
+    return InvalidArgument("output '" + output.name() + "' is padded by Pad '" +
+                           it->second.pad_node +
+                           "', which is supported only where a Conv or an AveragePool reads it");
+  }
   if (it == values_.end() || it->second.constant || it->second.tensor == kModelInputName) {
     return InvalidArgument("output '" + output.name() +
                            "' is not computed from the input by any supported layer");
@@ -555,6 +569,7 @@ Status Importer::finish(const std::string& name, OnnxImport* out) {
   out->folded_batchnorms = folded_batchnorms;
   out->folded_constants = folded_constants;
   out->dropped = dropped;
+  out->folded_pads = folded_pads;
   return Status::Ok();
 }
 

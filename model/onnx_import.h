@@ -32,7 +32,8 @@ struct OnnxImport {
   int nodes = 0;              // ONNX nodes read
   int folded_batchnorms = 0;  // BatchNormalization nodes folded into the layer before
   int folded_constants = 0;   // nodes evaluated at import (constant subgraphs)
-  int dropped = 0;            // Identity, Dropout and view-only nodes
+  int dropped = 0;            // Identity, Dropout, zero Pad and view-only nodes
+  int folded_pads = 0;        // Pad nodes folded into the padding of the Conv/AveragePool after
 };
 
 // `name`: the model's name (empty: the ONNX graph's name, else the file name without extension).

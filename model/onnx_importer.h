@@ -4,6 +4,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <array>
 #include <map>
 #include <set>
 #include <string>
@@ -26,6 +27,11 @@ struct Value {
   std::vector<double> data;
   int dtype = onnx::TensorProto_DataType_FLOAT;
   std::string origin;  // the initializer it came from, "" when computed
+  // Activation: zero padding (top, left, bottom, right) a Pad node left to the Conv or
+  // AveragePool that reads it (onnx_pad.cc); `pad_node` names that Pad.
+  std::array<int, 4> pad{};
+  std::string pad_node;
+  bool padded() const { return pad != std::array<int, 4>{}; }
   int64_t elements() const;
 };
 
@@ -91,11 +97,16 @@ class Importer {
   Status reshape(const onnx::NodeProto& node);
   Status concat(const onnx::NodeProto& node);
   Status dropout(const onnx::NodeProto& node);
+  Status pad(const onnx::NodeProto& node);  // onnx_pad.cc
+  // Adds the zero padding a Pad left on `x` to `window` (Conv, AveragePool; onnx_pad.cc).
+  Status fold_pad(const onnx::NodeProto& node, const Value& x, const Attributes& a, Window* window);
 
  public:
   // Helpers shared by the translators.
   static std::string where(const onnx::NodeProto& node);
-  StatusOr<const Value*> value(const onnx::NodeProto& node, int k) const;  // input k
+  // Input k. An activation with a Pad's zero padding still to fold (Value::pad) is refused
+  // unless a Conv, AveragePool or a no-op (Identity, Dropout, Pad) reads it.
+  StatusOr<const Value*> value(const onnx::NodeProto& node, int k) const;
   StatusOr<const Value*> activation_input(const onnx::NodeProto& node, int k) const;
   // A float32 constant input k with `rank` dims (-1: any).
   StatusOr<const Value*> weight_input(const onnx::NodeProto& node, int k, int rank) const;
@@ -114,7 +125,7 @@ class Importer {
   Status unsupported(const onnx::NodeProto& node, const std::string& what) const;
   int opset() const { return opset_; }
   Weights& weights() { return weights_; }
-  int folded_batchnorms = 0, folded_constants = 0, dropped = 0;
+  int folded_batchnorms = 0, folded_constants = 0, dropped = 0, folded_pads = 0;
 
  private:
   std::string layer_name(const onnx::NodeProto& node, const std::string& weights_from);

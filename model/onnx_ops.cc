@@ -1,6 +1,7 @@
 // One translator per ONNX operator: each checks its attributes and inputs, writes the weights
 // in the spec's layouts and appends a layer (or folds itself into the layer before it, or is a
 // view of its input).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -96,7 +97,7 @@ Status Importer::translate(const onnx::NodeProto& node) {
   if (op == "MatMul") return matmul(node);
   if (op == "Add") return add(node);
   if (op == "MaxPool" || op == "AveragePool") return pool(node);
-  if (op == "GlobalAveragePool") return global_pool(node);
+  if (op == "GlobalAveragePool" || op == "ReduceMean") return global_pool(node);
   if (op == "Relu") return activation(node, LayerKind::kRelu);
   if (op == "Sigmoid") return activation(node, LayerKind::kSigmoid);
   if (op == "Clip") return clip(node);
@@ -106,6 +107,7 @@ Status Importer::translate(const onnx::NodeProto& node) {
   if (op == "Reshape") return reshape(node);
   if (op == "Concat") return concat(node);
   if (op == "Dropout") return dropout(node);
+  if (op == "Pad") return pad(node);
   if (op == "Identity") {
     SERF_ASSIGN_OR_RETURN(const Value* x, value(node, 0));
     alias(node, 0, *x);
@@ -113,9 +115,11 @@ Status Importer::translate(const onnx::NodeProto& node) {
   }
   return unsupported(node, "operator " + op +
                                " is not supported (supported: Conv, BatchNormalization, Relu, "
-                               "Clip, Sigmoid, MaxPool, AveragePool, GlobalAveragePool, Gemm, "
+                               "Clip, Sigmoid, MaxPool, AveragePool, GlobalAveragePool, ReduceMean "
+                               "(over height and width), Gemm, "
                                "MatMul, Add, Concat, Flatten, Reshape, Softmax, LRN, Dropout, "
-                               "Identity, and constant subgraphs)");
+                               "Identity, Pad (zeros before a Conv or AveragePool), and "
+                               "constant subgraphs)");
 }
 
 Status Importer::conv(const onnx::NodeProto& node) {
@@ -146,6 +150,7 @@ Status Importer::conv(const onnx::NodeProto& node) {
   l.groups = static_cast<int>(group);
   SERF_ASSIGN_OR_RETURN(l.window, window_from(a, where(node), x->shape.height, x->shape.width,
                                               w->dims[2], w->dims[3], true));
+  SERF_RETURN_IF_ERROR(fold_pad(node, *x, a, &l.window));
   std::vector<double> bias(static_cast<size_t>(o), 0.0);
   if (has_input(node, 2)) {
     SERF_ASSIGN_OR_RETURN(const Value* b, weight_input(node, 2, 1));
@@ -347,17 +352,46 @@ Status Importer::pool(const onnx::NodeProto& node) {
   if (storage != 0) return unsupported(node, "storage_order 1 (column-major indices)");
   l.ceil_mode = ceil_mode != 0;
   l.count_include_pad = include != 0;
+  if (x->padded()) {
+    // The Pad's zeros are data: averaged over, as count_include_pad 1 averages padding.
+    const Window& w = l.window;
+    const bool own_pads = w.pad_top || w.pad_left || w.pad_bottom || w.pad_right;
+    if (ceil_mode != 0 || (own_pads && include == 0)) {
+      return unsupported(node, "input padded by Pad '" + x->pad_node +
+                                   "' with ceil_mode 1 or padding of its own not counted "
+                                   "(count_include_pad 0)");
+    }
+    SERF_RETURN_IF_ERROR(fold_pad(node, *x, a, &l.window));
+    l.count_include_pad = true;
+  }
   return add_layer(node, l, {x}, 4);
 }
 
+// GlobalAveragePool, and ReduceMean over the height and width (exporters write x.mean([2, 3])
+// so): keepdims 0 leaves [N, C], i.e. the pooled C x 1 x 1 held flat.
 Status Importer::global_pool(const onnx::NodeProto& node) {
-  SERF_RETURN_IF_ERROR(Attributes(node, where(node)).only({}));
+  const bool reduce = node.op_type() == "ReduceMean";
+  const Attributes a(node, where(node));
+  SERF_RETURN_IF_ERROR(reduce ? a.only({"axes", "keepdims"}) : a.only({}));
   SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
   if (x->rank != 4)
     return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only 2-D images)");
+  int rank = 4;
+  if (reduce) {
+    if (has_input(node, 1)) return unsupported(node, "axes as an input (opset 18)");
+    SERF_ASSIGN_OR_RETURN(auto axes, a.integers("axes", {}));
+    for (int64_t& axis : axes) axis += axis < 0 ? 4 : 0;
+    std::sort(axes.begin(), axes.end());
+    if (axes != std::vector<int64_t>{2, 3}) {
+      return unsupported(
+          node, "axes " + dims_str(axes) + " (only the mean over height and width, axes [2, 3])");
+    }
+    SERF_ASSIGN_OR_RETURN(int64_t keepdims, a.integer("keepdims", 1));
+    rank = keepdims != 0 ? 4 : 2;
+  }
   LayerSpec l;
   l.kind = LayerKind::kGlobalAvgPool;
-  return add_layer(node, l, {x}, 4);
+  return add_layer(node, l, {x}, rank);
 }
 
 Status Importer::activation(const onnx::NodeProto& node, LayerKind kind) {

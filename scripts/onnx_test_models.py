@@ -17,6 +17,10 @@ output PyTorch computes for that input, {"output": [...], "top5": [...]}):
              (transB 0, alpha, beta), Reshape to a constant
   opset10    onnx.helper, opset 10: Conv + BatchNormalization, Clip with min/max attributes,
              AveragePool (padding counted), Flatten, Gemm
+  pads       onnx.helper: Pad of zeros everywhere (a no-op, as DenseNet's exporter writes before
+             its average pools) before an AveragePool; an uneven zero Pad folded into the Conv
+             after it, through an Identity; a zero Pad folded into an AveragePool that does not
+             count its own padding; ReduceMean over height and width (keepdims 0); Gemm
 Bad models, DIR/bad_*.onnx, and DIR/bad.tsv: one line per file, "FILE<TAB>expected error text".
 
 Needs Debian's python3-torch and python3-onnx (run with /usr/bin/python3); exit 77 without them.
@@ -188,6 +192,41 @@ def opset10_model(out):
     save_good(out, "opset10", x, p.reshape(1, -1) @ t(fw).T + t(fb))
 
 
+def pads_model(out):
+    rng = np.random.default_rng(11)
+    w1 = rng.uniform(-0.3, 0.3, (5, 3, 3, 3))
+    b1 = rng.uniform(-0.1, 0.1, 5)
+    g = rng.uniform(-0.3, 0.3, (4, 5))
+    gb = rng.uniform(-0.1, 0.1, 4)
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+    nodes = [
+        helper.make_node("Pad", ["x", "nopad"], ["x0"], name="pad_none"),
+        helper.make_node("AveragePool", ["x0"], ["a0"], name="avg_plain", kernel_shape=[2, 2],
+                         strides=[1, 1]),
+        # top 1, left 2, bottom 2, right 1 (ONNX: begins of N, C, H, W, then ends)
+        helper.make_node("Pad", ["a0", "pads1", "zero"], ["p1"], name="pad_conv"),
+        helper.make_node("Identity", ["p1"], ["p1i"], name="id"),
+        helper.make_node("Conv", ["p1i", "w1", "b1"], ["c1"], name="conv", kernel_shape=[3, 3],
+                         pads=[1, 0, 0, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu"),
+        helper.make_node("Pad", ["r1", "pads2"], ["p2"], name="pad_avg"),
+        helper.make_node("AveragePool", ["p2"], ["a2"], name="avg_padded", kernel_shape=[3, 3],
+                         strides=[2, 2]),
+        helper.make_node("ReduceMean", ["a2"], ["m"], name="mean", axes=[-1, 2], keepdims=0),
+        helper.make_node("Gemm", ["m", "g", "gb"], ["y"], name="fc", transB=1),
+    ]
+    inits = [i64("nopad", [0] * 8), i64("pads1", [0, 0, 1, 2, 0, 0, 2, 1]),
+             init("zero", 0.0), init("w1", w1), init("b1", b1),
+             i64("pads2", [0, 0, 1, 1, 0, 0, 1, 1]), init("g", g), init("gb", gb)]
+    save_model(os.path.join(out, "pads.onnx"), nodes, inits, [1, 3, 9, 9])
+    x = torch.rand(1, 3, 9, 9, generator=torch.Generator().manual_seed(6)) * 2 - 1
+    t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float32))
+    a0 = F.avg_pool2d(x, 2, 1)
+    c1 = F.conv2d(F.pad(F.pad(a0, (2, 1, 1, 2)), (0, 1, 1, 0)), t(w1), t(b1))
+    a2 = F.avg_pool2d(F.pad(torch.relu(c1), (1, 1, 1, 1)), 3, 2)
+    save_good(out, "pads", x, a2.mean(dim=(2, 3)) @ t(g).T + t(gb))
+
+
 def bad_models(out):
     lines = []
 
@@ -236,6 +275,27 @@ def bad_models(out):
         [numpy_helper.from_array(np.array([1, 3, 64], dtype=np.int64), "s")])
     bad("bias_shape", "node 'c' (Conv): bias 'b' has shape [3], the weight needs [4]",
         [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="c")], [w3, init("b", [0, 0, 0])])
+    pads = numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], dtype=np.int64), "pads")
+    pad = helper.make_node("Pad", ["x", "pads"], ["xp"], name="pd")
+    bad("pad_maxpool", "node 'p' (MaxPool): input 'xp' is padded by Pad 'pd', which is supported "
+        "only where a Conv or an AveragePool reads it",
+        [pad, helper.make_node("MaxPool", ["xp"], ["y"], name="p", kernel_shape=[2, 2])], [pads])
+    bad("pad_output", "output 'y' is padded by Pad 'pd'",
+        [helper.make_node("Pad", ["x", "pads"], ["y"], name="pd")], [pads])
+    bad("pad_reflect", "node 'pd' (Pad): mode 'reflect' (only constant zero padding",
+        [helper.make_node("Pad", ["x", "pads"], ["xp"], name="pd", mode="reflect"),
+         helper.make_node("Conv", ["xp", "w"], ["y"], name="c")], [pads, w3])
+    bad("pad_value", "node 'pd' (Pad): constant_value 1.000000 (only zero padding",
+        [helper.make_node("Pad", ["x", "pads", "one"], ["xp"], name="pd"),
+         helper.make_node("Conv", ["xp", "w"], ["y"], name="c")], [pads, init("one", 1.0), w3])
+    bad("pad_channels", "node 'pd' (Pad): pads [0, 1, 0, 0, 0, 0, 0, 0] (only zero padding of "
+        "the height and width", [helper.make_node("Pad", ["x", "cpads"], ["y"], name="pd")],
+        [numpy_helper.from_array(np.array([0, 1, 0, 0, 0, 0, 0, 0], dtype=np.int64), "cpads")])
+    bad("pad_avg_ceil", "node 'a' (AveragePool): input padded by Pad 'pd' with ceil_mode 1",
+        [pad, helper.make_node("AveragePool", ["xp"], ["y"], name="a", kernel_shape=[3, 3],
+                               strides=[2, 2], ceil_mode=1)], [pads])
+    bad("reduce_axes", "node 'm' (ReduceMean): axes [1] (only the mean over height and width",
+        [helper.make_node("ReduceMean", ["x"], ["y"], name="m", axes=[1])])
     with open(os.path.join(out, "bad.tsv"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -250,6 +310,7 @@ def main():
     every_op(out)
     helper_model(out)
     opset10_model(out)
+    pads_model(out)
     bad_models(out)
     return 0
 

@@ -11,7 +11,7 @@ rc=$?
 if [ $rc = 77 ]; then echo "skipped: $(tail -1 "$tmp/gen.err")"; exit 77; fi
 [ $rc = 0 ] || { cat "$tmp/gen.err"; echo "FAIL: making the test models"; exit 1; }
 fail=0
-for model in every_op helper opset10; do
+for model in every_op helper opset10 pads; do
   if ! "$serf" model import "$tmp/$model.onnx" --out "$tmp/$model.json" \
       --weights "$tmp/$model.safetensors" > "$tmp/$model.import.txt"; then
     echo "FAIL: import $model"; fail=1; continue
@@ -35,6 +35,8 @@ PY
   done
 done
 grep -q "2 batchnorms folded" "$tmp/every_op.import.txt" || { cat "$tmp/every_op.import.txt"; echo "FAIL: folding"; fail=1; }
+grep -q "2 pads into the layer after, .* 2 views and no-ops dropped" "$tmp/pads.import.txt" ||
+  { cat "$tmp/pads.import.txt"; echo "FAIL: pads not folded"; fail=1; }
 grep -q '"type": "batchnorm"' "$tmp/every_op.json" || { echo "FAIL: the batchnorm after the add is not kept"; fail=1; }
 "$serf" model info "$tmp/every_op.json" > /dev/null || { echo "FAIL: model info on an import"; fail=1; }
 

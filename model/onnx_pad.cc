@@ -1,0 +1,105 @@
+// Pad: exporters write zero padding as its own node, e.g. before DenseNet's average pools
+// (pads all zero: a no-op) or before a convolution (TensorFlow's SAME padding). Zeros the next
+// Conv or AveragePool reads are their own padding, so the Pad is folded into it instead of
+// becoming a layer; any other Pad is refused with what it would need.
+#include <cmath>
+
+#include "onnx_importer.h"
+
+namespace serf::model::onnx_import {
+
+namespace {
+
+std::string dims_text(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t k = 0; k < v.size(); ++k) s += (k ? ", " : "") + std::to_string(v[k]);
+  return s + "]";
+}
+
+}  // namespace
+
+Status Importer::pad(const onnx::NodeProto& node) {
+  const Attributes a(node, where(node));
+  SERF_RETURN_IF_ERROR(a.only({"mode", "pads", "value"}));
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  SERF_ASSIGN_OR_RETURN(std::string mode, a.text("mode", "constant"));
+  // Opset 11 on: pads and the constant are inputs 1 and 2 (and axes, opset 18, input 3);
+  // before: attributes.
+  std::vector<int64_t> pads;
+  double fill = 0;
+  if (opset() >= 11) {
+    if (has_input(node, 3)) return unsupported(node, "axes (pad every axis instead)");
+    SERF_ASSIGN_OR_RETURN(const Value* p, value(node, 1));
+    if (!p->constant) return unsupported(node, "pads computed at run time (only constants)");
+    for (double v : p->data) pads.push_back(static_cast<int64_t>(v));
+    if (has_input(node, 2)) {
+      SERF_ASSIGN_OR_RETURN(const Value* c, value(node, 2));
+      if (!c->constant || c->data.size() != 1)
+        return unsupported(node, "constant_value that is not a constant scalar");
+      fill = c->data[0];
+    }
+  } else {
+    SERF_ASSIGN_OR_RETURN(pads, a.integers("pads", {}));
+    SERF_ASSIGN_OR_RETURN(float value, a.real("value", 0.0f));
+    fill = value;
+  }
+  const size_t rank = static_cast<size_t>(x->rank);
+  if (pads.size() != 2 * rank) {
+    return unsupported(node, "pads " + dims_text(pads) + " for an input of rank " +
+                                 std::to_string(rank) + " (needs " + std::to_string(2 * rank) +
+                                 " values)");
+  }
+  bool zero = true;
+  for (int64_t p : pads) zero = zero && p == 0;
+  if (zero) {  // no padding at all, whatever the mode: a no-op
+    alias(node, 0, *x);
+    return Status::Ok();
+  }
+  if (mode != "constant") {
+    return unsupported(node, "mode '" + mode + "' (only constant zero padding is supported)");
+  }
+  if (fill != 0 || !std::isfinite(fill)) {
+    return unsupported(
+        node, "constant_value " + std::to_string(fill) + " (only zero padding is supported)");
+  }
+  // [N, C, H, W] begins, then ends: only H and W, never negative (a crop).
+  const bool spatial_only =
+      rank == 4 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 && pads[5] == 0;
+  bool negative = false;
+  for (int64_t p : pads) negative = negative || p < 0;
+  if (!spatial_only || negative) {
+    return unsupported(node, "pads " + dims_text(pads) +
+                                 " (only zero padding of the height and width of an image, "
+                                 "not negative)");
+  }
+  for (int64_t p : pads) {
+    if (p > 65536) return unsupported(node, "pads " + dims_text(pads) + " (at most 65536 each)");
+  }
+  Value v = *x;
+  v.pad[0] += static_cast<int>(pads[2]);  // top
+  v.pad[1] += static_cast<int>(pads[3]);  // left
+  v.pad[2] += static_cast<int>(pads[6]);  // bottom
+  v.pad[3] += static_cast<int>(pads[7]);  // right
+  v.pad_node = node.name().empty() ? node.output(0) : node.name();
+  alias(node, 0, v);
+  --dropped;  // folded into its readers, not dropped
+  ++folded_pads;
+  return Status::Ok();
+}
+
+Status Importer::fold_pad(const onnx::NodeProto& node, const Value& x, const Attributes& a,
+                          Window* window) {
+  if (!x.padded()) return Status::Ok();
+  SERF_ASSIGN_OR_RETURN(std::string auto_pad, a.text("auto_pad", "NOTSET"));
+  if (auto_pad != "NOTSET") {
+    return unsupported(node, "auto_pad " + auto_pad + " on an input padded by Pad '" + x.pad_node +
+                                 "' (give explicit pads)");
+  }
+  window->pad_top += x.pad[0];
+  window->pad_left += x.pad[1];
+  window->pad_bottom += x.pad[2];
+  window->pad_right += x.pad[3];
+  return Status::Ok();
+}
+
+}  // namespace serf::model::onnx_import
