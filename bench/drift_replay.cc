@@ -103,31 +103,27 @@ int main(int argc, char** argv) {
   app.add_option("--journal", journal_path, "the run's journal (serf serve --out FILE: FILE.csv)")
       ->required();
   app.add_option("--out", out_path, "the replay's run file (serf-run/1, recalibrations only)");
-  app.add_option("--batch", rule.batch, "answers per batch mean")->check(CLI::Range(1, 100000));
-  app.add_option("--min-batches", rule.min_batches, "batches before an alarm")
-      ->check(CLI::Range(1, 100000));
-  app.add_option("--k", rule.k, "CUSUM allowance (in s)")->check(CLI::Range(0.0, 100.0));
-  app.add_option("--h", rule.h, "CUSUM threshold (in s)")->check(CLI::Range(0.0, 1000.0));
-  app.add_option("--clip", rule.clip, "cap of one batch's standardized step")
-      ->check(CLI::Range(0.0, 1e9));
-  app.add_option("--min-sd", rule.min_sd_fraction, "floor of s, relative to the mean")
-      ->check(CLI::Range(0.0, 10.0));
-  app.add_option("--max-sd", rule.max_sd_fraction, "cap of s, relative to the mean")
-      ->check(CLI::Range(0.0, 10.0));
-  app.add_option("--min-samples", rule.min_samples, "fresh answers a confirmation needs")
-      ->check(CLI::Range(1, 1000000));
-  app.add_option("--confirm-s", rule.confirm_s, "confirmation's length")
-      ->check(CLI::Range(0.0, 3600.0));
-  app.add_option("--max-confirm-s", rule.max_confirm_s, "... prolonged at most to")
-      ->check(CLI::Range(0.0, 3600.0));
-  app.add_option("--precision", rule.precision, "... until the new mean's CI is within")
-      ->check(CLI::Range(0.0, 1e9));
-  app.add_option("--confirm-fraction", rule.confirm_fraction, "batches that must agree")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--min-change", rule.min_change, "smallest change taken (materiality)")
-      ->check(CLI::Range(0.0, 10.0));
-  app.add_option("--hold-off-s", rule.hold_off_s, "no alarm this long after a recalibration")
-      ->check(CLI::Range(0.0, 3600.0));
+  // The rule's parameters (serve/calibration.h, DriftRule), each with its valid range.
+  auto count = [&](const char* flag, int* v, const char* help, int lo, int hi) {
+    app.add_option(flag, *v, help)->check(CLI::Range(lo, hi));
+  };
+  auto real = [&](const char* flag, double* v, const char* help, double lo, double hi) {
+    app.add_option(flag, *v, help)->check(CLI::Range(lo, hi));
+  };
+  count("--batch", &rule.batch, "answers per batch mean", 1, 100000);
+  count("--min-batches", &rule.min_batches, "batches before an alarm", 1, 100000);
+  count("--min-samples", &rule.min_samples, "fresh answers a confirmation needs", 1, 1000000);
+  real("--k", &rule.k, "CUSUM allowance (in s)", 0, 100);
+  real("--h", &rule.h, "CUSUM threshold (in s)", 0, 1000);
+  real("--clip", &rule.clip, "cap of one batch's standardized step", 0, 1e9);
+  real("--min-sd", &rule.min_sd_fraction, "floor of s, relative to the mean", 0, 10);
+  real("--max-sd", &rule.max_sd_fraction, "cap of s, relative to the mean", 0, 10);
+  real("--confirm-s", &rule.confirm_s, "confirmation's length", 0, 3600);
+  real("--max-confirm-s", &rule.max_confirm_s, "... prolonged at most to", 0, 3600);
+  real("--precision", &rule.precision, "... until the new mean's CI is within", 0, 1e9);
+  real("--confirm-fraction", &rule.confirm_fraction, "batches that must agree", 0, 1);
+  real("--min-change", &rule.min_change, "smallest change taken (materiality)", 0, 10);
+  real("--hold-off-s", &rule.hold_off_s, "no alarm this long after a recalibration", 0, 3600);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -11,12 +11,6 @@ namespace serf::model::onnx_import {
 
 namespace {
 
-std::string dims_str(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 std::vector<float> to_floats(const std::vector<double>& v) {
   return std::vector<float>(v.begin(), v.end());
 }

@@ -8,16 +8,6 @@
 
 namespace serf::model::onnx_import {
 
-namespace {
-
-std::string dims_text(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t k = 0; k < v.size(); ++k) s += (k ? ", " : "") + std::to_string(v[k]);
-  return s + "]";
-}
-
-}  // namespace
-
 Status Importer::pad(const onnx::NodeProto& node) {
   const Attributes a(node, where(node));
   SERF_RETURN_IF_ERROR(a.only({"mode", "pads", "value"}));
@@ -45,7 +35,7 @@ Status Importer::pad(const onnx::NodeProto& node) {
   }
   const size_t rank = static_cast<size_t>(x->rank);
   if (pads.size() != 2 * rank) {
-    return unsupported(node, "pads " + dims_text(pads) + " for an input of rank " +
+    return unsupported(node, "pads " + dims_str(pads) + " for an input of rank " +
                                  std::to_string(rank) + " (needs " + std::to_string(2 * rank) +
                                  " values)");
   }
@@ -68,12 +58,12 @@ Status Importer::pad(const onnx::NodeProto& node) {
   bool negative = false;
   for (int64_t p : pads) negative = negative || p < 0;
   if (!spatial_only || negative) {
-    return unsupported(node, "pads " + dims_text(pads) +
+    return unsupported(node, "pads " + dims_str(pads) +
                                  " (only zero padding of the height and width of an image, "
                                  "not negative)");
   }
   for (int64_t p : pads) {
-    if (p > 65536) return unsupported(node, "pads " + dims_text(pads) + " (at most 65536 each)");
+    if (p > 65536) return unsupported(node, "pads " + dims_str(pads) + " (at most 65536 each)");
   }
   Value v = *x;
   v.pad[0] += static_cast<int>(pads[2]);  // top

@@ -89,13 +89,13 @@ uint64_t stream_key(uint64_t seed, const std::string& stream) {
   return splitmix64(splitmix64(seed) ^ fnv1a64(stream));
 }
 
-std::string shape_str(const std::vector<int64_t>& shape) {
+}  // namespace
+
+std::string dims_str(const std::vector<int64_t>& dims) {
   std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
   return s + "]";
 }
-
-}  // namespace
 
 int64_t Tensor::elements() const {
   int64_t n = 1;
@@ -188,12 +188,12 @@ StatusOr<Weights> Weights::load_safetensors(const std::string& path, const Model
       auto it = shapes.find(spec.name);
       if (it == shapes.end()) {
         return NotFound(path + ": missing tensor '" + spec.name + "' (shape " +
-                        shape_str(spec.shape) + ") needed by model " + plan.spec.name);
+                        dims_str(spec.shape) + ") needed by model " + plan.spec.name);
       }
       if (it->second != spec.shape) {
         return InvalidArgument(path + ": tensor '" + spec.name + "' has shape " +
-                               shape_str(it->second) + " but model " + plan.spec.name + " needs " +
-                               shape_str(spec.shape));
+                               dims_str(it->second) + " but model " + plan.spec.name + " needs " +
+                               dims_str(spec.shape));
       }
     }
     for (const auto& [name, shape] : shapes) {
@@ -237,11 +237,11 @@ StatusOr<std::vector<float>> load_input_safetensors(const std::string& path, con
     auto it = shapes.find(kInputTensorName);
     if (it == shapes.end()) {
       return NotFound(path + ": missing tensor '" + std::string(kInputTensorName) + "' (shape " +
-                      shape_str(want) + ")");
+                      dims_str(want) + ")");
     }
     if (it->second != want) {
-      return InvalidArgument(path + ": tensor 'input' has shape " + shape_str(it->second) +
-                             " but the model needs " + shape_str(want));
+      return InvalidArgument(path + ": tensor 'input' has shape " + dims_str(it->second) +
+                             " but the model needs " + dims_str(want));
     }
     return Status::Ok();
   };

@@ -77,6 +77,8 @@ struct TensorSpec {
   float half_width = 0.0f;
 };
 std::vector<TensorSpec> expected_tensors(const ModelPlan& plan);
+// A tensor's dims as errors show them: "[1, 3, 224, 224]".
+std::string dims_str(const std::vector<int64_t>& dims);
 std::string weight_name(const LayerSpec& layer);  // "<layer>.weight"
 std::string bias_name(const LayerSpec& layer);    // "<layer>.bias"
 
