@@ -216,13 +216,21 @@ class MpiSession : public RuntimeSession {
     install_terminate_handlers();
     if (flags_.graceful_stop) install_stop_handlers(rank == 0);
     if (rank != 0) {
-      mpi::NodeOptions options{cores_per_node, !flags_.no_pin && emulation == nullptr,
-                               flags_.idle_poll_us * 1e-6, &g_terminated, &g_signal};
+      // Rank 0 sends the first configuration at once; a node waits for it as for the verdict
+      // (rank 1 first, so one line reports a dead or hung rank 0).
+      const double first_s = mpi::node_bound_s(timeout_s_) + (rank == 1 ? 0.0 : 5.0);
+      mpi::NodeOptions options{cores_per_node,
+                               !flags_.no_pin && emulation == nullptr,
+                               flags_.idle_poll_us * 1e-6,
+                               &g_terminated,
+                               &g_signal,
+                               first_s};
       mpi::SlotWorkerFactory factory =
           emulation ? mpi::emulated_worker_factory() : engine_->factory();
       // The hidden test hook: one rank's workers misbehave on purpose.
       return mpi::run_node(comms_, options, mpi::with_injected_fault(factory, fault_plan(), rank));
     }
+    mpi::at_phase("configure");  // the hidden test hook: rank 0 stops before its first command
     mpi::MpiTransport transport(comms_, flags_.node_timeout_s, &g_terminated, &g_signal);
     serve::ControllerOptions options;
     options.cores_per_node = cores_per_node;

@@ -17,7 +17,8 @@ enum class FaultMode { kNone, kHang, kExit, kHangAtStart };
 
 // The phases, in the order a node passes them: before the start-up agreement ("agree"), before
 // the runtime's communicators ("comms"), before the nodes' own group ("nodes"), before the
-// placement split ("pin"), at the first configuration before its unit split ("configure"),
+// placement split ("pin"), at the first configuration before its unit split ("configure"; rank 0:
+// before it sends the first configuration),
 // before the slots' communicators ("slots"), before the ready reply ("ready"), at the shutdown
 // before the bye ("bye"), and after it, before MPI_Finalize ("finalize").
 inline constexpr const char* kFaultPhases[] = {"agree", "comms", "nodes", "pin",     "configure",

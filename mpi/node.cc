@@ -414,7 +414,12 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
   };
   for (bool first = true;; first = false) {
     ControlMessage msg;
-    SERF_RETURN_IF_ERROR(comms.control.recv(&msg, 0, kControlTag, kIdle));
+    const WaitPolicy wait{first ? options.first_command_s : 0, nullptr, kIdle.max_sleep_s};
+    if (!comms.control.recv(&msg, 0, kControlTag, wait).ok()) {
+      return Unavailable("rank 0 did not send the first configuration within " +
+                         serve::seconds_text(wait.timeout_s) +
+                         " s of the runtime's start: rank 0 is dead or hung");
+    }
     if (first) at_phase("configure");
     // Configure or shut down: the controller has already sent every slot a stop action.
     std::string failure;

@@ -87,6 +87,9 @@ struct NodeOptions {
   const std::atomic<bool>* terminated = nullptr;
   // The signal that set `terminated` (named in the farewell; null or 0: SIGTERM).
   const std::atomic<int>* signal = nullptr;
+  // > 0: the longest wait for rank 0's first command (it comes right after the communicators);
+  // past it rank 0 is dead or hung, and run_node says so. Later commands may be hours apart.
+  double first_command_s = 0;
 };
 
 // "SIGTERM", "SIGINT"...; "signal N" for others; 0 is SIGTERM (the usual one).

@@ -409,8 +409,9 @@ for base in (["load"] + LOAD, ["profile"] + PROFILE):
 for flag, value in [("--max-requests", "500"), ("--max-duration", "5")]:
     check(["profile"] + PROFILE + [flag, value], [flag], OUTPUTS, "without --precision")
 
-# Four at once: a case is mostly the loading of serf's libraries; on 2 cores shared with other
-# tests this took the default run from 290-445 s (serial, under load 11-18) to TODO.
+# Four at once: a case is mostly the loading of serf's libraries, which waits for a core on a
+# loaded machine (the serial run took 290-445 s at load 11-18). Measured back to back, 379 cases:
+# serial 154 s at load 9.4-11.5, four at once 84 s at load 11.5-15.6 (beside a ctest -j2 run).
 run_cases(4)
 print("%d bad-input cases, %d failures" % (cases, len(failures)))
 for f in failures:

@@ -280,27 +280,34 @@ case "$1" in
     done
     ;;
   fault_start_rank0)
-    # Rank 0 never reaches the start-up agreement (it stops itself just before it): the nodes wait
-    # mpi::node_bound_s of the bound rank 0 would have had (2 x (1 s + 2 x reading time) + 5 s,
-    # about 7 s with --node-timeout 1), then rank 1 alone says so and the job ends: one line.
-    start_job -np 3 "$SERF" serve --emulate "$profile" --rate 20 --requests 50 --node-timeout 1 \
-      --test-fault-rank 0 --test-fault-mode hang-at-start
-    deadline=$((SECONDS + 60))
-    until p0=$(rank_pid 0) && [ -n "$p0" ] && [ "$(awk '{print $3}' "/proc/$p0/stat" 2>/dev/null)" = T ]; do
-      [ $SECONDS -lt $deadline ] || fail "rank 0 did not stop itself within 60 s"
-      sleep 0.02
+    # Rank 0 stops itself just before the start-up agreement ("agree"), or before its first
+    # command to the nodes ("configure"): the nodes wait mpi::node_bound_s of the bound rank 0
+    # would have had (2 x (1 s + 2 x reading time) + 5 s, about 7 s with --node-timeout 1), then
+    # rank 1 alone says so and the job ends: one line. (The nodes waited for the first command
+    # without a bound: a rank 0 hung there hung the job.)
+    for phase in agree configure; do
+      start_job -np 3 "$SERF" serve --emulate "$profile" --rate 20 --requests 50 --node-timeout 1 \
+        --test-fault-rank 0 --test-fault-mode hang-at-start --test-fault-phase $phase
+      deadline=$((SECONDS + 60))
+      until p0=$(rank_pid 0) && [ -n "$p0" ] && [ "$(awk '{print $3}' "/proc/$p0/stat" 2>/dev/null)" = T ]; do
+        [ $SECONDS -lt $deadline ] || fail "$phase: rank 0 did not stop itself within 60 s"
+        sleep 0.02
+      done
+      stopped=$p0
+      stop_at=$(date +%s.%N)
+      wait_job 60
+      [ $rc -ne 0 ] || fail "$phase: exit 0 with rank 0 hung at the start"
+      one_error_line "$phase: rank 0 stopped at the start"
+      if [ $phase = agree ]; then want="rank 1: rank 0 did not send the start-up verdict within"
+      else want="rank 1: rank 0 did not send the first configuration within"; fi
+      echo "$line" | grep -q "$want" || fail "$phase: the error does not name rank 0: $line"
+      bound=$(echo "$line" | sed -E 's/.*within ([0-9.]+) s.*/\1/')
+      # Past the bound, the line and the job's end; 5 s for a loaded machine.
+      [ "$(echo "$error_after < $bound + 5" | bc)" -eq 1 ] || fail "$phase: named $error_after s after rank 0 stopped (bound $bound s)"
+      kill -KILL "$stopped" 2>/dev/null
+      stopped=""
+      echo "ok: $phase: $line ($error_after s after rank 0 stopped)"
     done
-    stopped=$p0
-    stop_at=$(date +%s.%N)
-    wait_job 60
-    [ $rc -ne 0 ] || fail "exit 0 with rank 0 hung at the start"
-    one_error_line "rank 0 stopped at the start"
-    echo "$line" | grep -q "rank 1: rank 0 did not send the start-up verdict within" \
-      || fail "the error does not name rank 0: $line"
-    bound=$(echo "$line" | sed -E 's/.*within ([0-9.]+) s.*/\1/')
-    # Past the bound, the line and the job's end; 5 s for a loaded machine.
-    [ "$(echo "$error_after < $bound + 5" | bc)" -eq 1 ] || fail "named $error_after s after rank 0 stopped (bound $bound s)"
-    echo "ok: $line ($error_after s after rank 0 stopped)"
     ;;
   non_mpi)
     # A command without MPI launched by mpirun on 2 ranks: rank 0 alone runs and prints it.
@@ -451,9 +458,10 @@ PY
     mnt="$out/tmpfs"
     mkdir -p "$mnt"
     if mount -t tmpfs -o size=32k tmpfs "$mnt" 2>/dev/null; then
-      "$MPIEXEC" --oversubscribe -np 5 "$SERF" serve --emulate "$profile" --config 1,1,1 --rate 200 \
+      timeout 120 "$MPIEXEC" --oversubscribe -np 5 "$SERF" serve --emulate "$profile" --config 1,1,1 --rate 200 \
         --requests 2000 --out "$mnt/run.json" >"$out/o" 2>"$out/e"
       rc=$?
+      [ $rc -ne 124 ] || { umount "$mnt"; fail "full tmpfs: still running after 120 s (hung)"; }
       line=$(grep '^serf: error:' "$out/e")
       n=$(echo "$line" | sed -n 's/.*write failed after \([0-9]*\) rows.*/\1/p')
       ok=1
