@@ -36,6 +36,17 @@ wait_serving() {
   done
   fail "the job did not start serving within 60 s"
 }
+# wait_self_stopped RANK WHAT: until that rank has stopped itself (--test-fault-mode
+# hang-at-start: SIGSTOP at its --test-fault-phase), at most 60 s; sets stopped and stop_at.
+wait_self_stopped() {
+  local deadline=$((SECONDS + 60)) p
+  until p=$(rank_pid "$1") && [ -n "$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" = T ]; do
+    [ $SECONDS -lt $deadline ] || { cat "$out/e"; fail "$2: rank $1 did not stop itself within 60 s"; }
+    sleep 0.02
+  done
+  stopped=$p
+  stop_at=$(date +%s.%N)
+}
 # stop_rank RANK: SIGSTOP it (a hung node: every thread stops); sets stopped and stop_at.
 stop_rank() {
   stopped=$(rank_pid "$1")
@@ -252,13 +263,7 @@ case "$1" in
       [ $phase != pin ] || nodes=(--model "$ROOT/configs/models/tiny.json" --cores-per-node 1)
       start_job -np 4 "$SERF" serve "${nodes[@]}" --rate 20 --requests 30 --node-timeout 2 \
         --test-fault-rank 2 --test-fault-mode hang-at-start --test-fault-phase "$phase"
-      deadline=$((SECONDS + 60))
-      until p2=$(rank_pid 2) && [ -n "$p2" ] && [ "$(awk '{print $3}' "/proc/$p2/stat" 2>/dev/null)" = T ]; do
-        [ $SECONDS -lt $deadline ] || { cat "$out/e"; fail "$phase: rank 2 did not stop itself within 60 s"; }
-        sleep 0.02
-      done
-      stopped=$p2
-      stop_at=$(date +%s.%N)
+      wait_self_stopped 2 "$phase"
       wait_job 60
       [ $rc -ne 0 ] || fail "$phase: exit 0 with node rank 2 stopped"
       one_error_line "$phase"
@@ -288,13 +293,7 @@ case "$1" in
     for phase in agree configure; do
       start_job -np 3 "$SERF" serve --emulate "$profile" --rate 20 --requests 50 --node-timeout 1 \
         --test-fault-rank 0 --test-fault-mode hang-at-start --test-fault-phase $phase
-      deadline=$((SECONDS + 60))
-      until p0=$(rank_pid 0) && [ -n "$p0" ] && [ "$(awk '{print $3}' "/proc/$p0/stat" 2>/dev/null)" = T ]; do
-        [ $SECONDS -lt $deadline ] || fail "$phase: rank 0 did not stop itself within 60 s"
-        sleep 0.02
-      done
-      stopped=$p0
-      stop_at=$(date +%s.%N)
+      wait_self_stopped 0 "$phase"
       wait_job 60
       [ $rc -ne 0 ] || fail "$phase: exit 0 with rank 0 hung at the start"
       one_error_line "$phase: rank 0 stopped at the start"
