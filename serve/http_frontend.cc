@@ -114,6 +114,10 @@ class HttpFrontend::Impl {
 
  private:
   void routes();
+  // POST .../infer: the body read under --max-body-mb (chunked too), then infer().
+  void read_infer(const Request& req, Response& res, const httplib::ContentReader& read);
+  // Why a request's framing or head is refused before any route ("" when it is not).
+  std::string framing_error(const Request& req) const;
   void infer(const Request& req, const std::string& body, Response& res);
   void handle_error(const Request& req, Response& res);
   // The model named by the path; false (and a 400 written) when it is not the served one.
@@ -173,49 +177,10 @@ void HttpFrontend::Impl::routes() {
   // over 8 KiB with 413, and that is curl -d's default content type (a cifar10 request is 22 KB).
   server_.Post(kModelPath + "/infer",
                [&](const Request& req, Response& res, const httplib::ContentReader& read) {
-                 if (req.is_multipart_form_data()) {
-                   invalid();
-                   return json_error(res, 400,
-                                     "a multipart/form-data body: send the KServe v2 JSON "
-                                     "request (or a binary tensor request) as the body itself");
-                 }
-                 std::string body;
-                 // On failure httplib set the status (413 over --max-body-mb, 400); handle_error
-                 // writes the error. httplib bounds a body by its Content-Length only: a chunked
-                 // one is bounded here.
-                 bool over = false;
-                 if (!read([&](const char* data, size_t n) {
-                       over = body.size() + n > options_.max_body_bytes;
-                       if (!over) body.append(data, n);
-                       return !over;
-                     })) {
-                   if (over) res.status = 413;
-                   if (res.status < 400) res.status = 400;
-                   res.set_header("Connection", "close");  // the rest of the body is unread
-                   return;
-                 }
-                 infer(req, body, res);
+                 read_infer(req, res, read);
                });
-  // Framing httplib would read one way and a proxy in front another (request smuggling): two
-  // different Content-Lengths (httplib takes the first), or a Content-Length beside chunked.
   server_.set_pre_routing_handler([&](const Request& req, Response& res) {
-    const size_t lengths = req.get_header_value_count("Content-Length");
-    std::string why;
-    for (size_t i = 1; i < lengths && why.empty(); ++i) {
-      if (req.get_header_value("Content-Length", i) != req.get_header_value("Content-Length")) {
-        why = "two different Content-Length headers (" + req.get_header_value("Content-Length") +
-              " and " + req.get_header_value("Content-Length", i) + "): give one";
-      }
-    }
-    if (why.empty() && lengths > 0 && req.has_header("Transfer-Encoding")) {
-      why = "both Content-Length and Transfer-Encoding: give one";
-    }
-    // A header line that is no field line, which httplib drops (RFC 9112: 400, and close).
-    const DeadlineStream* stream = DeadlineStream::current();
-    if (why.empty() && stream && !stream->bad_header_line().empty()) {
-      why = "the header line \"" + stream->bad_header_line() +
-            "\" is not NAME: VALUE (a token, a colon right after it, the value; no line folding)";
-    }
+    const std::string why = framing_error(req);
     if (why.empty()) return httplib::Server::HandlerResponse::Unhandled;
     invalid();
     json_error(res, 400, why);
@@ -240,6 +205,53 @@ void HttpFrontend::Impl::routes() {
     if (service_.metrics() != nullptr) service_.metrics()->observe_frontend(t_frontend_s);
     t_frontend_s = -1;
   });
+}
+
+void HttpFrontend::Impl::read_infer(const Request& req, Response& res,
+                                    const httplib::ContentReader& read) {
+  if (req.is_multipart_form_data()) {
+    invalid();
+    return json_error(res, 400,
+                      "a multipart/form-data body: send the KServe v2 JSON request (or a binary "
+                      "tensor request) as the body itself");
+  }
+  std::string body;
+  // On failure httplib set the status (413 over --max-body-mb, 400); handle_error writes the
+  // error. httplib bounds a body by its Content-Length only: a chunked one is bounded here.
+  bool over = false;
+  if (!read([&](const char* data, size_t n) {
+        over = body.size() + n > options_.max_body_bytes;
+        if (!over) body.append(data, n);
+        return !over;
+      })) {
+    if (over) res.status = 413;
+    if (res.status < 400) res.status = 400;
+    res.set_header("Connection", "close");  // the rest of the body is unread
+    return;
+  }
+  infer(req, body, res);
+}
+
+// Framing httplib would read one way and a proxy in front another (request smuggling): two
+// different Content-Lengths (httplib takes the first), or a Content-Length beside chunked; and
+// a header line that is no field line, which httplib drops (RFC 9112: 400, and close).
+std::string HttpFrontend::Impl::framing_error(const Request& req) const {
+  const size_t lengths = req.get_header_value_count("Content-Length");
+  for (size_t i = 1; i < lengths; ++i) {
+    if (req.get_header_value("Content-Length", i) != req.get_header_value("Content-Length")) {
+      return "two different Content-Length headers (" + req.get_header_value("Content-Length") +
+             " and " + req.get_header_value("Content-Length", i) + "): give one";
+    }
+  }
+  if (lengths > 0 && req.has_header("Transfer-Encoding")) {
+    return "both Content-Length and Transfer-Encoding: give one";
+  }
+  const DeadlineStream* stream = DeadlineStream::current();
+  if (stream && !stream->bad_header_line().empty()) {
+    return "the header line \"" + stream->bad_header_line() +
+           "\" is not NAME: VALUE (a token, a colon right after it, the value; no line folding)";
+  }
+  return "";
 }
 
 void HttpFrontend::Impl::handle_error(const Request& req, Response& res) {
