@@ -51,12 +51,6 @@ json parameters_json(const google::protobuf::Map<std::string, inference::InferPa
   return out;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 // Typed contents other than fp32_contents: an FP32 input cannot take them (they were ignored,
 // and the error spoke of 0 fp32_contents).
 Status check_other_contents(const inference::ModelInferRequest::InferInputTensor& in) {

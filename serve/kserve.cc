@@ -17,12 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 const char* type_name(const json& j) { return j.type_name(); }
 
 // A JSON number as FP32: finite and in float range.
@@ -456,6 +450,12 @@ json model_metadata(const ModelInfo& model) {
 std::string error_body(const std::string& message) {
   // A message may quote bytes of a malformed request: never throw on invalid UTF-8.
   return json{{"error", message}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
 }
 
 }  // namespace serf::serve

@@ -63,5 +63,7 @@ nlohmann::json server_metadata();
 nlohmann::json model_metadata(const ModelInfo& model);
 // {"error": message}
 std::string error_body(const std::string& message);
+// A tensor shape as errors show it: "[1, 3, 224, 224]".
+std::string shape_text(const std::vector<int64_t>& shape);
 
 }  // namespace serf::serve
