@@ -266,10 +266,13 @@ __attribute__((target("avx512f,fma"))) void panel_gemv(const float* const* w, co
   }
 }
 
-// Rows [begin, end) at batch 1: the full groups in P parts walked side by side, the rest alone.
-template <int P>
-void gemv_panel_rows(const float* panels, const float* x, const float* b, float* y, int64_t begin,
-                     int64_t end, int64_t in, bool relu) {
+// Rows [begin, end) group by group: the full groups of kTileRows rows in P parts walked side by
+// side, several(w, row) for P groups at once (w[p] the panel of the group whose first row is
+// row[p]); then one(w, row) for each group the parts do not share; then last(w, o) for each of
+// the last (end - begin) % kTileRows rows, a panel of one row each.
+template <int P, typename Several, typename One, typename Last>
+void walk_groups(const float* panels, int64_t begin, int64_t end, int64_t in, Several several,
+                 One one, Last last) {
   const int64_t in_p = padded(in), groups = (end - begin) / kTileRows;
   int64_t part[P + 1];
   for (int p = 0; p <= P; ++p) part[p] = groups * p / P;
@@ -279,48 +282,50 @@ void gemv_panel_rows(const float* panels, const float* x, const float* b, float*
     const float* w[P];
     int64_t row[P];
     for (int p = 0; p < P; ++p) row[p] = at(part[p] + g), w[p] = panels + row[p] * in_p;
-    panel_gemv<P>(w, x, b, y, row, in, relu);
+    several(w, row);
   }
   for (int p = 0; p < P; ++p) {
     for (int64_t g = part[p] + common; g < part[p + 1]; ++g) {
       const float* w[1] = {panels + at(g) * in_p};
       const int64_t row[1] = {at(g)};
-      panel_gemv<1>(w, x, b, y, row, in, relu);
-    }
-  }
-  for (int64_t o = at(groups); o < end; ++o) {  // the last out % 8 rows, a panel each
-    const float* w[1] = {panels + o * in_p};
-    gemm_group<1, 1>(w, x, b, y, nullptr, &o, 0, in, 1, relu);
-  }
-}
-
-template <int P>
-void gemm_rows(const float* panels, const float* x, const float* b, float* y, int64_t begin,
-               int64_t end, int64_t out, int64_t in, int64_t batch, bool relu) {
-  float* acc = partial_sums(batch);
-  const int64_t in_p = padded(in), groups = (end - begin) / kTileRows;
-  // The full groups in P parts walked side by side, as gemv_panel_rows does.
-  int64_t part[P + 1];
-  for (int p = 0; p <= P; ++p) part[p] = groups * p / P;
-  const int64_t common = part[1] - part[0];
-  auto at = [&](int64_t group) { return begin + group * kTileRows; };
-  for (int64_t g = 0; g < common; ++g) {
-    const float* w[P];
-    int64_t row[P];
-    for (int p = 0; p < P; ++p) row[p] = at(part[p] + g), w[p] = panels + row[p] * in_p;
-    gemm_group<kTileRows, P>(w, x, b, y, acc, row, out, in, batch, relu);
-  }
-  for (int p = 0; p < P; ++p) {
-    for (int64_t g = part[p] + common; g < part[p + 1]; ++g) {
-      const float* w[1] = {panels + at(g) * in_p};
-      const int64_t row[1] = {at(g)};
-      gemm_group<kTileRows, 1>(w, x, b, y, acc, row, out, in, batch, relu);
+      one(w, row);
     }
   }
   for (int64_t o = at(groups); o < end; ++o) {
     const float* w[1] = {panels + o * in_p};
-    gemm_group<1, 1>(w, x, b, y, acc, &o, out, in, batch, relu);
+    last(w, &o);
   }
+}
+
+// Rows [begin, end) at batch 1 on the panels (P streams).
+template <int P>
+void gemv_panel_rows(const float* panels, const float* x, const float* b, float* y, int64_t begin,
+                     int64_t end, int64_t in, bool relu) {
+  walk_groups<P>(
+      panels, begin, end, in,
+      [&](const float* const* w, const int64_t* row) { panel_gemv<P>(w, x, b, y, row, in, relu); },
+      [&](const float* const* w, const int64_t* row) { panel_gemv<1>(w, x, b, y, row, in, relu); },
+      [&](const float* const* w, const int64_t* o) {
+        gemm_group<1, 1>(w, x, b, y, nullptr, o, 0, in, 1, relu);
+      });
+}
+
+// Rows [begin, end) against the whole batch (P groups side by side).
+template <int P>
+void gemm_rows(const float* panels, const float* x, const float* b, float* y, int64_t begin,
+               int64_t end, int64_t out, int64_t in, int64_t batch, bool relu) {
+  float* acc = partial_sums(batch);
+  walk_groups<P>(
+      panels, begin, end, in,
+      [&](const float* const* w, const int64_t* row) {
+        gemm_group<kTileRows, P>(w, x, b, y, acc, row, out, in, batch, relu);
+      },
+      [&](const float* const* w, const int64_t* row) {
+        gemm_group<kTileRows, 1>(w, x, b, y, acc, row, out, in, batch, relu);
+      },
+      [&](const float* const* w, const int64_t* o) {
+        gemm_group<1, 1>(w, x, b, y, acc, o, out, in, batch, relu);
+      });
 }
 
 }  // namespace
