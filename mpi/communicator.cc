@@ -69,6 +69,14 @@ Status wait_polled(MPI_Request* request, const WaitPolicy& policy, const char* w
   }
 }
 
+// A collective's request: waited without the cancel flag (a collective cannot be cancelled) and,
+// when the wait gives up, left pending (wait_polled).
+Status wait_collective(MPI_Request* request, const WaitPolicy& wait, const char* what) {
+  WaitPolicy w = wait;
+  w.cancel = nullptr;
+  return wait_polled(request, w, what, nullptr, /*collective=*/true);
+}
+
 }  // namespace
 
 Communicator::Communicator() : impl_(std::make_unique<Impl>()) {}
@@ -101,9 +109,7 @@ StatusOr<Communicator> Communicator::world(const WaitPolicy& wait) {
     delete comm;
     return mpi_error(rc, "MPI_Comm_idup");
   }
-  WaitPolicy w = wait;
-  w.cancel = nullptr;  // a collective cannot be cancelled
-  Status st = wait_polled(&req, w, "MPI_Comm_idup", nullptr, /*collective=*/true);
+  Status st = wait_collective(&req, wait, "MPI_Comm_idup");
   if (!st.ok()) return st;  // `comm` and `req` stay pending, on purpose
   Communicator c;
   c.impl_->comm = *comm;
@@ -193,19 +199,14 @@ Status Communicator::bcast_bytes(void* data, size_t bytes, int root, const WaitP
   MPI_Request req;
   int rc = MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, root, impl_->comm, &req);
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Ibcast");
-  // A collective cannot be cancelled: wait without the cancel flag.
-  WaitPolicy w = wait;
-  w.cancel = nullptr;
-  return wait_polled(&req, w, "broadcast", nullptr, /*collective=*/true);
+  return wait_collective(&req, wait, "broadcast");
 }
 
 Status Communicator::barrier(const WaitPolicy& wait) const {
   MPI_Request req;
   int rc = MPI_Ibarrier(impl_->comm, &req);
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Ibarrier");
-  WaitPolicy w = wait;
-  w.cancel = nullptr;
-  return wait_polled(&req, w, "barrier", nullptr, /*collective=*/true);
+  return wait_collective(&req, wait, "barrier");
 }
 
 Status Communicator::all_gather_in_place(float* full, const std::vector<int>& counts,
@@ -215,9 +216,7 @@ Status Communicator::all_gather_in_place(float* full, const std::vector<int>& co
   int rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, full, counts.data(), offsets.data(),
                            MPI_FLOAT, impl_->comm, &req);
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Iallgatherv");
-  WaitPolicy w = wait;
-  w.cancel = nullptr;
-  return wait_polled(&req, w, "all-gather", nullptr, /*collective=*/true);
+  return wait_collective(&req, wait, "all-gather");
 }
 
 Communicator::PendingRecv::PendingRecv() : impl_(std::make_unique<Impl>()) {}
