@@ -117,8 +117,14 @@ class Planner {
       case LayerKind::kRelu:
       case LayerKind::kClip:
       case LayerKind::kSigmoid:
+      case LayerKind::kHardSigmoid:
+      case LayerKind::kHardSwish:
+      case LayerKind::kSilu:
       case LayerKind::kAdd:
         return plan_elementwise(i, step);
+      case LayerKind::kMul:  // of equal shapes element-wise; by a per-channel scale by channels
+        if (info(i).ins[1] == info(i).ins[0]) return plan_elementwise(i, step);
+        return plan_channel_local(i, step);
       case LayerKind::kBatchNorm:
       case LayerKind::kMaxPool:
       case LayerKind::kAvgPool:
@@ -220,7 +226,8 @@ class Planner {
     group_of_[static_cast<size_t>(a)] = out_group;
   }
 
-  // relu, clip, sigmoid, add: on the rank's part; in place when the first input dies here.
+  // Activations, add, mul of equal shapes: on the rank's part; in place when the first input dies
+  // here.
   void plan_elementwise(int i, LayerStep& step) {
     const size_t n_in = info(i).sources.size();
     int ref = -1;  // the slicing of the output: the first sliced input's
@@ -251,8 +258,9 @@ class Planner {
     step.sliced_output = ref >= 0;
   }
 
-  // batchnorm, pooling, global_avgpool: on the rank's channels when its part is whole channels of
-  // this layer's input (not, e.g., a batchnorm of a flattened conv output sliced by channels).
+  // batchnorm, pooling, global_avgpool, mul by a per-channel scale: on the rank's channels when
+  // its part is whole channels of this layer's input (not, e.g., a batchnorm of a flattened conv
+  // output sliced by channels).
   void plan_channel_local(int i, LayerStep& step) {
     const model::LayerInfo& in = info(i);
     const int g = source_group(i, 0);
@@ -269,7 +277,9 @@ class Planner {
                        static_cast<int>(u.count * channels_per_unit)};
     }
     step.inputs = {TensorRef{g, step.channels.offset * per_channel}};
-    const bool in_place = step.kind == LayerKind::kBatchNorm && dies_at(g, i);
+    if (step.kind == LayerKind::kMul) step.inputs.push_back(scale_input(i, step));
+    const bool in_place =
+        (step.kind == LayerKind::kBatchNorm || step.kind == LayerKind::kMul) && dies_at(g, i);
     const int out_group = in_place ? g : new_group(i);
     group_of_[static_cast<size_t>(i)] = out_group;
     if (sliced) {
@@ -280,6 +290,24 @@ class Planner {
     group(out_group).writer = i;
     step.output = {out_group, step.channels.offset * area(in.out)};
     step.sliced_output = sliced;
+  }
+
+  // The per-channel scale (C x 1 x 1) of a mul planned on step.channels: read where this rank
+  // holds exactly those channels of it (a scale computed by a conv2d sliced like the tensor it
+  // scales: no exchange), else all-gathered (C floats) and read at those channels.
+  TensorRef scale_input(int i, LayerStep& step) {
+    const int g = source_group(i, 1);
+    const Group& S = group(g);
+    if (S.sliced && S.unit_floats % batch_ == 0) {
+      const Slice u = my_units(S);
+      const int64_t per_unit = S.unit_floats / batch_;  // channels per unit
+      if (u.offset * per_unit == step.channels.offset &&
+          u.count * per_unit == step.channels.count) {
+        return {g, part_offset(S)};
+      }
+    }
+    make_whole(step, g);
+    return {g, int64_t{step.channels.offset} * batch_};
   }
 
   // lrn, concat, softmax: whole inputs, whole output.

@@ -9,9 +9,13 @@
 //   groups, reading only its groups' input channels, so a depthwise conv2d runs on the slice it
 //   holds without any exchange); the input must be whole otherwise. A layer with fewer output
 //   channels (groups) than K runs whole on every rank (replicated), e.g. a last layer of one score.
-// - relu, clip, sigmoid, add, batchnorm, maxpool, avgpool, global_avgpool, flatten: on whatever
-//   part the rank holds (channel-local or element-wise), so a residual add of two sliced tensors
-//   and a global pooling need no exchange.
+// - activations (relu, clip, sigmoid, hardsigmoid, hardswish, silu), add, mul, batchnorm,
+//   maxpool, avgpool, global_avgpool, flatten: on whatever part the rank holds (channel-local or
+//   element-wise), so a residual add of two sliced tensors and a global pooling need no
+//   exchange. A mul by a per-channel scale (squeeze-and-excitation) runs on the rank's channels
+//   of the tensor it scales and reads the scale's part in place when the rank holds the same
+//   channels of it (a scale written by a conv2d sliced alike); otherwise the scale, C floats, is
+//   all-gathered.
 // - lrn (neighbouring channels), concat, softmax: whole inputs.
 // Where a layer needs a whole input that is sliced, the ranks all-gather it in place first (once:
 // the buffer then holds it whole for every later reader), and at the end of the network.
@@ -64,10 +68,10 @@ struct LayerStep {
   int activation_layer = -1;  // an activation run as this step's last operation
   bool accumulate = false;    // conv2d: `output` holds the residual operand; add the result to it
   int add_layer = -1;         // the add run by this step (accumulate)
-  // Channel-local steps (batchnorm, pooling, global_avgpool): the channels of the layer's own
-  // input this rank processes.
+  // Channel-local steps (batchnorm, pooling, global_avgpool, mul by a per-channel scale): the
+  // channels of the layer's own input this rank processes.
   Slice channels;
-  // Element-wise steps (relu, clip, sigmoid, add): floats this rank computes.
+  // Element-wise steps (activations, add, mul of equal shapes): floats this rank computes.
   int64_t elements = 0;
   // The output is this rank's part of a sliced tensor (otherwise the whole tensor).
   bool sliced_output = false;

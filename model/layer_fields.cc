@@ -126,6 +126,8 @@ std::set<std::string> allowed_layer_fields(LayerKind kind) {
       return {"kernel", "stride", "pad", "ceil_mode", "count_include_pad"};
     case LayerKind::kClip:
       return {"min", "max"};
+    case LayerKind::kHardSigmoid:
+      return {"alpha", "beta"};
     case LayerKind::kBatchNorm:
       return {"epsilon"};
     case LayerKind::kLrn:
@@ -135,8 +137,11 @@ std::set<std::string> allowed_layer_fields(LayerKind kind) {
     case LayerKind::kGlobalAvgPool:
     case LayerKind::kRelu:
     case LayerKind::kSigmoid:
+    case LayerKind::kHardSwish:
+    case LayerKind::kSilu:
     case LayerKind::kFlatten:
     case LayerKind::kAdd:
+    case LayerKind::kMul:
     case LayerKind::kConcat:
     case LayerKind::kSoftmax:
       return {};
@@ -159,6 +164,9 @@ Status parse_layer_fields(const json& obj, const std::string& named, LayerSpec* 
     case LayerKind::kClip:
       SERF_RETURN_IF_ERROR(optional_float(obj, "min", named, &layer->clip_min));
       return optional_float(obj, "max", named, &layer->clip_max);
+    case LayerKind::kHardSigmoid:
+      SERF_RETURN_IF_ERROR(optional_float(obj, "alpha", named, &layer->hardsigmoid_alpha));
+      return optional_float(obj, "beta", named, &layer->hardsigmoid_beta);
     case LayerKind::kBatchNorm:
       return optional_float(obj, "epsilon", named, &layer->epsilon);
     case LayerKind::kLrn:
@@ -173,8 +181,11 @@ Status parse_layer_fields(const json& obj, const std::string& named, LayerSpec* 
     case LayerKind::kGlobalAvgPool:
     case LayerKind::kRelu:
     case LayerKind::kSigmoid:
+    case LayerKind::kHardSwish:
+    case LayerKind::kSilu:
     case LayerKind::kFlatten:
     case LayerKind::kAdd:
+    case LayerKind::kMul:
     case LayerKind::kConcat:
     case LayerKind::kSoftmax:
       return Status::Ok();
@@ -201,6 +212,10 @@ void write_layer_fields(const LayerSpec& l, nlohmann::ordered_json* out) {
       (*out)["min"] = l.clip_min;
       (*out)["max"] = l.clip_max;
       break;
+    case LayerKind::kHardSigmoid:
+      (*out)["alpha"] = l.hardsigmoid_alpha;
+      (*out)["beta"] = l.hardsigmoid_beta;
+      break;
     case LayerKind::kBatchNorm:
       (*out)["epsilon"] = l.epsilon;
       break;
@@ -216,8 +231,11 @@ void write_layer_fields(const LayerSpec& l, nlohmann::ordered_json* out) {
     case LayerKind::kGlobalAvgPool:
     case LayerKind::kRelu:
     case LayerKind::kSigmoid:
+    case LayerKind::kHardSwish:
+    case LayerKind::kSilu:
     case LayerKind::kFlatten:
     case LayerKind::kAdd:
+    case LayerKind::kMul:
     case LayerKind::kConcat:
     case LayerKind::kSoftmax:
       break;

@@ -27,11 +27,15 @@ constexpr KindName kKindNames[] = {
     {LayerKind::kRelu, "relu"},
     {LayerKind::kClip, "clip"},
     {LayerKind::kSigmoid, "sigmoid"},
+    {LayerKind::kHardSigmoid, "hardsigmoid"},
+    {LayerKind::kHardSwish, "hardswish"},
+    {LayerKind::kSilu, "silu"},
     {LayerKind::kBatchNorm, "batchnorm"},
     {LayerKind::kLrn, "lrn"},
     {LayerKind::kFlatten, "flatten"},
     {LayerKind::kFullyConnected, "fully_connected"},
     {LayerKind::kAdd, "add"},
+    {LayerKind::kMul, "mul"},
     {LayerKind::kConcat, "concat"},
     {LayerKind::kSoftmax, "softmax"},
 };
@@ -138,7 +142,9 @@ bool has_weights(LayerKind kind) {
 }
 
 bool is_activation(LayerKind kind) {
-  return kind == LayerKind::kRelu || kind == LayerKind::kClip || kind == LayerKind::kSigmoid;
+  return kind == LayerKind::kRelu || kind == LayerKind::kClip || kind == LayerKind::kSigmoid ||
+         kind == LayerKind::kHardSigmoid || kind == LayerKind::kHardSwish ||
+         kind == LayerKind::kSilu;
 }
 
 StatusOr<ModelSpec> model_spec_from_json(const json& doc, const std::string& source) {

@@ -37,11 +37,15 @@ enum class LayerKind {
   kRelu,
   kClip,
   kSigmoid,
+  kHardSigmoid,
+  kHardSwish,
+  kSilu,
   kBatchNorm,
   kLrn,
   kFlatten,
   kFullyConnected,
   kAdd,
+  kMul,
   kConcat,
   kSoftmax
 };
@@ -52,7 +56,8 @@ StatusOr<LayerKind> layer_kind_from_string(const std::string& type);
 
 // Kinds with weights (the layers K ranks split).
 bool has_weights(LayerKind kind);  // conv2d, fully_connected, batchnorm
-// Element-wise activations (relu, clip, sigmoid): a conv2d / fully_connected may run them.
+// Element-wise activations (relu, clip, sigmoid, hardsigmoid, hardswish, silu): a conv2d /
+// fully_connected may run them.
 bool is_activation(LayerKind kind);
 
 // The name of the model's input tensor (no layer may take it).
@@ -100,6 +105,11 @@ struct LayerSpec {
   // clip: min(max(x, clip_min), clip_max); ReLU6 is min 0, max 6 (the defaults).
   float clip_min = 0.0f;
   float clip_max = 6.0f;
+  // hardsigmoid: min(max(alpha * x + beta, 0), 1); the defaults are PyTorch's Hardsigmoid (ONNX's
+  // HardSigmoid defaults to alpha 0.2). hardswish: x * hardsigmoid(x) with PyTorch's 1/6 and 1/2
+  // (x * relu6(x + 3) / 6). silu (swish): x * sigmoid(x).
+  float hardsigmoid_alpha = 1.0f / 6.0f;
+  float hardsigmoid_beta = 0.5f;
   // batchnorm (inference): y = (x - running_mean) / sqrt(running_var + epsilon) * weight + bias.
   float epsilon = 1e-5f;
   // lrn (across channels, AlexNet's): size (odd), alpha, beta, k;
@@ -110,7 +120,9 @@ struct LayerSpec {
   float lrn_beta = 0.75f;
   float lrn_k = 1.0f;
   // add: two or more inputs of one shape, summed. concat: two or more inputs of one height and
-  // width, joined along the channels in order. fully_connected, softmax: flat input (C x 1 x 1,
+  // width, joined along the channels in order. mul: two inputs, the second of the first's shape
+  // (element-wise) or C x 1 x 1 where the first is C x H x W (a per-channel scale, as
+  // squeeze-and-excitation applies it). fully_connected, softmax: flat input (C x 1 x 1,
   // e.g. after a flatten, or a vector model input of C x 1 x 1); softmax is the last layer.
 };
 

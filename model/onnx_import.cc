@@ -570,6 +570,7 @@ Status Importer::finish(const std::string& name, OnnxImport* out) {
   out->folded_constants = folded_constants;
   out->dropped = dropped;
   out->folded_pads = folded_pads;
+  out->fused_gates = fused_gates;
   return Status::Ok();
 }
 

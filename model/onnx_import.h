@@ -4,8 +4,11 @@
 //
 // Operators: Conv (strides, pads, auto_pad, dilations, group), BatchNormalization (folded into
 // the Conv / Gemm / MatMul before it when that layer's output is read by the batchnorm alone;
-// otherwise a batchnorm layer), Relu, Clip (ReLU6 and other bounded clips), Sigmoid, MaxPool,
-// AveragePool, GlobalAveragePool, Gemm, MatMul (+ Add of a constant: the bias), Add, Concat,
+// otherwise a batchnorm layer), Relu, Clip (ReLU6 and other bounded clips), Sigmoid,
+// HardSigmoid, HardSwish, Mul (equal shapes, a per-channel [N, C, 1, 1] scale, x * Sigmoid(x)
+// fused into silu and x * HardSigmoid(x) into hardswish, a constant factor folded into the layer
+// before), MaxPool, AveragePool, GlobalAveragePool, Gemm, MatMul (+ Add of a constant: the
+// bias), Add, Concat,
 // Flatten, Reshape of the flatten kind, Softmax, LRN, Dropout and Identity (dropped). Initializers
 // become weights; subgraphs of constants (Shape of a known shape, Gather, Unsqueeze, Concat, ...,
 // which exporters emit to compute a Reshape's target) are folded. The batch dimension may be
@@ -34,6 +37,7 @@ struct OnnxImport {
   int folded_constants = 0;   // nodes evaluated at import (constant subgraphs)
   int dropped = 0;            // Identity, Dropout, zero Pad and view-only nodes
   int folded_pads = 0;        // Pad nodes folded into the padding of the Conv/AveragePool after
+  int fused_gates = 0;        // Sigmoid (HardSigmoid) + Mul fused into silu (hardswish)
 };
 
 // `name`: the model's name (empty: the ONNX graph's name, else the file name without extension).

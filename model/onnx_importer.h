@@ -87,6 +87,10 @@ class Importer {
   Status gemm(const onnx::NodeProto& node);
   Status matmul(const onnx::NodeProto& node);
   Status add(const onnx::NodeProto& node);
+  Status mul(const onnx::NodeProto& node);  // onnx_mul.cc
+  bool fuse_gate(const onnx::NodeProto& node, const Value& x, const Value& gate);
+  Status mul_constant(const onnx::NodeProto& node, const Value& x, const Value& c);
+  Status hardsigmoid(const onnx::NodeProto& node);
   Status pool(const onnx::NodeProto& node);
   Status global_pool(const onnx::NodeProto& node);
   Status activation(const onnx::NodeProto& node, LayerKind kind);
@@ -126,6 +130,7 @@ class Importer {
   int opset() const { return opset_; }
   Weights& weights() { return weights_; }
   int folded_batchnorms = 0, folded_constants = 0, dropped = 0, folded_pads = 0;
+  int fused_gates = 0;  // Sigmoid / HardSigmoid + Mul fused into silu / hardswish
 
  private:
   std::string layer_name(const onnx::NodeProto& node, const std::string& weights_from);

@@ -94,6 +94,9 @@ Status Importer::translate(const onnx::NodeProto& node) {
   if (op == "GlobalAveragePool" || op == "ReduceMean") return global_pool(node);
   if (op == "Relu") return activation(node, LayerKind::kRelu);
   if (op == "Sigmoid") return activation(node, LayerKind::kSigmoid);
+  if (op == "HardSigmoid") return hardsigmoid(node);
+  if (op == "HardSwish") return activation(node, LayerKind::kHardSwish);
+  if (op == "Mul") return mul(node);
   if (op == "Clip") return clip(node);
   if (op == "LRN") return lrn(node);
   if (op == "Softmax") return softmax(node);
@@ -109,9 +112,10 @@ Status Importer::translate(const onnx::NodeProto& node) {
   }
   return unsupported(node, "operator " + op +
                                " is not supported (supported: Conv, BatchNormalization, Relu, "
-                               "Clip, Sigmoid, MaxPool, AveragePool, GlobalAveragePool, ReduceMean "
+                               "Clip, Sigmoid, HardSigmoid, HardSwish, MaxPool, AveragePool, "
+                               "GlobalAveragePool, ReduceMean "
                                "(over height and width), Gemm, "
-                               "MatMul, Add, Concat, Flatten, Reshape, Softmax, LRN, Dropout, "
+                               "MatMul, Add, Mul, Concat, Flatten, Reshape, Softmax, LRN, Dropout, "
                                "Identity, Pad (zeros before a Conv or AveragePool), and "
                                "constant subgraphs)");
 }
@@ -393,6 +397,17 @@ Status Importer::activation(const onnx::NodeProto& node, LayerKind kind) {
   SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
   LayerSpec l;
   l.kind = kind;
+  return add_layer(node, l, {x}, x->rank);
+}
+
+Status Importer::hardsigmoid(const onnx::NodeProto& node) {
+  const Attributes a(node, where(node));
+  SERF_RETURN_IF_ERROR(a.only({"alpha", "beta"}));
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  LayerSpec l;
+  l.kind = LayerKind::kHardSigmoid;
+  SERF_ASSIGN_OR_RETURN(l.hardsigmoid_alpha, a.real("alpha", 0.2f));  // ONNX's defaults
+  SERF_ASSIGN_OR_RETURN(l.hardsigmoid_beta, a.real("beta", 0.5f));
   return add_layer(node, l, {x}, x->rank);
 }
 

@@ -18,6 +18,14 @@ Status Importer::pad(const onnx::NodeProto& node) {
   std::vector<int64_t> pads;
   double fill = 0;
   if (opset() >= 11) {
+    for (const char* moved : {"pads", "value"}) {  // ignored by a runtime at this opset
+      if (a.has(moved)) {
+        return unsupported(node, std::string("attribute '") + moved + "' at opset " +
+                                     std::to_string(opset()) +
+                                     " (from opset 11 pads and the constant value are inputs 1 "
+                                     "and 2; the attribute would be ignored)");
+      }
+    }
     if (has_input(node, 3)) return unsupported(node, "axes (pad every axis instead)");
     SERF_ASSIGN_OR_RETURN(const Value* p, value(node, 1));
     if (!p->constant) return unsupported(node, "pads computed at run time (only constants)");

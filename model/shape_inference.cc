@@ -168,10 +168,25 @@ Status infer_join(const std::string& layer, const LayerSpec& l, LayerInfo* info)
   return Status::Ok();
 }
 
+// mul: the second input of the first's shape, or a per-channel C x 1 x 1 scale of it.
+Status infer_mul(const std::string& layer, const LayerSpec& l, const LayerInfo& info) {
+  const Shape& x = info.ins[0];
+  const Shape& s = info.ins[1];
+  if (s == x || s == Shape{x.channels, 1, 1}) return Status::Ok();
+  return InvalidArgument(layer + ": input '" + l.inputs[1] + "' is " + shape_str(s) + " but '" +
+                         l.inputs[0] + "' is " + shape_str(x) +
+                         " (mul needs equal shapes, or a per-channel scale " +
+                         std::to_string(x.channels) + "x1x1 as its second input)");
+}
+
 // The shape and counts of layer l (its inputs are resolved into info->ins).
 Status infer_layer(const LayerSpec& l, const std::string& layer, LayerInfo* info) {
   const bool join = l.kind == LayerKind::kAdd || l.kind == LayerKind::kConcat;
-  if (!join && info->ins.size() != 1) {
+  if (l.kind == LayerKind::kMul && info->ins.size() != 2) {
+    return InvalidArgument(layer + ": mul reads two inputs (got " +
+                           std::to_string(info->ins.size()) + ")");
+  }
+  if (!join && l.kind != LayerKind::kMul && info->ins.size() != 1) {
     return InvalidArgument(layer + ": " + to_string(l.kind) + " reads one input (got " +
                            std::to_string(info->ins.size()) + ")");
   }
@@ -188,7 +203,16 @@ Status infer_layer(const LayerSpec& l, const std::string& layer, LayerInfo* info
       return Status::Ok();
     case LayerKind::kRelu:
     case LayerKind::kSigmoid:
+    case LayerKind::kHardSwish:
+    case LayerKind::kSilu:
       return Status::Ok();
+    case LayerKind::kHardSigmoid:
+      if (!std::isfinite(l.hardsigmoid_alpha) || !std::isfinite(l.hardsigmoid_beta)) {
+        return InvalidArgument(layer + ": hardsigmoid needs finite alpha and beta");
+      }
+      return Status::Ok();
+    case LayerKind::kMul:
+      return infer_mul(layer, l, *info);
     case LayerKind::kClip:
       if (!std::isfinite(l.clip_min) || !std::isfinite(l.clip_max) || l.clip_min > l.clip_max) {
         return InvalidArgument(layer + ": clip needs finite min <= max");

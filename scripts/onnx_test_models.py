@@ -21,6 +21,13 @@ output PyTorch computes for that input, {"output": [...], "top5": [...]}):
              its average pools) before an AveragePool; an uneven zero Pad folded into the Conv
              after it, through an Identity; a zero Pad folded into an AveragePool that does not
              count its own padding; ReduceMean over height and width (keepdims 0); Gemm
+  gates      a PyTorch module exported with torch.onnx (opset 13), the blocks of EfficientNet and
+             MobileNetV3: SiLU (Sigmoid + Mul, fused into silu), hardswish (HardSigmoid + Mul,
+             fused), squeeze-and-excitation with a Sigmoid scale (scale * x) and with a
+             HardSigmoid one (x * scale), a Sigmoid read twice (kept, with an element-wise Mul),
+             a Mul by a per-channel constant (folded into the Conv before), a Mul of two tensors
+  gates14    onnx.helper, opset 14: HardSwish, HardSigmoid (alpha 0.2, beta 0.4) times its input
+             (not PyTorch's hardswish: kept as hardsigmoid + mul), GlobalAveragePool, Gemm
 Bad models, DIR/bad_*.onnx, and DIR/bad.tsv: one line per file, "FILE<TAB>expected error text".
 
 Needs Debian's python3-torch and python3-onnx (run with /usr/bin/python3); exit 77 without them.
@@ -227,6 +234,80 @@ def pads_model(out):
     save_good(out, "pads", x, a2.mean(dim=(2, 3)) @ t(g).T + t(gb))
 
 
+class Gates(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(13)
+        self.c1 = torch.nn.Conv2d(3, 12, 3, padding=1)
+        self.bn1 = torch.nn.BatchNorm2d(12)
+        self.dw = torch.nn.Conv2d(12, 12, 3, padding=1, groups=12)
+        self.bn2 = torch.nn.BatchNorm2d(12)
+        self.se1_fc1 = torch.nn.Conv2d(12, 4, 1)
+        self.se1_fc2 = torch.nn.Conv2d(4, 12, 1)
+        self.pw = torch.nn.Conv2d(12, 16, 1)
+        self.se2_fc1 = torch.nn.Conv2d(16, 6, 1)
+        self.se2_fc2 = torch.nn.Conv2d(6, 16, 1)
+        self.c3 = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.register_buffer("factor", 0.5 + torch.rand(1, 16, 1, 1, generator=g))
+        self.fc = torch.nn.Linear(16, 10)
+        with torch.no_grad():
+            for bn in (self.bn1, self.bn2):
+                bn.weight.copy_(0.5 + torch.rand(12, generator=g))
+                bn.bias.copy_(0.2 * torch.rand(12, generator=g) - 0.1)
+                bn.running_mean.copy_(0.2 * torch.rand(12, generator=g) - 0.1)
+                bn.running_var.copy_(0.5 + torch.rand(12, generator=g))
+
+    def forward(self, x):
+        a = F.silu(self.bn1(self.c1(x)))
+        b = F.hardswish(self.bn2(self.dw(a)))
+        pooled = F.adaptive_avg_pool2d(b, 1)
+        s = torch.sigmoid(self.se1_fc2(F.silu(self.se1_fc1(pooled))))
+        p = self.pw(s * b)  # EfficientNet's squeeze-and-excitation: the scale first
+        pooled = F.adaptive_avg_pool2d(p, 1)
+        q = p * F.hardsigmoid(self.se2_fc2(torch.relu(self.se2_fc1(pooled))))  # MobileNetV3's
+        g = torch.sigmoid(q)
+        r = q * g + g  # the Sigmoid has two readers: not a SiLU
+        t = self.c3(r) * self.factor
+        v = F.adaptive_avg_pool2d(t * r, 1)
+        return self.fc(v.flatten(1))
+
+
+def gates_model(out):
+    torch.manual_seed(15)
+    model = Gates().eval()
+    x = torch.rand(1, 3, 10, 10) * 2 - 1
+    path = os.path.join(out, "gates.onnx")
+    torch.onnx.export(model, x, path, opset_version=13, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+                      training=torch.onnx.TrainingMode.PRESERVE)
+    with torch.inference_mode():
+        save_good(out, "gates", x, model(x))
+
+
+def gates14_model(out):
+    rng = np.random.default_rng(17)
+    w = rng.uniform(-0.5, 0.5, (6, 3, 3, 3))
+    b = rng.uniform(-0.2, 0.2, 6)
+    fw, fb = rng.uniform(-0.5, 0.5, (4, 6)), rng.uniform(-0.1, 0.1, 4)
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("HardSwish", ["c"], ["h"], name="hswish"),
+        helper.make_node("HardSigmoid", ["h"], ["g"], name="hsig", alpha=0.2, beta=0.4),
+        helper.make_node("Mul", ["h", "g"], ["m"], name="gate"),
+        helper.make_node("GlobalAveragePool", ["m"], ["p"], name="pool"),
+        helper.make_node("Flatten", ["p"], ["f"], name="flat"),
+        helper.make_node("Gemm", ["f", "fw", "fb"], ["y"], name="fc", transB=1),
+    ]
+    inits = [init(n, v) for n, v in [("w", w), ("b", b), ("fw", fw), ("fb", fb)]]
+    save_model(os.path.join(out, "gates14.onnx"), nodes, inits, [1, 3, 7, 7], opset=14)
+    x = torch.rand(1, 3, 7, 7, generator=torch.Generator().manual_seed(8)) * 4 - 2
+    t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float32))
+    h = F.hardswish(F.conv2d(x, t(w), t(b), padding=1))
+    m = h * torch.clamp(0.2 * h + 0.4, 0.0, 1.0)
+    save_good(out, "gates14", x, m.mean(dim=(2, 3)) @ t(fw).T + t(fb))
+
+
 def bad_models(out):
     lines = []
 
@@ -296,6 +377,28 @@ def bad_models(out):
                                strides=[2, 2], ceil_mode=1)], [pads])
     bad("reduce_axes", "node 'm' (ReduceMean): axes [1] (only the mean over height and width",
         [helper.make_node("ReduceMean", ["x"], ["y"], name="m", axes=[1])])
+    bad("pad_attribute", "node 'pd' (Pad): attribute 'pads' at opset 13 (from opset 11 pads and "
+        "the constant value are inputs 1 and 2",
+        [helper.make_node("Pad", ["x", "pads"], ["xp"], name="pd", pads=[0, 0, 1, 1, 0, 0, 1, 1]),
+         helper.make_node("Conv", ["xp", "w"], ["y"], name="c")], [pads, w3])
+    bad("pad_value_attribute", "node 'pd' (Pad): attribute 'value' at opset 11",
+        [helper.make_node("Pad", ["x", "pads"], ["xp"], name="pd", value=1.0),
+         helper.make_node("Conv", ["xp", "w"], ["y"], name="c")], [pads, w3], opset=11)
+    rows = helper.make_node("AveragePool", ["x"], ["rows"], name="rows", kernel_shape=[1, 8])
+    bad("mul_width", "node 'm' (Mul): broadcast of [1, 3, 8, 8] by [1, 3, 8, 1] (supported: "
+        "equal shapes, or an [N, C, H, W] tensor by a per-channel [N, C, 1, 1] scale)",
+        [rows, helper.make_node("Mul", ["x", "rows"], ["y"], name="m")])
+    one = init("w1", np.full((1, 3, 8, 8), 0.01))
+    bad("mul_scalar", "node 'm' (Mul): broadcast of [1, 3, 8, 8] by [1, 1, 1, 1]",
+        [helper.make_node("Conv", ["x", "w1"], ["s"], name="c"),
+         helper.make_node("Mul", ["x", "s"], ["y"], name="m")], [one])
+    bad("mul_const_input", "node 'm' (Mul): multiplying [1, 3, 8, 8] by a constant of shape "
+        "[1, 3, 1, 1] (supported only as a scalar or per-channel factor folded into the Conv",
+        [helper.make_node("Mul", ["x", "k"], ["y"], name="m")], [init("k", np.ones((1, 3, 1, 1)))])
+    bad("mul_const_height", "node 'm' (Mul): multiplying [1, 4, 6, 6] by a constant of shape "
+        "[1, 1, 6, 1]", [helper.make_node("Conv", ["x", "w"], ["c"], name="c"),
+                         helper.make_node("Mul", ["c", "k"], ["y"], name="m")],
+        [w3, init("k", np.ones((1, 1, 6, 1)))])
     with open(os.path.join(out, "bad.tsv"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -311,6 +414,8 @@ def main():
     helper_model(out)
     opset10_model(out)
     pads_model(out)
+    gates_model(out)
+    gates14_model(out)
     bad_models(out)
     return 0
 

@@ -127,6 +127,17 @@ class Flat(nn.Module):
         return x.reshape(x.shape[0], -1, 1, 1)
 
 
+class HardSigmoid(nn.Module):
+    """min(max(alpha * x + beta, 0), 1) for alpha, beta other than PyTorch's 1/6, 1/2."""
+
+    def __init__(self, alpha, beta):
+        super().__init__()
+        self.alpha, self.beta = alpha, beta
+
+    def forward(self, x):
+        return torch.clamp(self.alpha * x + self.beta, 0.0, 1.0)
+
+
 class Join(nn.Module):
     def __init__(self, kind):
         super().__init__()
@@ -138,6 +149,8 @@ class Join(nn.Module):
             for x in xs[1:]:
                 out = out + x
             return out
+        if self.kind == "mul":  # element-wise, or by a per-channel [N, C, 1, 1] scale
+            return xs[0] * xs[1]
         return torch.cat(xs, dim=1)
 
 
@@ -220,6 +233,16 @@ def build(spec, device="cpu"):
             mod = nn.Hardtanh(layer.get("min", 0.0), layer.get("max", 6.0))
         elif t == "sigmoid":
             mod = nn.Sigmoid()
+        elif t == "hardsigmoid":
+            alpha, beta = layer.get("alpha", 1.0 / 6.0), layer.get("beta", 0.5)
+            if abs(alpha - 1.0 / 6.0) < 1e-7 and abs(beta - 0.5) < 1e-7:
+                mod = nn.Hardsigmoid()
+            else:
+                mod = HardSigmoid(alpha, beta)
+        elif t == "hardswish":
+            mod = nn.Hardswish()
+        elif t == "silu":
+            mod = nn.SiLU()
         elif t == "batchnorm":
             mod = nn.BatchNorm2d(c, eps=layer.get("epsilon", 1e-5), device=device)
         elif t == "lrn":
@@ -236,6 +259,12 @@ def build(spec, device="cpu"):
             c = layer["out"]
         elif t == "add":
             mod = Join("add")
+        elif t == "mul":
+            mod = Join("mul")
+            other = shape[srcs[1]]
+            if other != (c, h, w) and other != (c, 1, 1):
+                raise SpecError(f"layers[{i}] ({name}): mul needs equal shapes or a per-channel "
+                                f"scale ({c}, 1, 1), got {other}")
         elif t == "concat":
             mod = Join("concat")
             c = sum(shape[s][0] for s in srcs)

@@ -113,6 +113,9 @@ class StepBuilder {
   Status batchnorm(const LayerStep& s, CpuStep* out);
   Status lrn(const LayerStep& s, CpuStep* out);
   Status add(const LayerStep& s, CpuStep* out);
+  Status mul(const LayerStep& s, CpuStep* out);
+  // add, mul of equal shapes: dnnl::binary `alg` over the inputs in turn.
+  Status elementwise(const LayerStep& s, dnnl::algorithm alg, CpuStep* out);
   Status concat(const LayerStep& s, CpuStep* out);
   Status softmax(const LayerStep& s, CpuStep* out);
 

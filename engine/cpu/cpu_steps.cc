@@ -43,19 +43,27 @@ std::string dims_str(const std::vector<int64_t>& shape) {
   return s;
 }
 
-// The oneDNN eltwise algorithm and its alpha, beta for an activation layer.
+// The oneDNN eltwise algorithms, in order, with their alpha and beta for an activation layer:
+// one, but hardsigmoid is a linear map clipped to [0, 1] (oneDNN 2.6 has no hardsigmoid).
 struct Eltwise {
   dnnl::algorithm alg;
   float alpha, beta;
 };
-Eltwise eltwise_of(const model::LayerSpec& l) {
+std::vector<Eltwise> eltwise_of(const model::LayerSpec& l) {
   switch (l.kind) {
     case LayerKind::kClip:
-      return {dnnl::algorithm::eltwise_clip, l.clip_min, l.clip_max};
+      return {{dnnl::algorithm::eltwise_clip, l.clip_min, l.clip_max}};
     case LayerKind::kSigmoid:
-      return {dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f};
+      return {{dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f}};
+    case LayerKind::kHardSigmoid:
+      return {{dnnl::algorithm::eltwise_linear, l.hardsigmoid_alpha, l.hardsigmoid_beta},
+              {dnnl::algorithm::eltwise_clip, 0.0f, 1.0f}};
+    case LayerKind::kHardSwish:  // x * relu6(x + 3) / 6
+      return {{dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f}};
+    case LayerKind::kSilu:  // swish with alpha 1: x * sigmoid(x)
+      return {{dnnl::algorithm::eltwise_swish, 1.0f, 0.0f}};
     default:
-      return {dnnl::algorithm::eltwise_relu, 0.0f, 0.0f};
+      return {{dnnl::algorithm::eltwise_relu, 0.0f, 0.0f}};
   }
 }
 
@@ -74,7 +82,9 @@ md_t StepBuilder::canon(const dnnl::memory::dims& dims) const {
 }
 
 md_t StepBuilder::whole(const LayerStep& s) const {
-  if (model::is_activation(s.kind) || s.kind == LayerKind::kAdd) return stored(s, 0);
+  if (model::is_activation(s.kind) || s.kind == LayerKind::kAdd || s.kind == LayerKind::kMul) {
+    return stored(s, 0);
+  }
   const model::Shape& out = info(s).out;
   if (s.kind == LayerKind::kFullyConnected || s.kind == LayerKind::kSoftmax) {
     return canon({batch_, out.elements()});
@@ -235,8 +245,10 @@ dnnl::primitive_attr StepBuilder::attributes(const LayerStep& s) const {
   dnnl::post_ops ops;
   if (s.accumulate) ops.append_sum(1.0f);  // out = conv(x) + b + residual, before the activation
   if (s.activation_layer >= 0) {
-    const Eltwise e = eltwise_of(m_.plan_.spec.layers[static_cast<size_t>(s.activation_layer)]);
-    ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
+    for (const Eltwise& e :
+         eltwise_of(m_.plan_.spec.layers[static_cast<size_t>(s.activation_layer)])) {
+      ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
+    }
   }
   if (ops.len() > 0) attr.set_post_ops(ops);
   return attr;
@@ -262,6 +274,9 @@ Status StepBuilder::build(const LayerStep& s, CpuStep* out) {
       case LayerKind::kRelu:
       case LayerKind::kClip:
       case LayerKind::kSigmoid:
+      case LayerKind::kHardSigmoid:
+      case LayerKind::kHardSwish:
+      case LayerKind::kSilu:
         return activation(s, out);
       case LayerKind::kBatchNorm:
         return batchnorm(s, out);
@@ -269,6 +284,8 @@ Status StepBuilder::build(const LayerStep& s, CpuStep* out) {
         return lrn(s, out);
       case LayerKind::kAdd:
         return add(s, out);
+      case LayerKind::kMul:
+        return mul(s, out);
       case LayerKind::kConcat:
         return concat(s, out);
       case LayerKind::kSoftmax:
@@ -443,12 +460,15 @@ Status StepBuilder::activation(const LayerStep& s, CpuStep* out) {
   // Element-wise: any layout (K = 1), or this rank's part viewed as a flat vector.
   const dnnl::memory::dims dims = flow_ ? stored(s, 0).dims() : dnnl::memory::dims{1, s.elements};
   const Operand src = read(s, 0, dims, true, out);
-  const Eltwise e = eltwise_of(spec(s));
-  const dnnl::eltwise_forward::desc d(kForward, e.alg, src.md, e.alpha, e.beta);
-  const dnnl::eltwise_forward::primitive_desc pd(d, attributes(s), m_.engine_);
   const Operand target = write(s, src.md);
-  Call& c = call(dnnl::eltwise_forward(pd), pd, out);
-  c.operands = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, target}};
+  Operand from = src;  // the second of two algorithms (hardsigmoid) runs in place on the output
+  for (const Eltwise& e : eltwise_of(spec(s))) {
+    const dnnl::eltwise_forward::desc d(kForward, e.alg, src.md, e.alpha, e.beta);
+    const dnnl::eltwise_forward::primitive_desc pd(d, attributes(s), m_.engine_);
+    Call& c = call(dnnl::eltwise_forward(pd), pd, out);
+    c.operands = {{DNNL_ARG_SRC, from}, {DNNL_ARG_DST, target}};
+    from = target;
+  }
   return Status::Ok();
 }
 
@@ -502,18 +522,43 @@ Status StepBuilder::lrn(const LayerStep& s, CpuStep* out) {
 }
 
 Status StepBuilder::add(const LayerStep& s, CpuStep* out) {
+  return elementwise(s, dnnl::algorithm::binary_add, out);
+}
+
+Status StepBuilder::mul(const LayerStep& s, CpuStep* out) {
+  const model::LayerInfo& in = info(s);
+  if (in.ins[1] == in.ins[0]) return elementwise(s, dnnl::algorithm::binary_mul, out);
+  // By a per-channel scale: dnnl::binary broadcasts src1 [N, C, 1, 1] over the height and width.
+  const int channels = s.channels.count;
+  const dnnl::memory::dims dims = nchw(channels, in.in.height, in.in.width);
+  const dnnl::memory::dims scale_dims = nchw(channels, 1, 1);
+  const Operand x = read(s, 0, dims, true, out);
+  Operand scale{s.inputs[1].buffer < 0 ? Space::kInput : Space::kActivation,
+                std::max(s.inputs[1].buffer, 0), s.inputs[1].offset, canon(scale_dims)};
+  // K = 1: as its producer stored it (made plain); K > 1: this rank's channels of it, canonical
+  // (a scale written by fully_connected is [F, N], the same floats as C x 1 x 1 channel-major).
+  if (flow_) scale = read(s, 1, scale_dims, false, out);
+  const Operand target = write(s, flow_ ? x.md : canon(dims));
+  const dnnl::binary::desc d(dnnl::algorithm::binary_mul, x.md, scale.md, target.md);
+  const dnnl::binary::primitive_desc pd(d, attributes(s), m_.engine_);
+  Call& c = call(dnnl::binary(pd), pd, out);
+  c.operands = {{DNNL_ARG_SRC_0, x}, {DNNL_ARG_SRC_1, scale}, {DNNL_ARG_DST, target}};
+  return Status::Ok();
+}
+
+Status StepBuilder::elementwise(const LayerStep& s, dnnl::algorithm alg, CpuStep* out) {
   const model::LayerInfo& in = info(s);
   const dnnl::memory::dims dims =
       flow_ ? nchw(in.in.channels, in.in.height, in.in.width) : dnnl::memory::dims{1, s.elements};
   const Operand first = read(s, 0, dims, true, out);
   const Operand target = write(s, first.md);
-  Operand acc = first;  // inputs 2.. are added into the output in turn
+  Operand acc = first;  // inputs 2.. are added (multiplied) into the output in turn
   for (size_t k = 1; k < s.inputs.size(); ++k) {
     const Operand other = adapt(read(s, k, dims, true, out), acc.md, out);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (k + 1 == s.inputs.size()) attr = attributes(s);
-    const dnnl::binary::desc d(dnnl::algorithm::binary_add, acc.md, other.md, target.md);
+    const dnnl::binary::desc d(alg, acc.md, other.md, target.md);
     const dnnl::binary::primitive_desc pd(d, attr, m_.engine_);
     Call& c = call(dnnl::binary(pd), pd, out);
     c.operands = {{DNNL_ARG_SRC_0, acc}, {DNNL_ARG_SRC_1, other}, {DNNL_ARG_DST, target}};

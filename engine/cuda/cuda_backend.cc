@@ -126,6 +126,16 @@ Status CudaExecutable::launch(const GpuStep& g) {
     }
     return Status::Ok();
   }
+  if (s.kind == LayerKind::kMul) {
+    // Element-wise over this rank's part, or this rank's channels scaled by their values.
+    const model::LayerInfo& info = model_->plan_.layers[static_cast<size_t>(s.layer)];
+    const bool scale = info.ins[1] != info.ins[0];
+    const int64_t per_b = scale ? int64_t{info.in.height} * info.in.width : 1;
+    const int64_t n = scale ? s.channels.count * per_b : s.elements;
+    SERF_CUDA(launch_mul(buffer(s.inputs[0].buffer) + s.inputs[0].offset,
+                         buffer(s.inputs[1].buffer) + s.inputs[1].offset, target, n, per_b, st));
+    return Status::Ok();
+  }
   if (s.kind == LayerKind::kConcat) {
     // Batch 1 NCHW: each input is one contiguous block of the output, in order.
     int64_t at = 0;
@@ -184,6 +194,9 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
     case LayerKind::kRelu:
     case LayerKind::kClip:
     case LayerKind::kSigmoid:
+    case LayerKind::kHardSigmoid:
+    case LayerKind::kHardSwish:
+    case LayerKind::kSilu:
       SERF_CUDA(launch_channel_affine(in, out, nullptr, nullptr, 1, s.elements, g.act, st));
       break;
     case LayerKind::kBatchNorm:
@@ -204,6 +217,7 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
                                      g.x.get(), in, &zero, g.y.get(), out));
       break;
     case LayerKind::kAdd:
+    case LayerKind::kMul:
     case LayerKind::kConcat:
     case LayerKind::kFlatten:
       break;  // launch() runs them

@@ -59,6 +59,12 @@ Activation activation_of(const model::LayerSpec& l) {
       return {Act::kClip, l.clip_min, l.clip_max};
     case LayerKind::kSigmoid:
       return {Act::kSigmoid, 0.0f, 0.0f};
+    case LayerKind::kHardSigmoid:
+      return {Act::kHardSigmoid, l.hardsigmoid_alpha, l.hardsigmoid_beta};
+    case LayerKind::kHardSwish:
+      return {Act::kHardSwish, 0.0f, 0.0f};
+    case LayerKind::kSilu:
+      return {Act::kSilu, 0.0f, 0.0f};
     default:
       return {};
   }
@@ -246,6 +252,9 @@ Status CudaPreparedModel::build_step(GpuStep& g, const model::Weights& weights,
     case LayerKind::kRelu:
     case LayerKind::kClip:
     case LayerKind::kSigmoid:
+    case LayerKind::kHardSigmoid:
+    case LayerKind::kHardSwish:
+    case LayerKind::kSilu:
       g.act = activation_of(spec);
       return Status::Ok();
     case LayerKind::kLrn: {
@@ -270,6 +279,7 @@ Status CudaPreparedModel::build_step(GpuStep& g, const model::Weights& weights,
       return Status::Ok();
     }
     case LayerKind::kAdd:
+    case LayerKind::kMul:
     case LayerKind::kConcat:
     case LayerKind::kFlatten:
       return Status::Ok();  // kernels and copies; flatten is a view

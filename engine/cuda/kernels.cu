@@ -19,6 +19,12 @@ __device__ inline float activate(float v, Activation a) {
       return fminf(fmaxf(v, a.lo), a.hi);
     case Act::kSigmoid:
       return 1.0f / (1.0f + expf(-v));
+    case Act::kHardSigmoid:
+      return fminf(fmaxf(a.lo * v + a.hi, 0.0f), 1.0f);
+    case Act::kHardSwish:
+      return v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f;
+    case Act::kSilu:
+      return v / (1.0f + expf(-v));
     case Act::kNone:
       break;
   }
@@ -45,6 +51,13 @@ __global__ void add_kernel(const float* a, const float* b, float* y, int64_t n) 
   }
 }
 
+__global__ void mul_kernel(const float* a, const float* b, float* y, int64_t n, int64_t per_b) {
+  const int64_t stride = int64_t{blockDim.x} * gridDim.x;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
+    y[i] = a[i] * b[i / per_b];
+  }
+}
+
 }  // namespace
 
 cudaError_t launch_channel_affine(const float* x, float* y, const float* scale, const float* shift,
@@ -60,6 +73,13 @@ cudaError_t launch_channel_affine(const float* x, float* y, const float* scale, 
 cudaError_t launch_add(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, y, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_mul(const float* a, const float* b, float* y, int64_t n, int64_t per_b,
+                       cudaStream_t stream) {
+  if (n <= 0 || per_b <= 0) return cudaSuccess;
+  mul_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, y, n, per_b);
   return cudaGetLastError();
 }
 

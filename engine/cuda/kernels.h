@@ -7,8 +7,10 @@
 
 namespace serf::engine::cuda {
 
-// An element-wise activation: none, relu, clip to [lo, hi] (ReLU6: [0, 6]), or sigmoid.
-enum class Act { kNone, kRelu, kClip, kSigmoid };
+// An element-wise activation: none, relu, clip to [lo, hi] (ReLU6: [0, 6]), sigmoid,
+// hardsigmoid min(max(lo * x + hi, 0), 1) (lo, hi: alpha, beta), hardswish x * relu6(x + 3) / 6,
+// or silu x * sigmoid(x).
+enum class Act { kNone, kRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish, kSilu };
 struct Activation {
   Act act = Act::kNone;
   float lo = 0.0f, hi = 0.0f;
@@ -24,5 +26,10 @@ cudaError_t launch_channel_affine(const float* x, float* y, const float* scale, 
 
 // y[i] = a[i] + b[i] for i < n (y may equal a or b).
 cudaError_t launch_add(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream);
+
+// y[i] = a[i] * b[i / per_b] for i < n: per_b = 1 multiplies element-wise, per_b = H * W scales
+// each channel of a by one value of b (squeeze-and-excitation). y may equal a.
+cudaError_t launch_mul(const float* a, const float* b, float* y, int64_t n, int64_t per_b,
+                       cudaStream_t stream);
 
 }  // namespace serf::engine::cuda

@@ -11,6 +11,7 @@
 using namespace serf;
 using namespace serf::engine;
 using serf::engine::testing::kEveryOp;
+using serf::engine::testing::kGates;
 using serf::engine::testing::load_shipped;
 using serf::engine::testing::max_relative_error;
 using serf::engine::testing::plan_from;
@@ -77,6 +78,10 @@ void check_rows(const model::ModelPlan& plan, const std::vector<int>& ranks_list
 
 TEST_CASE("a batch's rows equal the rows run alone: every layer kind, K = 1..3", "[engine]") {
   check_rows(plan_from(kEveryOp), {1, 2, 3}, {2, 5});
+}
+
+TEST_CASE("a batch's rows equal the rows run alone: gates and scales, K = 1..3", "[engine]") {
+  check_rows(plan_from(kGates), {1, 2, 3}, {2, 5});
 }
 
 TEST_CASE("a batch's rows equal the rows run alone: dense layers, cifar10", "[engine]") {

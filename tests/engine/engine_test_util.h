@@ -64,6 +64,43 @@ inline constexpr const char* kEveryOp =
   {"name": "fc2", "type": "fully_connected", "out": 5},
   {"name": "prob", "type": "softmax"}]})";
 
+// The blocks of EfficientNet and MobileNetV3: silu and hardswish (fused into conv2d and
+// fully_connected), squeeze-and-excitation (mul by a per-channel scale) whose scale is sliced like
+// the tensor it scales (se, se2: from a conv2d and from a fully_connected) or not (se3: lrn leaves
+// n whole), a standalone hardsigmoid with ONNX's alpha and beta, a mul of equal shapes.
+inline constexpr const char* kGates =
+    R"({"name": "gates", "input": {"channels": 5, "height": 9, "width": 9},
+ "layers": [
+  {"name": "c1", "type": "conv2d", "out_channels": 12, "kernel": 3, "pad": 1},
+  {"name": "a1", "type": "silu"},
+  {"name": "dw", "type": "conv2d", "out_channels": 12, "kernel": 3, "pad": 1, "groups": 12},
+  {"name": "a2", "type": "hardswish"},
+  {"name": "sq", "type": "global_avgpool"},
+  {"name": "e1", "type": "conv2d", "out_channels": 4, "kernel": 1},
+  {"name": "e1a", "type": "silu"},
+  {"name": "e2", "type": "conv2d", "out_channels": 12, "kernel": 1},
+  {"name": "e2a", "type": "sigmoid"},
+  {"name": "se", "type": "mul", "inputs": ["a2", "e2a"]},
+  {"name": "pw", "type": "conv2d", "out_channels": 16, "kernel": 1},
+  {"name": "mp", "type": "maxpool", "kernel": 2, "stride": 2, "ceil_mode": true},
+  {"name": "hs", "type": "hardsigmoid", "alpha": 0.2, "beta": 0.4},
+  {"name": "m2", "type": "mul", "inputs": ["mp", "hs"]},
+  {"name": "sq2", "type": "global_avgpool"},
+  {"name": "f2", "type": "fully_connected", "out": 16},
+  {"name": "f2a", "type": "hardsigmoid"},
+  {"name": "se2", "type": "mul", "inputs": ["m2", "f2a"]},
+  {"name": "n", "type": "lrn", "size": 3, "alpha": 0.01, "beta": 0.75, "k": 2},
+  {"name": "g3", "type": "global_avgpool"},
+  {"name": "e3", "type": "conv2d", "out_channels": 16, "kernel": 1},
+  {"name": "e3a", "type": "silu"},
+  {"name": "se3", "type": "mul", "inputs": ["n", "e3a"]},
+  {"name": "gap", "type": "global_avgpool"},
+  {"name": "fl", "type": "flatten"},
+  {"name": "fc", "type": "fully_connected", "out": 10},
+  {"name": "hsw", "type": "hardswish"},
+  {"name": "fc2", "type": "fully_connected", "out": 6},
+  {"name": "prob", "type": "softmax"}]})";
+
 inline model::ModelPlan plan_from(const std::string& text) {
   auto spec = model::model_spec_from_json(nlohmann::json::parse(text), "test");
   INFO(spec.status().message());

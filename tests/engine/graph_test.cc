@@ -14,6 +14,7 @@
 using namespace serf;
 using namespace serf::engine;
 using serf::engine::testing::kEveryOp;
+using serf::engine::testing::kGates;
 using serf::engine::testing::max_relative_error;
 using serf::engine::testing::plan_from;
 
@@ -104,6 +105,60 @@ TEST_CASE("the planner gathers only where a layer needs a whole tensor", "[engin
   for (const LayerStep& s : whole->steps) CHECK(s.gathers.empty());
   // Liveness: far fewer buffers than tensors.
   CHECK(whole->buffer_sizes.size() < plan.layers.size() / 2);
+}
+
+TEST_CASE("silu, hardswish, hardsigmoid and mul match the reference over K ranks", "[engine]") {
+  const model::ModelPlan plan = plan_from(kGates);
+  auto backend = make_backend("cpu");
+  REQUIRE(backend.ok());
+  const model::Weights w = model::Weights::seeded(plan, 7);
+  const std::vector<float> input = model::seeded_input(plan.spec.input, 7);
+  const std::vector<float> ref = serf::engine::testing::reference_forward(plan, w, input);
+  for (int ranks = 1; ranks <= 6; ++ranks) {
+    for (int threads : {1, 2}) {
+      if (threads == 2 && ranks != 1 && ranks != 3) continue;
+      INFO("K=" << ranks << " T=" << threads);
+      CHECK(max_relative_error(run_unit(**backend, plan, w, input, ranks, threads), ref) <= 1e-4);
+    }
+  }
+}
+
+TEST_CASE("squeeze-and-excitation scales the rank's channels without an exchange", "[engine]") {
+  const model::ModelPlan plan = plan_from(kGates);
+  auto steps = plan_layer_steps(plan, Partition{1, 3});
+  REQUIRE(steps.ok());
+  auto step = [&](const char* name) {
+    return steps->steps[static_cast<size_t>(layer(plan, name))];
+  };
+  CHECK(step("c1").activation_layer == layer(plan, "a1"));   // silu fused
+  CHECK(step("dw").activation_layer == layer(plan, "a2"));   // hardswish fused
+  CHECK(step("f2").activation_layer == layer(plan, "f2a"));  // hardsigmoid fused
+  CHECK(step("fc").activation_layer == layer(plan, "hsw"));
+  CHECK_FALSE(step("hs").noop);  // after a maxpool: its own step
+  // se: dw's groups 4..7 scaled by e2's channels 4..7, both on this rank, in place.
+  CHECK(step("se").gathers.empty());
+  CHECK(step("se").channels.offset == 4);
+  CHECK(step("se").channels.count == 4);
+  CHECK(step("se").sliced_output);
+  CHECK(step("se").output.buffer == step("dw").output.buffer);
+  CHECK(step("se2").gathers.empty());  // a scale from a fully_connected sliced alike
+  CHECK(step("m2").gathers.empty());   // equal shapes, sliced alike
+  // se3: n is whole (lrn), so the scale's 16 floats are gathered and all channels scaled.
+  REQUIRE(step("se3").gathers.size() == 1);
+  CHECK(step("se3").gathers[0].charged_layer == layer(plan, "e3"));
+  CHECK(step("se3").channels.count == 16);
+  CHECK_FALSE(step("se3").sliced_output);
+  // Shapes: the scale must be C x 1 x 1 of the first input's channels, or the same shape.
+  auto bad = model::model_spec_from_json(nlohmann::json::parse(R"({"name": "b",
+    "input": {"channels": 4, "height": 6, "width": 6}, "layers": [
+      {"name": "p", "type": "avgpool", "kernel": [1, 6], "stride": 1},
+      {"name": "m", "type": "mul", "inputs": ["input", "p"]}]})"),
+                                         "bad");
+  REQUIRE(bad.ok());
+  const Status s = model::infer_shapes(*bad).status();
+  CHECK(s.message() ==
+        "layers[1] (m): input 'p' is 4x6x1 but 'input' is 4x6x6 (mul needs equal shapes, or a "
+        "per-channel scale 4x1x1 as its second input)");
 }
 
 TEST_CASE("a last layer smaller than K runs whole on every rank", "[engine]") {

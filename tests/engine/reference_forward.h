@@ -24,6 +24,13 @@ inline float activate(const model::LayerSpec& s, double v) {
       return static_cast<float>(std::min(std::max(v, double{s.clip_min}), double{s.clip_max}));
     case model::LayerKind::kSigmoid:
       return static_cast<float>(1.0 / (1.0 + std::exp(-v)));
+    case model::LayerKind::kHardSigmoid:
+      return static_cast<float>(
+          std::min(std::max(s.hardsigmoid_alpha * v + s.hardsigmoid_beta, 0.0), 1.0));
+    case model::LayerKind::kHardSwish:
+      return static_cast<float>(v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0);
+    case model::LayerKind::kSilu:
+      return static_cast<float>(v / (1.0 + std::exp(-v)));
     default:
       return static_cast<float>(v);
   }
@@ -123,8 +130,17 @@ inline Tensor layer(const model::ModelPlan& plan, size_t l, const model::Weights
     case LayerKind::kRelu:
     case LayerKind::kClip:
     case LayerKind::kSigmoid:
+    case LayerKind::kHardSigmoid:
+    case LayerKind::kHardSwish:
+    case LayerKind::kSilu:
       for (size_t i = 0; i < y.size(); ++i) y[i] = activate(s, x[i]);
       return y;
+    case LayerKind::kMul: {  // element-wise, or by a per-channel scale (C x 1 x 1)
+      const Tensor& b = *xs[1];
+      const size_t per = y.size() / b.size();
+      for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(double{x[i]} * b[i / per]);
+      return y;
+    }
     case LayerKind::kBatchNorm: {
       const int64_t per = int64_t{info.in.height} * info.in.width;
       auto p = [&](const char* n) { return weights.find(s.name + n)->data; };

@@ -121,8 +121,8 @@ TEST_CASE("bad specs: one line naming the layer", "[model]") {
   CHECK(error_of(R"({"name": "t", "input": )").find("test.json: malformed JSON") == 0);
   CHECK(error_of(with_layers(R"({"type": "relu"}, {"type": "conv3d"})")) ==
         "test.json: layers[1].type: unknown layer type 'conv3d' (known: conv2d, maxpool, "
-        "avgpool, global_avgpool, relu, clip, sigmoid, batchnorm, lrn, flatten, "
-        "fully_connected, add, concat, softmax)");
+        "avgpool, global_avgpool, relu, clip, sigmoid, hardsigmoid, hardswish, silu, batchnorm, "
+        "lrn, flatten, fully_connected, add, mul, concat, softmax)");
   CHECK(
       error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 4, "kernel": 9})")) ==
       "layers[0] (c): kernel 9 larger than its input 8x8 (use a smaller kernel or fewer "
@@ -255,6 +255,44 @@ TEST_CASE("graph specs: named inputs, windows per dimension, activation peak", "
   CHECK(again->layers[3].window.pad_right == 3);
   CHECK(again->layers[5].ceil_mode);
   CHECK(again->layers[8].clip_min == -1.0f);
+}
+
+TEST_CASE("gates and mul: fields, shapes, written back", "[model]") {
+  auto plan = plan_from(with_layers(R"(
+      {"name": "c", "type": "conv2d", "out_channels": 4, "kernel": 3, "pad": 1},
+      {"name": "a", "type": "silu"}, {"name": "h", "type": "hardswish"},
+      {"name": "g", "type": "global_avgpool"},
+      {"name": "s", "type": "hardsigmoid", "alpha": 0.2, "beta": 0.4},
+      {"name": "x", "type": "mul", "inputs": ["h", "s"]},
+      {"name": "d", "type": "hardsigmoid", "inputs": ["x"]},
+      {"name": "y", "type": "mul", "inputs": ["x", "d"]})"));
+  REQUIRE(plan.ok());
+  CHECK(plan->layers[5].out == Shape{4, 8, 8});  // 4x8x8 scaled by 4x1x1
+  CHECK(plan->layers[7].out == Shape{4, 8, 8});  // equal shapes
+  CHECK(plan->layers[5].parameters == 0);
+  CHECK(is_activation(LayerKind::kSilu));
+  CHECK(is_activation(LayerKind::kHardSwish));
+  CHECK(is_activation(LayerKind::kHardSigmoid));
+  CHECK_FALSE(is_activation(LayerKind::kMul));
+  CHECK(plan->spec.layers[6].hardsigmoid_alpha == 1.0f / 6.0f);  // PyTorch's defaults
+  CHECK(plan->spec.layers[6].hardsigmoid_beta == 0.5f);
+  auto again =
+      model_spec_from_json(nlohmann::json::parse(model_spec_to_json(plan->spec).dump()), "x");
+  REQUIRE(again.ok());
+  CHECK(again->layers[1].kind == LayerKind::kSilu);
+  CHECK(again->layers[2].kind == LayerKind::kHardSwish);
+  CHECK(again->layers[4].hardsigmoid_alpha == 0.2f);
+  CHECK(again->layers[4].hardsigmoid_beta == 0.4f);
+  CHECK(again->layers[5].kind == LayerKind::kMul);
+  CHECK(again->layers[5].inputs == std::vector<std::string>{"h", "s"});
+  CHECK(error_of(with_layers(R"({"name": "m", "type": "mul", "inputs": ["input"]})")) ==
+        "layers[0] (m): mul reads two inputs (got 1)");
+  CHECK(error_of(with_layers(R"({"name": "g", "type": "global_avgpool"},
+                                {"name": "m", "type": "mul", "inputs": ["g", "input"]})")) ==
+        "layers[1] (m): input 'input' is 3x8x8 but 'g' is 3x1x1 (mul needs equal shapes, or a "
+        "per-channel scale 3x1x1 as its second input)");
+  CHECK(error_of(with_layers(R"({"name": "s", "type": "silu", "alpha": 1})")) ==
+        "test.json: layers[0] (s): unknown field 'alpha' for a silu layer (allowed: inputs)");
 }
 
 TEST_CASE("bad graphs: one line naming the layer", "[model]") {

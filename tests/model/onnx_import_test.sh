@@ -11,7 +11,7 @@ rc=$?
 if [ $rc = 77 ]; then echo "skipped: $(tail -1 "$tmp/gen.err")"; exit 77; fi
 [ $rc = 0 ] || { cat "$tmp/gen.err"; echo "FAIL: making the test models"; exit 1; }
 fail=0
-for model in every_op helper opset10 pads; do
+for model in every_op helper opset10 pads gates gates14; do
   if ! "$serf" model import "$tmp/$model.onnx" --out "$tmp/$model.json" \
       --weights "$tmp/$model.safetensors" > "$tmp/$model.import.txt"; then
     echo "FAIL: import $model"; fail=1; continue
@@ -38,6 +38,19 @@ grep -q "2 batchnorms folded" "$tmp/every_op.import.txt" || { cat "$tmp/every_op
 grep -q "2 pads into the layer after, .* 2 views and no-ops dropped" "$tmp/pads.import.txt" ||
   { cat "$tmp/pads.import.txt"; echo "FAIL: pads not folded"; fail=1; }
 grep -q '"type": "batchnorm"' "$tmp/every_op.json" || { echo "FAIL: the batchnorm after the add is not kept"; fail=1; }
+# gates: SiLU and hardswish fused (two silu, one hardswish), the Sigmoid read twice and the
+# squeeze-and-excitation's HardSigmoid kept, three mul layers (two scales, one of equal shapes;
+# the Mul by a constant folded into the Conv); gates14: HardSwish, HardSigmoid 0.2/0.4 kept.
+/usr/bin/python3 - "$tmp/gates.json" "$tmp/gates14.json" <<'PY' || { echo "FAIL: gates layers"; fail=1; }
+import collections, json, sys
+for path, want in zip(sys.argv[1:], [{"silu": 2, "hardswish": 1, "sigmoid": 2, "hardsigmoid": 1,
+                                      "mul": 4}, {"hardswish": 1, "hardsigmoid": 1, "mul": 1}]):
+    kinds = collections.Counter(l["type"] for l in json.load(open(path))["layers"])
+    got = {k: kinds[k] for k in want}
+    print(f"{path.split('/')[-1]}: {got}")
+    if got != want:
+        sys.exit(1)
+PY
 "$serf" model info "$tmp/every_op.json" > /dev/null || { echo "FAIL: model info on an import"; fail=1; }
 
 # Bad models: one line naming the problem, exit 2, nothing written.

@@ -1,0 +1,115 @@
+// Mul and the gates built from it. Exporters write SiLU as x * Sigmoid(x) and, before opset 14,
+// hardswish as x * HardSigmoid(x); when the gate's output is read by the Mul alone, the gate
+// layer becomes one silu (hardswish) activation. Squeeze-and-excitation multiplies a tensor by a
+// per-channel [N, C, 1, 1] scale: a mul layer. A constant factor is folded into the Conv, Gemm or
+// MatMul that wrote the tensor. Any other broadcast is refused with what it would need.
+#include <cmath>
+
+#include "onnx_importer.h"
+
+namespace serf::model::onnx_import {
+
+namespace {
+
+// The ONNX shape of an activation ([1, C, H, W] or [1, F]).
+std::string onnx_dims(const Value& v) {
+  return dims_str(v.rank == 4
+                      ? std::vector<int64_t>{1, v.shape.channels, v.shape.height, v.shape.width}
+                      : std::vector<int64_t>{1, v.shape.channels});
+}
+
+// A per-channel constant of `n` values: a scalar, or n values along axis 1 of [N, C, ...] (or
+// the last axis of a shape without N, as ONNX broadcasting aligns shapes from the right). Empty
+// when it is neither.
+std::vector<double> channel_factors(const Value& c, int n, int rank) {
+  if (c.elements() == 1) return std::vector<double>(static_cast<size_t>(n), c.data.at(0));
+  if (c.elements() != n || c.dims.empty()) return {};
+  // Right-aligned against [1, C, H, W] (or [1, F]): C must land on axis 1.
+  const int64_t axis = static_cast<int64_t>(rank) - static_cast<int64_t>(c.dims.size());
+  for (size_t k = 0; k < c.dims.size(); ++k) {
+    const bool channel_axis = axis + static_cast<int64_t>(k) == 1;
+    if (c.dims[k] != (channel_axis ? n : 1)) return {};
+  }
+  return c.data;
+}
+
+}  // namespace
+
+Status Importer::mul(const onnx::NodeProto& node) {
+  SERF_RETURN_IF_ERROR(Attributes(node, where(node)).only({}));
+  SERF_ASSIGN_OR_RETURN(const Value* a, value(node, 0));
+  SERF_ASSIGN_OR_RETURN(const Value* b, value(node, 1));
+  if (a->constant || b->constant)
+    return mul_constant(node, a->constant ? *b : *a, a->constant ? *a : *b);
+  if (fuse_gate(node, *a, *b) || fuse_gate(node, *b, *a)) return Status::Ok();
+  const Value* x = a;
+  const Value* s = b;
+  if (x->shape == Shape{s->shape.channels, 1, 1} && s->shape != x->shape) std::swap(x, s);
+  const bool scale = s->shape == Shape{x->shape.channels, 1, 1};
+  if (a->rank != b->rank || (x->shape != s->shape && !scale)) {
+    return unsupported(node, "broadcast of " + onnx_dims(*a) + " by " + onnx_dims(*b) +
+                                 " (supported: equal shapes, or an [N, C, H, W] tensor by a "
+                                 "per-channel [N, C, 1, 1] scale)");
+  }
+  LayerSpec l;
+  l.kind = LayerKind::kMul;
+  return add_layer(node, l, {x, s}, x->rank);
+}
+
+// x * gate(x) where gate's output is read by this Mul alone: Sigmoid becomes silu, HardSigmoid
+// with PyTorch's alpha 1/6 and beta 1/2 hardswish. False when the pattern does not apply.
+bool Importer::fuse_gate(const onnx::NodeProto& node, const Value& x, const Value& gate) {
+  if (gate.constant || x.constant || gate.rank != x.rank || tensor_uses_[gate.tensor] != 1) {
+    return false;
+  }
+  auto it = layer_of_.find(gate.tensor);
+  if (it == layer_of_.end()) return false;
+  LayerSpec& l = layers_[it->second];
+  if (l.inputs.size() != 1 || l.inputs[0] != x.tensor) return false;
+  if (l.kind == LayerKind::kSigmoid) {
+    l.kind = LayerKind::kSilu;
+  } else if (l.kind == LayerKind::kHardSigmoid &&
+             std::fabs(l.hardsigmoid_alpha - 1.0f / 6.0f) < 1e-6f &&
+             std::fabs(l.hardsigmoid_beta - 0.5f) < 1e-6f) {
+    l.kind = LayerKind::kHardSwish;
+  } else {
+    return false;
+  }
+  alias(node, 0, gate);
+  --dropped;  // fused into the gate, not dropped
+  ++fused_gates;
+  return true;
+}
+
+// x * c for a constant c: a per-channel (or scalar) factor folded into the weights and bias of
+// the Conv / Gemm / MatMul whose output this Mul alone reads.
+Status Importer::mul_constant(const onnx::NodeProto& node, const Value& x, const Value& c) {
+  if (x.constant) return unsupported(node, "both inputs constant but not folded");
+  if (c.dtype != onnx::TensorProto_DataType_FLOAT) {
+    return unsupported(node, "constant of type " + dtype_name(c.dtype) + " (only FLOAT)");
+  }
+  LayerSpec* writer = sole_writer(x, LayerKind::kConv2d, LayerKind::kFullyConnected);
+  const std::vector<double> f = channel_factors(c, x.shape.channels, x.rank);
+  if (writer == nullptr || f.empty()) {
+    return unsupported(node, "multiplying " + onnx_dims(x) + " by a constant of shape " +
+                                 dims_str(c.dims) +
+                                 " (supported only as a scalar or per-channel factor folded "
+                                 "into the Conv, Gemm or MatMul whose output it alone reads)");
+  }
+  Tensor& w = weights_.at(writer->name + ".weight");
+  Tensor& b = weights_.at(writer->name + ".bias");
+  const int64_t per = w.elements() / x.shape.channels;
+  for (size_t o = 0; o < f.size(); ++o) {
+    for (int64_t i = 0; i < per; ++i) {
+      float& v = w.data[o * static_cast<size_t>(per) + static_cast<size_t>(i)];
+      v = static_cast<float>(v * f[o]);
+    }
+    b.data[o] = static_cast<float>(b.data[o] * f[o]);
+  }
+  alias(node, 0, x);
+  --dropped;  // folded, not dropped
+  ++folded_constants;
+  return Status::Ok();
+}
+
+}  // namespace serf::model::onnx_import
