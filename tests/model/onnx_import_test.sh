@@ -39,7 +39,7 @@ grep -q "2 pads into the layer after, .* 2 views and no-ops dropped" "$tmp/pads.
   { cat "$tmp/pads.import.txt"; echo "FAIL: pads not folded"; fail=1; }
 grep -q '"type": "batchnorm"' "$tmp/every_op.json" || { echo "FAIL: the batchnorm after the add is not kept"; fail=1; }
 # gates: SiLU and hardswish fused (two silu, one hardswish), the Sigmoid read twice and the
-# squeeze-and-excitation's HardSigmoid kept, three mul layers (two scales, one of equal shapes;
+# squeeze-and-excitation's HardSigmoid kept, four mul layers (two scales, two of equal shapes;
 # the Mul by a constant folded into the Conv); gates14: HardSwish, HardSigmoid 0.2/0.4 kept.
 /usr/bin/python3 - "$tmp/gates.json" "$tmp/gates14.json" <<'PY' || { echo "FAIL: gates layers"; fail=1; }
 import collections, json, sys
