@@ -20,7 +20,9 @@
 #include "cli/serve_calibration.h"
 #include "cli/serve_frontends.h"
 #include "serf/core/arrivals.h"
+#include "serf/io/profile_io.h"
 #include "serf/io/table_io.h"
+#include "serve/switch_cost.h"
 
 namespace serf::cli {
 
@@ -41,7 +43,10 @@ struct ServeOptions {
   std::string plot;                // PNG of the run; empty: none
   FrontendFlags frontends;         // --http, --grpc and their limits
   std::string recalibrate = "on";  // online self-calibration (docs/calibration.md)
-  double max_batch_delay_us = 0;   // with b > 1: a free slot waits this long for a full batch
+  // Decline switches that cost more than they gain; off by default: on imagenet1k it kept a
+  // slow configuration for a minute (docs/serving.md).
+  std::string switch_cost = "off";
+  double max_batch_delay_us = 0;  // with b > 1: a free slot waits this long for a full batch
 };
 
 // Requests waiting per unit when clients are served and --max-queue is not given.
@@ -183,6 +188,45 @@ void print_overload(const serve::OverloadNote& n, const std::string& table) {
   std::fflush(stdout);
 }
 
+// --switch-cost on: the gate that weighs each switch the table asks for (serve/switch_cost.h),
+// predicting from the calibrated profile, the --profile or --emulate one, else the table; null
+// without a table or with --switch-cost off.
+StatusOr<serve::SwitchFilter> switch_gate(const ServeOptions& o, const ServePlan& plan,
+                                          const RuntimeSession& session,
+                                          serve::SelfCalibration* calibration,
+                                          serve::Controller& controller,
+                                          serve::ServeMetrics* metrics) {
+  if (!plan.table || o.switch_cost == "off") return serve::SwitchFilter();
+  const QueueKind queue = plan.table->queue;
+  serve::SwitchPredictor predict;
+  if (calibration != nullptr) {
+    predict = serve::profile_predictor(
+        [calibration] { return std::make_shared<const Profile>(calibration->current_profile()); },
+        session.nodes, queue);
+  } else if (!o.frontends.profile.empty() || session.emulation != nullptr) {
+    std::shared_ptr<const Profile> profile;
+    if (!o.frontends.profile.empty()) {
+      SERF_ASSIGN_OR_RETURN(Profile p, io::load_profile(o.frontends.profile));
+      profile = std::make_shared<const Profile>(std::move(p));
+    } else {
+      profile = std::make_shared<const Profile>(*session.emulation);
+    }
+    predict = serve::profile_predictor([profile] { return profile; }, session.nodes, queue);
+  } else {
+    predict = serve::table_predictor(plan.table);
+  }
+  auto gate = std::make_shared<serve::SwitchGate>(std::move(predict));
+  if (metrics != nullptr) metrics->set_switch_gate(gate);
+  return serve::switch_filter(
+      gate, controller,
+      [&controller](double, const Configuration& from, const Configuration& to,
+                    const serve::SwitchVerdict& v) {
+        std::printf("switch %s -> %s declined at %.2f s: %s\n", to_string(from).c_str(),
+                    to_string(to).c_str(), controller.now_s(), v.reason.c_str());
+        std::fflush(stdout);
+      });
+}
+
 // The run's Status once it ended: a journal write error, a fault (with the partial measurements
 // written), or the report's own.
 Status serve_outcome(const ServeOptions& o, const serve::Controller& controller, const Status& run,
@@ -247,10 +291,13 @@ Status serve_on_controller(const ServeOptions& o, const ServePlan& plan, Runtime
   };
   if (plan.table) {
     // Self-calibrating: the newest table re-planned in the background; else the one given.
-    // Both switch by table_hook's rule, overloads included.
+    // Both switch by table_hook's rule, overloads included, through the switch gate.
+    SERF_ASSIGN_OR_RETURN(serve::SwitchFilter gate,
+                          switch_gate(o, plan, session, calibration.get(), controller,
+                                      frontends ? frontends->metrics() : nullptr));
     hook = calibration && plan.table->objective == "mean"
-               ? calibration->scheduler_hook(on_overload)
-               : serve::table_hook(*plan.table, o.min_dwell_s, on_overload);
+               ? calibration->scheduler_hook(on_overload, gate)
+               : serve::table_hook(*plan.table, o.min_dwell_s, on_overload, gate);
   }
   std::vector<serve::Recalibration> recalibrations;
   auto report = [&] {
@@ -410,6 +457,11 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
                   "on: follow the machine's service time while serving (a CUSUM per tuple; a "
                   "sustained drift updates the profile and re-plans the --table in the "
                   "background; docs/calibration.md); off: keep the profile as given (default on)")
+      ->check(CLI::IsMember({"on", "off"}));
+  sub->add_option("--switch-cost", serve->switch_cost,
+                  "with --table: on: take a switch only when the latency it saves over its "
+                  "expected dwell exceeds the wait its measured drain and reconfiguration add "
+                  "(docs/serving.md); off: every switch the table names (default off)")
       ->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--min-dwell", serve->min_dwell_s,
                   "with --table: seconds at least between two switches (hysteresis)")

@@ -317,7 +317,7 @@ AnswerHook SelfCalibration::answer_hook() {
   };
 }
 
-SchedulerHook SelfCalibration::scheduler_hook(OverloadHook on_overload) {
+SchedulerHook SelfCalibration::scheduler_hook(OverloadHook on_overload, SwitchFilter filter) {
   TableSource newest = [this]() -> std::shared_ptr<const ConfigurationTable> {
     int64_t tag = 0;
     std::shared_ptr<const ConfigurationTable> table = replanner_.latest(&tag);
@@ -327,7 +327,7 @@ SchedulerHook SelfCalibration::scheduler_hook(OverloadHook on_overload) {
       log_[tag - 1].replan_ms = replanner_.last_plan_ms();
     return table;
   };
-  return table_hook(std::move(newest), min_dwell_s_, std::move(on_overload));
+  return table_hook(std::move(newest), min_dwell_s_, std::move(on_overload), std::move(filter));
 }
 
 std::vector<Recalibration> SelfCalibration::recalibrations() const {

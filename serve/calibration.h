@@ -195,7 +195,8 @@ class SelfCalibration {
   // Attach with controller.add_answer_hook(calibration.answer_hook()).
   AnswerHook answer_hook();
   // on_overload: as table_hook's, for the table in use at that moment.
-  SchedulerHook scheduler_hook(OverloadHook on_overload = nullptr);
+  // filter: as table_hook's (the switch gate).
+  SchedulerHook scheduler_hook(OverloadHook on_overload = nullptr, SwitchFilter filter = nullptr);
   // Called (on the controller's thread) after each recalibration, e.g. to log it.
   void set_on_recalibration(std::function<void(const Recalibration&)> f) {
     on_recalibration_ = std::move(f);

@@ -115,7 +115,8 @@ std::optional<std::pair<Configuration, double>> highest_capacity(const Configura
   return best;
 }
 
-SchedulerHook table_hook(TableSource source, double min_dwell_s, OverloadHook on_overload) {
+SchedulerHook table_hook(TableSource source, double min_dwell_s, OverloadHook on_overload,
+                         SwitchFilter filter) {
   struct State {
     double last_switch_s = -1e300;
     std::optional<Configuration> current;
@@ -125,8 +126,9 @@ SchedulerHook table_hook(TableSource source, double min_dwell_s, OverloadHook on
     std::optional<std::pair<Configuration, double>> biggest;
   };
   auto state = std::make_shared<State>();
-  return [source = std::move(source), min_dwell_s, on_overload = std::move(on_overload), state](
-             double now_s, double rate_per_s) -> std::optional<Configuration> {
+  return [source = std::move(source), min_dwell_s, on_overload = std::move(on_overload),
+          filter = std::move(filter),
+          state](double now_s, double rate_per_s) -> std::optional<Configuration> {
     std::shared_ptr<const ConfigurationTable> table = source();
     if (table == nullptr) return std::nullopt;
     if (table != state->table) {
@@ -151,18 +153,28 @@ SchedulerHook table_hook(TableSource source, double min_dwell_s, OverloadHook on
     state->overloaded = overloaded;
     if (overloaded && !biggest) return std::nullopt;  // nothing in the table is ever stable
     const Configuration want = overloaded ? biggest->first : entry->config;
-    if (state->current && *state->current == want) return std::nullopt;
+    const bool differs = !state->current || !(*state->current == want);
     // Hysteresis against a noisy rate; an overload is no noise: the queue grows meanwhile.
-    if (!overloaded && now_s - state->last_switch_s < min_dwell_s) return std::nullopt;
+    const bool dwelt = overloaded || now_s - state->last_switch_s >= min_dwell_s;
+    if (!overloaded && filter) {
+      // Weighed at the load level the table chose at (at or above the measured rate): the same
+      // margin the table keeps against a rate that is still rising.
+      const double level_rate = std::max(rate_per_s, entry->rate_per_s);
+      const bool allowed = filter(now_s, level_rate, want, differs && dwelt);
+      if (differs && dwelt && !allowed) return std::nullopt;
+    }
+    if (!differs || !dwelt) return std::nullopt;
     state->last_switch_s = now_s;
     state->current = want;
     return want;
   };
 }
 
-SchedulerHook table_hook(ConfigurationTable table, double min_dwell_s, OverloadHook on_overload) {
+SchedulerHook table_hook(ConfigurationTable table, double min_dwell_s, OverloadHook on_overload,
+                         SwitchFilter filter) {
   auto fixed = std::make_shared<const ConfigurationTable>(std::move(table));
-  return table_hook([fixed] { return fixed; }, min_dwell_s, std::move(on_overload));
+  return table_hook([fixed] { return fixed; }, min_dwell_s, std::move(on_overload),
+                    std::move(filter));
 }
 
 std::vector<double> poisson_arrivals(double rate_per_s, int count, uint64_t seed) {
@@ -327,9 +339,11 @@ Status Controller::dispatch_ready() {
       }
       std::vector<int64_t> ids;
       while (ids.size() < b && !q.empty()) {
-        ids.push_back(q.front());
+        const int64_t id = q.front();
         q.pop_front();
+        if (!drop_if_cancelled(id)) ids.push_back(id);
       }
+      if (ids.empty()) break;  // every request left was cancelled: the queue is empty
       SERF_RETURN_IF_ERROR(dispatch(u, s, ids));
     }
   }

@@ -122,10 +122,17 @@ std::optional<std::pair<Configuration, double>> highest_capacity(const Configura
 // Where the hook reads its table at each call: a fixed table, or the newest re-planned one
 // (self-calibration); never null.
 using TableSource = std::function<std::shared_ptr<const ConfigurationTable>()>;
-SchedulerHook table_hook(TableSource source, double min_dwell_s,
-                         OverloadHook on_overload = nullptr);
+// Asked at every call of the hook outside an overload with the table's configuration and the rate
+// of its load level (the nearest at or above the measured rate, as the table looks it up);
+// `would_switch`: it differs from the running one and the dwell time passed. Returns whether to
+// switch (read only when would_switch): a switch that costs more than it gains is declined
+// (SwitchGate, serve/switch_cost.h). An overload switches without asking.
+using SwitchFilter = std::function<bool(double now_s, double rate_per_s,
+                                        const Configuration& wanted, bool would_switch)>;
+SchedulerHook table_hook(TableSource source, double min_dwell_s, OverloadHook on_overload = nullptr,
+                         SwitchFilter filter = nullptr);
 SchedulerHook table_hook(ConfigurationTable table, double min_dwell_s,
-                         OverloadHook on_overload = nullptr);
+                         OverloadHook on_overload = nullptr, SwitchFilter filter = nullptr);
 
 struct RequestRecord {
   int64_t id = -1;
@@ -309,7 +316,8 @@ class Controller {
   struct Pending {
     std::shared_ptr<const std::vector<float>> input;
     Completion done;
-    double deadline_s = 0;  // +inf: none
+    double deadline_s = 0;            // +inf: none
+    std::function<bool()> cancelled;  // InferRequest::cancelled
   };
   struct LoopPlan {
     const std::vector<double>* arrival_s = nullptr;  // the generator's arrivals, or none
@@ -337,6 +345,10 @@ class Controller {
   std::string timeout_text(int64_t id, double deadline_s);
   // Queued requests whose deadline passed end kTimedOut.
   void expire_deadlines(double now);
+  // Whether queued request `id`'s client went away; if so it ends kTimedOut (not computed).
+  bool drop_if_cancelled(int64_t id);
+  // Every queued request whose client went away ends kTimedOut (asked every tick).
+  void drop_cancelled();
   // Every queued and running request ends kFailed (the run ended on a fault).
   void fail_all(const std::string& reason);
   // A stop was asked: the job being torn down (a fault) or an operator's stop (drain).
@@ -392,6 +404,7 @@ class Controller {
   int64_t first_id_ = 0;  // id of records_.front()
   int64_t next_id_ = 0;
   int64_t generated_open_ = 0;  // generated requests received and not ended
+  size_t cancellable_ = 0;      // pending requests whose client may go away (drop_cancelled)
   OutcomeCounts counts_;
   double next_deadline_s_;   // earliest deadline among queued requests (+inf: none)
   double next_batch_due_s_;  // a slot waiting for a batch to fill dispatches then (+inf: none)

@@ -28,6 +28,8 @@ int64_t Controller::enter(InferRequest request, bool client) {
   p.input = request.input ? std::move(request.input) : generator_input_;
   p.done = std::move(request.done);
   p.deadline_s = request.deadline ? to_s(*request.deadline) : kNever;
+  p.cancelled = std::move(request.cancelled);
+  if (p.cancelled) ++cancellable_;
   pending_.emplace(rec.id, std::move(p));
   return rec.id;
 }
@@ -82,6 +84,7 @@ void Controller::finish(int64_t id, Outcome outcome, const std::string& reason,
   }
   auto it = pending_.find(id);
   Completion done = std::move(it->second.done);
+  if (it->second.cancelled) --cancellable_;
   pending_.erase(it);
   if (!rec.client) --generated_open_;
   for (const AnswerHook& hook : answer_hooks_) hook(rec);
@@ -128,6 +131,29 @@ void Controller::expire_deadlines(double now) {
       finish(id, Outcome::kTimedOut,
              "still queued after its timeout of " + timeout_text(id, deadline));
     }
+  }
+}
+
+bool Controller::drop_if_cancelled(int64_t id) {
+  const Pending& p = pending_.at(id);
+  if (!p.cancelled || !p.cancelled()) return false;
+  // Counted as timed out: the client stopped waiting before the request was dispatched, as when
+  // its timeout passes (a gRPC deadline reaches the server as a cancellation too). It was
+  // admitted, so not rejected; nothing failed.
+  finish(id, Outcome::kTimedOut,
+         "its client went away while it was queued (cancelled, or the connection closed); not "
+         "computed");
+  return true;
+}
+
+void Controller::drop_cancelled() {
+  if (cancellable_ == 0) return;  // the generator's requests, or clients that cannot go away
+  for (auto& q : queues_) {
+    std::deque<int64_t> kept;
+    for (int64_t id : q) {
+      if (!drop_if_cancelled(id)) kept.push_back(id);
+    }
+    q.swap(kept);
   }
 }
 
@@ -203,6 +229,7 @@ LiveStatus Controller::live() const {
 Status Controller::tick(const LoopPlan& plan, double t, RateMonitor* monitor, double* next_tick) {
   if (t < *next_tick) return Status::Ok();
   *next_tick = t + options_.tick_s;
+  drop_cancelled();
   const double rate = monitor->rate_per_s(t);
   publish(rate);
   if (plan.hook == nullptr || !*plan.hook || draining_) return Status::Ok();

@@ -273,7 +273,10 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
                 parse_s + std::chrono::duration<double>(Clock::now() - answered).count());
           }
           reactor->Finish(grpc::Status::OK);
-        });
+        },
+        // Valid until Finish (the call's context lives until OnDone); on the callback API
+        // IsCancelled() follows the client's cancellation and its deadline as they happen.
+        [ctx] { return ctx->IsCancelled(); });
     return reactor;
   }
 

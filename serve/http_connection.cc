@@ -137,6 +137,16 @@ bool DeadlineStream::is_readable() const {
   return wait_fd(fd_, POLLIN, std::chrono::duration<double>(deadline_ - Clock::now()).count());
 }
 
+bool DeadlineStream::peer_closed() const {
+  pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  if ((p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0) return true;
+  if ((p.revents & POLLIN) == 0) return false;
+  char c = 0;  // a pipelined next request is data, not a close
+  const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 bool DeadlineStream::is_writable() const { return wait_fd(fd_, POLLOUT, write_timeout_s_); }
 
 ssize_t DeadlineStream::read(char* ptr, size_t size) {

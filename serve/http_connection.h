@@ -40,6 +40,10 @@ class DeadlineStream : public httplib::Stream {
   // at the line's start (obsolete line folding); empty when every line was one. cpp-httplib 0.11
   // drops such a line and serves the request; the RFC asks for 400 and a closed connection.
   const std::string& bad_header_line() const { return bad_header_; }
+  // Whether the client closed (or reset) the connection: the socket reads end-of-file or fails.
+  // Any thread may ask while the connection's thread waits for an answer (it reads nothing then).
+  // A client that only half-closes (shutdown SHUT_WR) after its request counts as gone too.
+  bool peer_closed() const;
   // The stream of the connection this thread serves (for httplib's handlers); null elsewhere.
   static const DeadlineStream* current();
 

@@ -300,7 +300,13 @@ void HttpFrontend::Impl::infer(const Request& req, const std::string& body, Resp
     return json_error(res, 400, call.status().message());
   }
   const double parse_s = std::chrono::duration<double>(Clock::now() - received).count();
-  InferAnswer answer = service_.infer(std::move(call->input), received, call->timeout_us);
+  // A client that closes its connection while the request is queued is not waited for: this
+  // thread waits in infer() meanwhile, so the stream (and its socket) outlive every ask.
+  const DeadlineStream* stream = DeadlineStream::current();
+  std::function<bool()> gone;
+  if (stream != nullptr) gone = [stream] { return stream->peer_closed(); };
+  InferAnswer answer =
+      service_.infer(std::move(call->input), received, call->timeout_us, std::move(gone));
   t_answered = Clock::now();
   if (answer.outcome != Outcome::kAnswered) {
     return json_error(res, status_of(answer.outcome), answer.reason);

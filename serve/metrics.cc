@@ -203,6 +203,11 @@ std::optional<double> ServeMetrics::window_mean_s() const {
   return sum / static_cast<double>(answered);
 }
 
+void ServeMetrics::set_switch_gate(std::shared_ptr<const SwitchGate> gate) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  switch_gate_ = std::move(gate);
+}
+
 void ServeMetrics::set_predictor(LatencyPredictor predictor) {
   std::lock_guard<std::mutex> lock(mutex_);
   predictor_ = std::move(predictor);
@@ -363,6 +368,17 @@ std::string ServeMetrics::prometheus_text(const LiveStatus& live) const {
   gauge("serf_serving_units", "Serving units of K nodes (floor(N / K)).", live.units, &out);
   family("serf_configuration_switches_total", "counter", "Configuration switches.", &out);
   sample("serf_configuration_switches_total", static_cast<double>(live.switches), &out);
+  family("serf_switches_declined_total", "counter",
+         "Switches the table named and the switch gate declined, because the latency they would "
+         "save over their expected dwell was less than the wait the switch adds (once per wish).",
+         &out);
+  sample("serf_switches_declined_total",
+         switch_gate_ ? static_cast<double>(switch_gate_->declined()) : 0.0, &out);
+  const double switch_cost_s = switch_gate_ ? switch_gate_->last_cost_s() : 0.0;
+  gauge("serf_switch_cost_seconds",
+        "The switch gate's last estimate of a switch's cost (drain plus reconfigure, from the "
+        "measured switches; NaN: none weighed yet).",
+        switch_cost_s > 0 ? switch_cost_s : NAN, &out);
   gauge("serf_arrival_rate_per_second",
         "Arrival rate the scheduler sees (its rate window), requests per second.", live.rate_per_s,
         &out);

@@ -19,6 +19,7 @@
 #include "serve/calibration.h"
 #include "serve/controller.h"
 #include "serve/model_info.h"
+#include "serve/switch_cost.h"
 
 namespace serf::serve {
 
@@ -94,6 +95,9 @@ class ServeMetrics {
   void record(const RequestRecord& r);
   void count_invalid(const std::string& protocol);  // "http", "grpc": 400 / INVALID_ARGUMENT
   void count_refused_connection();                  // too many connections
+  // The gate that declines switches costing more than they gain (serf_switches_declined_total,
+  // serf_switch_cost_seconds); none: both read 0 and NaN.
+  void set_switch_gate(std::shared_ptr<const SwitchGate> gate);
   // Self-calibration: the predictions follow the recalibrated profile; one more recalibration.
   void set_predictor(LatencyPredictor predictor);
   void count_recalibration(const Recalibration& r);
@@ -128,6 +132,7 @@ class ServeMetrics {
   }
 
   LatencyPredictor predictor_;
+  std::shared_ptr<const SwitchGate> switch_gate_;
   double window_s_;
   std::chrono::steady_clock::time_point start_;
   mutable std::mutex mutex_;

@@ -21,7 +21,7 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 enum class Outcome {
   kAnswered,  // the nodes computed it
   kRejected,  // not admitted: its unit's queue was full, or the server was stopping (503)
-  kTimedOut,  // still queued when its deadline passed (504)
+  kTimedOut,  // still queued when its deadline passed (504), or its client went away meanwhile
   kFailed,    // admitted but not answered: a node reported an error, or the run ended on a fault
 };
 const char* outcome_name(Outcome outcome);  // "answered", "rejected", "timed_out", "failed"
@@ -47,6 +47,10 @@ struct InferRequest {
   SteadyTime arrival{};                // latency counts from here (a generated request: scheduled)
   std::optional<SteadyTime> deadline;  // still queued then: answered kTimedOut
   Completion done;                     // empty: nobody waits (generated load)
+  // Asked on the controller's thread while the request is queued (never after `done`): true when
+  // its client went away (a gRPC call cancelled or past its deadline, an HTTP connection closed).
+  // It is then dropped before dispatch, not computed, and ends kTimedOut. Empty: never.
+  std::function<bool()> cancelled;
 };
 
 }  // namespace serf::serve

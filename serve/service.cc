@@ -80,31 +80,35 @@ Status InferenceService::check_model(const std::string& name, const std::string&
   return Status::Ok();
 }
 
-InferAnswer InferenceService::infer(std::vector<float> input, SteadyTime arrival,
-                                    double timeout_us) {
+InferAnswer InferenceService::infer(std::vector<float> input, SteadyTime arrival, double timeout_us,
+                                    std::function<bool()> cancelled) {
   AnswerSlot* slot = t_slot.slot;
   {
     std::lock_guard<std::mutex> lock(slot->mutex);
     slot->ready = false;
   }
-  submit(std::move(input), arrival, timeout_us, [slot](InferAnswer&& a) {
-    {
-      std::lock_guard<std::mutex> lock(slot->mutex);
-      slot->answer = std::move(a);
-      slot->ready = true;
-    }
-    slot->ready_cv.notify_one();
-  });
+  submit(
+      std::move(input), arrival, timeout_us,
+      [slot](InferAnswer&& a) {
+        {
+          std::lock_guard<std::mutex> lock(slot->mutex);
+          slot->answer = std::move(a);
+          slot->ready = true;
+        }
+        slot->ready_cv.notify_one();
+      },
+      std::move(cancelled));
   std::unique_lock<std::mutex> lock(slot->mutex);
   slot->ready_cv.wait(lock, [slot] { return slot->ready; });
   return std::move(slot->answer);
 }
 
 void InferenceService::submit(std::vector<float> input, SteadyTime arrival, double timeout_us,
-                              Completion done) {
+                              Completion done, std::function<bool()> cancelled) {
   InferRequest r;
   r.input = std::make_shared<const std::vector<float>>(std::move(input));
   r.arrival = arrival;
+  r.cancelled = std::move(cancelled);
   if (timeout_us > 0) {
     r.deadline = arrival + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                std::chrono::duration<double, std::micro>(timeout_us));

@@ -27,11 +27,14 @@ class InferenceService {
   // Hands the request to the controller and blocks until it ends. `timeout_us` > 0: a request
   // still queued that long after `arrival` ends kTimedOut. The answer's output is the model's
   // output tensor (empty for emulated nodes).
-  InferAnswer infer(std::vector<float> input, SteadyTime arrival, double timeout_us);
+  // `cancelled`: InferRequest::cancelled (the client went away), or empty.
+  InferAnswer infer(std::vector<float> input, SteadyTime arrival, double timeout_us,
+                    std::function<bool()> cancelled = nullptr);
   // The same without blocking (infer() is this and a wait): `done` is called exactly once, on the
   // controller's thread when the request was admitted (keep it short), or on this thread at once
   // when the server is stopping.
-  void submit(std::vector<float> input, SteadyTime arrival, double timeout_us, Completion done);
+  void submit(std::vector<float> input, SteadyTime arrival, double timeout_us, Completion done,
+              std::function<bool()> cancelled = nullptr);
   // Whether `name` (and `version`, when not empty) is the served model; the error names both.
   Status check_model(const std::string& name, const std::string& version) const;
 

@@ -13,6 +13,7 @@
 
 #include "fake_transport.h"
 #include "profiler/tuple_profiler.h"
+#include "serve/switch_cost.h"
 
 using namespace serf;
 using namespace serf::serve;
@@ -343,4 +344,148 @@ TEST_CASE("an unstable level switches to the configuration of highest capacity, 
   REQUIRE(!hook(0.7, 40));  // back within the table: its level names (1,2,1), which runs
   REQUIRE(hook(11.0, 300) == std::nullopt);  // a new episode: said again, nothing to switch
   REQUIRE(notes.size() == 2);
+}
+
+namespace {
+
+Prediction predicted(double latency_ms, double utilization) {
+  Prediction p;
+  p.stable = utilization < 1;
+  p.latency_ms = latency_ms;
+  p.utilization = utilization;
+  return p;
+}
+
+// (1,1,2) up to 10/s, (2,1,1) above (as imagenet1k on 2 cores), stable to 40/s.
+ConfigurationTable two_level_table() {
+  ConfigurationTable table;
+  table.nodes = 1;
+  for (auto [rate, c] :
+       std::vector<std::pair<double, Configuration>>{{10, {1, 1, 2}}, {40, {2, 1, 1}}}) {
+    TableEntry e;
+    e.rate_per_s = rate;
+    e.stable = true;
+    e.config = c;
+    table.entries.push_back(e);
+  }
+  return table;
+}
+
+SwitchRecord measured_switch(Configuration from, Configuration to, double drain_ms,
+                             double configure_ms) {
+  SwitchRecord s;
+  s.from = from;
+  s.to = to;
+  s.drain_ms = drain_ms;
+  s.configure_ms = configure_ms;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("the switch cost estimate: per pair, else per target, else over all", "[controller]") {
+  SwitchCostEstimate e;
+  const Configuration a{1, 1, 2}, b{2, 1, 1}, c{1, 1, 1};
+  REQUIRE(!e.cost_s(a, b));  // nothing measured
+  e.observe(measured_switch(a, b, 20, 180));
+  e.observe(measured_switch(a, b, 0, 300));
+  e.observe(measured_switch(b, c, 0, 10));
+  REQUIRE(*e.cost_s(a, b) == Approx(0.25));                    // the pair's mean
+  REQUIRE(*e.cost_s(c, b) == Approx(0.25));                    // no such pair: the switches to b
+  REQUIRE(*e.cost_s(b, a) == Approx((0.2 + 0.3 + 0.01) / 3));  // nothing to a: every switch
+  for (int k = 0; k < 20; ++k) e.observe(measured_switch(a, b, 0, 100));
+  REQUIRE(*e.cost_s(a, b) == Approx(0.1));  // the last kKept only
+}
+
+TEST_CASE("a costly switch with little gain is declined; a large gain or an old wish takes it",
+          "[controller]") {
+  const Configuration t2{1, 1, 2}, c2{2, 1, 1};
+  // At 20/s: (1,1,2) 26 ms, (2,1,1) 25 ms at utilization 0.25; at 30/s (1,1,2) 120 ms.
+  SwitchPredictor predict = [&](const Configuration& config,
+                                double rate) -> std::optional<Prediction> {
+    if (config == c2) return predicted(25, 0.25);
+    return rate > 25 ? predicted(120, 0.9) : predicted(26, 0.5);
+  };
+  SwitchGate gate(predict);
+  gate.learn({measured_switch(c2, t2, 0, 200), measured_switch(t2, c2, 0, 200)});
+  gate.wish(100.0, c2);
+  // Little gain: 20/s * 1 ms * 1 s = 0.02 request-s, against 20 * 0.2^2 / (2 * 0.75) = 0.533.
+  SwitchVerdict v = gate.judge(101.0, 20, t2, c2);
+  REQUIRE(!v.take);
+  REQUIRE(v.switch_s == Approx(0.2));
+  REQUIRE(v.dwell_s == Approx(1.0));
+  REQUIRE(v.gain_request_s == Approx(0.02));
+  REQUIRE(v.cost_request_s == Approx(20 * 0.04 / 1.5));
+  REQUIRE(gate.declined() == 1);
+  REQUIRE(!gate.judge(110.0, 20, t2, c2).take);  // 0.2 request-s after 10 s: still less
+  REQUIRE(gate.declined() == 1);                 // one wish, declined once
+  // The wish lasted long enough to repay the switch (ski rental): 27 s * 0.02 > 0.533.
+  REQUIRE(gate.judge(127.0, 20, t2, c2).take);
+  // A large gain at once: 30/s * 95 ms * 1 s = 2.85 request-s against 30 * 0.04 / 1.5 = 0.8.
+  gate.wish(130.0, t2);
+  gate.wish(131.0, c2);
+  v = gate.judge(132.0, 30, t2, c2);
+  REQUIRE(v.take);
+  // The past wishes ((2,1,1) for 30 s, (1,1,2) for 1 s) now set the expected dwell: their mean.
+  REQUIRE(v.dwell_s == Approx(15.5));
+}
+
+TEST_CASE("the gate takes a switch it cannot weigh: nothing measured, no prediction, unstable",
+          "[controller]") {
+  const Configuration t2{1, 1, 2}, c2{2, 1, 1};
+  SwitchGate none([](const Configuration&, double) { return std::optional<Prediction>(); });
+  none.wish(0, c2);
+  REQUIRE(none.judge(0.5, 20, t2, c2).take);  // no switch measured: taken, to learn its cost
+  none.learn({measured_switch(t2, c2, 0, 500)});
+  REQUIRE(none.judge(0.5, 20, t2, c2).take);  // no prediction: the table's word
+  SwitchGate unstable([&](const Configuration& config, double) {
+    return std::optional<Prediction>(config == t2 ? predicted(0, 1.2) : predicted(25, 0.9));
+  });
+  unstable.learn({measured_switch(t2, c2, 0, 500)});
+  unstable.wish(0, c2);
+  REQUIRE(unstable.judge(0.0, 20, t2, c2).take);  // the running one cannot carry the load
+  REQUIRE(none.declined() == 0);
+  REQUIRE(unstable.declined() == 0);
+}
+
+TEST_CASE("the table hook asks the gate: a measured costly switch of little gain is not taken",
+          "[controller]") {
+  FakeTransport t(1);
+  t.configure_s = 0.1;  // each switch costs about 100 ms (the fake nodes rebuild slowly)
+  Controller c(t, {});
+  const Configuration t2{1, 1, 2}, c2{2, 1, 1};
+  REQUIRE(c.configure(t2).ok());
+  REQUIRE(c.configure(c2).ok());
+  REQUIRE(c.configure(t2).ok());
+  REQUIRE(c.switches().size() == 2);
+  REQUIRE(c.switches().back().total_ms() >= 100);
+  double gain_ms = 1;  // what (2,1,1) saves a request over (1,1,2)
+  SwitchPredictor predict = [&](const Configuration& config, double) -> std::optional<Prediction> {
+    return config == c2 ? predicted(25, 0.25) : predicted(25 + gain_ms, 0.5);
+  };
+  auto gate = std::make_shared<SwitchGate>(predict);
+  std::vector<SwitchVerdict> said;
+  SchedulerHook hook = table_hook(
+      two_level_table(), 0.0, nullptr,
+      switch_filter(
+          gate, c,
+          [&](double, const Configuration& from, const Configuration& to, const SwitchVerdict& v) {
+            REQUIRE(from == t2);
+            REQUIRE(to == c2);
+            said.push_back(v);
+          }));
+  // The hook's first word is the table's configuration (the controller keeps it: it runs).
+  REQUIRE(hook(0.0, 5) == std::optional<Configuration>(t2));
+  // At 20/s the table's level is 40/s, where it is weighed. (2,1,1) saves 1 ms a request; the
+  // expected dwell is the last wish's 1 s: 0.04 request-s, against at least
+  // 40 * 0.1^2 / (2 * 0.75) = 0.27 for the switch.
+  REQUIRE(!hook(1.0, 20));
+  REQUIRE(!hook(2.0, 20));
+  REQUIRE(gate->declined() == 1);
+  REQUIRE(said.size() == 1);  // said once per wish
+  REQUIRE(said[0].switch_s >= 0.1);
+  REQUIRE(said[0].rate_per_s == 40);  // the level's rate, not the measured 20/s
+  REQUIRE(gate->last_cost_s() >= 0.1);
+  gain_ms = 200;  // (1,1,2) saturates: 40/s * 0.2 s * 1 s = 8 request-s
+  REQUIRE(hook(2.0, 20) == std::optional<Configuration>(c2));
 }

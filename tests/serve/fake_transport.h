@@ -21,6 +21,7 @@ class FakeTransport : public Transport {
   int nodes() const override { return nodes_; }
   Status configure(const Configuration& c) override {
     if (!running_.empty()) return Internal("configure with requests in flight");
+    if (configure_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(configure_s));
     configs.push_back(c);
     return Status::Ok();
   }
@@ -75,6 +76,7 @@ class FakeTransport : public Transport {
   Status shutdown() override { return Status::Ok(); }
 
   std::vector<Configuration> configs;
+  double configure_s = 0;  // how long configure() takes (a switch that costs)
   std::map<int64_t, int> answered;
   std::map<int, int> max_running_seen;
   std::vector<int> rows_sent;  // each action's rows (requests in its batch), in order

@@ -21,8 +21,8 @@ using namespace serf::serve;
 namespace {
 
 struct Server {
-  explicit Server(double service_s = 1e-3, size_t max_queue = kUnboundedQueue)
-      : transport(2, service_s), controller(transport, options(max_queue)) {
+  explicit Server(double service_s = 1e-3, size_t max_queue = kUnboundedQueue, int nodes = 2)
+      : transport(nodes, service_s), controller(transport, options(max_queue)) {
     REQUIRE(controller.configure({1, 1, 1}).ok());
     controller.add_answer_hook([this](const RequestRecord& r) { metrics.record(r); });
     ModelInfo m;
@@ -40,7 +40,9 @@ struct Server {
                                   grpc::InsecureChannelCredentials());
     stub = inference::GRPCInferenceService::NewStub(channel);
   }
-  ~Server() {
+  ~Server() { stop(); }
+  void stop() {
+    if (!loop.joinable()) return;
     controller.request_stop();
     loop.join();
     grpc->stop();
@@ -280,4 +282,37 @@ TEST_CASE("gRPC: more calls at once than the old thread quota all reach the cont
   const std::string text = s.metrics.prometheus_text(s.controller.live());
   REQUIRE(text.find("serf_requests_total{outcome=\"answered\"} " + std::to_string(kCalls)) !=
           std::string::npos);
+}
+
+TEST_CASE("gRPC: a call cancelled while queued is dropped before dispatch, counted timed out",
+          "[serve][grpc]") {
+  Server s(0.3, kUnboundedQueue, 1);  // one unit of one slot, 300 ms a request
+  auto busy = std::async(std::launch::async, [&s] {
+    inference::ModelInferResponse res;
+    return s.infer(request({1, 2, 3, 4}), &res);
+  });
+  REQUIRE(wait_received(s.controller, 1));
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  inference::ModelInferResponse res;
+  grpc::Status status;
+  auto reader = s.stub->AsyncModelInfer(&ctx, request({5, 6, 7, 8}), &cq);
+  reader->Finish(&res, &status, &ctx);
+  REQUIRE(wait_received(s.controller, 2));  // queued behind the busy slot
+  ctx.TryCancel();
+  void* tag = nullptr;
+  bool fine = false;
+  REQUIRE(cq.Next(&tag, &fine));
+  REQUIRE(status.error_code() == grpc::StatusCode::CANCELLED);
+  REQUIRE(busy.get().ok());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (s.controller.live().counts.timed_out == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  s.stop();
+  const OutcomeCounts n = s.controller.counts();
+  REQUIRE(n.balanced());
+  REQUIRE(n.received == 2);
+  REQUIRE(n.answered == 1);
+  REQUIRE(n.timed_out == 1);       // the client stopped waiting before dispatch, as a timeout
+  REQUIRE(s.transport.sent == 1);  // the cancelled call never reached a node
 }

@@ -35,8 +35,9 @@ using Clock = std::chrono::steady_clock;
 
 // A controller serving on its own thread behind an HTTP front end on a free port.
 struct Server {
-  explicit Server(double service_s = 1e-3, HttpOptions o = {}, size_t max_queue = kUnboundedQueue)
-      : transport(2, service_s), controller(transport, options(max_queue)) {
+  explicit Server(double service_s = 1e-3, HttpOptions o = {}, size_t max_queue = kUnboundedQueue,
+                  int nodes = 2)
+      : transport(nodes, service_s), controller(transport, options(max_queue)) {
     REQUIRE(controller.configure({1, 1, 1}).ok());
     controller.add_answer_hook([this](const RequestRecord& r) { metrics.record(r); });
     service = std::make_unique<InferenceService>(controller, model_2x2(), &metrics);
@@ -505,4 +506,49 @@ TEST_CASE("an answer given before the body was read reaches the client whole, ne
   REQUIRE(got.rfind("HTTP/1.1 400", 0) == 0);
   REQUIRE(got.find("multipart/form-data body") != std::string::npos);
   REQUIRE(got.find("body itself\"}") != std::string::npos);  // the whole answer
+}
+
+TEST_CASE("a client that closes its connection while its request is queued: dropped, not computed",
+          "[serve][http]") {
+  Server s(0.3, {}, 8, 1);  // one unit of one slot, 300 ms a request
+  auto busy = std::async(std::launch::async, [&s] {
+    auto c = s.client();
+    return post(c, infer_body({1, 2, 3, 4}).dump());
+  });
+  REQUIRE(wait_received(s.controller, 1));
+  const std::string body = infer_body({5, 6, 7, 8}).dump();
+  const std::string head = "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n";
+  const int fd = connect_to(s.http->port());
+  const std::string request = head + body;
+  REQUIRE(::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));
+  REQUIRE(wait_received(s.controller, 2));  // queued behind the busy slot
+  ::close(fd);                              // the client gives up
+  auto r = busy.get();
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  const auto until = Clock::now() + std::chrono::seconds(5);
+  while (s.controller.live().counts.timed_out == 0 && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  s.stop();
+  const OutcomeCounts n = s.controller.counts();
+  REQUIRE(n.balanced());
+  REQUIRE(n.received == 2);
+  REQUIRE(n.answered == 1);
+  REQUIRE(n.timed_out == 1);       // the client stopped waiting before dispatch, as a timeout
+  REQUIRE(s.transport.sent == 1);  // the closed connection's request never reached a node
+  // A pipelined request behind an answered one is data, not a close: both are answered.
+  Server t(0.05, {}, 8, 1);
+  const int fd2 = connect_to(t.http->port());
+  const std::string two = request + request;
+  REQUIRE(::send(fd2, two.data(), two.size(), 0) == static_cast<ssize_t>(two.size()));
+  const std::string got = read_all(fd2, 1.0);
+  ::close(fd2);
+  size_t oks = 0;
+  for (size_t at = got.find("HTTP/1.1 200"); at != std::string::npos;
+       at = got.find("HTTP/1.1 200", at + 1))
+    ++oks;
+  REQUIRE(oks == 2);
+  t.stop();
+  REQUIRE(t.controller.counts().answered == 2);
 }

@@ -262,3 +262,48 @@ TEST_CASE("generated load and clients share the path; records stay bounded", "[s
   REQUIRE(one.ok());
   REQUIRE(one->output == std::vector<float>{8});
 }
+
+TEST_CASE("queued requests whose client went away are dropped before dispatch, batches too",
+          "[serve][controller]") {
+  FakeTransport t(1, 0.2);  // one unit, 200 ms a batch
+  Controller c(t, {});
+  REQUIRE(c.configure({1, 1, 1, 4}).ok());  // batches of up to 4
+  testing::Serving serving(c);
+  auto first = testing::submit(c, {1, 2});  // takes the slot
+  REQUIRE(wait_received(c, 1));
+  // Five wait behind it; the clients of the 2nd and 4th go away while they wait.
+  std::vector<std::shared_ptr<std::atomic<bool>>> gone;
+  std::vector<std::future<InferAnswer>> waiting;
+  for (int k = 0; k < 5; ++k) {
+    gone.push_back(std::make_shared<std::atomic<bool>>(false));
+    auto promise = std::make_shared<std::promise<InferAnswer>>();
+    waiting.push_back(promise->get_future());
+    InferRequest r;
+    r.input = std::make_shared<const std::vector<float>>(std::vector<float>{10.0f * k, 1});
+    r.arrival = std::chrono::steady_clock::now();
+    r.done = [promise](InferAnswer&& a) { promise->set_value(std::move(a)); };
+    r.cancelled = [flag = gone.back()] { return flag->load(); };
+    REQUIRE(c.inbox().push(std::move(r)));
+  }
+  REQUIRE(wait_received(c, 6));
+  gone[1]->store(true);
+  gone[3]->store(true);
+  REQUIRE(first.get().outcome == Outcome::kAnswered);
+  for (int k = 0; k < 5; ++k) {
+    InferAnswer a = waiting[static_cast<size_t>(k)].get();
+    if (k == 1 || k == 3) {
+      REQUIRE(a.outcome == Outcome::kTimedOut);
+      REQUIRE(a.reason.find("went away") != std::string::npos);
+      REQUIRE(a.compute_s == 0);  // never dispatched
+    } else {
+      REQUIRE(a.outcome == Outcome::kAnswered);
+      REQUIRE(a.output == std::vector<float>{10.0f * k + 1, 2});  // its own row
+    }
+  }
+  REQUIRE(serving.stop().ok());
+  REQUIRE(c.counts().balanced());
+  REQUIRE(c.counts().timed_out == 2);
+  REQUIRE(c.counts().answered == 4);
+  // The first alone, then the three left in one batch: the two gone were never sent.
+  REQUIRE(t.rows_sent == std::vector<int>{1, 3});
+}

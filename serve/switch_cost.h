@@ -1,0 +1,112 @@
+#pragma once
+// Whether a switch the configuration table asks for pays for itself. A switch drains the units and
+// reconfigures every node: for C seconds (drain + reconfigure, measured on each switch) no
+// request starts. The table ignores C; with the real engine it is 0.2-0.3 s (imagenet1k, a new
+// T), as long as ten requests' service. The gate weighs, in request-seconds:
+//   gain = rate * (W_running - W_wanted) * D
+//     the latency the wanted configuration saves per request (the queue model's means at the
+//     rate of the table's load level), over the D seconds it is expected to hold;
+//   cost = rate * C^2 / (2 * (1 - rho_wanted))
+//     the wait the pause adds: rate*C requests arrive during it and wait C/2 on average, and the
+//     backlog left then drains only at the new configuration's spare capacity (1 - rho), so later
+//     arrivals wait too (the fluid area of a service vacation of length C);
+// and takes the switch when gain > cost. D is the age of the table's wish (how long the table has
+// named the wanted configuration without a break) or, when larger, the mean length of its past
+// wishes: waiting until the wish has lasted long enough to repay the switch is the ski-rental
+// rule, which never pays more than twice what the best offline choice pays. C is the mean of the
+// last measured switches between the same two configurations, else of switches to the wanted
+// one, else of every switch; before any switch was measured, the switch is taken (and measured).
+// A running configuration the model calls unstable at the rate, or no prediction for either
+// configuration, takes the switch (the table's rule).
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "serf/core/configuration.h"
+#include "serf/core/planner.h"
+#include "serf/core/profile.h"
+#include "serf/core/queue_model.h"
+#include "serve/controller.h"
+
+namespace serf::serve {
+
+// The queue model's prediction for a configuration at a cluster arrival rate (nullopt: none).
+using SwitchPredictor =
+    std::function<std::optional<Prediction>(const Configuration&, double rate_per_s)>;
+
+// From a tuple profile through the queue model (batches too), on `nodes` nodes.
+SwitchPredictor profile_predictor(std::function<std::shared_ptr<const Profile>()> profile,
+                                  int nodes, QueueKind queue);
+// From a table: its every-configuration predictions (planned with --all) at the load level the
+// rate falls in, else that level's entry when it names the configuration.
+SwitchPredictor table_predictor(std::shared_ptr<const ConfigurationTable> table);
+
+// The measured cost (drain + reconfigure, seconds) of switches: the mean of the last kKept per
+// (from, to) pair, per target, and over all.
+class SwitchCostEstimate {
+ public:
+  static constexpr size_t kKept = 8;
+  void observe(const SwitchRecord& s);
+  std::optional<double> cost_s(const Configuration& from, const Configuration& to) const;
+  size_t observed() const { return observed_; }
+
+ private:
+  static std::optional<double> mean(const std::map<std::string, std::deque<double>>& m,
+                                    const std::string& key);
+  std::map<std::string, std::deque<double>> pair_, target_, all_;
+  size_t observed_ = 0;
+};
+
+struct SwitchVerdict {
+  bool take = true;
+  std::string reason;  // why, in a sentence (logs, tests)
+  double rate_per_s = 0;
+  double gain_request_s = 0;  // rate * (W_running - W_wanted) * dwell
+  double cost_request_s = 0;  // rate * C^2 / (2 (1 - rho_wanted))
+  double switch_s = 0;        // C, the estimate used
+  double dwell_s = 0;         // D
+};
+
+class SwitchGate {
+ public:
+  explicit SwitchGate(SwitchPredictor predict) : predict_(std::move(predict)) {}
+  // Learns the switches measured since the last call (the controller's switches(), in order).
+  void learn(const std::vector<SwitchRecord>& switches);
+  // Tells the gate what the table names now (every time the scheduler asks, switch or not): the
+  // wish's age and the lengths of past wishes come from these calls.
+  void wish(double now_s, const Configuration& wanted);
+  // Whether to switch from `running` to `wanted` now at `rate_per_s` (after wish()).
+  SwitchVerdict judge(double now_s, double rate_per_s, const Configuration& running,
+                      const Configuration& wanted);
+  // Thread-safe, for /metrics.
+  uint64_t declined() const { return declined_.load(); }
+  double last_cost_s() const { return last_cost_s_.load(); }
+
+ private:
+  double dwell_s(double now_s) const;
+  SwitchPredictor predict_;
+  SwitchCostEstimate costs_;
+  size_t learned_ = 0;
+  std::optional<Configuration> wanted_;
+  double wanted_since_s_ = 0;
+  std::deque<double> wishes_s_;  // lengths of the last past wishes
+  bool declined_this_wish_ = false;
+  std::atomic<uint64_t> declined_{0};
+  std::atomic<double> last_cost_s_{0};
+};
+
+// The filter table_hook consults: `gate` judging the switch against `controller`'s running
+// configuration and its measured switches (read on the controller's thread, where the hook
+// runs). `on_decline` hears the first declined switch of each wish (rank 0's log).
+SwitchFilter switch_filter(std::shared_ptr<SwitchGate> gate, const Controller& controller,
+                           std::function<void(double now_s, const Configuration& from,
+                                              const Configuration& to, const SwitchVerdict&)>
+                               on_decline = nullptr);
+
+}  // namespace serf::serve
