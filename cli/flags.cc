@@ -147,7 +147,8 @@ CLI::Option* add_nodes(CLI::App* sub, int* nodes, const std::string& help) {
 CLI::Option* add_queue(CLI::App* sub, std::string* queue, bool allow_all) {
   return sub->add_option("--queue", *queue,
                          "queueing model: " + queue_kind_names() + (allow_all ? ", or all" : "") +
-                             " (default md-interf, the paper's)");
+                             " (default " + to_string(kDefaultQueue) +
+                             "; md-interf is the paper's)");
 }
 
 CLI::Option* add_json(CLI::App* sub, bool* json) {

@@ -24,7 +24,7 @@ namespace {
 // Flags every queue command shares.
 struct CommonFlags {
   ProfileFlag profile;
-  std::string queue = "md-interf";
+  std::string queue = to_string(kDefaultQueue);
   bool json = false;
   int nodes = 0;      // 0: the profile's hardware.nodes
   int max_batch = 1;  // plan, size, capacity: search b in (1, B] (predict: --batch is its b)
@@ -46,7 +46,7 @@ struct CommonFlags {
 
   struct Loaded {
     Profile profile;
-    QueueKind queue = QueueKind::kMdInterf;
+    QueueKind queue = kDefaultQueue;
     int nodes = 0;
   };
   // Loads the profile, resolves the queue model and the node count.

@@ -44,7 +44,7 @@ StatusOr<std::unique_ptr<serve::SelfCalibration>> start_self_calibration(
   }
   auto cal = std::make_unique<serve::SelfCalibration>(profile, initial, rates, plan,
                                                       serve::DriftRule{}, min_dwell_s);
-  const QueueKind queue = table ? table->queue : QueueKind::kMdInterf;
+  const QueueKind queue = table ? table->queue : kDefaultQueue;
   serve::SelfCalibration* c = cal.get();
   const int nodes = session.nodes;
   cal->set_on_recalibration([c, metrics, table, nodes, queue](const serve::Recalibration& r) {

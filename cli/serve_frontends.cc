@@ -53,7 +53,7 @@ StatusOr<serve::LatencyPredictor> predictor(const FrontendFlags& flags, RuntimeS
   } else if (session.emulation) {
     profile = std::make_shared<const Profile>(*session.emulation);
   }
-  const QueueKind queue = table ? table->queue : QueueKind::kMdInterf;
+  const QueueKind queue = table ? table->queue : kDefaultQueue;
   return serve::LatencyPredictor(profile, std::move(table), session.nodes, queue);
 }
 

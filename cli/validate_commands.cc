@@ -20,7 +20,7 @@ namespace {
 struct ValidateFlags {
   std::string profile;
   std::vector<std::string> measured;
-  std::string queue = "md-interf";
+  std::string queue = to_string(kDefaultQueue);
   int nodes = 0;  // 0: the measurement's (or the profile's) node count
   std::string out;
   std::string plot;              // PNG; empty: none
@@ -95,11 +95,7 @@ std::string csv_path(const std::string& out) {
 
 // --queue NAME, or "all": every queue model.
 StatusOr<std::vector<QueueKind>> parse_queues(const std::string& name) {
-  if (name == "all") {
-    return std::vector<QueueKind>{QueueKind::kMdInterf,     QueueKind::kMmInterf,
-                                  QueueKind::kMdc,          QueueKind::kMmc,
-                                  QueueKind::kAllenCunneen, QueueKind::kMdcExact};
-  }
+  if (name == "all") return all_queue_kinds();
   auto q = parse_queue_kind(name);
   if (!q.ok()) return q.status().with_context("--queue (or 'all')");
   return std::vector<QueueKind>{*q};

@@ -126,7 +126,7 @@ struct RateComparison {
 };
 
 struct ModelValidation {
-  QueueKind queue = QueueKind::kMdInterf;
+  QueueKind queue = kDefaultQueue;
   // In the order of the measured points, without those the model cannot predict (not_modelled).
   std::vector<PointResult> points;
   ErrorSummary summary;

@@ -37,7 +37,8 @@ def predict(serf, profile_path, config, rate):
     """serf predict's (mean latency, mean service) in ms; inf when the load is unstable (exit 3)."""
     c, k, t = config
     r = subprocess.run([serf, "predict", "--profile", profile_path, "--service", str(c),
-                        "--inter", str(k), "--intra", str(t), "--rate", "%.6g" % rate, "--json"],
+                        "--inter", str(k), "--intra", str(t), "--rate", "%.6g" % rate, "--json",
+                        "--queue", "md-interf"],
                        capture_output=True, text=True)
     if r.returncode == 3:
         return math.inf, math.inf

@@ -26,6 +26,7 @@ STYLE = {
     "mmc": ("tab:purple", "^"),
     "allen-cunneen": ("tab:green", "D"),
     "mdc-exact": ("tab:cyan", "x"),
+    "mg-interf": ("black", "*"),
 }
 
 

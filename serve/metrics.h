@@ -59,7 +59,7 @@ class LatencyPredictor {
   std::shared_ptr<const LatencyObjective> p99_;  // reads *profile_
   std::shared_ptr<const ConfigurationTable> table_;
   int nodes_ = 0;
-  QueueKind queue_ = QueueKind::kMdInterf;
+  QueueKind queue_ = kDefaultQueue;
 };
 
 // One consistent reading of the metrics for the status page (GET /).

@@ -55,7 +55,7 @@ class BatchQueueModel {
   BatchQueueModel() = default;
   double mean_ms(int i, int n) const { return mean_[static_cast<size_t>(i - 1) * b_ + (n - 1)]; }
 
-  QueueKind kind_ = QueueKind::kMdInterf;
+  QueueKind kind_ = kDefaultQueue;
   int c_ = 1, b_ = 1;
   std::vector<double> mean_;             // (i, n) at (i - 1) * b + (n - 1), ms
   std::vector<ServiceLevel> fast_slot_;  // the c-fold fast slot: mean_ms(c, n) / c, SCV by kind

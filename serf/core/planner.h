@@ -104,7 +104,7 @@ struct TableEntry : Choice {
 
 struct ConfigurationTable {
   std::string model;  // the DNN, from the profile
-  QueueKind queue = QueueKind::kMdInterf;
+  QueueKind queue = kDefaultQueue;
   std::string objective = "mean";
   int nodes = 0;
   int cores_per_node = 0;
@@ -127,7 +127,7 @@ struct ConfigurationTable {
 
 struct PlanOptions {
   int nodes = 0;  // 0: the profile's hardware.nodes
-  QueueKind queue = QueueKind::kMdInterf;
+  QueueKind queue = kDefaultQueue;
   int max_batch = 1;      // B: also search batches b in (1, B] that the profile holds
   bool keep_all = false;  // keep every configuration's predictions (plots)
   const Objective* objective = nullptr;  // nullptr: mean latency

@@ -43,6 +43,12 @@ const char* to_string(QueueKind kind) {
   return "?";
 }
 
+std::vector<QueueKind> all_queue_kinds() {
+  std::vector<QueueKind> out;
+  for (const auto& e : kKindNames) out.push_back(e.kind);
+  return out;
+}
+
 std::string queue_kind_names() {
   std::string out;
   for (const auto& e : kKindNames) {

@@ -9,7 +9,7 @@
 namespace serf {
 
 struct SizingOptions {
-  QueueKind queue = QueueKind::kMdInterf;
+  QueueKind queue = kDefaultQueue;
   int max_batch = 1;  // B: also consider batches b in (1, B] that the profile holds
   const Objective* objective = nullptr;  // nullptr: mean latency
 };

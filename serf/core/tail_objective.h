@@ -59,7 +59,7 @@ class LatencyObjective : public Objective {
 // `serf predict`'s question: configuration `config` on `nodes` nodes at cluster rate `rate_per_s`.
 struct ConfigurationPrediction {
   Configuration config;
-  QueueKind queue = QueueKind::kMdInterf;
+  QueueKind queue = kDefaultQueue;
   int nodes = 0;
   int units = 0;                   // floor(N / K)
   double rate_per_s = 0;           // cluster-wide

@@ -30,10 +30,13 @@ Profile small_profile(int nodes = 4) {
 }
 
 // Brute force: the best stable configuration's mean latency on `nodes` at cluster `rate`.
-double brute_best_ms(const Profile& p, int nodes, double rate, Configuration* best = nullptr) {
+// The best mean latency over every configuration under `queue` (by default the model every planner
+// entry point uses when not told: kDefaultQueue), by brute force.
+double brute_best_ms(const Profile& p, int nodes, double rate, Configuration* best = nullptr,
+                     QueueKind queue = kDefaultQueue) {
   double out = std::numeric_limits<double>::infinity();
   for (const Configuration& c : enumerate_configurations(p, nodes)) {
-    auto m = model_for(p, c, nodes, QueueKind::kMdInterf);
+    auto m = model_for(p, c, nodes, queue);
     REQUIRE(m.ok());
     const Prediction pr = m->predict(c.service, rate / units_for(nodes, c.inter));
     if (pr.stable && pr.latency_ms < out) {
@@ -80,7 +83,7 @@ TEST_CASE("plan_table picks the best configuration at every rate", "[core][plann
   bool some_unstable = false;
   for (const TableEntry& e : table->entries) {
     Configuration best;
-    const double want = brute_best_ms(p, 4, e.rate_per_s, &best);
+    const double want = brute_best_ms(p, 4, e.rate_per_s, &best, QueueKind::kMdInterf);
     if (!std::isfinite(want)) {
       CHECK_FALSE(e.stable);
       some_unstable = true;

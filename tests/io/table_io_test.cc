@@ -11,6 +11,7 @@ ConfigurationTable example_table() {
   t.model = "toy";
   t.nodes = 4;
   t.cores_per_node = 8;
+  t.queue = QueueKind::kMdInterf;  // not the default: the round trip must carry it
   TableEntry a;
   a.rate_per_s = 1.5;
   a.stable = true;
@@ -39,6 +40,7 @@ TEST_CASE("tables round-trip through serf-table/1 JSON", "[io][table]") {
   auto back = io::table_from_json(doc, "t.json");
   REQUIRE(back.ok());
   REQUIRE(back->entries.size() == 2);
+  CHECK(back->queue == QueueKind::kMdInterf);
   CHECK(back->entries[0].config == Configuration{2, 1, 4});
   CHECK(back->entries[0].prediction.wait_ms == 20.25);
   CHECK_FALSE(back->entries[1].stable);

@@ -607,7 +607,7 @@ PY
     grep -q "^against the sample-path estimate" "$out/o" || fail "no sample-path block"
     grep -A2 "^against the sample-path estimate" "$out/o" | grep -q "^md-interf *6 " \
       || fail "want 6 md-interf points against the sample-path estimate"
-    [ -s "$out/r.csv" ] && [ "$(wc -l <"$out/r.csv")" -eq 37 ] || fail "want a CSV header + 6 models x 6 points"
+    [ -s "$out/r.csv" ] && [ "$(wc -l <"$out/r.csv")" -eq 43 ] || fail "want a CSV header + 7 models (all: every --queue) x 6 points"
     if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
       [ -s "$out/r.png" ] || fail "no plot"
     fi
