@@ -190,7 +190,13 @@ grpc::Status status_of(const InferAnswer& a) {
 // request to the controller and returns; the controller's answer finishes the call. So admission
 // is SERF's alone (the unit's bounded queue: UNAVAILABLE, counted), where the synchronous server
 // refused calls past its thread quota with RESOURCE_EXHAUSTED that the controller never saw.
-class KServeService final : public inference::GRPCInferenceService::CallbackService {
+// ModelInfer is a raw method: gRPC hands over the message's bytes, whose size is checked before
+// they are parsed. So gRPC takes a message of any size and SERF refuses (and counts) every one over
+// --max-body-mb; before session 26 gRPC refused those over twice the limit itself, uncounted.
+using KServeBase = inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
+    inference::GRPCInferenceService::CallbackService>;
+
+class KServeService final : public KServeBase {
  public:
   KServeService(InferenceService& service, size_t max_message_bytes)
       : service_(service), max_message_bytes_(max_message_bytes) {}
@@ -243,11 +249,16 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
     return done(ctx, grpc::Status::OK);
   }
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* ctx,
-                                       const inference::ModelInferRequest* req,
-                                       inference::ModelInferResponse* res) override {
+                                       const grpc::ByteBuffer* message,
+                                       grpc::ByteBuffer* answer) override {
     const Clock::time_point received = Clock::now();
-    const size_t bytes = req->ByteSizeLong();
+    const size_t bytes = message->Length();
     if (bytes > max_message_bytes_) return done(ctx, too_large(bytes));
+    inference::ModelInferRequest parsed;
+    grpc::ByteBuffer copy(*message);  // shares the slices; parsing consumes the buffer it reads
+    if (!grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&copy, &parsed).ok())
+      return done(ctx, counted(InvalidArgument("the message is not a ModelInferRequest")));
+    const inference::ModelInferRequest* req = &parsed;
     Status st = service_.check_model(req->model_name(), req->model_version());
     InferCall call;
     if (st.ok()) st = read_call(service_.model(), *req, *ctx, &call);
@@ -260,13 +271,23 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
     // is a copy of the output, the sending is gRPC's.
     service_.submit(
         std::move(input), received, timeout_us,
-        [this, reactor, res, parse_s, call = std::move(call)](InferAnswer&& a) {
+        [this, reactor, answer, parse_s, call = std::move(call)](InferAnswer&& a) {
           if (a.outcome != Outcome::kAnswered) {
             reactor->Finish(status_of(a));
             return;
           }
           const Clock::time_point answered = Clock::now();
-          write_answer(service_.model(), call, a.output, res);
+          inference::ModelInferResponse res;
+          write_answer(service_.model(), call, a.output, &res);
+          bool own = false;
+          const grpc::Status written =
+              grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(res, answer,
+                                                                                  &own);
+          if (!written.ok()) {
+            reactor->Finish(grpc::Status(StatusCode::INTERNAL,
+                                         "cannot write the answer: " + written.error_message()));
+            return;
+          }
           if (service_.metrics()) {
             // Serializing and sending follow Finish; the encoding here is counted.
             service_.metrics()->observe_frontend(
@@ -305,11 +326,6 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
   size_t max_message_bytes_;
 };
 
-// The largest message gRPC itself receives (GrpcOptions::max_message_bytes).
-size_t grpc_receive_limit(size_t max_message_bytes) {
-  return std::max(2 * max_message_bytes, max_message_bytes + (size_t{1} << 20));
-}
-
 }  // namespace
 
 bool grpc_available() { return true; }
@@ -324,8 +340,9 @@ class GrpcFrontend::Impl {
     const std::string address = options_.host + ":" + std::to_string(options_.port);
     builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&service_);
-    builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(
-        grpc_receive_limit(options_.max_message_bytes), std::numeric_limits<int>::max())));
+    // No limit of gRPC's own: ModelInfer sees the size of every message before parsing it, and
+    // refuses and counts one over the limit (above).
+    builder.SetMaxReceiveMessageSize(-1);
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) {
       return InvalidArgument("--grpc " + address +

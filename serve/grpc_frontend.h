@@ -19,8 +19,7 @@ struct GrpcOptions {
   std::string host = "127.0.0.1";
   int port = 8001;  // 0: any free port
   // A larger ModelInfer message is refused with RESOURCE_EXHAUSTED and a reason, and counted as
-  // invalid. gRPC itself receives up to twice that (at least 1 MiB more) so that such a message
-  // reaches SERF's handler; it refuses a larger one before any handler runs (not counted).
+  // invalid, whatever its size (gRPC hands the message over unparsed; it sets no limit itself).
   size_t max_message_bytes = 64u << 20;
 };
 

@@ -21,7 +21,8 @@ using namespace serf::serve;
 namespace {
 
 struct Server {
-  explicit Server(double service_s = 1e-3, size_t max_queue = kUnboundedQueue, int nodes = 2)
+  explicit Server(double service_s = 1e-3, size_t max_queue = kUnboundedQueue, int nodes = 2,
+                  size_t max_message_bytes = 64u << 20)
       : transport(nodes, service_s), controller(transport, options(max_queue)) {
     REQUIRE(controller.configure({1, 1, 1}).ok());
     controller.add_answer_hook([this](const RequestRecord& r) { metrics.record(r); });
@@ -33,6 +34,7 @@ struct Server {
     loop = std::thread([this] { status = controller.serve(nullptr); });
     GrpcOptions o;
     o.port = 0;
+    o.max_message_bytes = max_message_bytes;
     auto started = GrpcFrontend::Start(*service, o);
     REQUIRE(started.ok());
     grpc = std::move(started).value();
@@ -315,4 +317,23 @@ TEST_CASE("gRPC: a call cancelled while queued is dropped before dispatch, count
   REQUIRE(n.answered == 1);
   REQUIRE(n.timed_out == 1);       // the client stopped waiting before dispatch, as a timeout
   REQUIRE(s.transport.sent == 1);  // the cancelled call never reached a node
+}
+
+TEST_CASE("gRPC: every message over --max-body-mb is refused by SERF and counted, however large",
+          "[serve][grpc]") {
+  Server s(1e-3, kUnboundedQueue, 2, 1u << 20);
+  for (size_t mib : {2, 3, 9}) {  // up to 2 MiB gRPC itself refused those over 2 MiB, uncounted
+    auto req = request({1, 2, 3, 4});
+    req.set_raw_input_contents(0, std::string(mib << 20, '\0'));
+    inference::ModelInferResponse res;
+    const grpc::Status st = s.infer(req, &res);
+    INFO(mib << " MiB: " << st.error_message());
+    REQUIRE(st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+    REQUIRE(st.error_message().find("--max-body-mb 1") != std::string::npos);
+  }
+  inference::ModelInferResponse res;
+  REQUIRE(s.infer(request({1, 2, 3, 4}), &res).ok());  // still serving
+  REQUIRE(raw_output(res) == std::vector<float>{2, 3, 4, 5});
+  const std::string text = s.metrics.prometheus_text(s.controller.live());
+  REQUIRE(text.find("serf_invalid_requests_total{protocol=\"grpc\"} 3") != std::string::npos);
 }
