@@ -67,6 +67,9 @@ class PreparedModel {
   virtual int batch() const { return 1; }
   // Bytes of weights this rank holds (its slices, in the kernels' layout).
   virtual int64_t resident_weight_bytes() const = 0;
+  // Activation layout changes (reorders) a run() makes between layers and at its ends: what the
+  // kernels' layout choices cost besides their own work (0 on a backend that has none).
+  virtual int activation_reorders() const { return 0; }
 };
 
 class Backend {

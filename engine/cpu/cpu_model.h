@@ -69,6 +69,7 @@ class CpuPreparedModel final : public PreparedModel,
   int threads() const override { return threads_; }
   int batch() const override { return batch_; }
   int64_t resident_weight_bytes() const override { return weight_bytes_; }
+  int activation_reorders() const override;
   // Of those, the bytes another model of the backend had packed already (shared_weights.h).
   int64_t reused_weight_bytes() const { return reused_bytes_; }
 

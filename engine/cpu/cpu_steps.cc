@@ -67,6 +67,27 @@ std::vector<Eltwise> eltwise_of(const model::LayerSpec& l) {
   }
 }
 
+using conv_pd = dnnl::convolution_forward::primitive_desc;
+
+// A convolution's primitive with activations `src`, `dst` (`any`: oneDNN's choice): Winograd when
+// asked and oneDNN implements it for this shape and CPU, direct otherwise.
+conv_pd conv_primitive(const model::Window& w, bool winograd, const md_t& src, const md_t& weights,
+                       const md_t& bias, const md_t& dst, const dnnl::primitive_attr& attr,
+                       const dnnl::engine& engine) {
+  auto desc = [&](dnnl::algorithm alg) {
+    return dnnl::convolution_forward::desc(
+        kForward, alg, src, weights, bias, dst, {w.stride_h, w.stride_w},
+        {w.dilation_h - 1, w.dilation_w - 1}, {w.pad_top, w.pad_left}, {w.pad_bottom, w.pad_right});
+  };
+  if (winograd) {
+    try {
+      return conv_pd(desc(dnnl::algorithm::convolution_winograd), attr, engine);
+    } catch (const dnnl::error&) {  // unimplemented for this shape or CPU: direct below
+    }
+  }
+  return conv_pd(desc(dnnl::algorithm::convolution_direct), attr, engine);
+}
+
 }  // namespace
 
 StepBuilder::StepBuilder(CpuPreparedModel& model, const model::Weights& weights)
@@ -325,31 +346,36 @@ Status StepBuilder::conv(const LayerStep& s, CpuStep* out) {
     const std::vector<int>& sources = m_.plan_.layers[static_cast<size_t>(s.add_layer)].sources;
     residual = sources[0] == s.layer ? sources[1] : sources[0];
   }
-  const md_t dst_request = flow_ && residual >= 0 ? stored_[static_cast<size_t>(residual)]
-                                                  : md_t(dst_dims, dt::f32, tag::any);
-  auto conv_desc = [&](dnnl::algorithm alg) {
-    return dnnl::convolution_forward::desc(
-        kForward, alg, md_t(src.md.dims(), dt::f32, tag::any), md_t(wdims, dt::f32, tag::any),
-        bias_md, dst_request, {w.stride_h, w.stride_w}, {w.dilation_h - 1, w.dilation_w - 1},
-        {w.pad_top, w.pad_left}, {w.pad_bottom, w.pad_right});
-  };
   // Winograd (F(4x4, 3x3): 2.25x fewer multiplies) for ungrouped 3x3 stride-1 convolutions of
   // 16 or more input channels where oneDNN implements it (AVX-512); direct otherwise (vgg16's
   // first layer, 3 channels, took 4.5 ms with Winograd against 2.0 direct). engine_bench (T = 1,
   // load ~10): vgg16 175-182 -> 95-100 ms, resnet50's 3x3 convolutions 16-19 -> 11.1-11.3 ms.
-  dnnl::convolution_forward::primitive_desc pd;
-  if (!grouped && cin >= 16 && w.kernel_h == 3 && w.kernel_w == 3 && w.stride_h == 1 &&
-      w.stride_w == 1 && w.dilation_h == 1 && w.dilation_w == 1) {
-    try {
-      pd = dnnl::convolution_forward::primitive_desc(
-          conv_desc(dnnl::algorithm::convolution_winograd), attributes(s), m_.engine_);
-    } catch (const dnnl::error&) {  // unimplemented for this shape or CPU: direct below
-    }
+  const bool winograd = !grouped && cin >= 16 && w.kernel_h == 3 && w.kernel_w == 3 &&
+                        w.stride_h == 1 && w.stride_w == 1 && w.dilation_h == 1 &&
+                        w.dilation_w == 1;
+  // A batch (K = 1): 1x1 and 3x3 convolutions (ungrouped or depthwise) with 16-channel multiples
+  // write nChw16c activations and read them (oneDNN's jit_1x1, jit, jit_dw and Winograd kernels)
+  // instead of the NHWC `brgconv` ones `any` picks; a first layer of 3 channels reads its input
+  // as oneDNN likes. Where oneDNN has only a reference kernel for that, `any` below. resnet50 at
+  // b = 8 (alternating with main's engine, under the lock): 3-10 % faster; its 13 Winograd layers
+  // run in nChw16c anyway, so with NHWC 8 images' activations were reordered twice around each.
+  // Batch 1 keeps `any` (session 24: no gain; K = 1 must equal K > 1 bit for bit).
+  const bool blocked = flow_ && batch_ > 1 && w.kernel_h <= 3 && w.kernel_w <= 3 &&
+                       cout % 16 == 0 &&
+                       (!grouped || (per_group_in == 1 && l.out_channels == l.groups));
+  auto primitive = [&](tag activations) {
+    const md_t src_md(src.md.dims(), dt::f32, cin % 16 == 0 ? activations : tag::any);
+    const md_t dst_md = flow_ && residual >= 0 ? stored_[static_cast<size_t>(residual)]
+                                               : md_t(dst_dims, dt::f32, activations);
+    return conv_primitive(w, winograd, src_md, md_t(wdims, dt::f32, tag::any), bias_md, dst_md,
+                          attributes(s), m_.engine_);
+  };
+  conv_pd pd;
+  if (blocked) {
+    pd = primitive(tag::nChw16c);
+    if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) pd = conv_pd();
   }
-  if (!pd) {
-    pd = dnnl::convolution_forward::primitive_desc(conv_desc(dnnl::algorithm::convolution_direct),
-                                                   attributes(s), m_.engine_);
-  }
+  if (!pd) pd = primitive(tag::any);
   src = adapt(src, pd.src_desc(), out);
   const Operand target = write(s, flow_ ? pd.dst_desc() : canon(dst_dims));
   Operand dst = target;
@@ -602,6 +628,17 @@ Status StepBuilder::softmax(const LayerStep& s, CpuStep* out) {
   c.operands = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
   if (dst.space != target.space) reorder(dst, target, out);
   return Status::Ok();
+}
+
+int CpuPreparedModel::activation_reorders() const {
+  auto count = [](const std::vector<Call>& calls) {
+    return static_cast<int>(std::count_if(calls.begin(), calls.end(), [](const Call& c) {
+      return c.prim.get_kind() == dnnl::primitive::kind::reorder;
+    }));
+  };
+  int n = count(output_calls);
+  for (const CpuStep& step : steps_) n += count(step.calls);
+  return n;
 }
 
 Status StepBuilder::finish_output() {

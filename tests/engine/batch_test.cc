@@ -4,9 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include "engine/backend.h"
+#include "engine/cpu/gemv.h"
 #include "engine/simulated_unit.h"
 #include "engine_test_util.h"
 #include "model/weights.h"
+#include "test_skip.h"
 
 using namespace serf;
 using namespace serf::engine;
@@ -26,6 +28,31 @@ const char* kDense = R"({"name": "dense", "input": {"channels": 40, "height": 1,
   {"name": "fc2", "type": "fully_connected", "out": 32},
   {"name": "r2", "type": "relu"},
   {"name": "score", "type": "fully_connected", "out": 1}]})";
+
+// A ResNet bottleneck (1x1, 3x3, 1x1 accumulating the residual) and a depthwise 3x3, every
+// channel count a multiple of 16; `conv3x3` is the 3x3 layer's window.
+std::string bottleneck(const std::string& conv3x3) {
+  return R"({"name": "bottleneck", "input": {"channels": 32, "height": 14, "width": 14},
+ "layers": [
+  {"name": "c0", "type": "conv2d", "out_channels": 64, "kernel": 1},
+  {"name": "r0", "type": "relu"},
+  {"name": "c1", "type": "conv2d", "out_channels": 32, "kernel": 1},
+  {"name": "r1", "type": "relu"},
+  {"name": "c2", "type": "conv2d", "out_channels": 32, "kernel": 3, )" +
+         conv3x3 + R"(},
+  {"name": "r2", "type": "relu"},
+  {"name": "c3", "type": "conv2d", "out_channels": 64, "kernel": 1},
+  {"name": "sum", "type": "add", "inputs": ["c3", "r0"]},
+  {"name": "r3", "type": "relu"},
+  {"name": "dw", "type": "conv2d", "out_channels": 64, "kernel": 3, "pad": 1, "groups": 64},
+  {"name": "r4", "type": "clip", "min": 0, "max": 6},
+  {"name": "gap", "type": "global_avgpool"},
+  {"name": "fl", "type": "flatten"},
+  {"name": "fc", "type": "fully_connected", "out": 10}]})";
+}
+// Direct (dilated: no Winograd) and Winograd (stride 1, 32 channels) 3x3 layers.
+const std::string kBottleneckDirect = bottleneck(R"("pad": 2, "dilation": 2)");
+const std::string kBottleneckWinograd = bottleneck(R"("pad": 1)");
 
 std::vector<float> run_batch(Backend& backend, const model::ModelPlan& plan,
                              const model::Weights& w, const std::vector<float>& input, int ranks,
@@ -87,6 +114,33 @@ TEST_CASE("a batch's rows equal the rows run alone: gates and scales, K = 1..3",
 TEST_CASE("a batch's rows equal the rows run alone: dense layers, cifar10", "[engine]") {
   check_rows(plan_from(kDense), {1, 2, 4}, {3, 8});
   check_rows(load_shipped("cifar10"), {1, 3}, {4});
+}
+
+TEST_CASE("a batch's rows equal the rows run alone: 1x1, 3x3 and depthwise in nChw16c",
+          "[engine]") {
+  // The direct variant: oneDNN's Winograd at N = 8 rounds differently from N = 1 (rows up to
+  // 2.4e-4 apart on the Winograd variant; it ran in nChw16c before this layout change too).
+  check_rows(plan_from(kBottleneckDirect), {1, 2}, {2, 8});
+}
+
+TEST_CASE("a batch's 1x1 and 3x3 convolutions keep one blocked layout", "[engine][avx512]") {
+  // b > 1, K = 1: nChw16c from the first convolution to the global pooling (oneDNN's jit kernels
+  // on AVX-512), so the only reorders are the input's (plain rows in) and the pooled features'
+  // (plain rows for fully_connected). Before, the NHWC brgconv kernels and Winograd's nChw16c
+  // reordered the activations around every Winograd layer.
+  if (!gemv_supported()) SERF_SKIP("no AVX-512 on this CPU: oneDNN's jit nChw16c kernels need it");
+  const model::ModelPlan plan = plan_from(kBottleneckWinograd);
+  const model::Weights w = model::Weights::seeded(plan, 1);
+  auto backend = make_backend("cpu");
+  REQUIRE(backend.ok());
+  for (int threads : {1, 2}) {
+    for (int batch : {2, 8}) {
+      INFO("T=" << threads << " b=" << batch);
+      auto prepared = (*backend)->prepare(plan, w, Partition{0, 1}, threads, batch);
+      REQUIRE(prepared.ok());
+      CHECK((*prepared)->activation_reorders() == 2);
+    }
+  }
 }
 
 TEST_CASE("a batch below 1 is refused, and prepared models are cached per batch", "[engine]") {
