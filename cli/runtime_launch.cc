@@ -212,6 +212,7 @@ class MpiSession : public RuntimeSession {
     // From here a peer may die or hang: a fault ends the job (launch_runtime).
     started = true;
     mpi::at_phase("comms");
+    SERF_RETURN_IF_ERROR(env_.check_in("building the runtime's communicators", timeout_s_));
     SERF_ASSIGN_OR_RETURN(comms_, mpi::make_runtime_comms(timeout_s_));
     install_terminate_handlers();
     if (flags_.graceful_stop) install_stop_handlers(rank == 0);
@@ -340,6 +341,9 @@ Status launch_runtime(const RuntimeFlags& flags,
     }
   }
   if (status.ok()) mpi::at_phase("finalize");
+  // MPI_Finalize's watchdog can only say that some rank hung: rank 0 names it first.
+  if (status.ok() && started)
+    status = env->check_in("MPI_Finalize after the nodes' bye", timeout_s);
   if (status.ok() || !started) {
     // The one way out: the same Status on every rank; main() prints it on rank 0 only and exits
     // with its code, and MPI is finalised at that exit (bounded).

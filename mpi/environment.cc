@@ -76,13 +76,49 @@ struct Verdict {
   int32_t code = 0;
   char message[1000] = {};
 };
-constexpr int kAgreeTag = 7001;  // on MPI_COMM_WORLD, which carries nothing else point to point
+constexpr int kAgreeTag = 7001;    // on MPI_COMM_WORLD, which carries nothing else point to point
+constexpr int kCheckInTag = 7002;  // check_in's messages, on MPI_COMM_WORLD too
 
 Verdict verdict_of(const Status& st) {
   Verdict v;
   v.code = static_cast<int32_t>(st.code());
   std::strncpy(v.message, st.message().c_str(), sizeof(v.message) - 1);
   return v;
+}
+
+// Waits for each of `pending` (the receive from rank i + 1 at index i) within `timeout_s` and
+// returns the ranks whose receive did not complete (cancelled and freed). Each request on its own:
+// MPI_Testall completes none until all are done, so one missing rank left every request pending
+// and named every node ("rank(s) 1, 2, 3").
+std::vector<int> wait_each(std::vector<MPI_Request>* pending, double timeout_s) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    bool all = true;
+    for (MPI_Request& req : *pending) {
+      int done = 0;
+      if (req != MPI_REQUEST_NULL) MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      all = all && (req == MPI_REQUEST_NULL);
+    }
+    if (all) return {};
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::vector<int> missing;
+  for (size_t i = 0; i < pending->size(); ++i) {
+    MPI_Request& req = (*pending)[i];
+    if (req == MPI_REQUEST_NULL) continue;
+    missing.push_back(static_cast<int>(i) + 1);
+    MPI_Cancel(&req);
+    MPI_Request_free(&req);
+  }
+  return missing;
+}
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string text;
+  for (size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text;
 }
 
 }  // namespace
@@ -133,37 +169,10 @@ Status Environment::agree(const Status& mine, double timeout_s, bool* complete) 
     MPI_Irecv(&got[static_cast<size_t>(r - 1)], sizeof(Verdict), MPI_BYTE, r, kAgreeTag,
               MPI_COMM_WORLD, &pending[static_cast<size_t>(r - 1)]);
   }
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<int> missing;
-  for (;;) {
-    // Each request on its own: MPI_Testall completes none until all are done, so one missing
-    // rank left every request pending and the verdict named every node ("rank(s) 1, 2, 3").
-    int all = 1;
-    for (MPI_Request& req : pending) {
-      int done = 0;
-      if (req != MPI_REQUEST_NULL) MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-      all = all && (req == MPI_REQUEST_NULL);
-    }
-    if (all) break;
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
-        timeout_s) {
-      for (int r = 1; r <= nodes; ++r) {
-        MPI_Request& req = pending[static_cast<size_t>(r - 1)];
-        if (req == MPI_REQUEST_NULL) continue;
-        missing.push_back(r);
-        MPI_Cancel(&req);
-        MPI_Request_free(&req);
-      }
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  const std::vector<int> missing = wait_each(&pending, timeout_s);
   if (!missing.empty()) {
     *complete = false;
-    std::string ranks;
-    for (size_t i = 0; i < missing.size(); ++i)
-      ranks += (i ? ", " : "") + std::to_string(missing[i]);
-    return Unavailable("rank(s) " + ranks + " did not reach the start within " +
+    return Unavailable("rank(s) " + ranks_text(missing) + " did not reach the start within " +
                        seconds_text(std::round(timeout_s * 10) / 10) +
                        " s of rank 0 (dead or hung, or slower to read their files by more than "
                        "--node-timeout)");
@@ -213,6 +222,27 @@ Status Environment::agree_as_node(const Status& mine, double timeout_s, bool* co
   return Unavailable("rank 0 did not send the start-up verdict within " +
                      seconds_text(std::round(bound_s * 10) / 10) +
                      " s (2 x its own bound + 5 s): rank 0 is dead or hung");
+}
+
+Status Environment::check_in(const std::string& where, double timeout_s) {
+  if (rank_ != 0) {
+    // Small: it goes out at once, and MPI completes the freed request (by MPI_Finalize at last).
+    static const int32_t here = 1;
+    MPI_Request req;
+    MPI_Isend(&here, 1, MPI_INT32_T, 0, kCheckInTag, MPI_COMM_WORLD, &req);
+    MPI_Request_free(&req);
+    return Status::Ok();
+  }
+  std::vector<int32_t> got(static_cast<size_t>(size_ - 1));
+  std::vector<MPI_Request> pending(got.size(), MPI_REQUEST_NULL);
+  for (int r = 1; r < size_; ++r) {
+    MPI_Irecv(&got[static_cast<size_t>(r - 1)], 1, MPI_INT32_T, r, kCheckInTag, MPI_COMM_WORLD,
+              &pending[static_cast<size_t>(r - 1)]);
+  }
+  const std::vector<int> missing = wait_each(&pending, timeout_s);
+  if (missing.empty()) return Status::Ok();
+  return Unavailable(where + ": rank(s) " + ranks_text(missing) + " did not arrive within " +
+                     seconds_text(std::round(timeout_s * 10) / 10) + " s (dead or hung node)");
 }
 
 void Environment::abort(int code) {

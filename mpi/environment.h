@@ -6,6 +6,7 @@
 // wait for every rank) by a watchdog, the start-up agreement by a deadline.
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "serf/core/status.h"
@@ -42,6 +43,11 @@ class Environment {
   // node_bound_s(timeout_s) (their `timeout_s` is computed as rank 0's is); past it `*complete` is
   // false and the Status says rank 0 is dead or hung: the caller must abort too.
   Status agree(const Status& mine, double timeout_s, bool* complete);
+  // Every node tells rank 0 that it reached `where` (and goes on at once); rank 0 waits for them
+  // `timeout_s` and names the ranks that did not arrive ("WHERE: rank(s) 2 did not arrive within
+  // 2 s (dead or hung node)"). Before a collective of every rank (the runtime's communicators,
+  // MPI_Finalize), whose own timeout cannot say which rank is missing.
+  Status check_in(const std::string& where, double timeout_s);
   void set_finish_bound_s(double seconds) { finish_bound_s_ = seconds; }
   // Tears the whole job down (every rank) with `code`; used after a fault, where a rank may hang.
   [[noreturn]] void abort(int code);
