@@ -155,6 +155,38 @@ StatusOr<json> read_json_file(const std::string& path) {
   return parse_json(text, path);
 }
 
+namespace {
+
+// `body` into `out`, then everything out to the file: a stream buffers, so a full disk (or
+// /dev/full) showed only at the close, after the check, and the command said it wrote the file.
+bool write_all(std::ofstream& out, const std::function<bool(std::ostream&)>& body) {
+  const bool wrote = body(out) && out.flush();
+  out.close();
+  return wrote && !out.fail();
+}
+
+// A device or a pipe (no rename). A pipe no process reads would block the open for good: opened
+// without blocking first (ENXIO when no reader), that descriptor is held until the stream is open.
+Status write_in_place(const std::string& path, const std::string& target, bool fifo,
+                      const std::function<bool(std::ostream&)>& body) {
+  int probe = -1;
+  if (fifo) {
+    probe = ::open(target.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (probe < 0) {
+      return InvalidArgument(path + ": cannot write the pipe (" + std::strerror(errno) +
+                             (errno == ENXIO ? ": no process reads it" : "") + ")");
+    }
+  }
+  std::ofstream out(target, std::ios::binary);
+  if (probe >= 0) ::close(probe);
+  if (!out) return InvalidArgument(path + ": cannot write");
+  if (!write_all(out, body))
+    return InvalidArgument(path + ": write error (the device is full, or the pipe's reader left)");
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status write_file_atomically(const std::string& path,
                              const std::function<bool(std::ostream&)>& body) {
   namespace fs = std::filesystem;
@@ -167,20 +199,16 @@ Status write_file_atomically(const std::string& path,
   }
   const fs::file_status st = fs::status(target, ec);
   if (fs::is_directory(st)) return InvalidArgument(path + ": is a directory, not a file");
-  if (fs::exists(st) && !fs::is_regular_file(st)) {  // a device or a pipe: no rename
-    std::ofstream out(target, std::ios::binary);
-    if (!out) return InvalidArgument(path + ": cannot write");
-    if (!body(out) || !out) return InvalidArgument(path + ": write error");
-    return Status::Ok();
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    return write_in_place(path, target, fs::is_fifo(st), body);
   }
   const std::string tmp = target + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return InvalidArgument(path + ": cannot write file (does its folder exist?)");
-    if (!body(out) || !out) {
-      out.close();
+    if (!write_all(out, body)) {
       std::remove(tmp.c_str());
-      return InvalidArgument(path + ": write error (disk full?)");
+      return InvalidArgument(path + ": write error (disk full?); the file was left as it was");
     }
   }
   if (std::rename(tmp.c_str(), target.c_str()) != 0) {

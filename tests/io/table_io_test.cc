@@ -1,6 +1,13 @@
 #include "serf/io/table_io.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
+
+#include "serf/io/json_fields.h"
 
 using namespace serf;
 
@@ -101,4 +108,21 @@ TEST_CASE("CSV beside the table", "[io][table]") {
   CHECK(io::csv_path_for("out/t.json", ".all.csv") == "out/t.all.csv");
   CHECK(io::csv_path_for("table") == "table.csv");
   CHECK(io::all_predictions_to_csv(example_table()).empty());
+}
+
+TEST_CASE("a write that cannot be done is an error, at once", "[io][write]") {
+  // A stream buffers: /dev/full's error showed only at the close, after the check (exit 0).
+  const Status full = io::write_text_file("/dev/full", std::string(100, 'x'));
+  REQUIRE_FALSE(full.ok());
+  CHECK(full.message().find("/dev/full: write error") != std::string::npos);
+  // A pipe no process reads: its open blocked for good; now refused at once.
+  char dir[] = "/tmp/serf_io_fifo_XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string fifo = std::string(dir) + "/fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  const Status pipe = io::write_text_file(fifo, "{}\n");
+  REQUIRE_FALSE(pipe.ok());
+  CHECK(pipe.message().find("no process reads it") != std::string::npos);
+  std::remove(fifo.c_str());
+  rmdir(dir);
 }
