@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -16,13 +17,34 @@ namespace serf::cli {
 
 // ---- validators --------------------------------------------------------------------------------
 
+namespace {
+
+// `v`, all of it, as a decimal integer that fits T: digits after an optional '-', no leading
+// zero. CLI11 converts a checked value again by itself, as C does (strtoll, base 0): "010" passed
+// a decimal check as 10 and ran as 8 (octal), so a leading zero is refused, not read two ways.
+template <typename T>
+bool decimal_integer(const std::string& v, T* x) {
+  const char* begin = v.data();
+  const char* end = begin + v.size();
+  const char* digits = begin + (v.size() > 0 && v[0] == '-' ? 1 : 0);
+  if (end - digits > 1 && *digits == '0') return false;
+  const auto r = std::from_chars(begin, end, *x);
+  return !v.empty() && r.ec == std::errc() && r.ptr == end;
+}
+
+}  // namespace
+
+bool parse_finite(const std::string& text, double* value) {
+  const char* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, *value);
+  return !text.empty() && r.ec == std::errc() && r.ptr == end && std::isfinite(*value);
+}
+
 CLI::Validator unsigned_integer() {
   return CLI::Validator(
       [](std::string& v) {
         uint64_t x = 0;
-        const char* end = v.data() + v.size();
-        const auto r = std::from_chars(v.data(), end, x);
-        if (v.empty() || r.ec != std::errc() || r.ptr != end) {
+        if (!decimal_integer(v, &x)) {
           return "must be an integer in [0, " +
                  std::to_string(std::numeric_limits<uint64_t>::max()) + "] (got " + v + ")";
         }
@@ -35,7 +57,12 @@ CLI::Validator finite_range(double lo, double hi) {
   return CLI::Validator(
       [lo, hi](std::string& v) {
         double x = 0;
-        if (!CLI::detail::lexical_cast(v, x)) return "must be a number (got " + v + ")";
+        if (!parse_finite(v, &x)) {
+          if (!CLI::detail::lexical_cast(v, x)) return "must be a number (got " + v + ")";
+          // CLI11's own reading (strtold) took " 1" and "0x10" (16).
+          if (std::isfinite(x))
+            return "must be a decimal number, nothing around it (got " + v + ")";
+        }
         if (!std::isfinite(x) || x < lo || x > hi) {
           return v + " must be a finite number in [" + format_g(lo) + ", " + format_g(hi) + "]";
         }
@@ -48,9 +75,7 @@ CLI::Validator at_least(int lo) {
   return CLI::Validator(
       [lo](std::string& v) {
         int x = 0;
-        const char* end = v.data() + v.size();
-        const auto r = std::from_chars(v.data(), end, x);
-        if (v.empty() || r.ec != std::errc() || r.ptr != end) {
+        if (!decimal_integer(v, &x)) {
           return "must be an integer >= " + std::to_string(lo) + " (got " + v + ")";
         }
         if (x < lo) return "must be >= " + std::to_string(lo) + " (got " + v + ")";
@@ -59,13 +84,11 @@ CLI::Validator at_least(int lo) {
       "INT >= " + std::to_string(lo));
 }
 
-CLI::Validator int_range(int lo, int hi) {
+CLI::Validator int_range(int64_t lo, int64_t hi) {
   return CLI::Validator(
       [lo, hi](std::string& v) {
-        int x = 0;
-        const char* end = v.data() + v.size();
-        const auto r = std::from_chars(v.data(), end, x);
-        if (v.empty() || r.ec != std::errc() || r.ptr != end || x < lo || x > hi) {
+        int64_t x = 0;
+        if (!decimal_integer(v, &x) || x < lo || x > hi) {
           return "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
                  "] (got " + v + ")";
         }
@@ -78,7 +101,7 @@ CLI::Validator positive_finite() {
   return CLI::Validator(
       [](std::string& v) {
         double x = 0;
-        if (!CLI::detail::lexical_cast(v, x) || !std::isfinite(x) || !(x > 0)) {
+        if (!parse_finite(v, &x) || !(x > 0)) {
           return "must be a finite number > 0 (got " + v + ")";
         }
         return std::string();
@@ -122,12 +145,17 @@ CLI::Option* add_batch(CLI::App* sub, int* batch, const std::string& help) {
 }
 
 StatusOr<Configuration> parse_configuration(const std::string& text, const std::string& flag) {
-  Configuration c;
-  char extra = 0;
-  const int got =
-      std::sscanf(text.c_str(), "%d,%d,%d,%d%c", &c.service, &c.inter, &c.intra, &c.batch, &extra);
-  if ((got != 3 && got != 4) || c.service < 1 || c.inter < 1 || c.intra < 1 || c.batch < 1 ||
-      c.batch > kMaxBatch) {
+  // Each field all digits: sscanf("%d,%d,%d") took "1,1,1x" and "1,1,1 " as 1,1,1.
+  std::vector<int> v;
+  std::stringstream fields(text + ",");  // getline drops a last empty field: "1,1,1," has one
+  std::string field;
+  bool whole = true;
+  for (int x = 0; std::getline(fields, field, ','); v.push_back(x))
+    whole = whole && decimal_integer(field, &x);
+  whole = whole && (v.size() == 3 || v.size() == 4);
+  const Configuration c =
+      whole ? Configuration{v[0], v[1], v[2], v.size() == 4 ? v[3] : 1} : Configuration{0, 0, 0, 0};
+  if (c.service < 1 || c.inter < 1 || c.intra < 1 || c.batch < 1 || c.batch > kMaxBatch) {
     return InvalidArgument(
         flag + ": expected c,K,T or c,K,T,b (integers >= 1, b <= " + std::to_string(kMaxBatch) +
         ", e.g. 2,1,4 or 2,1,4,8), got \"" + text + "\"");
@@ -326,16 +354,19 @@ StatusOr<std::vector<RateChange>> parse_load_steps(const std::string& text) {
       text + "\"";
   while (std::getline(ss, item, ';')) {
     RateChange step;
-    char extra = 0;
-    if (std::sscanf(item.c_str(), "%lf:%lf%c", &step.from_s, &step.rate_per_s, &extra) != 2 ||
-        !(step.rate_per_s >= 0) || !std::isfinite(step.rate_per_s) || !(step.from_s >= 0) ||
-        !std::isfinite(step.from_s) || (!out.empty() && !(step.from_s > out.back().from_s)) ||
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos || !parse_finite(item.substr(0, colon), &step.from_s) ||
+        !parse_finite(item.substr(colon + 1), &step.rate_per_s) || !(step.rate_per_s >= 0) ||
+        !(step.from_s >= 0) || (!out.empty() && !(step.from_s > out.back().from_s)) ||
         (out.empty() && step.from_s != 0)) {
       return InvalidArgument(fix);
     }
     out.push_back(step);
   }
   if (out.empty()) return InvalidArgument(fix);
+  // Nothing would ever arrive (serve's generator refused it only after the start, unnamed).
+  if (std::all_of(out.begin(), out.end(), [](const RateChange& s) { return s.rate_per_s == 0; }))
+    return InvalidArgument("--load \"" + text + "\": every rate is 0; give one step a rate > 0");
   return out;
 }
 
@@ -379,10 +410,9 @@ void TailFlags::add_arrival_scv(CLI::App* sub) {
 StatusOr<double> TailFlags::requested_percentile() const {
   double p = 0;
   if (objective_opt != nullptr && objective != "mean") {
-    char* end = nullptr;
-    p = objective.size() > 1 && objective[0] == 'p' ? std::strtod(objective.c_str() + 1, &end)
-                                                    : std::nan("");
-    if (end == nullptr || *end != '\0' || !(p > 0 && p < 100)) {
+    // strtod took "p 99" and "p0x10" (p16).
+    if (objective.empty() || objective[0] != 'p' || !parse_finite(objective.substr(1), &p) ||
+        !(p > 0 && p < 100)) {
       return InvalidArgument("--objective " + objective +
                              ": must be mean or pNN with 0 < NN < 100, e.g. p99");
     }

@@ -23,6 +23,10 @@
 
 namespace serf::cli {
 
+// `text`, all of it, as a finite decimal number ("1.5", "2e3"); no space, sign '+', hex, unit or
+// other trailing text.
+bool parse_finite(const std::string& text, double* value);
+
 // ---- validators (CLI11 runs them at parse time; the message follows "--flag: ") -------------
 
 // An unsigned 64-bit integer written in digits: "-1", "1e30" and 2^64 are refused, not wrapped
@@ -32,8 +36,8 @@ CLI::Validator unsigned_integer();
 CLI::Validator finite_range(double lo, double hi);
 // An integer >= lo ("must be >= 1 (got 0)").
 CLI::Validator at_least(int lo);
-// An integer in [lo, hi].
-CLI::Validator int_range(int lo, int hi);
+// An integer in [lo, hi] (decimal: CLI::Range passed "0200" and CLI11 then read it as octal 128).
+CLI::Validator int_range(int64_t lo, int64_t hi);
 // A finite number > 0 (rates, SLOs, durations).
 CLI::Validator positive_finite();
 // A path that is not "" (an empty --out would name no file).

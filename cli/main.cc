@@ -75,28 +75,39 @@ bool quiet_rank() {
   return false;
 }
 
-// Why parsing failed when the first word is no subcommand: CLI11 would say "A subcommand is
-// required". Walks the subcommand words (`serf model frobnicate`); "" when they are all known.
+// Why parsing failed when a subcommand is missing or unknown: CLI11 would say "A subcommand is
+// required" (for `serf frobnicate`, `serf ''`, `serf --frob` and `serf model` alike). Walks the
+// subcommand words (`serf model frobnicate`); "" when they are all known and the last takes no
+// subcommand.
 std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
   const CLI::App* at = &app;
+  auto expected = [&at] {
+    std::string names;
+    for (const CLI::App* s : at->get_subcommands([](const CLI::App*) { return true; }))
+      names += (names.empty() ? "" : ", ") + s->get_name();
+    return names;
+  };
+  auto path = [&at, &app] { return at == &app ? std::string("serf") : "serf " + at->get_name(); };
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
-    if (word.empty() || word[0] == '-') continue;
     const auto subs = at->get_subcommands([](const CLI::App*) { return true; });
-    if (subs.empty()) return "";  // the words from here are flag values
+    if (subs.empty()) return "";  // the words from here are the subcommand's flags and values
+    if (!word.empty() && word[0] == '-') {
+      return "unknown option '" + word + "' before the subcommand; " + path() +
+             " takes one of: " + expected();
+    }
     const CLI::App* next = nullptr;
-    std::string names;
     for (const CLI::App* s : subs) {
       if (s->check_name(word)) next = s;
-      names += (names.empty() ? "" : ", ") + s->get_name();
     }
     if (next == nullptr) {
-      const std::string path = at == &app ? "" : at->get_name() + " ";
-      return "unknown subcommand '" + path + word + "'; expected one of: " + names;
+      return "unknown subcommand '" + (at == &app ? "" : at->get_name() + " ") + word +
+             "'; expected one of: " + expected();
     }
     at = next;
   }
-  return "";
+  if (at->get_subcommands([](const CLI::App*) { return true; }).empty()) return "";
+  return path() + " needs a subcommand: one of " + expected();
 }
 
 // The first option given an empty value ("--weights ''") in the parsed command chain, or "".

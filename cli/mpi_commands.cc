@@ -68,11 +68,8 @@ StatusOr<std::vector<ScheduledSwitch>> parse_schedule(const std::string& text) {
   while (std::getline(ss, item, ';')) {
     auto colon = item.find(':');
     double at = -1;
-    try {
-      if (colon != std::string::npos) at = std::stod(item.substr(0, colon));
-    } catch (const std::exception&) {
-    }
-    if (colon == std::string::npos || !(at >= 0)) {
+    // All of it a finite number: std::stod took "2.5x" as 2.5 and "inf" as a time.
+    if (colon == std::string::npos || !parse_finite(item.substr(0, colon), &at) || !(at >= 0)) {
       return InvalidArgument("--schedule: expected \"SECONDS:c,K,T;...\", got \"" + item + "\"");
     }
     SERF_ASSIGN_OR_RETURN(Configuration c,

@@ -81,7 +81,7 @@ void register_sim_commands(CLI::App& app, CommandRegistry& registry) {
       ->required();
   sub->add_option("--requests", f->requests,
                   "requests to simulate (count; the first 10% are warm-up)")
-      ->check(CLI::Range(int64_t{1}, kMaxRequests))
+      ->check(int_range(1, kMaxRequests))
       ->capture_default_str();
   add_nodes(sub, &f->nodes, "cluster size N (nodes; default: the profile's hardware.nodes)");
   sub->add_option("--semantics", f->semantics,

@@ -1,7 +1,7 @@
 #include "serf/core/rate_spec.h"
 
 #include <algorithm>
-#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -15,11 +15,10 @@ namespace {
 constexpr size_t kMaxLevels = 1000000;
 
 StatusOr<double> parse_number(const std::string& text, const std::string& spec) {
-  const char* begin = text.c_str();
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(begin, &end);
-  if (text.empty() || end == begin || *end != '\0' || errno == ERANGE) {
+  // All of it, in decimal: strtod took " 5" and "0x10".
+  double v = 0;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size()) {
     return InvalidArgument("'" + spec + "': '" + text +
                            "' is not a number (use a,b,c or start:stop:step, in requests/s)");
   }

@@ -409,6 +409,44 @@ for base in (["load"] + LOAD, ["profile"] + PROFILE):
 for flag, value in [("--max-requests", "500"), ("--max-duration", "5")]:
     check(["profile"] + PROFILE + [flag, value], [flag], OUTPUTS, "without --precision")
 
+# --- session 26 sweep: numbers read two ways, outputs that cannot take the file, no subcommand ----
+PREDICT = ["predict", "--profile", TOY, "--service", "1", "--inter", "1", "--intra", "1"]
+# A decimal check passed "010" as 10 and CLI11 then ran it as octal 8 ("0x10" as hex for floats,
+# " 1" with a space): refused, not read two ways.
+for flag, value in [("--requests", "0200"), ("--seed", "010"), ("--rate", "0x10"), ("--rate", " 1"),
+                    ("--service", "01")]:
+    base = COMMANDS["simulate"] if flag != "--service" else COMMANDS["predict"]
+    check(["simulate" if flag != "--service" else "predict"] + with_flag(base, flag, value), [flag],
+          OUTPUTS, "number read two ways")
+check(PREDICT + ["--rate", "1", "--slo-ms", "10ms"], ["--slo-ms"], OUTPUTS, "a unit")
+check(["size", "--profile", TOY, "--rate", "1", "--slo-ms", "10ms"], ["--slo-ms"], OUTPUTS, "a unit")
+check(["size", "--profile", TOY, "--rate", "1e3x", "--slo-ms", "100"], ["--rate"], OUTPUTS, "trailing junk")
+for rates in ["40:1:1", " 1,2", "1,,2", "0x10", "1:2:3:4", "1:40:0"]:
+    check(["plan", "--profile", TOY, "--rates", rates, "--out", out_json], ["--rates"], OUTPUTS,
+          "rates " + rates)
+for objective in ["p 99", "p0x10", "P99", "p100", "p99x"]:
+    check(["plan", "--profile", TOY, "--rates", "1", "--out", out_json, "--objective", objective],
+          ["--objective"], OUTPUTS, "objective")
+# An output that cannot take the file: a full device (the stream's buffer hid the error until the
+# close: exit 0), a pipe no process reads (the open blocked for good).
+os.mkfifo(path("fifo"))
+check(["plan", "--profile", TOY, "--rates", "1", "--out", "/dev/full"], ["/dev/full"], [], "full device")
+check(["plan", "--profile", TOY, "--rates", "1", "--out", path("fifo")], [path("fifo")], [],
+      "pipe without a reader")
+for flag, bad in [("--profile", path("fifo")), ("--profile", "/proc/self/status")]:
+    check(with_flag(PREDICT + ["--rate", "1"], flag, bad), [bad], OUTPUTS, "input " + bad)
+check(["model", "info", path("fifo")], [path("fifo")], OUTPUTS, "a pipe as spec")
+check(["infer", "--model", TINY, "--weights", path("fifo")], [path("fifo")], OUTPUTS, "a pipe as weights")
+# No subcommand, or not one: the line names what is wrong and what would be accepted.
+check([""], ["unknown subcommand ''", "predict"], OUTPUTS, "empty subcommand")
+check(["--frob"], ["--frob"], OUTPUTS, "an option before the subcommand")
+check(["model"], ["serf model needs a subcommand", "info"], OUTPUTS, "model without a subcommand")
+check(["model", ""], ["unknown subcommand 'model '"], OUTPUTS, "empty model subcommand")
+check(["load", "--url", "http://127.0.0.1:9", "--model", "tiny", "--load", "0:0", "--duration", "1"],
+      ["--load"], OUTPUTS, "every rate 0")
+check(["load", "--url", "http://127.0.0.1:9", "--model", "tiny", "--load", "0:5;1x:2",
+       "--duration", "1"], ["--load"], OUTPUTS, "trailing junk in a step")
+
 # Four at once: a case is mostly the loading of serf's libraries, which waits for a core on a
 # loaded machine (the serial run took 290-445 s at load 11-18). Measured back to back, 379 cases:
 # serial 154 s at load 9.4-11.5, four at once 84 s at load 11.5-15.6 (beside a ctest -j2 run).

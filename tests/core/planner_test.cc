@@ -233,7 +233,9 @@ TEST_CASE("rate specs: lists and inclusive ranges", "[core][rates]") {
   CHECK(*coarse == std::vector<double>{1, 5, 9});
   CHECK(parse_rate_spec("5").ok());
   for (const char* bad : {"", "a,b", "1,,2", "-1", "0", "1:2", "1:0.5:0.1", "1:10:0", "nan", "inf",
-                          "1,1", "1:2:3:4", "1e-400", "0:1:0.1", "1:1e9:1e-3"}) {
+                          "1,1", "1:2:3:4", "1e-400", "0:1:0.1", "1:1e9:1e-3",
+                          // strtod took a leading space and hex (session 26)
+                          " 1", "1, 2", "0x10", "1:0x10:1", "5 "}) {
     INFO(bad);
     CHECK_FALSE(parse_rate_spec(bad).ok());
   }

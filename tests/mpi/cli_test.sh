@@ -111,6 +111,12 @@ case "$1" in
     expect_error 3 "needs c\*T = 4 threads per node but a node has 2 cores" serve --emulate "$profile" --config 2,1,2 --rate 5
     expect_error 1 "at least one node rank" serve --emulate "$profile" --rate 5
     expect_error 3 "nope.json" serve --emulate /nope.json --rate 5
+    # Trailing junk and a time that never comes: sscanf and std::stod took "1,1,1x", "2.5x" and
+    # "inf"; every rate 0 was refused only after the start, by the generator, naming no flag.
+    expect_error 3 'got "1,1,1x"' serve --emulate "$profile" --config 1,1,1x --rate 5
+    expect_error 3 'got "2.5x:1,1,1"' serve --emulate "$profile" --schedule "2.5x:1,1,1" --rate 5
+    expect_error 3 'got "inf:1,1,1"' serve --emulate "$profile" --schedule "inf:1,1,1" --rate 5
+    expect_error 3 '--load "0:0": every rate is 0' serve --emulate "$profile" --load "0:0" --requests 5
     expect_error 3 "needs K = 8 nodes per request" profile --emulate "$profile" --inter 1,8 --out "$out/p.json"
     expect_error 3 "give --model FILE" profile --out "$out/p.json"
     expect_error 3 "--passes: give 1..5" profile --emulate "$profile" --samples 5 --passes 6 --out "$out/p.json"
