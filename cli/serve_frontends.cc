@@ -70,14 +70,14 @@ void add_frontend_flags(CLI::App* sub, FrontendFlags* f) {
          "requests waiting in one unit's queue at most; one more is answered 503 (default: "
          "64 with --http/--grpc, no bound for generated load alone; 0: reject when "
          "every slot is busy)")
-      ->check(CLI::Range(0, 1 << 24));
+      ->check(int_range(0, 1 << 24));
   sub->add_option("--max-body-mb", f->max_body_mb,
                   "largest request body (HTTP) or message (gRPC), MiB; larger: 413 (default 64)")
       ->check(finite_range(0.001, 4096));
   sub->add_option("--http-connections", f->http_connections,
                   "HTTP connections served at once (one thread each); one more is answered 503 "
                   "(default 64)")
-      ->check(CLI::Range(1, 4096));
+      ->check(int_range(1, 4096));
   sub->add_option("--read-timeout", f->read_timeout_s,
                   "seconds a client may take to send one whole HTTP request, headers and body "
                   "(default 10)")

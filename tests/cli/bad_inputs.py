@@ -420,6 +420,11 @@ for flag, value in [("--requests", "0200"), ("--seed", "010"), ("--rate", "0x10"
     # the flag, after running with the octal value).
     check(["simulate" if flag != "--service" else "predict"] + with_flag(base, flag, value),
           ["%s: must be" % flag], OUTPUTS, "number read two ways")
+# serve's front-end integer flags by the same strict check (CLI::Range ran "010" as octal 8).
+for flag, value in [("--max-queue", "010"), ("--max-queue", "-1"), ("--http-connections", "0x10"),
+                    ("--http-connections", "0")]:
+    check(["serve"] + COMMANDS["serve"] + [flag, value], ["%s: must be" % flag], OUTPUTS,
+          "serve integer flag")
 check(PREDICT + ["--rate", "1", "--slo-ms", "10ms"], ["--slo-ms"], OUTPUTS, "a unit")
 check(["size", "--profile", TOY, "--rate", "1", "--slo-ms", "10ms"], ["--slo-ms"], OUTPUTS, "a unit")
 check(["size", "--profile", TOY, "--rate", "1e3x", "--slo-ms", "100"], ["--rate"], OUTPUTS, "trailing junk")
