@@ -4,6 +4,7 @@
 // batch's rows follow one another in its input, so in its output too).
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
 #include <string>
@@ -122,6 +123,24 @@ inline bool wait_not_ready(const Controller& c) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return false;
+}
+
+// A front end's server `s` (its controller, its FakeTransport and stop()) took two requests: one
+// answered, and one whose client went away while it was queued. Waits up to 5 s for the drop, stops
+// the server, and checks that the second was counted as timed out (the client stopped waiting
+// before dispatch, as a timeout) and never reached a node.
+template <typename Server>
+void check_dropped_before_dispatch(Server& s) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (s.controller.live().counts.timed_out == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  s.stop();
+  const OutcomeCounts n = s.controller.counts();
+  REQUIRE(n.balanced());
+  REQUIRE(n.received == 2);
+  REQUIRE(n.answered == 1);
+  REQUIRE(n.timed_out == 1);
+  REQUIRE(s.transport.sent == 1);
 }
 
 }  // namespace serf::serve
