@@ -37,6 +37,8 @@ done
 grep -q "2 batchnorms folded" "$tmp/every_op.import.txt" || { cat "$tmp/every_op.import.txt"; echo "FAIL: folding"; fail=1; }
 grep -q "2 pads into the layer after, .* 2 views and no-ops dropped" "$tmp/pads.import.txt" ||
   { cat "$tmp/pads.import.txt"; echo "FAIL: pads not folded"; fail=1; }
+grep -q "3 gates fused into silu/hardswish" "$tmp/gates.import.txt" ||
+  { cat "$tmp/gates.import.txt"; echo "FAIL: the summary does not count the fused gates"; fail=1; }
 grep -q '"type": "batchnorm"' "$tmp/every_op.json" || { echo "FAIL: the batchnorm after the add is not kept"; fail=1; }
 # gates: SiLU and hardswish fused (two silu, one hardswish), the Sigmoid read twice and the
 # squeeze-and-excitation's HardSigmoid kept, four mul layers (two scales, two of equal shapes;
