@@ -28,6 +28,21 @@ std::string index_path(const std::string& where, size_t index) {
   return where + "[" + std::to_string(index) + "]";
 }
 
+Status refuse_unknown_fields(const nlohmann::json& obj, std::initializer_list<const char*> known,
+                             const std::string& where) {
+  if (!obj.is_object()) return Status::Ok();  // its reader says what it expected
+  for (const auto& item : obj.items()) {
+    bool found = false;
+    for (const char* k : known) found = found || item.key() == k;
+    if (found) continue;
+    std::string list;
+    for (const char* k : known) list += std::string(list.empty() ? "" : ", ") + k;
+    return InvalidArgument((where.empty() ? "" : where + ": ") + "unknown field '" + item.key() +
+                           "' (known: " + list + ")");
+  }
+  return Status::Ok();
+}
+
 namespace {
 
 // Follows the parser through the document (a callback per event) to refuse a key that appears

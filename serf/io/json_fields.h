@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -56,6 +57,11 @@ StatusOr<const nlohmann::json*> get_array(const nlohmann::json& obj, const std::
                                           const std::string& where);
 StatusOr<const nlohmann::json*> get_object(const nlohmann::json& obj, const std::string& key,
                                            const std::string& where);
+
+// Refuses a field of `obj` that is not in `known` (a typo such as "bacth" would otherwise be
+// ignored, and its default used): "WHERE: unknown field 'KEY' (known: a, b, ...)".
+Status refuse_unknown_fields(const nlohmann::json& obj, std::initializer_list<const char*> known,
+                             const std::string& where);
 
 std::string field_path(const std::string& where, const std::string& key);
 std::string index_path(const std::string& where, size_t index);

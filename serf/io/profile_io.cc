@@ -16,8 +16,11 @@ StatusOr<Profile> parse(const json& doc) {
   if (format != kProfileFormat) {
     return InvalidArgument("format is '" + format + "', expected '" + kProfileFormat + "'");
   }
+  SERF_RETURN_IF_ERROR(refuse_unknown_fields(
+      doc, {"format", "model", "hardware", "illustrative", "incomplete", "note", "tuples"}, ""));
   SERF_ASSIGN_OR_RETURN(p.model, get_string(doc, "model", ""));
   SERF_ASSIGN_OR_RETURN(const json* hw, get_object(doc, "hardware", ""));
+  SERF_RETURN_IF_ERROR(refuse_unknown_fields(*hw, {"nodes", "cores_per_node"}, "hardware"));
   SERF_ASSIGN_OR_RETURN(p.hardware.nodes, get_int(*hw, "nodes", "hardware"));
   SERF_ASSIGN_OR_RETURN(p.hardware.cores_per_node, get_int(*hw, "cores_per_node", "hardware"));
   // Optional, but of their type when present: "illustrative": "yes" is refused, not read as false.
@@ -40,6 +43,11 @@ StatusOr<Profile> parse(const json& doc) {
     const json& t = (*tuples)[k];
     const std::string where = index_path("tuples", k);
     TupleStats s;
+    SERF_RETURN_IF_ERROR(refuse_unknown_fields(
+        t,
+        {"service", "inter", "intra", "batch", "mean_ms", "scv", "samples", "wall_s", "node_ms",
+         "passes", "passes_kept", "refreshed_at", "drift_scale"},
+        where));
     SERF_ASSIGN_OR_RETURN(s.tuple.service, get_int(t, "service", where));
     SERF_ASSIGN_OR_RETURN(s.tuple.inter, get_int(t, "inter", where));
     SERF_ASSIGN_OR_RETURN(s.tuple.intra, get_int(t, "intra", where));

@@ -181,6 +181,12 @@ def variants(kind, doc):
         d = json.loads(text)
         d["hardware"]["cores_per_node"] = "8"
         v["cores_str"] = json.dumps(d)
+        # A misspelt field would be ignored and its default used: refused (session 26).
+        for name, where in [("unknown_top", None), ("unknown_hardware", "hardware"),
+                            ("unknown_tuple", "tuple")]:
+            d = json.loads(text)
+            {None: d, "hardware": d["hardware"], "tuple": d["tuples"][0]}[where]["bacth"] = 4
+            v["profile_" + name] = json.dumps(d)
         # Tuples the profile's own hardware cannot run: T > F, i*T > F (T <= F), K > N.
         hw = doc["hardware"]
         for name, pick, field, value in [

@@ -155,3 +155,29 @@ TEST_CASE("bad profiles give one clear message naming the field", "[core][io]") 
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.status().message(), Catch::Contains("/nonexistent/profile.json"));
 }
+
+TEST_CASE("a field the format does not have is refused, not ignored", "[core][io]") {
+  json doc = good_profile();
+  doc["tuples"][1]["bacth"] = 4;  // a misspelt "batch": its default, 1, would have been used
+  CHECK_THAT(error_of(doc), Catch::Contains("tuples[1]: unknown field 'bacth'") &&
+                                Catch::Contains("known: service, inter, intra, batch"));
+  doc = good_profile();
+  doc["hardware"]["gpus"] = 2;
+  CHECK_THAT(error_of(doc), Catch::Contains("hardware: unknown field 'gpus'"));
+  doc = good_profile();
+  doc["comment"] = "x";
+  CHECK_THAT(error_of(doc), Catch::Contains("unknown field 'comment'"));
+  // Every optional field the writer emits is known.
+  doc = good_profile();
+  doc["illustrative"] = true;
+  doc["incomplete"] = false;
+  doc["note"] = "n";
+  doc["tuples"][0].update({{"batch", 1},
+                           {"wall_s", 1.0},
+                           {"node_ms", 9.0},
+                           {"passes", 2},
+                           {"passes_kept", 1},
+                           {"refreshed_at", "t"},
+                           {"drift_scale", 1.1}});
+  CHECK(serf::io::profile_from_json(doc, "p.json").ok());
+}
