@@ -299,6 +299,34 @@ StatusSnapshot ServeMetrics::snapshot(const LiveStatus& live) const {
   return s;
 }
 
+// The running configuration, its units, and the switches made and declined (mutex_ held).
+void ServeMetrics::write_configuration(const LiveStatus& live, std::string* out_text) const {
+  std::string& out = *out_text;
+  family("serf_configuration", "gauge",
+         "The running configuration (c batches at once per unit, K nodes per batch, T threads "
+         "per node, b requests per batch at most; b = 1 without batching), as labels; the value "
+         "is 1.",
+         &out);
+  sample("serf_configuration", 1, &out,
+         "service=\"" + std::to_string(live.config.service) + "\",inter=\"" +
+             std::to_string(live.config.inter) + "\",intra=\"" + std::to_string(live.config.intra) +
+             "\",batch=\"" + std::to_string(live.config.batch) + "\"");
+  gauge("serf_serving_units", "Serving units of K nodes (floor(N / K)).", live.units, &out);
+  family("serf_configuration_switches_total", "counter", "Configuration switches.", &out);
+  sample("serf_configuration_switches_total", static_cast<double>(live.switches), &out);
+  family("serf_switches_declined_total", "counter",
+         "Switches the table named and the switch gate declined, because the latency they would "
+         "save over their expected dwell was less than the wait the switch adds (once per wish).",
+         &out);
+  sample("serf_switches_declined_total",
+         switch_gate_ ? static_cast<double>(switch_gate_->declined()) : 0.0, &out);
+  const double switch_cost_s = switch_gate_ ? switch_gate_->last_cost_s() : 0.0;
+  gauge("serf_switch_cost_seconds",
+        "The switch gate's last estimate of a switch's cost (drain plus reconfigure, from the "
+        "measured switches; NaN: none weighed yet).",
+        switch_cost_s > 0 ? switch_cost_s : NAN, &out);
+}
+
 std::string ServeMetrics::prometheus_text(const LiveStatus& live) const {
   const double rate = window_rate_per_s();
   const std::optional<double> observed = window_mean_s();
@@ -356,29 +384,7 @@ std::string ServeMetrics::prometheus_text(const LiveStatus& live) const {
         static_cast<double>(live.queued), &out);
   gauge("serf_requests_in_flight", "Requests dispatched to a unit and not answered yet.",
         static_cast<double>(live.in_flight), &out);
-  family("serf_configuration", "gauge",
-         "The running configuration (c batches at once per unit, K nodes per batch, T threads "
-         "per node, b requests per batch at most; b = 1 without batching), as labels; the value "
-         "is 1.",
-         &out);
-  sample("serf_configuration", 1, &out,
-         "service=\"" + std::to_string(live.config.service) + "\",inter=\"" +
-             std::to_string(live.config.inter) + "\",intra=\"" + std::to_string(live.config.intra) +
-             "\",batch=\"" + std::to_string(live.config.batch) + "\"");
-  gauge("serf_serving_units", "Serving units of K nodes (floor(N / K)).", live.units, &out);
-  family("serf_configuration_switches_total", "counter", "Configuration switches.", &out);
-  sample("serf_configuration_switches_total", static_cast<double>(live.switches), &out);
-  family("serf_switches_declined_total", "counter",
-         "Switches the table named and the switch gate declined, because the latency they would "
-         "save over their expected dwell was less than the wait the switch adds (once per wish).",
-         &out);
-  sample("serf_switches_declined_total",
-         switch_gate_ ? static_cast<double>(switch_gate_->declined()) : 0.0, &out);
-  const double switch_cost_s = switch_gate_ ? switch_gate_->last_cost_s() : 0.0;
-  gauge("serf_switch_cost_seconds",
-        "The switch gate's last estimate of a switch's cost (drain plus reconfigure, from the "
-        "measured switches; NaN: none weighed yet).",
-        switch_cost_s > 0 ? switch_cost_s : NAN, &out);
+  write_configuration(live, &out);
   gauge("serf_arrival_rate_per_second",
         "Arrival rate the scheduler sees (its rate window), requests per second.", live.rate_per_s,
         &out);

@@ -124,6 +124,7 @@ class ServeMetrics {
   void totals(uint64_t* ended, uint64_t* answered, double* latency_sum_s) const;
   // The p99 (nearest rank) of the answers over the window and how many there were; under mutex_.
   std::optional<double> window_p99_s(size_t* answers) const;
+  void write_configuration(const LiveStatus& live, std::string* out) const;
   void note_generation(const RequestRecord& r);
   template <typename T>
   static void keep_recent(std::vector<T>* log, const T& event) {
