@@ -341,9 +341,6 @@ Status launch_runtime(const RuntimeFlags& flags,
     }
   }
   if (status.ok()) mpi::at_phase("finalize");
-  // MPI_Finalize's watchdog can only say that some rank hung: rank 0 names it first.
-  if (status.ok() && started)
-    status = env->check_in("MPI_Finalize after the nodes' bye", timeout_s);
   if (status.ok() || !started) {
     // The one way out: the same Status on every rank; main() prints it on rank 0 only and exits
     // with its code, and MPI is finalised at that exit (bounded).
