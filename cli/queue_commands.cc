@@ -121,12 +121,16 @@ Status print_exhaustive_cost(const PlanFlags& f, const Profile& profile, int nod
   const auto hours = [](double s) { return format_number("%.1f", s / 3600); };
   std::cout << "cost of the exhaustive measurement on " << nodes << " nodes x "
             << profile.hardware.cores_per_node << " cores (projected; each point run until its "
-            << "mean's 95% CI is within " << format_percent(o.precision) << ", at least "
-            << format_g(o.min_duration_s) << " s, +" << format_percent(o.warmup_fraction)
-            << " warm-up):\n"
+            << "mean's 95% CI is within " << format_percent(o.target.precision) << ", at least "
+            << format_g(o.target.min_duration_s) << " s and "
+            << std::max(o.target.min_requests,
+                        profiler::min_requests_for_percentile(o.target.percentile))
+            << " answers (the p" << format_g(o.target.percentile) << " bounded), +"
+            << format_percent(o.warmup_fraction) << " warm-up):\n"
             << "  configurations x load levels  " << cost->configurations << " x " << cost->levels
             << " = " << cost->points << " points (" << cost->unstable
-            << " unstable, counted at the minimum duration)\n"
+            << " unstable, counted at the minimum duration; " << cost->floored
+            << " set by the minimum answers or duration, not the CI)\n"
             << "  run length per point          median "
             << format_number("%.0f", cost->median_point_s) << " s, longest "
             << format_number("%.0f", cost->longest_point_s) << " s\n"
@@ -291,14 +295,24 @@ void register_queue_commands(CLI::App& app, CommandRegistry& registry) {
                   "also project what measuring every configuration at every --rates level would "
                   "cost (each run to --precision), against the tuple profile (Table II)");
     f->cost_flags.push_back(
-        sub->add_option("--precision", f->cost.precision,
+        sub->add_option("--precision", f->cost.target.precision,
                         "with --cost-of-exhaustive: the 95% CI half-width each point must reach, a "
                         "fraction of its mean (default 0.03)")
             ->check(finite_range(1e-4, 0.5)));
     f->cost_flags.push_back(
-        sub->add_option("--min-duration", f->cost.min_duration_s,
+        sub->add_option("--min-duration", f->cost.target.min_duration_s,
                         "with --cost-of-exhaustive: the shortest point, seconds (default 10)")
             ->check(finite_range(0, 86400)));
+    f->cost_flags.push_back(
+        sub->add_option("--min-requests", f->cost.target.min_requests,
+                        "with --cost-of-exhaustive: answers after the warm-up a VALID point needs "
+                        "(default 100, as serf profile --exhaustive)")
+            ->check(int_range(1, 100000000)));
+    f->cost_flags.push_back(
+        sub->add_option("--percentile", f->cost.target.percentile,
+                        "with --cost-of-exhaustive: the percentile each point must bound, as serf "
+                        "profile --exhaustive (default 99: at least 368 answers per point)")
+            ->check(finite_range(50, 99.99)));
     f->cost_flags.push_back(
         sub->add_option("--switch-s", f->cost.switch_s,
                         "with --cost-of-exhaustive: reconfiguration time per point, seconds "

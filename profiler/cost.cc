@@ -31,11 +31,14 @@ CalibrationCost calibration_cost(const Profile& profile, int points, double exha
 
 namespace {
 
+enum class PointKind { kByPrecision, kFloored, kUnstable };
+
 // How long one point must run: the simulated queue's CI at probe_requests scaled to the target
-// (a batch-means half-width shrinks like 1/sqrt(n)), plus the warm-up, at least min_duration_s.
+// (a batch-means half-width shrinks like 1/sqrt(n)), at least the request floor a VALID point
+// needs, plus the warm-up, at least the minimum duration.
 StatusOr<double> point_seconds(const Profile& profile, const Configuration& config, double rate,
-                               const ExhaustiveCostOptions& o, bool* unstable) {
-  *unstable = false;
+                               const ExhaustiveCostOptions& o, PointKind* kind) {
+  *kind = PointKind::kByPrecision;
   SERF_ASSIGN_OR_RETURN(std::vector<ServiceLevel> levels, service_levels(profile, config));
   sim::SimulationOptions s;
   s.levels = std::move(levels);
@@ -44,16 +47,21 @@ StatusOr<double> point_seconds(const Profile& profile, const Configuration& conf
   s.rate_per_s = rate;
   s.requests = o.probe_requests;
   auto r = sim::simulate(s);
+  const PrecisionTarget& t = o.target;
   if (!r.ok()) {
     if (r.status().code() != StatusCode::kInfeasible) return r.status();
-    *unstable = true;  // an exhaustive run learns that in its minimum duration
-    return o.switch_s + o.min_duration_s;
+    *kind = PointKind::kUnstable;  // an exhaustive run learns that in its minimum duration
+    return o.switch_s + t.min_duration_s;
   }
   const double rel = r->latency_ci95_ms / r->latency_ms;
-  const double needed = std::max(
-      1.0, static_cast<double>(o.probe_requests) * (rel / o.precision) * (rel / o.precision));
-  const double run_s = needed * (1 + o.warmup_fraction) / rate;
-  return o.switch_s + std::max(o.min_duration_s, run_s);
+  const double by_ci =
+      static_cast<double>(o.probe_requests) * (rel / t.precision) * (rel / t.precision);
+  const double floor_requests =
+      std::max({1.0, static_cast<double>(t.min_requests),
+                static_cast<double>(min_requests_for_percentile(t.percentile))});
+  const double run_s = std::max(by_ci, floor_requests) * (1 + o.warmup_fraction) / rate;
+  if (by_ci < floor_requests || run_s < t.min_duration_s) *kind = PointKind::kFloored;
+  return o.switch_s + std::max(t.min_duration_s, run_s);
 }
 
 // The tuple profile at the exhaustive points' precision: one after another, and side by side on
@@ -63,7 +71,7 @@ void tuple_profile_cost(const Profile& profile, const ExhaustiveCostOptions& o,
   std::map<int, std::vector<double>> by_inter;  // K -> each tuple's seconds
   for (const TupleStats& t : profile.tuples) {
     if (t.tuple.inter > o.nodes) continue;
-    const double z = 1.96 / o.precision;
+    const double z = 1.96 / o.target.precision;
     const int64_t n = std::max<int64_t>(
         o.tuple_min_samples, static_cast<int64_t>(std::ceil(z * z * std::max(0.0, t.scv))));
     const double per_sample_s = t.mean_ms / 1e3 / t.tuple.service;  // closed loop, i running
@@ -86,7 +94,7 @@ void tuple_profile_cost(const Profile& profile, const ExhaustiveCostOptions& o,
 StatusOr<ExhaustiveCost> project_exhaustive_cost(const Profile& profile,
                                                  const ExhaustiveCostOptions& o) {
   if (o.rates_per_s.empty()) return InvalidArgument("no load levels to project");
-  if (!(o.precision > 0)) return InvalidArgument("precision must be > 0");
+  if (!(o.target.precision > 0)) return InvalidArgument("precision must be > 0");
   ExhaustiveCost cost;
   const int cores = profile.hardware.cores_per_node;
   std::vector<double> seconds;
@@ -98,9 +106,10 @@ StatusOr<ExhaustiveCost> project_exhaustive_cost(const Profile& profile,
         if (!service_levels(profile, config).ok()) continue;  // not profiled: not counted
         ++cost.configurations;
         for (double rate : o.rates_per_s) {
-          bool unstable = false;
-          SERF_ASSIGN_OR_RETURN(double s, point_seconds(profile, config, rate, o, &unstable));
-          if (unstable) ++cost.unstable;
+          PointKind kind = PointKind::kByPrecision;
+          SERF_ASSIGN_OR_RETURN(double s, point_seconds(profile, config, rate, o, &kind));
+          if (kind == PointKind::kUnstable) ++cost.unstable;
+          if (kind == PointKind::kFloored) ++cost.floored;
           seconds.push_back(s);
           cost.exhaustive_s += s;
         }

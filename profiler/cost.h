@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "profiler/precision.h"
 #include "profiler/validation.h"
 #include "serf/core/profile.h"
 #include "serf/core/queue_model.h"
@@ -26,20 +27,22 @@ struct CalibrationCost {
 CalibrationCost calibration_cost(const Profile& profile, int points, double exhaustive_wall_s,
                                  const ModelValidation& first_model);
 
-// Projected: every configuration (c, K, T) of the cluster at every load level, each run long
-// enough for its mean latency's 95 % CI half-width to be within `precision` of the mean.
+// Projected: every configuration (c, K, T) of the cluster at every load level, each run as long
+// as the exhaustive runner needs to call it VALID (judge_point): its mean latency's 95 % CI
+// half-width within `target.precision` of the mean, at least `target.min_duration_s`, and at
+// least max(target.min_requests, min_requests_for_percentile(target.percentile)) answers after
+// the warm-up (368 for the p99).
 struct ExhaustiveCostOptions {
   int nodes = 1;
   std::vector<int> inter;           // K values measured (the profile's, <= nodes)
   std::vector<double> rates_per_s;  // the load levels
-  double precision = 0.03;
-  double min_duration_s = 10;      // no point runs shorter (LoadGen's minimum duration)
-  double warmup_fraction = 0.1;    // requests run on top of the measured ones
-  double switch_s = 0;             // reconfiguration per point (measured: serf serve's switch)
-  int64_t probe_requests = 20000;  // simulated per point to find its variance
-  int tuple_warmup = 2;            // closed-loop warm-up per tuple in the tuple profile
+  PrecisionTarget target;           // what makes a point VALID (the runner's defaults)
+  double warmup_fraction = 0.1;     // requests run on top of the measured ones
+  double switch_s = 0;              // reconfiguration per point (measured: serf serve's switch)
+  int64_t probe_requests = 20000;   // simulated per point to find its variance
+  int tuple_warmup = 2;             // closed-loop warm-up per tuple in the tuple profile
   // The tuple profile is held to the same precision as the exhaustive points: each tuple runs
-  // until its mean service time's 95 % CI is within `precision`, (1.96 / precision)^2 SCV
+  // until its mean service time's 95 % CI is within `target.precision`, (1.96 / precision)^2 SCV
   // samples, at least tuple_min_samples.
   int tuple_min_samples = 10;
 };
@@ -47,7 +50,10 @@ struct ExhaustiveCost {
   int configurations = 0;
   int levels = 0;
   int points = 0;    // configurations x levels
-  int unstable = 0;  // points the model calls unstable: counted at min_duration_s
+  int unstable = 0;  // points the model calls unstable: counted at target.min_duration_s
+  // Points whose length the request floor (min_requests, the percentile's) or the minimum
+  // duration set, rather than the mean's CI.
+  int floored = 0;
   double exhaustive_s = 0;
   double longest_point_s = 0;
   double median_point_s = 0;

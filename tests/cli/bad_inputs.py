@@ -367,6 +367,9 @@ check(["predict", "--profile", TOY, "--profile", TOY, "--service", "1", "--inter
        "--rate", "1"], ["--profile"], OUTPUTS, "duplicate file flag")
 check(["plan", "--profile", TOY, "--rates", "1", "--out", out_json, "--table", path("table.json")],
       ["--table"], OUTPUTS, "plan takes no table")
+for flag, value in (("--min-requests", "500"), ("--percentile", "95"), ("--switch-s", "1")):
+    check(["plan", "--profile", TOY, "--rates", "1", "--out", out_json, flag, value], [flag], OUTPUTS,
+          "a projection flag without --cost-of-exhaustive")
 # serve --table's file is read by the runtime under mpirun (its cases: tests/mpi/cli_test.sh).
 imported = [path("imported.json"), path("imported.safetensors")]
 for name, f in bad_onnx.items():

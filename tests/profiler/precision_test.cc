@@ -113,7 +113,7 @@ TEST_CASE("the projected exhaustive cost: points x run length, against the tuple
   CHECK(cost->levels == 3);
   CHECK(cost->points == 18);
   CHECK(cost->unstable >= 6);
-  CHECK(cost->exhaustive_s >= 18 * o.min_duration_s);
+  CHECK(cost->exhaustive_s >= 18 * o.target.min_duration_s);
   // The tuples at the same precision: SCV 0 needs only the minimum, 10 samples: (2 + 10) x
   // mean_ms / i; as the file says, (2 + 100) x mean_ms / i.
   const double per_sample_s = (10.0 + 14.0 / 2 + 6.0 + 7.0 + 9.0 / 2 + 4.0) / 1e3;
@@ -136,12 +136,47 @@ TEST_CASE("the projected exhaustive cost: points x run length, against the tuple
   CHECK(noisy->tuple_profile_s == Approx(12 * per_sample_s + 2125 * 10.0 / 1e3));
   p.tuples[0].scv = 0;
   // A tighter target costs more: the run length grows like 1 / precision^2 once past the minimum.
-  o.precision = 0.003;
+  o.target.precision = 0.003;
   auto tight = serf::profiler::project_exhaustive_cost(p, o);
   REQUIRE(tight.ok());
   CHECK(tight->longest_point_s > 10 * cost->longest_point_s);
   o.rates_per_s.clear();
   CHECK_FALSE(serf::profiler::project_exhaustive_cost(p, o).ok());
+}
+
+TEST_CASE("a projected point is charged the answers a VALID point needs, not only its CI",
+          "[cost]") {
+  // One 10 ms tuple at 1 request/s: the mean's CI is met in a handful of requests, but the
+  // runner (judge_point) calls a point VALID only with >= 368 answers (the p99 bounded) after
+  // the warm-up: 368 x 1.1 / 1 = 404.8 s, not the 10 s minimum duration.
+  serf::Profile p;
+  p.model = "hand-made";
+  p.hardware = {1, 1};
+  p.tuples = {{{1, 1, 1}, 10.0, 0.0, 100}};
+  p.reindex();
+  serf::profiler::ExhaustiveCostOptions o;
+  o.nodes = 1;
+  o.inter = {1};
+  o.rates_per_s = {1};
+  auto cost = serf::profiler::project_exhaustive_cost(p, o);
+  REQUIRE(cost.ok());
+  CHECK(cost->points == 1);
+  CHECK(cost->floored == 1);
+  CHECK(cost->exhaustive_s == Approx(368 * 1.1));
+  o.target.min_requests = 500;  // a larger floor of its own
+  cost = serf::profiler::project_exhaustive_cost(p, o);
+  REQUIRE(cost.ok());
+  CHECK(cost->exhaustive_s == Approx(500 * 1.1));
+  o.target.min_requests = 100;
+  o.target.percentile = 50;  // bounded with 6 answers: the 100 minimum rules
+  o.switch_s = 2;
+  cost = serf::profiler::project_exhaustive_cost(p, o);
+  REQUIRE(cost.ok());
+  CHECK(cost->exhaustive_s == Approx(2 + 100 * 1.1));
+  o.target.min_duration_s = 200;  // the minimum duration over the floor
+  cost = serf::profiler::project_exhaustive_cost(p, o);
+  REQUIRE(cost.ok());
+  CHECK(cost->exhaustive_s == Approx(2 + 200));
 }
 
 TEST_CASE("the measured calibration cost: wall times, ratio and the same best configuration",
