@@ -30,7 +30,8 @@ struct ProfileFlags {
   std::string batches = "1";  // --batches: b of the tuples (i, K, T, b)
   int samples = 10;
   int passes = 1;
-  int warmup = -1;  // < 0: the mode's default
+  bool side_by_side = false;  // --side-by-side: each tuple on every unit of K nodes at once
+  int warmup = -1;            // < 0: the mode's default
   std::string out;
   bool exhaustive = false;
   std::string rates;
@@ -124,6 +125,7 @@ Status run_refresh(const ProfileFlags& f, RuntimeSession& session, int warmup) {
   return session.run_controller([&](serve::Controller& controller) -> Status {
     profiler::TupleProfileOptions o{session.model_name, hw, {}, f.samples, warmup, f.passes};
     o.tuples = tuples;
+    o.side_by_side = f.side_by_side;
     Profile measured;
     SERF_RETURN_IF_ERROR(
         profiler::run_tuple_profile(controller, o, make_progress("refresh", f.progress), &measured)
@@ -205,6 +207,9 @@ Status check_exhaustive_flags(const ProfileFlags& f, ProfilePlan* plan) {
                              ": only with --exhaustive (the tuple profile counts --samples)");
     return Status::Ok();
   }
+  if (f.side_by_side)
+    return InvalidArgument(
+        "--side-by-side: the tuple profile only; an exhaustive point runs on the whole cluster");
   if (f.rates.empty() == f.utilizations.empty())
     return InvalidArgument(
         "--exhaustive needs either --rates SPEC (requests/s, e.g. 5,10,20 or 5:50:5) or "
@@ -284,6 +289,7 @@ std::string tuple_profile_note(const ProfileFlags& f, const ProfilePlan& plan, i
   }
   // A tuple (i, K, T, b) is measured with i full batches of b running (closed loop).
   if (plan.batches != std::vector<int>{1}) note += "; full batches of b = " + f.batches;
+  if (f.side_by_side) note += "; side by side: each tuple on all floor(N/K) units at once";
   char wall[64];
   std::snprintf(wall, sizeof(wall), "; total wall time %.3f s", total_s);
   return note + wall;
@@ -311,6 +317,7 @@ Status measure_tuples(const ProfileFlags& f, const ProfilePlan& plan, RuntimeSes
   const Hardware hw{session.nodes, session.cores_per_node};
   profiler::TupleProfileOptions o{session.model_name, hw,       plan.inter,  f.samples,
                                   plan.warmup,        f.passes, plan.batches};
+  o.side_by_side = f.side_by_side;
   Profile partial;
   // First thing on SIGTERM (a node died, the job is cancelled): the finished tuples go to disk
   // before mpirun's SIGKILL can come. Overwritten below when there is time.
@@ -443,6 +450,10 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
                   "between them; passes disturbed by other load (mean beyond 5 % and 3 MADs of "
                   "the median pass) are left out (count; 1: each tuple once)")
       ->check(at_least(1));
+  sub->add_flag("--side-by-side", f->side_by_side,
+                "measure each tuple of K nodes on all floor(N/K) units at once, pooling their "
+                "samples (about N/K times faster; warm-up per unit). Only where each node is its "
+                "own machine: units on one host share its cores and would slow each other");
   f->warmup_flag =
       sub->add_option("--warmup", f->warmup,
                       "requests run before measuring (count): per tuple and pass (default 2); with "

@@ -145,8 +145,7 @@ Status print_exhaustive_cost(const PlanFlags& f, const Profile& profile, int nod
             << "  ratio                         " << format_number("%.0f", cost->ratio) << "x\n"
             << "  tuple profile side by side    "
             << format_number("%.1f", cost->tuple_profile_side_by_side_s)
-            << " s (a K-node tuple on each of N/K node groups at once; serf profile runs them "
-            << "one after another today)\n"
+            << " s (serf profile --side-by-side: each K-node tuple on all N/K units at once)\n"
             << "  ratio side by side            " << format_number("%.0f", cost->ratio_side_by_side)
             << "x\n";
   return Status::Ok();

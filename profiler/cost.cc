@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 #include "serf/core/configuration.h"
 #include "serf/core/service_level.h"
@@ -64,28 +63,23 @@ StatusOr<double> point_seconds(const Profile& profile, const Configuration& conf
   return o.switch_s + std::max(t.min_duration_s, run_s);
 }
 
-// The tuple profile at the exhaustive points' precision: one after another, and side by side on
-// disjoint node groups (see ExhaustiveCost).
+// The tuple profile at the exhaustive points' precision: one after another, and side by side as
+// serf profile --side-by-side runs it (see ExhaustiveCost).
 void tuple_profile_cost(const Profile& profile, const ExhaustiveCostOptions& o,
                         ExhaustiveCost* cost) {
-  std::map<int, std::vector<double>> by_inter;  // K -> each tuple's seconds
   for (const TupleStats& t : profile.tuples) {
     if (t.tuple.inter > o.nodes) continue;
     const double z = 1.96 / o.target.precision;
     const int64_t n = std::max<int64_t>(
         o.tuple_min_samples, static_cast<int64_t>(std::ceil(z * z * std::max(0.0, t.scv))));
     const double per_sample_s = t.mean_ms / 1e3 / t.tuple.service;  // closed loop, i running
-    const double s = static_cast<double>(o.tuple_warmup + n) * per_sample_s;
     cost->tuple_samples += n;
-    cost->tuple_profile_s += s;
+    cost->tuple_profile_s += static_cast<double>(o.tuple_warmup + n) * per_sample_s;
     cost->tuple_profile_as_profiled_s += (o.tuple_warmup + t.samples) * per_sample_s;
-    by_inter[t.tuple.inter].push_back(s);
-  }
-  for (auto& [k, times] : by_inter) {
-    std::sort(times.rbegin(), times.rend());
-    std::vector<double> groups(static_cast<size_t>(std::max(1, o.nodes / k)), 0.0);
-    for (double s : times) *std::min_element(groups.begin(), groups.end()) += s;
-    cost->tuple_profile_side_by_side_s += *std::max_element(groups.begin(), groups.end());
+    const int64_t units = std::max(1, o.nodes / t.tuple.inter);
+    const int64_t per_unit = (n + units - 1) / units;
+    cost->tuple_profile_side_by_side_s +=
+        static_cast<double>(o.tuple_warmup + per_unit) * per_sample_s;
   }
 }
 

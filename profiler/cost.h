@@ -62,10 +62,9 @@ struct ExhaustiveCost {
   // one tuple after another (what serf profile does), ...
   int64_t tuple_samples = 0;  // samples over all tuples
   double tuple_profile_s = 0;
-  // ... and side by side: a tuple of K nodes needs K nodes, so the tuples of one K can run on
-  // floor(N/K) disjoint node groups at once (longest-first onto the least loaded group); the
-  // K values one after another. An exhaustive point needs the whole cluster. (serf profile does
-  // not run tuples side by side yet: a projection of what the cluster allows.)
+  // ... and side by side, as serf profile --side-by-side runs it: each tuple of K nodes on all
+  // floor(N/K) units at once, its samples split between them and a warm-up on each:
+  // (warm-up + ceil(samples / units)) mean_ms / i. An exhaustive point needs the whole cluster.
   double tuple_profile_side_by_side_s = 0;
   // The tuple profile as the file was measured (its own sample counts), for comparison.
   double tuple_profile_as_profiled_s = 0;

@@ -139,8 +139,9 @@ StatusOr<Profile> run_tuple_profile(serve::Controller& controller,
       const auto t0 = std::chrono::steady_clock::now();
       SERF_RETURN_IF_ERROR(controller.configure({t.service, t.inter, t.intra, t.batch}));
       PassSamples p;
-      SERF_ASSIGN_OR_RETURN(p.node_ms,
-                            controller.run_closed_loop(options.warmup, samples, &p.occupancy_ms));
+      const int units = options.side_by_side ? controller.units() : 1;
+      SERF_ASSIGN_OR_RETURN(
+          p.node_ms, controller.run_closed_loop(options.warmup, samples, &p.occupancy_ms, units));
       measured[n].push_back(std::move(p));
       wall_s[n] += seconds_since(t0);
       // What a fault would leave: every tuple measured so far, pooled over its passes so far.

@@ -56,6 +56,10 @@ struct TupleProfileOptions {
   // Non-empty: measure exactly these tuples, in this order, instead of the grid of inter and
   // batches (serf profile --refresh re-measures the tuples whose drift was seen).
   std::vector<ParallelismTuple> tuples = {};
+  // Each tuple of K nodes measured on all floor(N/K) units at once, its samples pooled (and each
+  // unit's own warm-up left out): about N/K times fewer seconds per tuple. Right only when the
+  // units do not share a machine (on one host they share its cores and memory bandwidth).
+  bool side_by_side = false;
 };
 
 // Closed loop per tuple: exactly i batches of b requests running on one unit; records each service

@@ -501,15 +501,20 @@ void Controller::idle_wait(double next_event_s) {
 }
 
 StatusOr<std::vector<double>> Controller::run_closed_loop(int warmup, int samples,
-                                                          std::vector<double>* occupancy_ms) {
+                                                          std::vector<double>* occupancy_ms,
+                                                          int units) {
   if (occupancy_ms != nullptr) occupancy_ms->clear();
   if (!configured_) return Internal("run_closed_loop before configure");
+  if (units < 1 || units > units_) {
+    return InvalidArgument("closed loop on " + std::to_string(units) +
+                           " unit(s): " + to_string(config_) + " has " + std::to_string(units_));
+  }
   const int c = config_.service;
   std::vector<double> measured;
-  int finished = 0;
+  std::vector<int> finished(static_cast<size_t>(units), 0);  // per unit
   std::vector<int64_t> ids;  // this loop's requests, consumed ones set to -1
   // A full batch of b each time: the tuple (i, K, T, b) is the time of a batch of b.
-  auto submit = [&](int slot) {
+  auto submit = [&](int unit, int slot) {
     std::vector<int64_t> batch;
     for (int r = 0; r < std::max(config_.batch, 1); ++r) {
       InferRequest req;
@@ -518,10 +523,12 @@ StatusOr<std::vector<double>> Controller::run_closed_loop(int warmup, int sample
       batch.push_back(enter(std::move(req), false));  // not queued: straight to `slot`
     }
     ids.push_back(batch.front());  // the batch ends with its first request
-    return dispatch(0, slot, batch);
+    return dispatch(unit, slot, batch);
   };
-  for (int s = 0; s < c; ++s) SERF_RETURN_IF_ERROR(submit(s));
-  while (static_cast<int>(measured.size()) < samples) {
+  const auto want = static_cast<size_t>(samples);
+  for (int u = 0; u < units; ++u)
+    for (int s = 0; s < c; ++s) SERF_RETURN_IF_ERROR(submit(u, s));
+  while (measured.size() < want) {
     bool progress = false;
     SERF_RETURN_IF_ERROR(poll_results(&progress));
     SERF_RETURN_IF_ERROR(check_timeouts());
@@ -533,14 +540,14 @@ StatusOr<std::vector<double>> Controller::run_closed_loop(int warmup, int sample
       if (ids[k] < 0) continue;
       const RequestRecord& rec = record(ids[k]);
       if (!rec.answered) continue;
-      // A finished request: measure it if the loop was full when it ran, refill its slot.
+      // A finished request: measure it if its unit was full when it ran, refill its slot.
       ids[k] = -1;
-      ++finished;
-      if (finished > warmup && rec.running == c && static_cast<int>(measured.size()) < samples) {
+      const int done_on_unit = ++finished[static_cast<size_t>(rec.unit)];
+      if (done_on_unit > warmup && rec.running == c && measured.size() < want) {
         measured.push_back(rec.service_ms);
         if (occupancy_ms != nullptr) occupancy_ms->push_back((rec.done_s - rec.dispatch_s) * 1e3);
       }
-      if (static_cast<int>(measured.size()) < samples) SERF_RETURN_IF_ERROR(submit(rec.slot));
+      if (measured.size() < want) SERF_RETURN_IF_ERROR(submit(rec.unit, rec.slot));
     }
   }
   SERF_RETURN_IF_ERROR(drain());

@@ -294,13 +294,16 @@ class Controller {
   // b >= inputs.size() they run as one batch (serf infer --inter K --batch b). Answers in order.
   StatusOr<std::vector<InferAnswer>> infer_all(
       const std::vector<std::shared_ptr<const std::vector<float>>>& inputs);
-  // Closed loop on unit 0: keeps exactly c batches of b requests running (b = 1: c requests) until
-  // `warmup + samples` batches have finished after the loop filled; returns the service times (ms)
-  // the nodes measured for the `samples` measured ones and, when `occupancy_ms` is given, how long
-  // each held its slot as the controller sees it (dispatch to answer: the nodes' time plus the
-  // messaging), which is the service time the queue model needs.
+  // Closed loop on units 0..units-1 (1: unit 0 alone; at most units()): keeps exactly c batches
+  // of b requests running on each (b = 1: c requests) until `samples` batches have been measured
+  // over all of them, the first `warmup` to finish on each unit left out; returns the service
+  // times (ms) the nodes measured for the measured ones and, when `occupancy_ms` is given, how
+  // long each held its slot as the controller sees it (dispatch to answer: the nodes' time plus
+  // the messaging), which is the service time the queue model needs. Several units measure the
+  // same tuple side by side on disjoint nodes (serf profile --side-by-side).
   StatusOr<std::vector<double>> run_closed_loop(int warmup, int samples,
-                                                std::vector<double>* occupancy_ms = nullptr);
+                                                std::vector<double>* occupancy_ms = nullptr,
+                                                int units = 1);
 
   Status shutdown() { return checked(transport_.shutdown()); }
 

@@ -124,6 +124,7 @@ case "$1" in
     expect_error 3 "--arrival-scv" profile --emulate "$profile" --exhaustive --rates 5 --arrivals gamma --arrival-scv 0 --out "$out/x.json"
     expect_error 3 "--arrivals" profile --emulate "$profile" --exhaustive --rates 5 --arrivals bursty --out "$out/x.json"
     expect_error 3 "--precision" profile --emulate "$profile" --precision 0.03 --out "$out/x.json"
+    expect_error 3 "--side-by-side: the tuple profile only" profile --emulate "$profile" --side-by-side --exhaustive --rates 5 --out "$out/x.json"
     expect_error 3 "--requests: with --precision" profile --emulate "$profile" --exhaustive --rates 5 --precision 0.03 --requests 10 --out "$out/x.json"
     expect_error 3 "--max-duration" profile --emulate "$profile" --exhaustive --rates 5 --precision 0.03 --min-duration 20 --max-duration 10 --out "$out/x.json"
     expect_error 3 "--cores-per-node: must be an integer in \[1, 1024\] (got 2147483647)" profile --emulate "$profile" --samples 2 --cores-per-node 2147483647 --out "$out/p.json"
@@ -576,6 +577,21 @@ PY
     [ "$(grep -c '"passes": 2' "$out/p.json")" -eq 6 ] || { cat "$out/p.json"; fail "want 6 tuples profiled in 2 passes"; }
     [ "$(grep -c '"samples": 20' "$out/p.json")" -eq 6 ] || { cat "$out/p.json"; fail "want 20 pooled samples per tuple"; }
     grep -q '"passes_kept": [12]' "$out/p.json" || fail "profile lacks passes_kept"
+    # Side by side: each K = 1 tuple on both units at once, 20 samples pooled over them; the means
+    # are the emulated service times (the units are emulated: they do not share cores).
+    run 3 "$SERF" profile --emulate "$profile" --inter 1 --samples 20 --side-by-side \
+      --out "$out/ps.json" >"$out/o" 2>"$out/e" || { cat "$out/e"; fail "profile --side-by-side"; }
+    python3 - "$profile" "$out/ps.json" <<'PY' || fail "profile --side-by-side"
+import json, sys
+emulated = {(t["service"], t["inter"], t["intra"]): t["mean_ms"] for t in json.load(open(sys.argv[1]))["tuples"]}
+doc = json.load(open(sys.argv[2]))
+assert "side by side" in doc["note"], doc["note"]
+assert len(doc["tuples"]) == 3, doc["tuples"]
+for t in doc["tuples"]:
+    want = emulated[(t["service"], t["inter"], t["intra"])]
+    assert t["samples"] == 20, t
+    assert 0.9 * want <= t["node_ms"] <= 1.5 * want, (t, want)
+PY
     # The rates come from this profile: md-interf calls a point stable when its rate is below the
     # profiled capacity u c / mean_ms(c) (u = 1 unit of K = 2 on 2 nodes). A profile measured at
     # load 7 once had (1,2,2) at 52.8 ms (a stall among its 20 samples, 8 ms emulated): 19/s,

@@ -65,6 +65,28 @@ TEST_CASE("closed loop keeps exactly c requests running", "[mpi][controller]") {
   REQUIRE(t.max_running_seen[0] == 2);
 }
 
+TEST_CASE("closed loop side by side keeps c requests running on every unit", "[mpi][controller]") {
+  FakeTransport t(4, 1e-3);
+  Controller c(t, {});
+  REQUIRE(c.configure({2, 1, 1}).ok());  // 4 units of 1 node
+  std::vector<double> occupancy;
+  auto samples = c.run_closed_loop(2, 40, &occupancy, 4);
+  REQUIRE(samples.ok());
+  REQUIRE(samples->size() == 40);
+  REQUIRE(occupancy.size() == 40);
+  for (int u = 0; u < 4; ++u) REQUIRE(t.max_running_seen[static_cast<size_t>(u)] == 2);
+  for (const auto& r : c.records()) REQUIRE(r.answered);
+  // The warm-up is each unit's own: one sample after 5 warm-up answers on a unit needs about 5
+  // answers on each of the 4 (the units run in step); a warm-up shared by all would stop near 10.
+  REQUIRE(c.configure({1, 1, 1}).ok());
+  const size_t before = c.records().size();
+  REQUIRE(c.run_closed_loop(5, 1, nullptr, 4).ok());
+  REQUIRE(c.records().size() - before >= 20);
+  // More units than the configuration has, or none: refused, nothing sent.
+  REQUIRE(c.run_closed_loop(2, 4, nullptr, 5).status().code() == StatusCode::kInvalidArgument);
+  REQUIRE(c.run_closed_loop(2, 4, nullptr, 0).status().code() == StatusCode::kInvalidArgument);
+}
+
 TEST_CASE("a request on a dead unit is reported within the node timeout", "[mpi][controller]") {
   FakeTransport t(2);
   t.hang_after = 3;
