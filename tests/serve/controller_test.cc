@@ -9,7 +9,6 @@
 #include <limits>
 #include <map>
 #include <thread>
-#include <tuple>
 
 #include "fake_transport.h"
 #include "profiler/tuple_profiler.h"
@@ -305,17 +304,27 @@ TEST_CASE("stepped Poisson arrivals follow each step's rate", "[mpi][controller]
   REQUIRE(at.back() == Approx(10 + 19000 / 1000.0).epsilon(0.05));
 }
 
-TEST_CASE("the table hook follows the measured rate with hysteresis", "[mpi][controller]") {
+namespace {
+
+// A table of `nodes` whose stable entries are `levels` (rate up to which, configuration), in order.
+ConfigurationTable table_of(int nodes,
+                            const std::vector<std::pair<double, Configuration>>& levels) {
   ConfigurationTable table;
-  table.nodes = 4;
-  for (auto [rate, c] : std::vector<std::pair<double, Configuration>>{
-           {10, {1, 4, 1}}, {50, {1, 2, 1}}, {100, {2, 1, 1}}}) {
+  table.nodes = nodes;
+  for (const auto& [rate, c] : levels) {
     TableEntry e;
     e.rate_per_s = rate;
     e.stable = true;
     e.config = c;
     table.entries.push_back(e);
   }
+  return table;
+}
+
+}  // namespace
+
+TEST_CASE("the table hook follows the measured rate with hysteresis", "[mpi][controller]") {
+  ConfigurationTable table = table_of(4, {{10, {1, 4, 1}}, {50, {1, 2, 1}}, {100, {2, 1, 1}}});
   TableEntry unstable;
   unstable.rate_per_s = 200;
   table.entries.push_back(unstable);
@@ -333,17 +342,11 @@ TEST_CASE("an unstable level switches to the configuration of highest capacity, 
           "[mpi][controller]") {
   // Three stable levels: (1,4,1) holds 10/s at utilization 0.1 (capacity 100/s), (1,2,1) 50/s at
   // 0.25 (200/s), (2,1,1) 100/s at 0.8 (125/s); at 200/s nothing is stable.
-  ConfigurationTable table;
-  table.nodes = 4;
-  for (auto [rate, c, u] : std::vector<std::tuple<double, Configuration, double>>{
-           {10, {1, 4, 1}, 0.1}, {50, {1, 2, 1}, 0.25}, {100, {2, 1, 1}, 0.8}}) {
-    TableEntry e;
-    e.rate_per_s = rate;
-    e.stable = true;
-    e.config = c;
-    e.prediction.stable = true;
-    e.prediction.utilization = u;
-    table.entries.push_back(e);
+  ConfigurationTable table = table_of(4, {{10, {1, 4, 1}}, {50, {1, 2, 1}}, {100, {2, 1, 1}}});
+  const double utilization[] = {0.1, 0.25, 0.8};
+  for (size_t i = 0; i < table.entries.size(); ++i) {
+    table.entries[i].prediction.stable = true;
+    table.entries[i].prediction.utilization = utilization[i];
   }
   TableEntry unstable;
   unstable.rate_per_s = 200;
@@ -379,19 +382,7 @@ Prediction predicted(double latency_ms, double utilization) {
 }
 
 // (1,1,2) up to 10/s, (2,1,1) above (as imagenet1k on 2 cores), stable to 40/s.
-ConfigurationTable two_level_table() {
-  ConfigurationTable table;
-  table.nodes = 1;
-  for (auto [rate, c] :
-       std::vector<std::pair<double, Configuration>>{{10, {1, 1, 2}}, {40, {2, 1, 1}}}) {
-    TableEntry e;
-    e.rate_per_s = rate;
-    e.stable = true;
-    e.config = c;
-    table.entries.push_back(e);
-  }
-  return table;
-}
+ConfigurationTable two_level_table() { return table_of(1, {{10, {1, 1, 2}}, {40, {2, 1, 1}}}); }
 
 SwitchRecord measured_switch(Configuration from, Configuration to, double drain_ms,
                              double configure_ms) {
