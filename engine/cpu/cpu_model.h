@@ -120,6 +120,11 @@ class StepBuilder {
   Status concat(const LayerStep& s, CpuStep* out);
   Status softmax(const LayerStep& s, CpuStep* out);
 
+  // Layer `layer` is a convolution that reads and writes nChw16c activations (K = 1, b > 1).
+  bool blocked_conv(int layer) const;
+  // Every reader of layer `layer`'s output (of `channels` channels, two or more readers) is a
+  // blocked_conv: the output is stored in nChw16c, reordered once.
+  bool readers_blocked(int layer, int channels) const;
   const model::LayerSpec& spec(const LayerStep& s) const;
   const model::LayerInfo& info(const LayerStep& s) const;
   dnnl::memory::dims nchw(int c, int h, int w) const { return {batch_, c, h, w}; }

@@ -322,6 +322,39 @@ Status StepBuilder::build(const LayerStep& s, CpuStep* out) {
   return Status::Ok();
 }
 
+// A batch (K = 1): 1x1 and 3x3 convolutions (ungrouped or depthwise) with 16-channel multiples
+// write nChw16c activations and read them (oneDNN's jit_1x1, jit, jit_dw and Winograd kernels)
+// instead of the NHWC `brgconv` ones `any` picks; a first layer of 3 channels reads its input
+// as oneDNN likes. Where oneDNN has only a reference kernel for that, conv() takes `any`. resnet50
+// at b = 8 (alternating with main's engine, under the lock): 3-10 % faster; its 13 Winograd
+// layers run in nChw16c anyway, so with NHWC 8 images' activations were reordered twice around
+// each. Batch 1 keeps `any` (session 24: no gain; K = 1 must equal K > 1 bit for bit).
+bool StepBuilder::blocked_conv(int layer) const {
+  const model::LayerSpec& l = m_.plan_.spec.layers[static_cast<size_t>(layer)];
+  if (!flow_ || batch_ == 1 || l.kind != LayerKind::kConv2d) return false;
+  const model::Window& w = l.window;
+  const int per_group_in = m_.plan_.layers[static_cast<size_t>(layer)].in.channels / l.groups;
+  return w.kernel_h <= 3 && w.kernel_w <= 3 && l.out_channels % 16 == 0 &&
+         (l.groups == 1 || (per_group_in == 1 && l.out_channels == l.groups));
+}
+
+// A pooling layer's output goes to nChw16c when its pooling runs in another layout (after
+// resnet50's 7x7 stem, NHWC) and every reader is a convolution that reads nChw16c
+// (blocked_conv): one reorder here instead of one in each reader (resnet50's layer1 has two,
+// its first 1x1 and its downsample).
+bool StepBuilder::readers_blocked(int layer, int channels) const {
+  if (!flow_ || batch_ == 1 || channels % 16 != 0) return false;
+  int readers = 0;
+  for (size_t i = 0; i < m_.plan_.layers.size(); ++i) {
+    for (int source : m_.plan_.layers[i].sources) {
+      if (source != layer) continue;
+      if (!blocked_conv(static_cast<int>(i))) return false;
+      ++readers;
+    }
+  }
+  return readers > 1;
+}
+
 Status StepBuilder::conv(const LayerStep& s, CpuStep* out) {
   const model::LayerSpec& l = spec(s);
   const model::LayerInfo& in = info(s);
@@ -353,16 +386,7 @@ Status StepBuilder::conv(const LayerStep& s, CpuStep* out) {
   const bool winograd = !grouped && cin >= 16 && w.kernel_h == 3 && w.kernel_w == 3 &&
                         w.stride_h == 1 && w.stride_w == 1 && w.dilation_h == 1 &&
                         w.dilation_w == 1;
-  // A batch (K = 1): 1x1 and 3x3 convolutions (ungrouped or depthwise) with 16-channel multiples
-  // write nChw16c activations and read them (oneDNN's jit_1x1, jit, jit_dw and Winograd kernels)
-  // instead of the NHWC `brgconv` ones `any` picks; a first layer of 3 channels reads its input
-  // as oneDNN likes. Where oneDNN has only a reference kernel for that, `any` below. resnet50 at
-  // b = 8 (alternating with main's engine, under the lock): 3-10 % faster; its 13 Winograd layers
-  // run in nChw16c anyway, so with NHWC 8 images' activations were reordered twice around each.
-  // Batch 1 keeps `any` (session 24: no gain; K = 1 must equal K > 1 bit for bit).
-  const bool blocked = flow_ && batch_ > 1 && w.kernel_h <= 3 && w.kernel_w <= 3 &&
-                       cout % 16 == 0 &&
-                       (!grouped || (per_group_in == 1 && l.out_channels == l.groups));
+  const bool blocked = blocked_conv(s.layer);
   auto primitive = [&](tag activations) {
     const md_t src_md(src.md.dims(), dt::f32, cin % 16 == 0 ? activations : tag::any);
     const md_t dst_md = flow_ && residual >= 0 ? stored_[static_cast<size_t>(residual)]
@@ -474,7 +498,11 @@ Status StepBuilder::pool(const LayerStep& s, CpuStep* out) {
                                       pad_r);
   const dnnl::pooling_forward::primitive_desc pd(d, attributes(s), m_.engine_);
   src = adapt(src, pd.src_desc(), out);
-  const Operand target = write(s, flow_ ? pd.dst_desc() : canon(dst_dims));
+  const md_t blocked(dst_dims, dt::f32, tag::nChw16c);
+  const md_t stored_md = !flow_                               ? canon(dst_dims)
+                         : readers_blocked(s.layer, channels) ? blocked
+                                                              : pd.dst_desc();
+  const Operand target = write(s, stored_md);
   const Operand dst = target.md == pd.dst_desc() ? target : staging(pd.dst_desc());
   Call& c = call(dnnl::pooling_forward(pd), pd, out);
   c.operands = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};

@@ -54,6 +54,24 @@ std::string bottleneck(const std::string& conv3x3) {
 const std::string kBottleneckDirect = bottleneck(R"("pad": 2, "dilation": 2)");
 const std::string kBottleneckWinograd = bottleneck(R"("pad": 1)");
 
+// ResNet's stem and the start of its layer1: a 7x7 convolution of 3 channels (NHWC brgconv, not
+// blocked), max pooling in its layout, and two 1x1 convolutions reading the pooled features (the
+// block's first layer and its downsample), their sum.
+const char* kStem = R"({"name": "stem", "input": {"channels": 3, "height": 32, "width": 32},
+ "layers": [
+  {"name": "conv1", "type": "conv2d", "out_channels": 64, "kernel": 7, "stride": 2, "pad": 3},
+  {"name": "r0", "type": "relu"},
+  {"name": "pool", "type": "maxpool", "kernel": 3, "stride": 2, "pad": 1},
+  {"name": "c1", "type": "conv2d", "out_channels": 32, "kernel": 1},
+  {"name": "r1", "type": "relu"},
+  {"name": "c2", "type": "conv2d", "out_channels": 64, "kernel": 1},
+  {"name": "down", "type": "conv2d", "out_channels": 64, "kernel": 1, "inputs": ["pool"]},
+  {"name": "sum", "type": "add", "inputs": ["c2", "down"]},
+  {"name": "r2", "type": "relu"},
+  {"name": "gap", "type": "global_avgpool"},
+  {"name": "fl", "type": "flatten"},
+  {"name": "fc", "type": "fully_connected", "out": 10}]})";
+
 std::vector<float> run_batch(Backend& backend, const model::ModelPlan& plan,
                              const model::Weights& w, const std::vector<float>& input, int ranks,
                              int threads, int batch) {
@@ -141,6 +159,28 @@ TEST_CASE("a batch's 1x1 and 3x3 convolutions keep one blocked layout", "[engine
       CHECK((*prepared)->activation_reorders() == 2);
     }
   }
+}
+
+TEST_CASE("a pooled tensor that two blocked convolutions read is reordered once",
+          "[engine][avx512]") {
+  // resnet50's stem: the 7x7 convolution and its max pooling run in NHWC; layer1's first 1x1 and
+  // its downsample both read the pooled features in nChw16c. Before, each reordered them (4
+  // reorders a run); now the pooling's output is stored in nChw16c (3: the input, the pooled
+  // features, the global pooling's features). Rows still equal the rows run alone.
+  if (!gemv_supported()) SERF_SKIP("no AVX-512 on this CPU: oneDNN's jit nChw16c kernels need it");
+  const model::ModelPlan plan = plan_from(kStem);
+  const model::Weights w = model::Weights::seeded(plan, 1);
+  auto backend = make_backend("cpu");
+  REQUIRE(backend.ok());
+  for (int threads : {1, 2}) {
+    for (int batch : {2, 8}) {
+      INFO("T=" << threads << " b=" << batch);
+      auto prepared = (*backend)->prepare(plan, w, Partition{0, 1}, threads, batch);
+      REQUIRE(prepared.ok());
+      CHECK((*prepared)->activation_reorders() == 3);
+    }
+  }
+  check_rows(plan, {1, 2}, {2, 8});
 }
 
 TEST_CASE("a batch below 1 is refused, and prepared models are cached per batch", "[engine]") {
