@@ -132,6 +132,8 @@ class Planner {
         return plan_channel_local(i, step);
       case LayerKind::kLrn:
       case LayerKind::kConcat:
+      case LayerKind::kSlice:
+      case LayerKind::kChannelShuffle:
       case LayerKind::kSoftmax:
         return plan_whole(i, step);
     }
@@ -310,7 +312,7 @@ class Planner {
     return {g, int64_t{step.channels.offset} * batch_};
   }
 
-  // lrn, concat, softmax: whole inputs, whole output.
+  // lrn, concat, slice, channel_shuffle, softmax: whole inputs, whole output.
   void plan_whole(int i, LayerStep& step) {
     for (size_t k = 0; k < info(i).sources.size(); ++k) {
       const int g = source_group(i, k);

@@ -17,6 +17,12 @@
 //   channels of it (a scale written by a conv2d sliced alike); otherwise the scale, C floats, is
 //   all-gathered.
 // - lrn (neighbouring channels), concat, softmax: whole inputs.
+// - slice (channels [a, b)), channel_shuffle: whole input, whole output, computed by every rank (a
+//   copy). A shuffle sends every rank's block of channels to all ranks (output channel j * g + i
+//   is input channel i * C/g + j), so a sliced input would need all of it anyway: it is
+//   all-gathered, once, as for concat. In ShuffleNet the shuffle reads a concat's output, whole
+//   already, and the slices read the shuffle's: neither adds an exchange; the all-gather of the
+//   branch's last conv2d that the concat needs is the unit's only one (C/2 channels).
 // Where a layer needs a whole input that is sliced, the ranks all-gather it in place first (once:
 // the buffer then holds it whole for every later reader), and at the end of the network.
 //

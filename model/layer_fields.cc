@@ -134,6 +134,10 @@ std::set<std::string> allowed_layer_fields(LayerKind kind) {
       return {"size", "alpha", "beta", "k"};
     case LayerKind::kFullyConnected:
       return {"out"};
+    case LayerKind::kSlice:
+      return {"begin", "end"};
+    case LayerKind::kChannelShuffle:
+      return {"groups"};
     case LayerKind::kGlobalAvgPool:
     case LayerKind::kRelu:
     case LayerKind::kSigmoid:
@@ -176,6 +180,15 @@ Status parse_layer_fields(const json& obj, const std::string& named, LayerSpec* 
       return optional_float(obj, "k", named, &layer->lrn_k);
     case LayerKind::kFullyConnected: {
       SERF_ASSIGN_OR_RETURN(layer->out_channels, io::get_int(obj, "out", named));
+      return Status::Ok();
+    }
+    case LayerKind::kSlice: {
+      SERF_ASSIGN_OR_RETURN(layer->slice_begin, io::get_int(obj, "begin", named));
+      SERF_ASSIGN_OR_RETURN(layer->slice_end, io::get_int(obj, "end", named));
+      return Status::Ok();
+    }
+    case LayerKind::kChannelShuffle: {
+      SERF_ASSIGN_OR_RETURN(layer->groups, io::get_int(obj, "groups", named));
       return Status::Ok();
     }
     case LayerKind::kGlobalAvgPool:
@@ -227,6 +240,13 @@ void write_layer_fields(const LayerSpec& l, nlohmann::ordered_json* out) {
       break;
     case LayerKind::kFullyConnected:
       (*out)["out"] = l.out_channels;
+      break;
+    case LayerKind::kSlice:
+      (*out)["begin"] = l.slice_begin;
+      (*out)["end"] = l.slice_end;
+      break;
+    case LayerKind::kChannelShuffle:
+      (*out)["groups"] = l.groups;
       break;
     case LayerKind::kGlobalAvgPool:
     case LayerKind::kRelu:

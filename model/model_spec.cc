@@ -37,6 +37,8 @@ constexpr KindName kKindNames[] = {
     {LayerKind::kAdd, "add"},
     {LayerKind::kMul, "mul"},
     {LayerKind::kConcat, "concat"},
+    {LayerKind::kSlice, "slice"},
+    {LayerKind::kChannelShuffle, "channel_shuffle"},
     {LayerKind::kSoftmax, "softmax"},
 };
 

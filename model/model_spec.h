@@ -47,6 +47,8 @@ enum class LayerKind {
   kAdd,
   kMul,
   kConcat,
+  kSlice,
+  kChannelShuffle,
   kSoftmax
 };
 
@@ -119,6 +121,11 @@ struct LayerSpec {
   float lrn_alpha = 1e-4f;
   float lrn_beta = 0.75f;
   float lrn_k = 1.0f;
+  // slice: channels [slice_begin, slice_end) of its input ("begin", "end"; ShuffleNet's channel
+  // split). channel_shuffle: "groups" g dividing C; output channel j * g + i is input channel
+  // i * (C / g) + j (i < g, j < C / g): ShuffleNet's reshape to [g, C/g], transpose, flatten.
+  int slice_begin = 0;
+  int slice_end = 0;
   // add: two or more inputs of one shape, summed. concat: two or more inputs of one height and
   // width, joined along the channels in order. mul: two inputs, the second of the first's shape
   // (element-wise) or C x 1 x 1 where the first is C x H x W (a per-channel scale, as

@@ -85,10 +85,7 @@ StatusOr<Value> fold_constant(const Fold& f) {
 StatusOr<Value> fold_shape(const Fold& f) {
   SERF_RETURN_IF_ERROR(f.attributes.only({"start", "end"}));
   const Value& x = *f.arg(0);
-  std::vector<int64_t> dims =
-      x.constant    ? x.dims
-      : x.rank == 4 ? std::vector<int64_t>{1, x.shape.channels, x.shape.height, x.shape.width}
-                    : std::vector<int64_t>{1, x.shape.channels};
+  std::vector<int64_t> dims = x.constant ? x.dims : onnx_dims_of(x);
   SERF_ASSIGN_OR_RETURN(int64_t start, f.attributes.integer("start", 0));
   SERF_ASSIGN_OR_RETURN(int64_t end,
                         f.attributes.integer("end", static_cast<int64_t>(dims.size())));

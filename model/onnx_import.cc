@@ -181,6 +181,14 @@ StatusOr<const Value*> Importer::value(const onnx::NodeProto& node, int k) const
                            "', which is supported only where a Conv or an AveragePool reads it "
                            "(its zeros are folded into their padding)");
   }
+  const bool shuffle_step = k == 0 && (node.op_type() == "Transpose" ||
+                                       node.op_type() == "Reshape" || node.op_type() == "Shape");
+  if (v.rank == 5 && !shuffle_step) {
+    return InvalidArgument(where(node) + ": input '" + node.input(k) + "' is the 5-D view " +
+                           dims_str(onnx_dims_of(v)) + " of Reshape '" + v.view_node +
+                           "', supported only as a channel shuffle (Reshape [N, C, H, W] to [N, "
+                           "g, C/g, H, W], Transpose perm (0, 2, 1, 3, 4), Reshape back)");
+  }
   return &v;
 }
 
@@ -281,9 +289,23 @@ std::string Importer::layer_name(const onnx::NodeProto& node, const std::string&
   return unique;
 }
 
+void Importer::rename_layer(size_t index, const std::string& name) {
+  LayerSpec& l = layers_[index];
+  const std::string old = l.name;
+  for (auto& [key, v] : values_) {
+    if (!v.constant && v.tensor == old) v.tensor = name;
+  }
+  tensor_uses_[name] = tensor_uses_[old];
+  tensor_uses_.erase(old);
+  layer_of_.erase(old);
+  layer_of_[name] = index;
+  names_.erase(old);
+  l.name = name;
+}
+
 Status Importer::add_layer(const onnx::NodeProto& node, LayerSpec layer,
                            const std::vector<const Value*>& inputs, int rank,
-                           const std::string& weights_from) {
+                           const std::string& weights_from, int output) {
   layer.name = layer_name(node, weights_from);
   std::vector<Shape> shapes;
   for (const Value* v : inputs) {
@@ -297,8 +319,8 @@ Status Importer::add_layer(const onnx::NodeProto& node, LayerSpec layer,
   out.rank = rank;
   layer_of_[layer.name] = layers_.size();
   layers_.push_back(std::move(layer));
-  tensor_uses_[out.tensor] += uses_[node.output(0)];
-  values_[node.output(0)] = std::move(out);
+  tensor_uses_[out.tensor] += uses_[node.output(output)];
+  values_[node.output(output)] = std::move(out);
   return Status::Ok();
 }
 
@@ -489,7 +511,7 @@ StatusOr<OnnxImport> Importer::run(const std::string& name) {
       return unsupported(*node, "operator " + node->domain() + "::" + node->op_type() +
                                     " is not supported (only the default ONNX domain)");
     }
-    for (int k = 1; k < node->output_size(); ++k) {
+    for (int k = 1; k < node->output_size() && node->op_type() != "Split"; ++k) {
       if (!node->output(k).empty() && uses_[node->output(k)] > 0) {
         return unsupported(*node, "output " + std::to_string(k) + " ('" + node->output(k) +
                                       "') is read by the graph; only the first output is "
@@ -533,6 +555,10 @@ Status Importer::finish(const std::string& name, OnnxImport* out) {
     return InvalidArgument("output '" + output.name() + "' is padded by Pad '" +
                            it->second.pad_node +
                            "', which is supported only where a Conv or an AveragePool reads it");
+  }
+  if (it != values_.end() && it->second.rank == 5) {
+    return InvalidArgument("output '" + output.name() + "' is the 5-D view of Reshape '" +
+                           it->second.view_node + "' (only a channel shuffle's, reshaped back)");
   }
   if (it == values_.end() || it->second.constant || it->second.tensor == kModelInputName) {
     return InvalidArgument("output '" + output.name() +

@@ -32,6 +32,12 @@ struct Value {
   std::array<int, 4> pad{};
   std::string pad_node;
   bool padded() const { return pad != std::array<int, 4>{}; }
+  // Rank 5: the view [N, g, C/g, H, W] of a channel shuffle (onnx_channels.cc), transposed to
+  // [N, C/g, g, H, W] after its Transpose; `shape` stays the 4-D tensor's, `view_node` names
+  // the Reshape.
+  int shuffle_groups = 0;
+  bool shuffle_transposed = false;
+  std::string view_node;
   int64_t elements() const;
 };
 
@@ -55,6 +61,8 @@ class Attributes {
   std::string where_;
 };
 
+// The ONNX shape of an activation: [1, C, H, W], [1, F], or a shuffle's 5-D view.
+std::vector<int64_t> onnx_dims_of(const Value& v);
 // The name of a tensor data type ("FLOAT16").
 std::string dtype_name(int dtype);
 // A constant from a TensorProto (initializer or Constant's value); unsupported types keep their
@@ -102,6 +110,16 @@ class Importer {
   Status concat(const onnx::NodeProto& node);
   Status dropout(const onnx::NodeProto& node);
   Status pad(const onnx::NodeProto& node);  // onnx_pad.cc
+  // onnx_channels.cc: the channel shuffle's views and layer, Slice and Split of channels.
+  bool shuffle_view(const onnx::NodeProto& node, const Value& x,
+                    const std::vector<int64_t>& target);
+  Status shuffle_back(const onnx::NodeProto& node, const Value& x,
+                      const std::vector<int64_t>& target);
+  Status transpose(const onnx::NodeProto& node);
+  Status slice(const onnx::NodeProto& node);
+  Status split(const onnx::NodeProto& node);
+  Status channel_range(const onnx::NodeProto& node, int out, const Value& x, int64_t begin,
+                       int64_t end);
   // Adds the zero padding a Pad left on `x` to `window` (Conv, AveragePool; onnx_pad.cc).
   Status fold_pad(const onnx::NodeProto& node, const Value& x, const Attributes& a, Window* window);
 
@@ -119,7 +137,7 @@ class Importer {
   // `node` becomes its tensor. `weights_from` names it after a weight initializer when given.
   Status add_layer(const onnx::NodeProto& node, LayerSpec layer,
                    const std::vector<const Value*>& inputs, int rank,
-                   const std::string& weights_from = "");
+                   const std::string& weights_from = "", int output = 0);
   // Output `out` of `node` is the activation `v` under another name (Identity, Dropout, views).
   void alias(const onnx::NodeProto& node, int out, const Value& v);
   void set_constant(const std::string& name, Value v);
@@ -134,6 +152,8 @@ class Importer {
 
  private:
   std::string layer_name(const onnx::NodeProto& node, const std::string& weights_from);
+  // Layer `index` and its tensor take `name` (from layer_name) in every value that refers to it.
+  void rename_layer(size_t index, const std::string& name);
 
   const onnx::ModelProto& model_;
   std::string path_;

@@ -11,13 +11,6 @@ namespace serf::model::onnx_import {
 
 namespace {
 
-// The ONNX shape of an activation ([1, C, H, W] or [1, F]).
-std::string onnx_dims(const Value& v) {
-  return dims_str(v.rank == 4
-                      ? std::vector<int64_t>{1, v.shape.channels, v.shape.height, v.shape.width}
-                      : std::vector<int64_t>{1, v.shape.channels});
-}
-
 // A per-channel constant of `n` values: a scalar, or n values along axis 1 of [N, C, ...] (or
 // the last axis of a shape without N, as ONNX broadcasting aligns shapes from the right). Empty
 // when it is neither.
@@ -47,7 +40,8 @@ Status Importer::mul(const onnx::NodeProto& node) {
   if (x->shape == Shape{s->shape.channels, 1, 1} && s->shape != x->shape) std::swap(x, s);
   const bool scale = s->shape == Shape{x->shape.channels, 1, 1};
   if (a->rank != b->rank || (x->shape != s->shape && !scale)) {
-    return unsupported(node, "broadcast of " + onnx_dims(*a) + " by " + onnx_dims(*b) +
+    return unsupported(node, "broadcast of " + dims_str(onnx_dims_of(*a)) + " by " +
+                                 dims_str(onnx_dims_of(*b)) +
                                  " (supported: equal shapes, or an [N, C, H, W] tensor by a "
                                  "per-channel [N, C, 1, 1] scale)");
   }
@@ -75,6 +69,9 @@ bool Importer::fuse_gate(const onnx::NodeProto& node, const Value& x, const Valu
   } else {
     return false;
   }
+  // The fused layer takes the Mul's name (its output is the Mul's; "...sigmoid" would name the
+  // gate alone). `gate` is the Sigmoid's value in values_: renamed with the layer.
+  rename_layer(it->second, layer_name(node, ""));
   alias(node, 0, gate);
   --dropped;  // fused into the gate, not dropped
   ++fused_gates;
@@ -91,8 +88,8 @@ Status Importer::mul_constant(const onnx::NodeProto& node, const Value& x, const
   LayerSpec* writer = sole_writer(x, LayerKind::kConv2d, LayerKind::kFullyConnected);
   const std::vector<double> f = channel_factors(c, x.shape.channels, x.rank);
   if (writer == nullptr || f.empty()) {
-    return unsupported(node, "multiplying " + onnx_dims(x) + " by a constant of shape " +
-                                 dims_str(c.dims) +
+    return unsupported(node, "multiplying " + dims_str(onnx_dims_of(x)) +
+                                 " by a constant of shape " + dims_str(c.dims) +
                                  " (supported only as a scalar or per-channel factor folded "
                                  "into the Conv, Gemm or MatMul whose output it alone reads)");
   }

@@ -105,6 +105,9 @@ Status Importer::translate(const onnx::NodeProto& node) {
   if (op == "Concat") return concat(node);
   if (op == "Dropout") return dropout(node);
   if (op == "Pad") return pad(node);
+  if (op == "Transpose") return transpose(node);
+  if (op == "Slice") return slice(node);
+  if (op == "Split") return split(node);
   if (op == "Identity") {
     SERF_ASSIGN_OR_RETURN(const Value* x, value(node, 0));
     alias(node, 0, *x);
@@ -116,8 +119,9 @@ Status Importer::translate(const onnx::NodeProto& node) {
                                "GlobalAveragePool, ReduceMean "
                                "(over height and width), Gemm, "
                                "MatMul, Add, Mul, Concat, Flatten, Reshape, Softmax, LRN, Dropout, "
-                               "Identity, Pad (zeros before a Conv or AveragePool), and "
-                               "constant subgraphs)");
+                               "Identity, Pad (zeros before a Conv or AveragePool), Slice and "
+                               "Split of channels, the channel shuffle's Reshape-Transpose-"
+                               "Reshape, and constant subgraphs)");
 }
 
 Status Importer::conv(const onnx::NodeProto& node) {
@@ -514,9 +518,7 @@ Status Importer::reshape(const onnx::NodeProto& node) {
                        "the target shape must be a constant 1-D INT64 tensor (or a "
                        "constant subgraph the importer folds)");
   }
-  const std::vector<int64_t> in =
-      x->rank == 4 ? std::vector<int64_t>{1, x->shape.channels, x->shape.height, x->shape.width}
-                   : std::vector<int64_t>{1, x->shape.channels};
+  const std::vector<int64_t> in = onnx_dims_of(*x);
   std::vector<int64_t> target;
   int64_t known = 1, infer = -1;
   for (size_t k = 0; k < shape->data.size(); ++k) {
@@ -538,10 +540,12 @@ Status Importer::reshape(const onnx::NodeProto& node) {
       return unsupported(node, "target shape does not divide the input");
     target[static_cast<size_t>(infer)] = total / known;
   }
+  if (x->rank == 5) return shuffle_back(node, *x, target);
   if (target == in) {
     alias(node, 0, *x);
     return Status::Ok();
   }
+  if (shuffle_view(node, *x, target)) return Status::Ok();
   if (target == std::vector<int64_t>{1, total}) {
     Value v = *x;
     if (x->rank == 2 || (x->shape.height == 1 && x->shape.width == 1)) {

@@ -179,6 +179,28 @@ Status infer_mul(const std::string& layer, const LayerSpec& l, const LayerInfo& 
                          std::to_string(x.channels) + "x1x1 as its second input)");
 }
 
+// slice: channels [begin, end) of the input, 0 <= begin < end <= C. channel_shuffle: groups
+// g >= 1 dividing C.
+Status infer_channels(const std::string& layer, const LayerSpec& l, LayerInfo* info) {
+  const int c = info->in.channels;
+  if (l.kind == LayerKind::kChannelShuffle) {
+    if (l.groups < 1 || c % l.groups != 0) {
+      return InvalidArgument(layer + ": channel_shuffle groups " + std::to_string(l.groups) +
+                             " must be at least 1 and divide the input's " + std::to_string(c) +
+                             " channels");
+    }
+    return Status::Ok();
+  }
+  if (l.slice_begin < 0 || l.slice_begin >= l.slice_end || l.slice_end > c) {
+    return InvalidArgument(layer + ": slice of channels [" + std::to_string(l.slice_begin) + ", " +
+                           std::to_string(l.slice_end) +
+                           ") needs 0 <= begin < end <= the input's " + std::to_string(c) +
+                           " channels");
+  }
+  info->out.channels = l.slice_end - l.slice_begin;
+  return Status::Ok();
+}
+
 // The shape and counts of layer l (its inputs are resolved into info->ins).
 Status infer_layer(const LayerSpec& l, const std::string& layer, LayerInfo* info) {
   const bool join = l.kind == LayerKind::kAdd || l.kind == LayerKind::kConcat;
@@ -250,6 +272,9 @@ Status infer_layer(const LayerSpec& l, const std::string& layer, LayerInfo* info
     case LayerKind::kAdd:
     case LayerKind::kConcat:
       return infer_join(layer, l, info);
+    case LayerKind::kSlice:
+    case LayerKind::kChannelShuffle:
+      return infer_channels(layer, l, info);
     case LayerKind::kSoftmax:
       return check_flat(layer, "softmax", in);
   }

@@ -28,6 +28,10 @@ output PyTorch computes for that input, {"output": [...], "top5": [...]}):
              a Mul by a per-channel constant (folded into the Conv before), a Mul of two tensors
   gates14    onnx.helper, opset 14: HardSwish, HardSigmoid (alpha 0.2, beta 0.4) times its input
              (not PyTorch's hardswish: kept as hardsigmoid + mul), GlobalAveragePool, Gemm
+  shuffle    a PyTorch module exported with torch.onnx (opset 13), ShuffleNetV2's units: the
+             channel shuffle (Reshape to 5-D, Transpose, Reshape back: channel_shuffle) of 2 and
+             3 groups, x.chunk(2, dim=1) (Slice pairs: slice), an uneven torch.split (Split),
+             Concat
 Bad models, DIR/bad_*.onnx, and DIR/bad.tsv: one line per file, "FILE<TAB>expected error text".
 
 Needs Debian's python3-torch and python3-onnx (run with /usr/bin/python3); exit 77 without them.
@@ -99,16 +103,20 @@ class EveryOp(torch.nn.Module):
         return torch.softmax(self.fc(v), dim=1)
 
 
-def every_op(out):
-    torch.manual_seed(5)
-    model = EveryOp().eval()
-    x = torch.rand(1, 3, 12, 12) * 2 - 1
-    path = os.path.join(out, "every_op.onnx")
+def export_good(out, name, model, x):
+    """NAME.onnx by torch.onnx (opset 13, dynamic batch, batchnorm kept) and its reference."""
+    model.eval()
+    path = os.path.join(out, name + ".onnx")
     torch.onnx.export(model, x, path, opset_version=13, input_names=["x"], output_names=["y"],
                       dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
                       training=torch.onnx.TrainingMode.PRESERVE)
     with torch.inference_mode():
-        save_good(out, "every_op", x, model(x))
+        save_good(out, name, x, model(x))
+
+
+def every_op(out):
+    torch.manual_seed(5)
+    export_good(out, "every_op", EveryOp(), torch.rand(1, 3, 12, 12) * 2 - 1)
 
 
 def init(name, array):
@@ -274,14 +282,60 @@ class Gates(torch.nn.Module):
 
 def gates_model(out):
     torch.manual_seed(15)
-    model = Gates().eval()
-    x = torch.rand(1, 3, 10, 10) * 2 - 1
-    path = os.path.join(out, "gates.onnx")
-    torch.onnx.export(model, x, path, opset_version=13, input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
-                      training=torch.onnx.TrainingMode.PRESERVE)
-    with torch.inference_mode():
-        save_good(out, "gates", x, model(x))
+    export_good(out, "gates", Gates(), torch.rand(1, 3, 10, 10) * 2 - 1)
+
+
+def channel_shuffle(x, groups):
+    """torchvision's ShuffleNetV2 channel_shuffle, as written there."""
+    n, c, h, w = x.size()
+    x = x.view(n, groups, c // groups, h, w)
+    x = torch.transpose(x, 1, 2).contiguous()
+    return x.view(n, -1, h, w)
+
+
+class Shuffle(torch.nn.Module):
+    """ShuffleNetV2's units in small: a stride-2 unit (two branches, concat, shuffle), a stride-1
+    unit (x.chunk(2, dim=1): Slice pairs; one half through a branch, concat, shuffle), an uneven
+    torch.split (a Split node) and a shuffle of 3 groups."""
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(19)
+        bn = lambda c: torch.nn.BatchNorm2d(c)
+        self.c1 = torch.nn.Sequential(torch.nn.Conv2d(3, 12, 3, padding=1), bn(12),
+                                      torch.nn.ReLU())
+        self.b1 = torch.nn.Sequential(torch.nn.Conv2d(12, 12, 3, 2, 1, groups=12), bn(12),
+                                      torch.nn.Conv2d(12, 12, 1), torch.nn.ReLU())
+        self.b2 = torch.nn.Sequential(torch.nn.Conv2d(12, 12, 1), torch.nn.ReLU(),
+                                      torch.nn.Conv2d(12, 12, 3, 2, 1, groups=12),
+                                      torch.nn.Conv2d(12, 12, 1), bn(12), torch.nn.ReLU())
+        self.b3 = torch.nn.Sequential(torch.nn.Conv2d(12, 12, 1), torch.nn.ReLU(),
+                                      torch.nn.Conv2d(12, 12, 3, 1, 1, groups=12),
+                                      torch.nn.Conv2d(12, 12, 1), torch.nn.ReLU())
+        self.b4 = torch.nn.Conv2d(15, 15, 3, padding=1)
+        self.fc = torch.nn.Linear(24, 10)
+        with torch.no_grad():
+            for m in self.modules():
+                if isinstance(m, torch.nn.BatchNorm2d):
+                    c = m.num_features
+                    m.weight.copy_(0.5 + torch.rand(c, generator=g))
+                    m.bias.copy_(0.2 * torch.rand(c, generator=g) - 0.1)
+                    m.running_mean.copy_(0.2 * torch.rand(c, generator=g) - 0.1)
+                    m.running_var.copy_(0.5 + torch.rand(c, generator=g))
+
+    def forward(self, x):
+        x = self.c1(x)
+        x = channel_shuffle(torch.cat((self.b1(x), self.b2(x)), dim=1), 2)  # 24 channels
+        x1, x2 = x.chunk(2, dim=1)
+        x = channel_shuffle(torch.cat((x1, self.b3(x2)), dim=1), 2)
+        a, b = torch.split(x, [9, 15], dim=1)
+        x = channel_shuffle(torch.cat((self.b4(b), a), dim=1), 3)
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+def shuffle_model(out):
+    torch.manual_seed(21)
+    export_good(out, "shuffle", Shuffle(), torch.rand(1, 3, 12, 12) * 2 - 1)
 
 
 def gates14_model(out):
@@ -399,6 +453,37 @@ def bad_models(out):
         "[1, 1, 6, 1]", [helper.make_node("Conv", ["x", "w"], ["c"], name="c"),
                          helper.make_node("Mul", ["c", "k"], ["y"], name="m")],
         [w3, init("k", np.ones((1, 1, 6, 1)))])
+    ints = lambda n, v: numpy_helper.from_array(np.array(v, dtype=np.int64), n)
+    shape = ints("s5", [1, 2, 2, 8, 8])
+    view = helper.make_node("Reshape", ["x", "s5"], ["v"], name="rs")
+    back = ints("s4", [1, 4, 8, 8])
+    bad("transpose_perm", "node 't' (Transpose): transpose of [1, 2, 2, 8, 8] with perm "
+        "[0, 1, 2, 4, 3] (only a channel shuffle is supported: Reshape [N, C, H, W] to "
+        "[N, g, C/g, H, W], Transpose perm (0, 2, 1, 3, 4), Reshape back to [N, C, H, W])",
+        [view, helper.make_node("Transpose", ["v"], ["w"], name="t", perm=[0, 1, 2, 4, 3]),
+         helper.make_node("Reshape", ["w", "s4"], ["y"], name="rb")], [shape, back],
+        shape=(1, 4, 8, 8))
+    bad("transpose_4d", "node 't' (Transpose): transpose of [1, 3, 8, 8] with perm [0, 1, 3, 2] "
+        "(only a channel shuffle", [helper.make_node("Transpose", ["x"], ["y"], name="t",
+                                                     perm=[0, 1, 3, 2])])
+    bad("reshape_5d_relu", "node 'r' (Relu): input 'v' is the 5-D view [1, 2, 2, 8, 8] of "
+        "Reshape 'rs', supported only as a channel shuffle",
+        [view, helper.make_node("Relu", ["v"], ["y"], name="r")], [shape], shape=(1, 4, 8, 8))
+    bad("reshape_5d_back", "node 'rb' (Reshape): reshape of the 5-D view [1, 2, 2, 8, 8] of 'rs' "
+        "to [1, 4, 8, 8] (only a channel shuffle",  # back without the Transpose
+        [view, helper.make_node("Reshape", ["v", "s4"], ["y"], name="rb")], [shape, back],
+        shape=(1, 4, 8, 8))
+    bad("reshape_5d_output", "output 'y' is the 5-D view of Reshape 'rs'",
+        [helper.make_node("Reshape", ["x", "s5"], ["y"], name="rs")], [shape], shape=(1, 4, 8, 8))
+    ints = lambda n, v: numpy_helper.from_array(np.array(v, dtype=np.int64), n)
+    bad("slice_height", "node 's' (Slice): slice of [1, 3, 8, 8] with starts [0], ends [4], axes "
+        "[2], steps [] (only a step-1 slice of the channels, axis 1)",
+        [helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"], name="s")],
+        [ints("st", [0]), ints("en", [4]), ints("ax", [2])])
+    bad("slice_step", "node 's' (Slice): slice of [1, 3, 8, 8] with starts [0], ends [3], axes "
+        "[1], steps [2]", [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"],
+                                            name="s")],
+        [ints("st", [0]), ints("en", [3]), ints("ax", [1]), ints("sp", [2])])
     with open(os.path.join(out, "bad.tsv"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -416,6 +501,7 @@ def main():
     pads_model(out)
     gates_model(out)
     gates14_model(out)
+    shuffle_model(out)
     bad_models(out)
     return 0
 

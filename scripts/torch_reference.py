@@ -154,6 +154,30 @@ class Join(nn.Module):
         return torch.cat(xs, dim=1)
 
 
+class ChannelSlice(nn.Module):
+    """Channels [begin, end) (ShuffleNet's x.chunk(2, dim=1))."""
+
+    def __init__(self, begin, end):
+        super().__init__()
+        self.begin, self.end = begin, end
+
+    def forward(self, x):
+        return x[:, self.begin:self.end]
+
+
+class ChannelShuffle(nn.Module):
+    """torchvision's channel_shuffle: view [N, g, C/g, H, W], transpose 1 and 2, flatten back."""
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, x):
+        n, c, h, w = x.shape
+        x = x.view(n, self.groups, c // self.groups, h, w).transpose(1, 2).contiguous()
+        return x.view(n, c, h, w)
+
+
 class Graph(nn.Module):
     """Runs the layers in spec order; each reads the tensors its spec names ("input" first)."""
 
@@ -268,6 +292,16 @@ def build(spec, device="cpu"):
         elif t == "concat":
             mod = Join("concat")
             c = sum(shape[s][0] for s in srcs)
+        elif t == "slice":
+            begin, end = layer["begin"], layer["end"]
+            if not 0 <= begin < end <= c:
+                raise SpecError(f"layers[{i}] ({name}): slice [{begin}, {end}) of {c} channels")
+            mod, c = ChannelSlice(begin, end), end - begin
+        elif t == "channel_shuffle":
+            g = layer["groups"]
+            if g < 1 or c % g:
+                raise SpecError(f"layers[{i}] ({name}): channel_shuffle groups {g} of {c} channels")
+            mod = ChannelShuffle(g)
         elif t == "softmax":
             mod = nn.Softmax(dim=1)
         else:

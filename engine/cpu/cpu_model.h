@@ -118,6 +118,8 @@ class StepBuilder {
   // add, mul of equal shapes: dnnl::binary `alg` over the inputs in turn.
   Status elementwise(const LayerStep& s, dnnl::algorithm alg, CpuStep* out);
   Status concat(const LayerStep& s, CpuStep* out);
+  Status slice(const LayerStep& s, CpuStep* out);            // channel_steps.cc
+  Status channel_shuffle(const LayerStep& s, CpuStep* out);  // channel_steps.cc
   Status softmax(const LayerStep& s, CpuStep* out);
 
   // Layer `layer` is a convolution that reads and writes nChw16c activations (K = 1, b > 1).

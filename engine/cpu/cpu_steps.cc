@@ -309,6 +309,10 @@ Status StepBuilder::build(const LayerStep& s, CpuStep* out) {
         return mul(s, out);
       case LayerKind::kConcat:
         return concat(s, out);
+      case LayerKind::kSlice:
+        return slice(s, out);
+      case LayerKind::kChannelShuffle:
+        return channel_shuffle(s, out);
       case LayerKind::kSoftmax:
         return softmax(s, out);
       case LayerKind::kFlatten:

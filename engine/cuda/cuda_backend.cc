@@ -148,6 +148,22 @@ Status CudaExecutable::launch(const GpuStep& g) {
     }
     return Status::Ok();
   }
+  if (s.kind == LayerKind::kSlice || s.kind == LayerKind::kChannelShuffle) {
+    // Batch 1 NCHW, whole tensors: channels [begin, end) are one block; the shuffle a kernel.
+    const model::LayerSpec& l = model_->plan_.spec.layers[static_cast<size_t>(s.layer)];
+    const model::Shape& x = model_->plan_.layers[static_cast<size_t>(s.layer)].in;
+    const int64_t area = int64_t{x.height} * x.width;
+    const float* src = buffer(s.inputs[0].buffer) + s.inputs[0].offset;
+    if (s.kind == LayerKind::kChannelShuffle) {
+      SERF_CUDA(launch_channel_shuffle(src, target, x.channels, l.groups, area, st));
+      return Status::Ok();
+    }
+    SERF_CUDA(
+        cudaMemcpyAsync(target, src + l.slice_begin * area,
+                        sizeof(float) * static_cast<size_t>((l.slice_end - l.slice_begin) * area),
+                        cudaMemcpyDeviceToDevice, st));
+    return Status::Ok();
+  }
   const float* in = buffer(s.inputs[0].buffer) + s.inputs[0].offset;
   float* out = g.stage_out ? stage_out_.floats() : target;
   if (g.stage_in) {
@@ -219,6 +235,8 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
     case LayerKind::kAdd:
     case LayerKind::kMul:
     case LayerKind::kConcat:
+    case LayerKind::kSlice:
+    case LayerKind::kChannelShuffle:
     case LayerKind::kFlatten:
       break;  // launch() runs them
   }

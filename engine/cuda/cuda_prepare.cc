@@ -281,6 +281,8 @@ Status CudaPreparedModel::build_step(GpuStep& g, const model::Weights& weights,
     case LayerKind::kAdd:
     case LayerKind::kMul:
     case LayerKind::kConcat:
+    case LayerKind::kSlice:
+    case LayerKind::kChannelShuffle:
     case LayerKind::kFlatten:
       return Status::Ok();  // kernels and copies; flatten is a view
   }

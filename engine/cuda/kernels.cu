@@ -58,6 +58,17 @@ __global__ void mul_kernel(const float* a, const float* b, float* y, int64_t n, 
   }
 }
 
+// y's channel j * groups + i is x's channel i * (C / groups) + j, each of `area` floats.
+__global__ void channel_shuffle_kernel(const float* x, float* y, int64_t n, int groups,
+                                       int per_group, int64_t area) {
+  const int64_t stride = int64_t{blockDim.x} * gridDim.x;
+  for (int64_t o = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; o < n; o += stride) {
+    const int64_t c = o / area;
+    const int64_t i = c % groups, j = c / groups;
+    y[o] = x[(i * per_group + j) * area + o % area];
+  }
+}
+
 }  // namespace
 
 cudaError_t launch_channel_affine(const float* x, float* y, const float* scale, const float* shift,
@@ -80,6 +91,15 @@ cudaError_t launch_mul(const float* a, const float* b, float* y, int64_t n, int6
                        cudaStream_t stream) {
   if (n <= 0 || per_b <= 0) return cudaSuccess;
   mul_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, y, n, per_b);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_channel_shuffle(const float* x, float* y, int channels, int groups, int64_t area,
+                                   cudaStream_t stream) {
+  const int64_t n = int64_t{channels} * area;
+  if (n <= 0 || groups <= 0) return cudaSuccess;
+  channel_shuffle_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, groups, channels / groups,
+                                                                 area);
   return cudaGetLastError();
 }
 

@@ -32,4 +32,9 @@ cudaError_t launch_add(const float* a, const float* b, float* y, int64_t n, cuda
 cudaError_t launch_mul(const float* a, const float* b, float* y, int64_t n, int64_t per_b,
                        cudaStream_t stream);
 
+// ShuffleNet's channel shuffle of a C x area tensor (x != y): y's channel j * groups + i is x's
+// channel i * (C / groups) + j.
+cudaError_t launch_channel_shuffle(const float* x, float* y, int channels, int groups, int64_t area,
+                                   cudaStream_t stream);
+
 }  // namespace serf::engine::cuda

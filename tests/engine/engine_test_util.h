@@ -101,6 +101,44 @@ inline constexpr const char* kGates =
   {"name": "fc2", "type": "fully_connected", "out": 6},
   {"name": "prob", "type": "softmax"}]})";
 
+// ShuffleNetV2's units: a stride-2 unit (two branches, concat, channel_shuffle), a stride-1 unit
+// (the shuffled tensor split by two slices, one through a branch, concat, shuffle), uneven slices
+// and shuffles of 4 and 8 groups.
+inline constexpr const char* kShuffle =
+    R"({"name": "shuffle", "input": {"channels": 3, "height": 10, "width": 10},
+ "layers": [
+  {"name": "c1", "type": "conv2d", "out_channels": 32, "kernel": 3, "pad": 1},
+  {"name": "r1", "type": "relu"},
+  {"name": "d1", "type": "conv2d", "out_channels": 32, "kernel": 3, "stride": 2, "pad": 1,
+   "groups": 32},
+  {"name": "p1", "type": "conv2d", "out_channels": 16, "kernel": 1},
+  {"name": "p1r", "type": "relu"},
+  {"name": "q1", "type": "conv2d", "out_channels": 16, "kernel": 1, "inputs": ["r1"]},
+  {"name": "q1r", "type": "relu"},
+  {"name": "q2", "type": "conv2d", "out_channels": 16, "kernel": 3, "stride": 2, "pad": 1,
+   "groups": 16},
+  {"name": "q3", "type": "conv2d", "out_channels": 16, "kernel": 1},
+  {"name": "q3r", "type": "relu"},
+  {"name": "cat1", "type": "concat", "inputs": ["p1r", "q3r"]},
+  {"name": "sh1", "type": "channel_shuffle", "groups": 2},
+  {"name": "lo", "type": "slice", "begin": 0, "end": 16, "inputs": ["sh1"]},
+  {"name": "hi", "type": "slice", "begin": 16, "end": 32, "inputs": ["sh1"]},
+  {"name": "h1", "type": "conv2d", "out_channels": 16, "kernel": 1},
+  {"name": "h1r", "type": "relu"},
+  {"name": "h2", "type": "conv2d", "out_channels": 16, "kernel": 3, "pad": 1, "groups": 16},
+  {"name": "h3", "type": "conv2d", "out_channels": 16, "kernel": 1},
+  {"name": "h3r", "type": "relu"},
+  {"name": "cat2", "type": "concat", "inputs": ["lo", "h3r"]},
+  {"name": "sh2", "type": "channel_shuffle", "groups": 4},
+  {"name": "a", "type": "slice", "begin": 0, "end": 10},
+  {"name": "b", "type": "slice", "begin": 10, "end": 32, "inputs": ["sh2"]},
+  {"name": "e", "type": "conv2d", "out_channels": 22, "kernel": 3, "pad": 1},
+  {"name": "cat3", "type": "concat", "inputs": ["e", "a"]},
+  {"name": "sh3", "type": "channel_shuffle", "groups": 8},
+  {"name": "gap", "type": "global_avgpool"},
+  {"name": "fl", "type": "flatten"},
+  {"name": "fc", "type": "fully_connected", "out": 10}]})";
+
 inline model::ModelPlan plan_from(const std::string& text) {
   auto spec = model::model_spec_from_json(nlohmann::json::parse(text), "test");
   INFO(spec.status().message());

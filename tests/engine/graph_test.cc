@@ -15,6 +15,7 @@ using namespace serf;
 using namespace serf::engine;
 using serf::engine::testing::kEveryOp;
 using serf::engine::testing::kGates;
+using serf::engine::testing::kShuffle;
 using serf::engine::testing::max_relative_error;
 using serf::engine::testing::plan_from;
 
@@ -154,6 +155,47 @@ TEST_CASE("squeeze-and-excitation scales the rank's channels without an exchange
   CHECK(s.message() ==
         "layers[1] (m): input 'p' is 4x6x1 but 'input' is 4x6x6 (mul needs equal shapes, or a "
         "per-channel scale 4x1x1 as its second input)");
+}
+
+TEST_CASE("slices and channel shuffles match the reference over K ranks", "[engine]") {
+  const model::ModelPlan plan = plan_from(kShuffle);
+  CHECK(plan.layers[static_cast<size_t>(layer(plan, "b"))].out == model::Shape{22, 5, 5});
+  check_against_reference(plan, 11);
+}
+
+TEST_CASE("a shuffle after a concat and the slices after it exchange nothing more", "[engine]") {
+  const model::ModelPlan plan = plan_from(kShuffle);
+  auto steps = plan_layer_steps(plan, Partition{1, 3});
+  REQUIRE(steps.ok());
+  auto step = [&](const char* name) {
+    return steps->steps[static_cast<size_t>(layer(plan, name))];
+  };
+  CHECK(step("cat1").gathers.size() == 2);  // both branches' last conv2d, sliced
+  CHECK(step("sh1").gathers.empty());       // the concat's output is whole
+  CHECK(step("lo").gathers.empty());
+  CHECK(step("hi").gathers.empty());
+  CHECK(step("h1").gathers.empty());
+  CHECK(step("cat2").gathers.size() == 1);  // h3r only: lo is whole
+  CHECK(step("sh2").gathers.empty());
+  CHECK_FALSE(step("sh1").sliced_output);
+  CHECK_FALSE(step("lo").sliced_output);
+  // Bad specs: one line naming the layer and the rule.
+  auto bad = [](const char* layers) {
+    auto spec = model::model_spec_from_json(
+        nlohmann::json::parse(std::string(R"({"name": "b", "input": {"channels": 6, "height": 4,
+          "width": 4}, "layers": [)") +
+                              layers + "]}"),
+        "bad");
+    REQUIRE(spec.ok());
+    return model::infer_shapes(*spec).status().message();
+  };
+  CHECK(bad(R"({"name": "s", "type": "channel_shuffle", "groups": 4})") ==
+        "layers[0] (s): channel_shuffle groups 4 must be at least 1 and divide the input's 6 "
+        "channels");
+  CHECK(bad(R"({"name": "s", "type": "slice", "begin": 4, "end": 7})") ==
+        "layers[0] (s): slice of channels [4, 7) needs 0 <= begin < end <= the input's 6 channels");
+  CHECK(bad(R"({"name": "s", "type": "slice", "begin": 3, "end": 3})") ==
+        "layers[0] (s): slice of channels [3, 3) needs 0 <= begin < end <= the input's 6 channels");
 }
 
 TEST_CASE("a last layer smaller than K runs whole on every rank", "[engine]") {

@@ -180,6 +180,19 @@ inline Tensor layer(const model::ModelPlan& plan, size_t l, const model::Weights
       for (const Tensor* t : xs) y.insert(y.end(), t->begin(), t->end());
       return y;
     }
+    case LayerKind::kSlice: {  // channels [begin, end), written out as copies
+      const int64_t area = int64_t{info.in.height} * info.in.width;
+      return Tensor(x.begin() + s.slice_begin * area, x.begin() + s.slice_end * area);
+    }
+    case LayerKind::kChannelShuffle: {  // output channel j * g + i <- input channel i * C/g + j
+      const int64_t area = int64_t{info.in.height} * info.in.width;
+      const int g = s.groups, per = info.in.channels / s.groups;
+      for (int i = 0; i < g; ++i)
+        for (int j = 0; j < per; ++j)
+          std::copy_n(x.begin() + (int64_t{i} * per + j) * area, area,
+                      y.begin() + (int64_t{j} * g + i) * area);
+      return y;
+    }
     case LayerKind::kSoftmax: {
       const double m = *std::max_element(x.begin(), x.end());
       double z = 0.0;

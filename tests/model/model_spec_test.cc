@@ -122,7 +122,7 @@ TEST_CASE("bad specs: one line naming the layer", "[model]") {
   CHECK(error_of(with_layers(R"({"type": "relu"}, {"type": "conv3d"})")) ==
         "test.json: layers[1].type: unknown layer type 'conv3d' (known: conv2d, maxpool, "
         "avgpool, global_avgpool, relu, clip, sigmoid, hardsigmoid, hardswish, silu, batchnorm, "
-        "lrn, flatten, fully_connected, add, mul, concat, softmax)");
+        "lrn, flatten, fully_connected, add, mul, concat, slice, channel_shuffle, softmax)");
   CHECK(
       error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 4, "kernel": 9})")) ==
       "layers[0] (c): kernel 9 larger than its input 8x8 (use a smaller kernel or fewer "
@@ -293,6 +293,36 @@ TEST_CASE("gates and mul: fields, shapes, written back", "[model]") {
         "per-channel scale 3x1x1 as its second input)");
   CHECK(error_of(with_layers(R"({"name": "s", "type": "silu", "alpha": 1})")) ==
         "test.json: layers[0] (s): unknown field 'alpha' for a silu layer (allowed: inputs)");
+}
+
+TEST_CASE("slice and channel_shuffle: fields, shapes, written back", "[model]") {
+  auto plan = plan_from(with_layers(R"(
+      {"name": "c", "type": "conv2d", "out_channels": 6, "kernel": 3, "pad": 1},
+      {"name": "s", "type": "channel_shuffle", "groups": 3},
+      {"name": "a", "type": "slice", "begin": 1, "end": 5},
+      {"name": "b", "type": "slice", "begin": 0, "end": 1, "inputs": ["s"]},
+      {"name": "j", "type": "concat", "inputs": ["a", "b"]})"));
+  REQUIRE(plan.ok());
+  CHECK(plan->layers[1].out == Shape{6, 8, 8});
+  CHECK(plan->layers[2].out == Shape{4, 8, 8});
+  CHECK(plan->layers[3].out == Shape{1, 8, 8});
+  CHECK(plan->layers[4].out == Shape{5, 8, 8});
+  CHECK(plan->layers[2].parameters == 0);
+  auto again =
+      model_spec_from_json(nlohmann::json::parse(model_spec_to_json(plan->spec).dump()), "x");
+  REQUIRE(again.ok());
+  CHECK(again->layers[1].kind == LayerKind::kChannelShuffle);
+  CHECK(again->layers[1].groups == 3);
+  CHECK(again->layers[2].kind == LayerKind::kSlice);
+  CHECK(again->layers[2].slice_begin == 1);
+  CHECK(again->layers[2].slice_end == 5);
+  CHECK(error_of(with_layers(R"({"name": "s", "type": "slice", "begin": 0})")).find("end") !=
+        std::string::npos);
+  CHECK(error_of(with_layers(R"({"name": "s", "type": "channel_shuffle"})")).find("groups") !=
+        std::string::npos);
+  CHECK(error_of(with_layers(R"({"name": "s", "type": "channel_shuffle", "groups": 2})")) ==
+        "layers[0] (s): channel_shuffle groups 2 must be at least 1 and divide the input's 3 "
+        "channels");
 }
 
 TEST_CASE("bad graphs: one line naming the layer", "[model]") {

@@ -11,7 +11,7 @@ rc=$?
 if [ $rc = 77 ]; then echo "skipped: $(tail -1 "$tmp/gen.err")"; exit 77; fi
 [ $rc = 0 ] || { cat "$tmp/gen.err"; echo "FAIL: making the test models"; exit 1; }
 fail=0
-for model in every_op helper opset10 pads gates gates14; do
+for model in every_op helper opset10 pads gates gates14 shuffle; do
   if ! "$serf" model import "$tmp/$model.onnx" --out "$tmp/$model.json" \
       --weights "$tmp/$model.safetensors" > "$tmp/$model.import.txt"; then
     echo "FAIL: import $model"; fail=1; continue
@@ -43,16 +43,36 @@ grep -q '"type": "batchnorm"' "$tmp/every_op.json" || { echo "FAIL: the batchnor
 # gates: SiLU and hardswish fused (two silu, one hardswish), the Sigmoid read twice and the
 # squeeze-and-excitation's HardSigmoid kept, four mul layers (two scales, two of equal shapes;
 # the Mul by a constant folded into the Conv); gates14: HardSwish, HardSigmoid 0.2/0.4 kept.
-/usr/bin/python3 - "$tmp/gates.json" "$tmp/gates14.json" <<'PY' || { echo "FAIL: gates layers"; fail=1; }
+# shuffle: three channel_shuffle layers (groups 2, 2, 3), two Slices and a Split's two outputs as
+# four slice layers, three concats. The fused silu layers take the Mul's names.
+/usr/bin/python3 - "$tmp/gates.json" "$tmp/gates14.json" "$tmp/shuffle.json" <<'PY' || { echo "FAIL: gates/shuffle layers"; fail=1; }
 import collections, json, sys
+layers = json.load(open(sys.argv[1]))["layers"]
+silu = [l["name"] for l in layers if l["type"] == "silu"]
+print(f"silu layers: {silu}")
+if not silu or any("sigmoid" in n.lower() or "mul" not in n.lower() for n in silu):
+    sys.exit(1)
+shuffles = [l["groups"] for l in json.load(open(sys.argv[3]))["layers"]
+            if l["type"] == "channel_shuffle"]
+print(f"channel_shuffle groups: {shuffles}")
+if shuffles != [2, 2, 3]:
+    sys.exit(1)
 for path, want in zip(sys.argv[1:], [{"silu": 2, "hardswish": 1, "sigmoid": 2, "hardsigmoid": 1,
-                                      "mul": 4}, {"hardswish": 1, "hardsigmoid": 1, "mul": 1}]):
+                                      "mul": 4}, {"hardswish": 1, "hardsigmoid": 1, "mul": 1},
+                                     {"channel_shuffle": 3, "slice": 4, "concat": 3}]):
     kinds = collections.Counter(l["type"] for l in json.load(open(path))["layers"])
     got = {k: kinds[k] for k in want}
     print(f"{path.split('/')[-1]}: {got}")
     if got != want:
         sys.exit(1)
 PY
+# scripts/torch_reference.py builds slice and channel_shuffle from the imported spec alike.
+"$serf" infer --model "$tmp/shuffle.json" --weights "$tmp/shuffle.safetensors" \
+  --input "$tmp/shuffle.input.safetensors" --json > "$tmp/out.json" &&
+  /usr/bin/python3 "$root/scripts/torch_reference.py" "$tmp/shuffle.json" \
+    --weights "$tmp/shuffle.safetensors" --input "$tmp/shuffle.input.safetensors" \
+    --compare "$tmp/out.json" --tolerance 1e-4 ||
+  { echo "FAIL: torch_reference.py on the shuffle spec"; fail=1; }
 "$serf" model info "$tmp/every_op.json" > /dev/null || { echo "FAIL: model info on an import"; fail=1; }
 
 # Bad models: one line naming the problem, exit 2, nothing written.
