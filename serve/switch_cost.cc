@@ -47,36 +47,69 @@ SwitchPredictor table_predictor(std::shared_ptr<const ConfigurationTable> table)
   };
 }
 
-void SwitchCostEstimate::observe(const SwitchRecord& s) {
+std::string prepared_key(const Configuration& config) {
+  return std::to_string(config.inter) + "," + std::to_string(config.intra) + "," +
+         std::to_string(std::max(config.batch, 1));
+}
+
+void SwitchCostEstimate::observe(const SwitchRecord& s, bool cold) {
   const double cost_s = s.total_ms() / 1e3;
   if (!(cost_s >= 0) || !std::isfinite(cost_s)) return;
   auto keep = [cost_s](std::deque<double>& d) {
     d.push_back(cost_s);
     if (d.size() > kKept) d.pop_front();
   };
-  keep(pair_[to_string(s.from) + " -> " + to_string(s.to)]);
-  keep(target_[to_string(s.to)]);
-  keep(all_[""]);
+  Kind& kind = cold ? cold_ : warm_;
+  keep(kind.pair[to_string(s.from) + " -> " + to_string(s.to)]);
+  keep(kind.target[to_string(s.to)]);
+  keep(kind.all[""]);
   ++observed_;
 }
 
-std::optional<double> SwitchCostEstimate::mean(const std::map<std::string, std::deque<double>>& m,
-                                               const std::string& key) {
+std::optional<double> SwitchCostEstimate::mean(const Means& m, const std::string& key) {
   auto it = m.find(key);
   if (it == m.end() || it->second.empty()) return std::nullopt;
   return std::accumulate(it->second.begin(), it->second.end(), 0.0) /
          static_cast<double>(it->second.size());
 }
 
-std::optional<double> SwitchCostEstimate::cost_s(const Configuration& from,
-                                                 const Configuration& to) const {
-  if (auto c = mean(pair_, to_string(from) + " -> " + to_string(to))) return c;
-  if (auto c = mean(target_, to_string(to))) return c;
-  return mean(all_, "");
+std::optional<double> SwitchCostEstimate::cost_s(const Configuration& from, const Configuration& to,
+                                                 bool cold) const {
+  const Kind& kind = cold ? cold_ : warm_;
+  if (auto c = mean(kind.pair, to_string(from) + " -> " + to_string(to))) return c;
+  if (auto c = mean(kind.target, to_string(to))) return c;
+  return mean(kind.all, "");
 }
 
 void SwitchGate::learn(const std::vector<SwitchRecord>& switches) {
-  for (; learned_ < switches.size(); ++learned_) costs_.observe(switches[learned_]);
+  for (; learned_ < switches.size(); ++learned_) {
+    const SwitchRecord& s = switches[learned_];
+    if (prepared_.empty()) prepared_.insert(prepared_key(s.from));  // prepared at the start
+    const bool cold = prepared_.insert(prepared_key(s.to)).second;
+    costs_.observe(s, cold);
+    running_since_s_ = s.at_s + s.total_ms() / 1e3;
+  }
+}
+
+void SwitchGate::observe(const RequestRecord& r) {
+  if (!r.answered) return;
+  answers_.push_back({r.arrival_s, r.done_s, r.latency_ms(), r.config});
+  while (!answers_.empty() && answers_.front().done_s < r.done_s - kObservedWindowS)
+    answers_.pop_front();
+}
+
+std::optional<double> SwitchGate::observed_ms(double now_s, const Configuration& running) const {
+  double sum = 0;
+  size_t n = 0;
+  for (const Answer& a : answers_) {
+    if (a.config != running || a.arrival_s < running_since_s_ ||
+        a.done_s < now_s - kObservedWindowS)
+      continue;
+    sum += a.latency_ms;
+    ++n;
+  }
+  if (n < kMinObserved) return std::nullopt;
+  return sum / static_cast<double>(n);
 }
 
 void SwitchGate::wish(double now_s, const Configuration& wanted) {
@@ -102,32 +135,38 @@ SwitchVerdict SwitchGate::judge(double now_s, double rate_per_s, const Configura
                                 const Configuration& wanted) {
   SwitchVerdict v;
   v.rate_per_s = rate_per_s;
-  const std::optional<double> cost = costs_.cost_s(running, wanted);
+  v.cold = !prepared_.empty() && prepared_.count(prepared_key(wanted)) == 0;
+  const std::optional<double> cost = costs_.cost_s(running, wanted, v.cold);
   if (!cost) {
-    v.reason = "no switch measured yet: taken, and its cost measured";
+    v.reason = std::string("no ") + (v.cold ? "cold" : "warm") +
+               " switch measured yet: taken, and its cost measured";
     return v;
   }
   v.switch_s = *cost;
   last_cost_s_ = *cost;
   const std::optional<Prediction> from = predict_(running, rate_per_s);
   const std::optional<Prediction> to = predict_(wanted, rate_per_s);
-  if (!from || !to || !to->stable || !(to->utilization < 1)) {
+  const std::optional<double> seen = observed_ms(now_s, running);
+  if (!to || !to->stable || !(to->utilization < 1) || (!from && !seen)) {
     v.reason = "no prediction for both configurations at this rate: the table's word taken";
     return v;
   }
-  if (!from->stable) {
+  if (from && !from->stable) {
     v.reason = to_string(running) + " is unstable at this rate";
     return v;
   }
+  v.observed = seen.has_value();
+  v.running_ms = seen ? *seen : from->latency_ms;
+  v.wanted_ms = to->latency_ms;
   v.dwell_s = dwell_s(now_s);
-  v.gain_request_s = rate_per_s * (from->latency_ms - to->latency_ms) / 1e3 * v.dwell_s;
+  v.gain_request_s = rate_per_s * (v.running_ms - v.wanted_ms) / 1e3 * v.dwell_s;
   v.cost_request_s = rate_per_s * v.switch_s * v.switch_s / (2 * (1 - to->utilization));
   v.take = v.gain_request_s > v.cost_request_s;
-  v.reason = "gain " + fixed(v.gain_request_s, 3) + " request-s (" + fixed(from->latency_ms, 2) +
-             " -> " + fixed(to->latency_ms, 2) + " ms at " + fixed(rate_per_s, 1) + "/s over " +
-             fixed(v.dwell_s, 1) + " s) " + (v.take ? "> " : "<= ") + "cost " +
-             fixed(v.cost_request_s, 3) + " request-s (a switch of " + fixed(v.switch_s * 1e3, 0) +
-             " ms)";
+  v.reason = "gain " + fixed(v.gain_request_s, 3) + " request-s (" + fixed(v.running_ms, 2) +
+             (v.observed ? " observed" : "") + " -> " + fixed(v.wanted_ms, 2) + " ms at " +
+             fixed(rate_per_s, 1) + "/s over " + fixed(v.dwell_s, 1) + " s) " +
+             (v.take ? "> " : "<= ") + "cost " + fixed(v.cost_request_s, 3) + " request-s (a " +
+             (v.cold ? "cold" : "warm") + " switch of " + fixed(v.switch_s * 1e3, 0) + " ms)";
   if (!v.take && !declined_this_wish_) {
     declined_this_wish_ = true;
     ++declined_;
@@ -136,9 +175,10 @@ SwitchVerdict SwitchGate::judge(double now_s, double rate_per_s, const Configura
 }
 
 SwitchFilter switch_filter(
-    std::shared_ptr<SwitchGate> gate, const Controller& controller,
+    std::shared_ptr<SwitchGate> gate, Controller& controller,
     std::function<void(double, const Configuration&, const Configuration&, const SwitchVerdict&)>
         on_decline) {
+  controller.add_answer_hook([gate](const RequestRecord& r) { gate->observe(r); });
   auto told = std::make_shared<uint64_t>(0);
   return
       [gate = std::move(gate), &controller, on_decline = std::move(on_decline), told](

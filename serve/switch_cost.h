@@ -10,12 +10,22 @@
 //     the wait the pause adds: rate*C requests arrive during it and wait C/2 on average, and the
 //     backlog left then drains only at the new configuration's spare capacity (1 - rho), so later
 //     arrivals wait too (the fluid area of a service vacation of length C);
-// and takes the switch when gain > cost. D is the age of the table's wish (how long the table has
+// and takes the switch when gain > cost. W_running is the observed mean latency of the running
+// configuration's recent answers (those that arrived after the switch to it ended, the last
+// kObservedWindowS seconds, at least kMinObserved of them), else the model's; W_wanted can only
+// be predicted (the self-calibrated profile when it runs). A loaded host slows the running
+// configuration beyond its profile, and the gain a switch away from it brings is then what was
+// seen, not what the profile promised. D is the age of the table's wish (how long the table has
 // named the wanted configuration without a break) or, when larger, the mean length of its past
 // wishes: waiting until the wish has lasted long enough to repay the switch is the ski-rental
 // rule, which never pays more than twice what the best offline choice pays. C is the mean of the
-// last measured switches between the same two configurations, else of switches to the wanted
-// one, else of every switch; before any switch was measured, the switch is taken (and measured).
+// last measured switches of the same kind between the same two configurations, else of those to
+// the wanted one, else of every switch of that kind. The kind: a switch is cold when the nodes
+// had never prepared the wanted configuration's (K, T, b) before (the start configuration counts
+// as prepared), warm otherwise; a cold preparation creates oneDNN's primitives for the first time
+// and costs several times a warm one (768 ms against 176-274 ms on imagenet1k), so cold switches
+// estimate only cold ones and warm only warm. Before a switch of that kind was measured, the
+// switch is taken (and measured).
 // A running configuration the model calls unstable at the rate, or no prediction for either
 // configuration, takes the switch (the table's rule).
 
@@ -25,6 +35,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,21 +58,29 @@ SwitchPredictor profile_predictor(std::function<std::shared_ptr<const Profile>()
 // rate falls in, else that level's entry when it names the configuration.
 SwitchPredictor table_predictor(std::shared_ptr<const ConfigurationTable> table);
 
-// The measured cost (drain + reconfigure, seconds) of switches: the mean of the last kKept per
-// (from, to) pair, per target, and over all.
+// The measured cost (drain + reconfigure, seconds) of switches of one kind (cold or warm): the
+// mean of the last kKept per (from, to) pair, per target, and over all.
 class SwitchCostEstimate {
  public:
   static constexpr size_t kKept = 8;
-  void observe(const SwitchRecord& s);
-  std::optional<double> cost_s(const Configuration& from, const Configuration& to) const;
+  void observe(const SwitchRecord& s, bool cold = false);
+  std::optional<double> cost_s(const Configuration& from, const Configuration& to,
+                               bool cold = false) const;
   size_t observed() const { return observed_; }
 
  private:
-  static std::optional<double> mean(const std::map<std::string, std::deque<double>>& m,
-                                    const std::string& key);
-  std::map<std::string, std::deque<double>> pair_, target_, all_;
+  using Means = std::map<std::string, std::deque<double>>;
+  struct Kind {
+    Means pair, target, all;
+  };
+  static std::optional<double> mean(const Means& m, const std::string& key);
+  Kind warm_, cold_;
   size_t observed_ = 0;
 };
+
+// What the nodes prepare for a configuration, (K, T, b): a switch that changes only c prepares
+// nothing new.
+std::string prepared_key(const Configuration& config);
 
 struct SwitchVerdict {
   bool take = true;
@@ -71,13 +90,25 @@ struct SwitchVerdict {
   double cost_request_s = 0;  // rate * C^2 / (2 (1 - rho_wanted))
   double switch_s = 0;        // C, the estimate used
   double dwell_s = 0;         // D
+  bool cold = false;          // the wanted configuration was never prepared
+  bool observed = false;      // W_running is the observed mean, not the model's
+  double running_ms = 0;      // W_running
+  double wanted_ms = 0;       // W_wanted
 };
 
 class SwitchGate {
  public:
+  static constexpr double kObservedWindowS = 4;
+  static constexpr size_t kMinObserved = 10;
   explicit SwitchGate(SwitchPredictor predict) : predict_(std::move(predict)) {}
-  // Learns the switches measured since the last call (the controller's switches(), in order).
+  // Learns the switches measured since the last call (the controller's switches(), in order):
+  // their costs, cold or warm, and when the running configuration began.
   void learn(const std::vector<SwitchRecord>& switches);
+  // Every request as it ends (an answer hook): the answered ones' latencies.
+  void observe(const RequestRecord& r);
+  // The mean latency of `running`'s answers of the last kObservedWindowS seconds that arrived
+  // after the switch to it ended (nullopt: fewer than kMinObserved).
+  std::optional<double> observed_ms(double now_s, const Configuration& running) const;
   // Tells the gate what the table names now (every time the scheduler asks, switch or not): the
   // wish's age and the lengths of past wishes come from these calls.
   void wish(double now_s, const Configuration& wanted);
@@ -89,10 +120,17 @@ class SwitchGate {
   double last_cost_s() const { return last_cost_s_.load(); }
 
  private:
+  struct Answer {
+    double arrival_s, done_s, latency_ms;
+    Configuration config;
+  };
   double dwell_s(double now_s) const;
   SwitchPredictor predict_;
   SwitchCostEstimate costs_;
   size_t learned_ = 0;
+  std::set<std::string> prepared_;  // prepared_key of the start and every switch's target
+  double running_since_s_ = 0;      // the end of the last switch
+  std::deque<Answer> answers_;      // the last kObservedWindowS seconds' answers
   std::optional<Configuration> wanted_;
   double wanted_since_s_ = 0;
   std::deque<double> wishes_s_;  // lengths of the last past wishes
@@ -102,9 +140,10 @@ class SwitchGate {
 };
 
 // The filter table_hook consults: `gate` judging the switch against `controller`'s running
-// configuration and its measured switches (read on the controller's thread, where the hook
-// runs). `on_decline` hears the first declined switch of each wish (rank 0's log).
-SwitchFilter switch_filter(std::shared_ptr<SwitchGate> gate, const Controller& controller,
+// configuration, its measured switches and its answers (an answer hook it adds; all read on the
+// controller's thread, where the hooks run). `on_decline` hears the first declined switch of
+// each wish (rank 0's log).
+SwitchFilter switch_filter(std::shared_ptr<SwitchGate> gate, Controller& controller,
                            std::function<void(double now_s, const Configuration& from,
                                               const Configuration& to, const SwitchVerdict&)>
                                on_decline = nullptr);
