@@ -285,9 +285,9 @@ StatusOr<RequestedOutput> check_output(const ModelInfo& model, const std::string
 StatusOr<double> timeout_parameter(const json& parameters) {
   auto it = parameters.find("timeout");
   if (it == parameters.end()) return 0.0;
-  if (!it->is_number() || !(it->get<double>() >= 0) || !std::isfinite(it->get<double>())) {
+  if (!it->is_number() || !(it->get<double>() >= 0) || !(it->get<double>() <= kMaxTimeoutUs)) {
     return InvalidArgument("parameters.timeout: " + it->dump() +
-                           " must be a number of microseconds >= 0");
+                           " must be a number of microseconds in [0, 1e+15] (0: none)");
   }
   return it->get<double>();
 }

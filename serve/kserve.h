@@ -13,6 +13,7 @@
 
 #include "serf/core/status.h"
 #include "serve/model_info.h"
+#include "serve/request.h"
 
 namespace serf::serve {
 
@@ -36,7 +37,8 @@ Status check_input(const ModelInfo& model, const std::string& name, const std::s
 // Checks a requested output's name and parameters (binary_data, classification).
 StatusOr<RequestedOutput> check_output(const ModelInfo& model, const std::string& name,
                                        const nlohmann::json& parameters);
-// The request-level "timeout" parameter (microseconds, >= 0); 0 when absent.
+// The request-level "timeout" parameter (microseconds in [0, kMaxTimeoutUs]); 0 when absent or
+// none.
 StatusOr<double> timeout_parameter(const nlohmann::json& parameters);
 
 // Parses a REST infer body. `header_length` is the Inference-Header-Content-Length header: the

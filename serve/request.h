@@ -16,6 +16,10 @@ namespace serf::serve {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
 
+// The longest request timeout, in microseconds (31.7 years): the steady clock counts nanoseconds in
+// 64 bits (292 years), so a longer one would overflow the deadline.
+inline constexpr double kMaxTimeoutUs = 1e15;
+
 // How a request ended. Every request the controller receives ends in exactly one of these, so
 // received = answered + rejected + timed out + failed.
 enum class Outcome {

@@ -109,7 +109,8 @@ void InferenceService::submit(std::vector<float> input, SteadyTime arrival, doub
   r.input = std::make_shared<const std::vector<float>>(std::move(input));
   r.arrival = arrival;
   r.cancelled = std::move(cancelled);
-  if (timeout_us > 0) {
+  // A gRPC deadline centuries away would overflow the clock's nanoseconds: no deadline.
+  if (timeout_us > 0 && timeout_us <= kMaxTimeoutUs) {
     r.deadline = arrival + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                std::chrono::duration<double, std::micro>(timeout_us));
   }

@@ -543,3 +543,32 @@ TEST_CASE("a client that closes its connection while its request is queued: drop
   t.stop();
   REQUIRE(t.controller.counts().answered == 2);
 }
+
+TEST_CASE("timeouts of 0 and of days are served; one past the clock's range is refused",
+          "[serve][http]") {
+  Server s(1e-3);
+  auto c = s.client();
+  // 0 is no timeout; 1e12 us (11.6 days) is a deadline far off; unknown parameters (Triton's
+  // "priority", a made-up one) are ignored, as KServe servers do, and the request served.
+  for (const json& timeout : {json(0), json(1e12), json(0.5e6)}) {
+    json body = infer_body({1, 2, 3, 4});
+    body["parameters"] = {{"timeout", timeout}, {"priority", 3}, {"frob", "x"}};
+    INFO(body["parameters"].dump());
+    auto r = post(c, body.dump());
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+  }
+  // 1e300 us overflowed the steady clock's nanoseconds: the deadline landed in the past and the
+  // request was dropped 504 at once. Now the timeout is refused, with the range named.
+  for (const json& timeout : {json(1e300), json(1e16)}) {
+    json body = infer_body({1, 2, 3, 4});
+    body["parameters"] = {{"timeout", timeout}};
+    INFO(body["parameters"].dump());
+    auto r = post(c, body.dump());
+    expect_error(r, 400, "must be a number of microseconds in [0, 1e+15]");
+  }
+  s.stop();
+  REQUIRE(s.controller.counts().answered == 3);
+  REQUIRE(s.controller.counts().timed_out == 0);
+  REQUIRE(s.controller.counts().balanced());
+}

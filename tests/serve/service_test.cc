@@ -307,3 +307,41 @@ TEST_CASE("queued requests whose client went away are dropped before dispatch, b
   // The first alone, then the three left in one batch: the two gone were never sent.
   REQUIRE(t.rows_sent == std::vector<int>{1, 3});
 }
+
+TEST_CASE("SIGTERM during a switch's drain or its reconfiguration: every request ends, counted",
+          "[serve]") {
+  // One unit of (1,1,1) serving 200 ms requests; the table asks for (2,1,1) at once. The switch
+  // drains the running request (up to 200 ms), then the nodes take 300 ms to reconfigure. The stop
+  // comes during the drain (50 ms) or during the reconfiguration (300 ms).
+  const double stop_after_s = GENERATE(0.05, 0.3);
+  INFO("stop after " << stop_after_s << " s");
+  FakeTransport t(2, 0.2);
+  std::atomic<bool> stop{false};
+  ControllerOptions o;
+  o.stop = &stop;
+  o.tick_s = 0.01;
+  Controller c(t, o);
+  REQUIRE(c.configure({1, 1, 1}).ok());
+  t.configure_s = 0.3;
+  std::vector<std::future<InferAnswer>> f;
+  for (int i = 0; i < 4; ++i) f.push_back(submit(c, {float(i)}));
+  SchedulerHook hook = [](double, double) { return std::optional<Configuration>({2, 1, 1}); };
+  Status st;
+  std::thread loop([&] { st = c.serve(hook); });
+  const auto t0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(stop_after_s));
+  f.push_back(submit(c, {4}));  // arrives during the switch, before the stop
+  stop = true;
+  c.inbox().wake();
+  for (auto& x : f) REQUIRE(x.get().outcome == Outcome::kAnswered);
+  loop.join();
+  REQUIRE(st.ok());
+  REQUIRE(seconds_since(t0) < 5);
+  REQUIRE(c.switches().size() == 1);  // the switch under way completed
+  REQUIRE(submit(c, {9}).get().outcome == Outcome::kRejected);
+  const OutcomeCounts n = c.counts();
+  REQUIRE(n.received == 6);
+  REQUIRE(n.answered == 5);
+  REQUIRE(n.rejected == 1);
+  REQUIRE(n.balanced());
+}
