@@ -224,7 +224,15 @@ void register_engine_commands(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--input", o->input,
                   "Input image (safetensors with tensor 'input' [1,C,H,W]); default: "
                   "seeded from --seed");
-  add_seed(sub, &o->seed, "Seed of the seeded weights and input (integer, default 1)");
+  add_seed(sub, &o->seed, "Seed of the seeded weights and input (integer, default 1)")
+      ->check(CLI::Validator(
+          [sub](std::string&) {
+            // Both files given: nothing is seeded, and the seed would be silently ignored.
+            return sub->count("--weights") > 0 && sub->count("--input") > 0
+                       ? std::string("nothing is seeded when --weights and --input are both given")
+                       : std::string();
+          },
+          ""));
   add_intra(sub, &o->intra, /*alias_threads=*/true,
             "Intra-node parallelism T per rank (count, default 1): OpenMP threads on cpu, "
             "SM units of the GPU on cuda (docs/gpu.md); --threads is the old spelling");

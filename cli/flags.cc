@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <sstream>
 
@@ -115,6 +116,21 @@ CLI::Validator non_empty_path() {
         return v.empty() ? std::string("the path is empty; give a file name") : std::string();
       },
       "FILE");
+}
+
+CLI::Validator only_with(const CLI::App* sub, std::vector<std::string> others,
+                         const std::string& why) {
+  return CLI::Validator(
+      // CLI11 validates after the whole line is parsed: the others' counts are final here.
+      [sub, others = std::move(others), why](std::string&) {
+        std::string names;
+        for (const std::string& other : others) {
+          if (sub->count(other) > 0) return std::string();
+          names += (names.empty() ? "" : " or ") + other;
+        }
+        return "only with " + names + why;
+      },
+      "");
 }
 
 // ---- the configuration -------------------------------------------------------------------------
@@ -250,6 +266,21 @@ Status check_output_path(const std::string& flag, const std::string& out,
   return Status::Ok();
 }
 
+Status check_distinct_outputs(const std::string& flag, const std::string& out,
+                              const std::vector<InputFile>& outputs) {
+  std::error_code ec;
+  const std::filesystem::path mine = std::filesystem::weakly_canonical(out, ec);
+  for (const InputFile& other : outputs) {
+    if (ec || other.path.empty()) continue;
+    std::error_code other_ec;
+    if (std::filesystem::weakly_canonical(other.path, other_ec) == mine && !other_ec) {
+      return InvalidArgument(flag + " " + out + " is the same file as " + other.flag + " " +
+                             other.path + ": one would replace the other; give another file");
+    }
+  }
+  return Status::Ok();
+}
+
 CLI::Option* add_output(CLI::App* sub, const std::string& name, std::string* path,
                         const std::string& help, bool required) {
   CLI::Option* opt = sub->add_option(name, *path, help)->check(non_empty_path());
@@ -292,10 +323,11 @@ void PrecisionFlags::add(CLI::App* sub, const std::string& what) {
 }
 
 void ArrivalFlags::add(CLI::App* sub, const std::string& when) {
-  sub->add_option("--arrivals", kind,
-                  when +
-                      "arrival process: poisson (default), gamma (bursty, needs --arrival-scv) or "
-                      "deterministic");
+  kind_opt = sub->add_option(
+      "--arrivals", kind,
+      when +
+          "arrival process: poisson (default), gamma (bursty, needs --arrival-scv) or "
+          "deterministic");
   scv_opt = sub->add_option("--arrival-scv", scv,
                             when +
                                 "squared coefficient of variation of the inter-arrival gaps "
@@ -401,10 +433,12 @@ void TailFlags::add_percentile(CLI::App* sub) {
 
 void TailFlags::add_arrival_scv(CLI::App* sub) {
   arrivals.add_scv_only(sub);
-  sub->add_option("--tail-method", tail_method,
-                  "auto: simulate configurations where the tail/bursty approximation is known to "
-                  "be poor (docs/simulation.md); model: the analytic approximation only")
-      ->capture_default_str();
+  tail_method_opt =
+      sub->add_option(
+             "--tail-method", tail_method,
+             "auto: simulate configurations where the tail/bursty approximation is known to "
+             "be poor (docs/simulation.md); model: the analytic approximation only")
+          ->capture_default_str();
 }
 
 StatusOr<double> TailFlags::requested_percentile() const {
@@ -436,6 +470,15 @@ StatusOr<TailObjective> TailFlags::make(const Profile& profile, int nodes, int m
   o.nodes = nodes;
   SERF_ASSIGN_OR_RETURN(o.percentile, requested_percentile());
   TailObjective out;
+  // The mean under Poisson arrivals is exact without a batch: a --tail-method given for it would
+  // be silently ignored.
+  if (o.percentile == 0 && o.arrival_scv == 1.0 && max_batch == 1 && tail_method_opt != nullptr &&
+      tail_method_opt->count() > 0) {
+    return InvalidArgument("--tail-method " + tail_method +
+                           ": only with a percentile (--percentile NN or --objective pNN), an "
+                           "--arrival-scv other than 1 or a --batch > 1 (the mean under Poisson "
+                           "arrivals needs no approximation)");
+  }
   if (max_batch > 1 && (o.percentile != 0 || o.arrival_scv != 1.0)) {
     return InvalidArgument(
         "--batch " + std::to_string(max_batch) +

@@ -42,6 +42,11 @@ CLI::Validator int_range(int64_t lo, int64_t hi);
 CLI::Validator positive_finite();
 // A path that is not "" (an empty --out would name no file).
 CLI::Validator non_empty_path();
+// Given on the command line of `sub` only together with one of `others` (flag names): alone the
+// flag would be silently ignored ("--requests: only with --rate or --load ..."). For one other
+// flag, CLI11's Option::needs says the same.
+CLI::Validator only_with(const CLI::App* sub, std::vector<std::string> others,
+                         const std::string& why);
 
 // ---- the configuration (c, K, T) -----------------------------------------------------------
 
@@ -104,6 +109,11 @@ struct InputFile {
 // or written, so an output named like an input is refused before the run.
 Status check_output_path(const std::string& flag, const std::string& out,
                          const std::vector<InputFile>& inputs);
+// InvalidArgument when `out` names the same file as one of the command's other `outputs` (which
+// need not exist yet: compared by path, symlinks of existing parts resolved): the later write
+// would replace the earlier one (serve --out run.png --plot run.png lost the report).
+Status check_distinct_outputs(const std::string& flag, const std::string& out,
+                              const std::vector<InputFile>& outputs);
 // --out FILE (or another name): not empty; `required` makes CLI11 insist on it.
 CLI::Option* add_output(CLI::App* sub, const std::string& name, std::string* path,
                         const std::string& help, bool required);
@@ -119,6 +129,7 @@ CLI::Option* add_seed(CLI::App* sub, uint64_t* seed, const std::string& help);
 struct ArrivalFlags {
   std::string kind = "poisson";
   double scv = 1.0;
+  CLI::Option* kind_opt = nullptr;
   CLI::Option* scv_opt = nullptr;
 
   // `when` prefixes both help texts, e.g. "with --exhaustive: " (or "").
@@ -195,6 +206,7 @@ struct TailFlags {
   std::string tail_method = "auto";  // auto: simulate where the approximation is poor; model: never
   CLI::Option* objective_opt = nullptr;
   CLI::Option* percentile_opt = nullptr;
+  CLI::Option* tail_method_opt = nullptr;
 
   void add_objective(CLI::App* sub);
   void add_percentile(CLI::App* sub);

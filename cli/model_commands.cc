@@ -115,10 +115,10 @@ Status run_import(const ImportOptions& o) {
   SERF_RETURN_IF_ERROR(check_output_path("--out", o.out_path, {{"the ONNX file", o.onnx_path}}));
   SERF_RETURN_IF_ERROR(
       check_output_path("--weights", o.weights_path, {{"the ONNX file", o.onnx_path}}));
-  if (o.out_path == o.weights_path || o.out_path == o.onnx_path || o.weights_path == o.onnx_path) {
-    return InvalidArgument("--out " + o.out_path + ", --weights " + o.weights_path +
-                           " and the ONNX file must be three different files");
-  }
+  // By path, not by spelling: "--out ./m.json --weights m.json" wrote the weights, then the spec
+  // over them.
+  SERF_RETURN_IF_ERROR(
+      check_distinct_outputs("--weights", o.weights_path, {{"--out", o.out_path}}));
   SERF_ASSIGN_OR_RETURN(model::OnnxImport imported, model::import_onnx(o.onnx_path, o.name));
   SERF_ASSIGN_OR_RETURN(ModelPlan plan, model::infer_shapes(imported.spec));
   SERF_RETURN_IF_ERROR(imported.weights.save_safetensors(o.weights_path));
@@ -165,9 +165,9 @@ Status run_init(const InitOptions& o) {
     SERF_RETURN_IF_ERROR(
         check_output_path("--input-out", o.input_out_path, {{"the spec", o.spec_path}}));
   }
-  if (o.input_out_path == o.out_path) {
-    return InvalidArgument("--input-out " + o.input_out_path +
-                           ": the same file as --out (the input would overwrite the weights)");
+  if (!o.input_out_path.empty()) {
+    SERF_RETURN_IF_ERROR(
+        check_distinct_outputs("--input-out", o.input_out_path, {{"--out", o.out_path}}));
   }
   SERF_RETURN_IF_ERROR(model::check_weights_fit_memory(plan, 1));
   const auto start = std::chrono::steady_clock::now();

@@ -124,6 +124,20 @@ Status load_serve_table(const ServeOptions& o, const RuntimeSession& session, Se
   return Status::Ok();
 }
 
+// --max-batch-delay-us waits for a batch: without a b > 1 anywhere it would be silently ignored.
+Status check_batch_delay(const ServeOptions& o, const ServePlan& plan) {
+  if (!(o.max_batch_delay_us > 0)) return Status::Ok();
+  bool batched = plan.first.batch > 1;
+  for (const auto& s : plan.schedule) batched = batched || s.config.batch > 1;
+  if (plan.table) {
+    for (const TableEntry& e : plan.table->entries) batched = batched || e.config.batch > 1;
+  }
+  if (batched) return Status::Ok();
+  return InvalidArgument("--max-batch-delay-us " + format_g(o.max_batch_delay_us) +
+                         ": only with a batch b > 1 in --config, --schedule or --table (a "
+                         "batch to wait for)");
+}
+
 // Every flag and file of serve, checked on every rank before the first request.
 Status plan_serve(const ServeOptions& o, const RuntimeSession& session, ServePlan* plan) {
   SERF_ASSIGN_OR_RETURN(plan->first, parse_configuration(o.config, "--config"));
@@ -147,7 +161,8 @@ Status plan_serve(const ServeOptions& o, const RuntimeSession& session, ServePla
   }
   if (!o.plot.empty()) {
     if (o.out.empty()) return InvalidArgument("--plot: needs --out FILE.json (the plot reads it)");
-    SERF_RETURN_IF_ERROR(check_plot_path("--plot", o.plot));
+    SERF_RETURN_IF_ERROR(
+        check_plot_path("--plot", o.plot, {{"--out", o.out}, {"--out", o.out + ".csv"}}));
     SERF_RETURN_IF_ERROR(check_output_path("--plot", o.plot, inputs));
   }
   SERF_ASSIGN_OR_RETURN(plan->arrivals, o.arrivals.resolve());
@@ -157,7 +172,8 @@ Status plan_serve(const ServeOptions& o, const RuntimeSession& session, ServePla
   for (const auto& s : plan->schedule) {
     SERF_RETURN_IF_ERROR(session.check_configuration(s.config, "--schedule"));
   }
-  return load_serve_table(o, session, plan);
+  SERF_RETURN_IF_ERROR(load_serve_table(o, session, plan));
+  return check_batch_delay(o, *plan);
 }
 
 // The controller's limits: rate window, batch delay, queue bound, records kept.
@@ -455,18 +471,27 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
                   "sustained drift updates the profile and re-plans the --table in the "
                   "background; docs/calibration.md); off: keep the profile as given (default on)")
       ->check(CLI::IsMember({"on", "off"}));
+  // Each of these alone would be silently ignored: refused instead.
   sub->add_option("--switch-cost", serve->switch_cost,
                   "with --table: on: take a switch only when the latency it saves over its "
                   "expected dwell exceeds the wait its measured drain and reconfiguration add "
                   "(docs/serving.md); off: every switch the table names (default off)")
-      ->check(CLI::IsMember({"on", "off"}));
+      ->check(CLI::IsMember({"on", "off"}))
+      ->needs(table);
   sub->add_option("--min-dwell", serve->min_dwell_s,
                   "with --table: seconds at least between two switches (hysteresis)")
-      ->check(finite_range(0, 86400));
+      ->check(finite_range(0, 86400))
+      ->needs(table);
   sub->add_option("--rate-window", serve->rate_window_s,
                   "seconds of arrivals the rate monitor averages over")
       ->check(positive_finite());
-  sub->add_option("--requests", serve->requests, "requests to send (count)")->check(at_least(1));
+  // Clients of --http/--grpc alone send their own requests: nothing is generated.
+  const std::string generated = " (the generated requests; clients send their own)";
+  sub->add_option("--requests", serve->requests, "with --rate or --load: requests to send (count)")
+      ->check(at_least(1))
+      ->check(only_with(sub, {"--rate", "--load"}, generated));
+  for (CLI::Option* o : {serve->arrivals.kind_opt, serve->arrivals.scv_opt})
+    o->check(only_with(sub, {"--rate", "--load"}, generated));
   add_output(sub, "--out", &serve->out,
              "measurements: JSON here and CSV beside it (FILE.csv, also written row by row as "
              "results arrive, so a fault leaves it); none when not given",

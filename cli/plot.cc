@@ -17,11 +17,13 @@ namespace {
 constexpr const char* kPython = "/usr/bin/python3";
 }
 
-Status check_plot_path(const std::string& flag, const std::string& png) {
+Status check_plot_path(const std::string& flag, const std::string& png,
+                       const std::vector<InputFile>& outputs) {
   if (png.size() < 5 || png.compare(png.size() - 4, 4, ".png") != 0) {
     return InvalidArgument(flag + ": " + png + " must name a .png file");
   }
-  return check_output_path(flag, png);
+  SERF_RETURN_IF_ERROR(check_output_path(flag, png));
+  return check_distinct_outputs(flag, png, outputs);
 }
 
 Status run_plot_script(const std::string& script, const std::vector<std::string>& args) {

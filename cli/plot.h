@@ -5,13 +5,16 @@
 #include <string>
 #include <vector>
 
+#include "cli/flags.h"
 #include "serf/core/status.h"
 
 namespace serf::cli {
 
-// InvalidArgument naming `flag` unless `png` ends in .png and its directory exists and is
-// writable: checked before a command does its work, so a typo does not cost the run.
-Status check_plot_path(const std::string& flag, const std::string& png);
+// InvalidArgument naming `flag` unless `png` ends in .png, its directory exists and is writable,
+// and it is none of the command's other `outputs` (the JSON the plot reads, its CSV): checked
+// before a command does its work, so a typo does not cost the run.
+Status check_plot_path(const std::string& flag, const std::string& png,
+                       const std::vector<InputFile>& outputs = {});
 
 // Runs `/usr/bin/python3 <scripts dir>/<script> args...` and waits. Its output goes to this
 // process's stdout/stderr; a non-zero exit is an error naming the script.

@@ -443,13 +443,14 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
       "batch sizes b to profile, e.g. 1,2,4,8: tuples (i, K, T, b), each the time of "
       "a batch of b with i batches running (\"batch\": b in the profile; default 1) "
       "(--exhaustive: every configuration with each b, batches dispatched as serf serve does)");
-  sub->add_option("--samples", f->samples, "measured requests per tuple (count)")
-      ->check(at_least(1));
-  sub->add_option("--passes", f->passes,
-                  "measure every tuple in this many passes over all tuples, --samples split "
-                  "between them; passes disturbed by other load (mean beyond 5 % and 3 MADs of "
-                  "the median pass) are left out (count; 1: each tuple once)")
-      ->check(at_least(1));
+  auto* samples = sub->add_option("--samples", f->samples, "measured requests per tuple (count)")
+                      ->check(at_least(1));
+  auto* passes =
+      sub->add_option("--passes", f->passes,
+                      "measure every tuple in this many passes over all tuples, --samples split "
+                      "between them; passes disturbed by other load (mean beyond 5 % and 3 MADs of "
+                      "the median pass) are left out (count; 1: each tuple once)")
+          ->check(at_least(1));
   sub->add_flag("--side-by-side", f->side_by_side,
                 "measure each tuple of K nodes on all floor(N/K) units at once, pooling their "
                 "samples (about N/K times faster; warm-up per unit). Only where each node is its "
@@ -463,21 +464,29 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
   add_output(sub, "--out", &f->out,
              "output file: serf-profile/1 JSON (with --exhaustive: JSON, and CSV at FILE.csv)",
              true);
-  sub->add_flag("--exhaustive", f->exhaustive,
-                "exhaustive baseline: every configuration at every rate");
+  auto* exhaustive = sub->add_flag("--exhaustive", f->exhaustive,
+                                   "exhaustive baseline: every configuration at every rate");
+  // The tuple profile's counts are not the exhaustive run's, and the other way round: a flag of
+  // the other kind would be silently ignored.
+  samples->excludes(exhaustive);
+  passes->excludes(exhaustive);
   sub->add_option("--rates", f->rates,
-                  "with --exhaustive: total arrival rates, requests/s (\"5,10,20\" or \"5:50:5\")");
-  sub->add_option("--utilizations", f->utilizations,
-                  "with --exhaustive, instead of --rates: fractions of each configuration's "
-                  "capacity (unitless, e.g. 0.2,0.5,0.9), the capacity predicted from "
-                  "--capacity-profile");
-  sub->add_option(
-      "--capacity-profile", f->capacity_profile,
-      "serf-profile/1 file the --utilizations capacities come from (floor(N/K) c mu_c)");
+                  "with --exhaustive: total arrival rates, requests/s (\"5,10,20\" or \"5:50:5\")")
+      ->needs(exhaustive);
+  auto* utilizations =
+      sub->add_option("--utilizations", f->utilizations,
+                      "with --exhaustive, instead of --rates: fractions of each configuration's "
+                      "capacity (unitless, e.g. 0.2,0.5,0.9), the capacity predicted from "
+                      "--capacity-profile")
+          ->needs(exhaustive);
+  sub->add_option("--capacity-profile", f->capacity_profile,
+                  "serf-profile/1 file the --utilizations capacities come from (floor(N/K) c mu_c)")
+      ->needs(utilizations);
   f->requests_flag =
       sub->add_option("--requests", f->requests,
                       "with --exhaustive: measured Poisson requests per (configuration, rate) "
-                      "point (count; the warm-up comes on top)");
+                      "point (count; the warm-up comes on top)")
+          ->needs(exhaustive);
   f->precision.add(sub,
                    "with --exhaustive, instead of --requests: each point VALID or INVALID with "
                    "the reason");
@@ -497,6 +506,8 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
                   "with --refresh: a serf serve --out run (serf-run/1) whose recalibrations name "
                   "the tuples to re-measure");
   f->arrivals.add(sub, "with --exhaustive: ");
+  f->arrivals.kind_opt->needs(exhaustive);
+  f->arrivals.scv_opt->needs(exhaustive);
   add_progress_flags(sub, &f->progress);
   registry.add(
       sub, [f] { return run_profile(*f); }, [] { return true; });

@@ -37,7 +37,8 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
            "--node-timeout", f->node_timeout_s,
            "with --inter: seconds a node may take to answer before it is reported as hung (a dead "
            "node is reported when mpirun stops the job)")
-        ->check(finite_range(0.01, 86400));
+        ->check(finite_range(0.01, 86400))
+        ->needs("--inter");
     return;
   }
   auto* model = sub->add_option("--model", f->model, "model spec file (JSON): nodes compute it");
@@ -47,13 +48,18 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
       "running tuple (i, K, T) instead of computing");
   model->excludes(emulate);
   emulate->excludes(model);
+  // Alone, each of these would be silently ignored: refused instead.
   sub->add_option("--weights", f->weights,
-                  "with --model: weights (safetensors, F32); default: seeded from --seed");
+                  "with --model: weights (safetensors, F32); default: seeded from --seed")
+      ->needs(model);
   sub->add_option("--backend", f->backend,
-                  "with --model: backend of the nodes, cpu or cuda (default cpu)");
+                  "with --model: backend of the nodes, cpu or cuda (default cpu)")
+      ->needs(model);
   sub->add_flag(
-      "--emulate-random", f->emulate_random,
-      "emulated service times are Gamma draws with the tuple's mean and SCV (default: the mean)");
+         "--emulate-random", f->emulate_random,
+         "with --emulate: emulated service times are Gamma draws with the tuple's mean and SCV "
+         "(default: the mean)")
+      ->needs(emulate);
   sub->add_option("--cores-per-node", f->cores_per_node,
                   "cores of one node, F (count); default with --emulate: the profile's")
       ->check(int_range(1, kMaxCoresPerNode));

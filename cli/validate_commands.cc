@@ -157,7 +157,10 @@ Status run_validate(const ValidateFlags& f) {
   SERF_RETURN_IF_ERROR(check_output_path("--out", f.out, files));
   SERF_RETURN_IF_ERROR(check_output_path("--out", csv_path(f.out), files));
   if (!f.plot.empty()) SERF_RETURN_IF_ERROR(check_output_path("--plot", f.plot, files));
-  if (!f.plot.empty()) SERF_RETURN_IF_ERROR(check_plot_path("--plot", f.plot));
+  if (!f.plot.empty()) {
+    SERF_RETURN_IF_ERROR(
+        check_plot_path("--plot", f.plot, {{"--out", f.out}, {"--out", csv_path(f.out)}}));
+  }
   SERF_ASSIGN_OR_RETURN(std::vector<QueueKind> queues, parse_queues(f.queue));
   SERF_ASSIGN_OR_RETURN(Profile profile, io::load_profile(f.profile));
 

@@ -90,7 +90,11 @@ while IFS=$'\t' read -r file want; do
 done < "$tmp/bad.tsv"
 # Bad arguments.
 "$serf" model import "$tmp/every_op.onnx" --out "$tmp/x.json" --weights "$tmp/x.json" 2> "$tmp/err"
-[ $? = 2 ] && grep -q "three different files" "$tmp/err" || { echo "FAIL: same --out and --weights"; fail=1; }
+[ $? = 2 ] && grep -q "is the same file as --out" "$tmp/err" || { echo "FAIL: same --out and --weights"; fail=1; }
+# The same file spelled two ways: the weights were written, then the spec over them.
+"$serf" model import "$tmp/every_op.onnx" --out "$tmp/y.json" --weights "$tmp/./y.json" 2> "$tmp/err"
+[ $? = 2 ] && grep -q "is the same file as --out" "$tmp/err" && [ ! -e "$tmp/y.json" ] ||
+  { echo "FAIL: --out and --weights the same file spelled two ways"; fail=1; }
 "$serf" model import "$tmp/none.onnx" --out "$tmp/x.json" --weights "$tmp/x.safetensors" 2> "$tmp/err"
 [ $? = 2 ] && grep -q "cannot open file" "$tmp/err" || { echo "FAIL: missing file: $(cat "$tmp/err")"; fail=1; }
 "$serf" model import "$tmp" --out "$tmp/x.json" --weights "$tmp/x.safetensors" 2> "$tmp/err"

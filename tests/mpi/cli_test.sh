@@ -117,6 +117,11 @@ case "$1" in
     expect_error 3 'got "2.5x:1,1,1"' serve --emulate "$profile" --schedule "2.5x:1,1,1" --rate 5
     expect_error 3 'got "inf:1,1,1"' serve --emulate "$profile" --schedule "inf:1,1,1" --rate 5
     expect_error 3 '--load "0:0": every rate is 0' serve --emulate "$profile" --load "0:0" --requests 5
+    # A batch delay with no batch of b > 1 to wait for was silently ignored (checked with the
+    # table's entries, so under mpirun; the flags alone: tests/cli/bad_inputs.py).
+    expect_error 3 "--max-batch-delay-us 100: only with a batch b > 1" serve --emulate "$profile" --rate 5 --max-batch-delay-us 100
+    expect_error 3 "--max-batch-delay-us 100: only with a batch b > 1" serve --emulate "$profile" --rate 5 --schedule "1:2,1,1" --max-batch-delay-us 100
+    expect_error 3 "--plot $out/run.png is the same file as --out $out/run.png" serve --emulate "$profile" --rate 5 --out "$out/run.png" --plot "$out/run.png"
     expect_error 3 "needs K = 8 nodes per request" profile --emulate "$profile" --inter 1,8 --out "$out/p.json"
     expect_error 3 "give --model FILE" profile --out "$out/p.json"
     expect_error 3 "--passes: give 1..5" profile --emulate "$profile" --samples 5 --passes 6 --out "$out/p.json"
