@@ -310,6 +310,39 @@ class MpiSession : public RuntimeSession {
 
 }  // namespace
 
+namespace {
+
+// This rank's error line after what it printed, in one write(2): written in pieces, mpirun's
+// abort banner (on the same stream) landed between "serf: error: " and the message once, and the
+// line lost its prefix.
+void write_error_line(int rank, const Status& status) {
+  const std::string line =
+      "serf: error: " + (rank == 0 ? std::string() : "rank " + std::to_string(rank) + ": ") +
+      status.message() + "\n";
+  std::cout.flush();
+  std::fflush(stdout);
+  std::cerr.flush();
+  for (size_t done = 0; done < line.size();) {
+    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+}
+
+// MPI_Finalize's own bound can only say that some rank hung: the nodes check in first, so rank 0
+// names the missing one. Its results are out by then; it says so and exits, without MPI_Finalize
+// (which would wait for that rank) and without MPI_Abort: with a node stopped, rank 0's MPI_Abort
+// left the job running past 60 s in one CI run of three (mpirun's kill sends the stopped rank a
+// SIGCONT first). mpirun sees rank 0 end before MPI_Finalize and ends the job.
+void finalize_check_in(mpi::Environment& env, double timeout_s) {
+  const Status in = env.check_in("MPI_Finalize after the nodes' bye", timeout_s);
+  if (in.ok()) return;
+  write_error_line(env.rank(), in);
+  std::_Exit(in.exit_code());
+}
+
+}  // namespace
+
 Status launch_runtime(const RuntimeFlags& flags,
                       const std::function<Status(RuntimeSession&)>& body) {
   // The bound of every wait on the other ranks; a bad flag is reported below, after the agreement.
@@ -347,6 +380,7 @@ Status launch_runtime(const RuntimeFlags& flags,
     }
   }
   if (status.ok()) mpi::at_phase("finalize");
+  if (status.ok() && started) finalize_check_in(*env, timeout_s);
   if (status.ok() || !started) {
     // The one way out: the same Status on every rank; main() prints it on rank 0 only and exits
     // with its code, and MPI is finalised at that exit (bounded).
@@ -355,17 +389,7 @@ Status launch_runtime(const RuntimeFlags& flags,
   // A fault after the start: a peer may be dead or hung, so MPI_Finalize (which waits for every
   // rank) could block and nodes inside collectives cannot be told to stop. The rank that found it
   // reports it and MPI_Abort ends every process of the job with its code.
-  // One write(2) for the whole line: written in pieces, mpirun's abort banner (on the same
-  // stream) landed between "serf: error: " and the message once, and the line lost its prefix.
-  const std::string line =
-      "serf: error: " + (rank == 0 ? std::string() : "rank " + std::to_string(rank) + ": ") +
-      status.message() + "\n";
-  std::cerr.flush();
-  for (size_t done = 0; done < line.size();) {
-    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
+  write_error_line(rank, status);
   env->abort(status.exit_code());
 }
 

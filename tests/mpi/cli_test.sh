@@ -269,10 +269,10 @@ case "$1" in
     # node timeout of the phase (2 s; MPI_Init's own bound is 10 s) and the job ends: one line.
     # MPI_Cancel on the runtime communicators' MPI_Comm_idup deadlocked every rank ("comms"), and
     # the nodes' group was made before their ping watcher ("nodes": every node was named). Before
-    # the communicators, whose own bound cannot say which rank is missing, the nodes check in with
-    # rank 0 (mpi::Environment::check_in), so rank 2 is named there too. (A check-in before
-    # MPI_Finalize hung one CI run of 3: rank 0's MPI_Abort with rank 2 stopped; the finalize
-    # phase keeps MPI_Finalize's watchdog line.)
+    # the communicators and MPI_Finalize, whose own bounds cannot say which rank is missing, the
+    # nodes check in with rank 0 (mpi::Environment::check_in), so rank 2 is named there too. At
+    # MPI_Finalize rank 0 then exits without MPI_Abort (which hung one CI run of 3 with rank 2
+    # stopped) and mpirun ends the job.
     for phase in ${PHASES:-agree comms nodes pin configure slots ready bye finalize}; do
       # Emulated nodes are not pinned: the placement's phase runs on the tiny model.
       nodes=(--emulate "$profile")
@@ -287,7 +287,7 @@ case "$1" in
         agree) want="rank\(s\) 2 did not reach the start within" ;;
         comms) want="building the runtime's communicators: rank\(s\) 2 did not arrive within 2 s \(dead or hung node\)$" ;;
         bye) want="stopping the nodes after the run: rank\(s\) 2 did not answer within 2(\.[0-9])? s, not even a ping \(dead or hung node\)$" ;;
-        finalize) want="MPI_Finalize waited 2 s for the other ranks" ;;
+        finalize) want="MPI_Finalize after the nodes' bye: rank\(s\) 2 did not arrive within 2 s \(dead or hung node\)$" ;;
         # Rank 2 alone, whether or not the others wait for it in a collective.
         *) want="start \(c=1, K=1, T=1\): rank\(s\) 2 did not answer within 2(\.[0-9])? s, not even a ping \(dead or hung node\)(\$|; rank\(s\) 1, 3 answer pings)" ;;
       esac
