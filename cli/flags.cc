@@ -270,15 +270,14 @@ Status check_distinct_outputs(const std::string& flag, const std::string& out,
                               const std::vector<InputFile>& outputs) {
   std::error_code ec;
   const std::filesystem::path mine = std::filesystem::weakly_canonical(out, ec);
-  for (const InputFile& other : outputs) {
-    if (ec || other.path.empty()) continue;
+  const auto same = std::find_if(outputs.begin(), outputs.end(), [&](const InputFile& other) {
     std::error_code other_ec;
-    if (std::filesystem::weakly_canonical(other.path, other_ec) == mine && !other_ec) {
-      return InvalidArgument(flag + " " + out + " is the same file as " + other.flag + " " +
-                             other.path + ": one would replace the other; give another file");
-    }
-  }
-  return Status::Ok();
+    return !ec && !other.path.empty() &&
+           std::filesystem::weakly_canonical(other.path, other_ec) == mine && !other_ec;
+  });
+  if (same == outputs.end()) return Status::Ok();
+  return InvalidArgument(flag + " " + out + " is the same file as " + same->flag + " " +
+                         same->path + ": one would replace the other; give another file");
 }
 
 CLI::Option* add_output(CLI::App* sub, const std::string& name, std::string* path,

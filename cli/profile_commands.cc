@@ -422,6 +422,38 @@ Status run_profile(const ProfileFlags& f) {
   });
 }
 
+// The exhaustive run's flags: each only with --exhaustive (alone it would be silently ignored).
+void add_exhaustive_flags(CLI::App* sub, ProfileFlags* f, CLI::Option* exhaustive) {
+  sub->add_option("--rates", f->rates,
+                  "with --exhaustive: total arrival rates, requests/s (\"5,10,20\" or \"5:50:5\")")
+      ->needs(exhaustive);
+  auto* utilizations =
+      sub->add_option("--utilizations", f->utilizations,
+                      "with --exhaustive, instead of --rates: fractions of each configuration's "
+                      "capacity (unitless, e.g. 0.2,0.5,0.9), the capacity predicted from "
+                      "--capacity-profile")
+          ->needs(exhaustive);
+  sub->add_option("--capacity-profile", f->capacity_profile,
+                  "serf-profile/1 file the --utilizations capacities come from (floor(N/K) c mu_c)")
+      ->needs(utilizations);
+  f->requests_flag =
+      sub->add_option("--requests", f->requests,
+                      "with --exhaustive: measured Poisson requests per (configuration, rate) "
+                      "point (count; the warm-up comes on top)")
+          ->needs(exhaustive);
+  f->precision.add(sub,
+                   "with --exhaustive, instead of --requests: each point VALID or INVALID with "
+                   "the reason");
+  f->precision.needs_precision(
+      sub->add_option("--max-requests", f->max_requests,
+                      "with --precision: cap on the arrivals of a point (count)")
+          ->check(at_least(1)));
+  f->precision.needs_precision(
+      sub->add_option("--max-duration", f->max_duration_s,
+                      "with --precision: cap on how long arrivals come to a point (seconds)")
+          ->check(finite_range(0.001, 86400)));
+}
+
 }  // namespace
 
 void register_profile_command(CLI::App& app, CommandRegistry& registry) {
@@ -470,34 +502,7 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
   // the other kind would be silently ignored.
   samples->excludes(exhaustive);
   passes->excludes(exhaustive);
-  sub->add_option("--rates", f->rates,
-                  "with --exhaustive: total arrival rates, requests/s (\"5,10,20\" or \"5:50:5\")")
-      ->needs(exhaustive);
-  auto* utilizations =
-      sub->add_option("--utilizations", f->utilizations,
-                      "with --exhaustive, instead of --rates: fractions of each configuration's "
-                      "capacity (unitless, e.g. 0.2,0.5,0.9), the capacity predicted from "
-                      "--capacity-profile")
-          ->needs(exhaustive);
-  sub->add_option("--capacity-profile", f->capacity_profile,
-                  "serf-profile/1 file the --utilizations capacities come from (floor(N/K) c mu_c)")
-      ->needs(utilizations);
-  f->requests_flag =
-      sub->add_option("--requests", f->requests,
-                      "with --exhaustive: measured Poisson requests per (configuration, rate) "
-                      "point (count; the warm-up comes on top)")
-          ->needs(exhaustive);
-  f->precision.add(sub,
-                   "with --exhaustive, instead of --requests: each point VALID or INVALID with "
-                   "the reason");
-  f->precision.needs_precision(
-      sub->add_option("--max-requests", f->max_requests,
-                      "with --precision: cap on the arrivals of a point (count)")
-          ->check(at_least(1)));
-  f->precision.needs_precision(
-      sub->add_option("--max-duration", f->max_duration_s,
-                      "with --precision: cap on how long arrivals come to a point (seconds)")
-          ->check(finite_range(0.001, 86400)));
+  add_exhaustive_flags(sub, f.get(), exhaustive);
   sub->add_option("--refresh", f->refresh,
                   "serf-profile/1 to refresh: re-measure some of its tuples on these nodes (the "
                   "ones --drift names, else those --inter/--batches select, else all), keep the "
