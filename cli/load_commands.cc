@@ -86,7 +86,7 @@ Status resolve(LoadFlags& f) {
   if (!f.out.empty()) SERF_RETURN_IF_ERROR(check_output_path("--out", f.out));
   if (!f.plot.empty()) {
     if (f.out.empty()) return InvalidArgument("--plot: needs --out FILE.json (the plot reads it)");
-    SERF_RETURN_IF_ERROR(check_plot_path("--plot", f.plot));
+    SERF_RETURN_IF_ERROR(check_plot_path("--plot", f.plot, {{"--out", f.out}}));
   }
   return Status::Ok();
 }

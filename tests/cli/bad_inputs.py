@@ -452,6 +452,8 @@ for args, names in [
 # The plot over the report it is drawn from: the report was lost.
 check(["validate", "--profile", TOY, "--measured", path("measured.json"), "--out", path("v.png"),
        "--plot", path("v.png")], ["--plot"], [path("v.png")], "plot over the report")
+check(["load"] + COMMANDS["load"] + ["--out", path("l.png"), "--plot", path("l.png")], ["--plot"],
+      [path("l.png")], "plot over the report")
 # --tail-method chooses how a percentile, bursty arrivals or batches are approximated: the mean
 # under Poisson arrivals without a batch is exact, so there it was silently ignored.
 for command in ("predict", "plan", "size", "capacity"):

@@ -120,6 +120,22 @@ void check_rows(const model::ModelPlan& plan, const std::vector<int>& ranks_list
   }
 }
 
+// Prepared on one rank (K = 1) at T = 1, 2 and b = 2, 8: the activation reorders each request
+// makes (the input's and every change of layout between layers).
+void check_activation_reorders(const model::ModelPlan& plan, int want) {
+  const model::Weights w = model::Weights::seeded(plan, 1);
+  auto backend = make_backend("cpu");
+  REQUIRE(backend.ok());
+  for (int threads : {1, 2}) {
+    for (int batch : {2, 8}) {
+      INFO("T=" << threads << " b=" << batch);
+      auto prepared = (*backend)->prepare(plan, w, Partition{0, 1}, threads, batch);
+      REQUIRE(prepared.ok());
+      CHECK((*prepared)->activation_reorders() == want);
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("a batch's rows equal the rows run alone: every layer kind, K = 1..3", "[engine]") {
@@ -153,18 +169,7 @@ TEST_CASE("a batch's 1x1 and 3x3 convolutions keep one blocked layout", "[engine
   // (plain rows for fully_connected). Before, the NHWC brgconv kernels and Winograd's nChw16c
   // reordered the activations around every Winograd layer.
   if (!gemv_supported()) SERF_SKIP("no AVX-512 on this CPU: oneDNN's jit nChw16c kernels need it");
-  const model::ModelPlan plan = plan_from(kBottleneckWinograd);
-  const model::Weights w = model::Weights::seeded(plan, 1);
-  auto backend = make_backend("cpu");
-  REQUIRE(backend.ok());
-  for (int threads : {1, 2}) {
-    for (int batch : {2, 8}) {
-      INFO("T=" << threads << " b=" << batch);
-      auto prepared = (*backend)->prepare(plan, w, Partition{0, 1}, threads, batch);
-      REQUIRE(prepared.ok());
-      CHECK((*prepared)->activation_reorders() == 2);
-    }
-  }
+  check_activation_reorders(plan_from(kBottleneckWinograd), 2);
 }
 
 TEST_CASE("a pooled tensor that two blocked convolutions read is reordered once",
@@ -175,17 +180,7 @@ TEST_CASE("a pooled tensor that two blocked convolutions read is reordered once"
   // features, the global pooling's features). Rows still equal the rows run alone.
   if (!gemv_supported()) SERF_SKIP("no AVX-512 on this CPU: oneDNN's jit nChw16c kernels need it");
   const model::ModelPlan plan = plan_from(kStem);
-  const model::Weights w = model::Weights::seeded(plan, 1);
-  auto backend = make_backend("cpu");
-  REQUIRE(backend.ok());
-  for (int threads : {1, 2}) {
-    for (int batch : {2, 8}) {
-      INFO("T=" << threads << " b=" << batch);
-      auto prepared = (*backend)->prepare(plan, w, Partition{0, 1}, threads, batch);
-      REQUIRE(prepared.ok());
-      CHECK((*prepared)->activation_reorders() == 3);
-    }
-  }
+  check_activation_reorders(plan, 3);
   check_rows(plan, {1, 2}, {2, 8});
 }
 
