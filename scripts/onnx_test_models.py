@@ -70,6 +70,17 @@ def save_good(out, name, x, y):
                    "top5": [int(i) for i in np.argsort(-y, kind="stable")[:5]]}, f)
 
 
+def randomize_batchnorm(bns, g):
+    """Random statistics and affine terms (the same draws, in the same order, for every model)."""
+    with torch.no_grad():
+        for bn in bns:
+            c = bn.num_features
+            bn.weight.copy_(0.5 + torch.rand(c, generator=g))
+            bn.bias.copy_(0.2 * torch.rand(c, generator=g) - 0.1)
+            bn.running_mean.copy_(0.2 * torch.rand(c, generator=g) - 0.1)
+            bn.running_var.copy_(0.5 + torch.rand(c, generator=g))
+
+
 class EveryOp(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -83,12 +94,7 @@ class EveryOp(torch.nn.Module):
         self.pool = torch.nn.MaxPool2d(3, 2, padding=1, ceil_mode=True)
         self.avg = torch.nn.AvgPool2d(3, 1, padding=1, count_include_pad=False)
         self.fc = torch.nn.Linear(16, 10)
-        with torch.no_grad():
-            for bn in (self.bn1, self.bn2, self.bn3):
-                bn.weight.copy_(0.5 + torch.rand(8, generator=g))
-                bn.bias.copy_(0.2 * torch.rand(8, generator=g) - 0.1)
-                bn.running_mean.copy_(0.2 * torch.rand(8, generator=g) - 0.1)
-                bn.running_var.copy_(0.5 + torch.rand(8, generator=g))
+        randomize_batchnorm((self.bn1, self.bn2, self.bn3), g)
 
     def forward(self, x):
         a = torch.relu(self.bn1(self.c1(x)))
@@ -258,12 +264,7 @@ class Gates(torch.nn.Module):
         self.c3 = torch.nn.Conv2d(16, 16, 3, padding=1)
         self.register_buffer("factor", 0.5 + torch.rand(1, 16, 1, 1, generator=g))
         self.fc = torch.nn.Linear(16, 10)
-        with torch.no_grad():
-            for bn in (self.bn1, self.bn2):
-                bn.weight.copy_(0.5 + torch.rand(12, generator=g))
-                bn.bias.copy_(0.2 * torch.rand(12, generator=g) - 0.1)
-                bn.running_mean.copy_(0.2 * torch.rand(12, generator=g) - 0.1)
-                bn.running_var.copy_(0.5 + torch.rand(12, generator=g))
+        randomize_batchnorm((self.bn1, self.bn2), g)
 
     def forward(self, x):
         a = F.silu(self.bn1(self.c1(x)))
@@ -314,14 +315,7 @@ class Shuffle(torch.nn.Module):
                                       torch.nn.Conv2d(12, 12, 1), torch.nn.ReLU())
         self.b4 = torch.nn.Conv2d(15, 15, 3, padding=1)
         self.fc = torch.nn.Linear(24, 10)
-        with torch.no_grad():
-            for m in self.modules():
-                if isinstance(m, torch.nn.BatchNorm2d):
-                    c = m.num_features
-                    m.weight.copy_(0.5 + torch.rand(c, generator=g))
-                    m.bias.copy_(0.2 * torch.rand(c, generator=g) - 0.1)
-                    m.running_mean.copy_(0.2 * torch.rand(c, generator=g) - 0.1)
-                    m.running_var.copy_(0.5 + torch.rand(c, generator=g))
+        randomize_batchnorm([m for m in self.modules() if isinstance(m, torch.nn.BatchNorm2d)], g)
 
     def forward(self, x):
         x = self.c1(x)
