@@ -207,9 +207,6 @@ Status check_exhaustive_flags(const ProfileFlags& f, ProfilePlan* plan) {
                              ": only with --exhaustive (the tuple profile counts --samples)");
     return Status::Ok();
   }
-  if (f.side_by_side)
-    return InvalidArgument(
-        "--side-by-side: the tuple profile only; an exhaustive point runs on the whole cluster");
   if (f.rates.empty() == f.utilizations.empty())
     return InvalidArgument(
         "--exhaustive needs either --rates SPEC (requests/s, e.g. 5,10,20 or 5:50:5) or "
@@ -483,10 +480,11 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
                       "between them; passes disturbed by other load (mean beyond 5 % and 3 MADs of "
                       "the median pass) are left out (count; 1: each tuple once)")
           ->check(at_least(1));
-  sub->add_flag("--side-by-side", f->side_by_side,
-                "measure each tuple of K nodes on all floor(N/K) units at once, pooling their "
-                "samples (about N/K times faster; warm-up per unit). Only where each node is its "
-                "own machine: units on one host share its cores and would slow each other");
+  auto* side_by_side = sub->add_flag(
+      "--side-by-side", f->side_by_side,
+      "measure each tuple of K nodes on all floor(N/K) units at once, pooling their "
+      "samples (about N/K times faster; warm-up per unit). Only where each node is its "
+      "own machine: units on one host share its cores and would slow each other");
   f->warmup_flag =
       sub->add_option("--warmup", f->warmup,
                       "requests run before measuring (count): per tuple and pass (default 2); with "
@@ -502,6 +500,7 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
   // the other kind would be silently ignored.
   samples->excludes(exhaustive);
   passes->excludes(exhaustive);
+  side_by_side->excludes(exhaustive);  // an exhaustive point runs on the whole cluster
   add_exhaustive_flags(sub, f.get(), exhaustive);
   sub->add_option("--refresh", f->refresh,
                   "serf-profile/1 to refresh: re-measure some of its tuples on these nodes (the "

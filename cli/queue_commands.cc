@@ -123,10 +123,9 @@ Status print_exhaustive_cost(const PlanFlags& f, const Profile& profile, int nod
             << profile.hardware.cores_per_node << " cores (projected; each point run until its "
             << "mean's 95% CI is within " << format_percent(o.target.precision) << ", at least "
             << format_g(o.target.min_duration_s) << " s and "
-            << std::max(o.target.min_requests,
-                        profiler::min_requests_for_percentile(o.target.percentile))
-            << " answers (the p" << format_g(o.target.percentile) << " bounded), +"
-            << format_percent(o.warmup_fraction) << " warm-up):\n"
+            << profiler::min_valid_requests(o.target) << " answers (the p"
+            << format_g(o.target.percentile) << " bounded), +" << format_percent(o.warmup_fraction)
+            << " warm-up):\n"
             << "  configurations x load levels  " << cost->configurations << " x " << cost->levels
             << " = " << cost->points << " points (" << cost->unstable
             << " unstable, counted at the minimum duration; " << cost->floored

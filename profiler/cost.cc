@@ -55,9 +55,7 @@ StatusOr<double> point_seconds(const Profile& profile, const Configuration& conf
   const double rel = r->latency_ci95_ms / r->latency_ms;
   const double by_ci =
       static_cast<double>(o.probe_requests) * (rel / t.precision) * (rel / t.precision);
-  const double floor_requests =
-      std::max({1.0, static_cast<double>(t.min_requests),
-                static_cast<double>(min_requests_for_percentile(t.percentile))});
+  const double floor_requests = std::max(1, min_valid_requests(t));
   const double run_s = std::max(by_ci, floor_requests) * (1 + o.warmup_fraction) / rate;
   if (by_ci < floor_requests || run_s < t.min_duration_s) *kind = PointKind::kFloored;
   return o.switch_s + std::max(t.min_duration_s, run_s);

@@ -83,6 +83,10 @@ int min_requests_for_percentile(double percentile) {
   return static_cast<int>(std::ceil(std::log(0.025) / std::log(q)));
 }
 
+int min_valid_requests(const PrecisionTarget& target) {
+  return std::max(target.min_requests, min_requests_for_percentile(target.percentile));
+}
+
 std::string PointVerdict::reason_text() const {
   if (valid) return "VALID";
   std::string s;

@@ -34,6 +34,10 @@ struct PrecisionTarget {
 // order statistic (1 - (p/100)^n >= 0.975): 368 for the p99.
 int min_requests_for_percentile(double percentile);
 
+// The answers after the warm-up a point needs before it can be VALID: max(min_requests, the
+// percentile's), whatever its CI (368 with the defaults).
+int min_valid_requests(const PrecisionTarget& target);
+
 struct PointVerdict {
   bool valid = false;
   std::vector<std::string> reasons;  // why not VALID; empty when VALID

@@ -445,6 +445,7 @@ for args, names in [
         (PROFILE_TUPLES + ["--arrivals", "deterministic"], ["--arrivals", "--exhaustive"]),
         (PROFILE_TUPLES + ["--arrival-scv", "1"], ["--arrival-scv", "--exhaustive"]),
         (["profile"] + PROFILE + ["--samples", "5"], ["--samples", "--exhaustive"]),
+        (["profile"] + PROFILE + ["--side-by-side"], ["--side-by-side", "--exhaustive"]),
         (["profile"] + PROFILE + ["--passes", "2"], ["--passes", "--exhaustive"]),
         (["profile"] + COMMANDS["profile"] + ["--exhaustive", "--rates", "5", "--capacity-profile", TOY],
          ["--capacity-profile", "--utilizations"])]:

@@ -129,7 +129,7 @@ case "$1" in
     expect_error 3 "--arrival-scv" profile --emulate "$profile" --exhaustive --rates 5 --arrivals gamma --arrival-scv 0 --out "$out/x.json"
     expect_error 3 "--arrivals" profile --emulate "$profile" --exhaustive --rates 5 --arrivals bursty --out "$out/x.json"
     expect_error 3 "--precision" profile --emulate "$profile" --precision 0.03 --out "$out/x.json"
-    expect_error 3 "--side-by-side: the tuple profile only" profile --emulate "$profile" --side-by-side --exhaustive --rates 5 --out "$out/x.json"
+    expect_error 3 "^serf: error: --side-by-side excludes --exhaustive" profile --emulate "$profile" --side-by-side --exhaustive --rates 5 --out "$out/x.json"
     expect_error 3 "--requests: with --precision" profile --emulate "$profile" --exhaustive --rates 5 --precision 0.03 --requests 10 --out "$out/x.json"
     expect_error 3 "--max-duration" profile --emulate "$profile" --exhaustive --rates 5 --precision 0.03 --min-duration 20 --max-duration 10 --out "$out/x.json"
     expect_error 3 "--cores-per-node: must be an integer in \[1, 1024\] (got 2147483647)" profile --emulate "$profile" --samples 2 --cores-per-node 2147483647 --out "$out/p.json"
