@@ -46,6 +46,9 @@ struct ServeOptions {
   // Decline switches that cost more than they gain; off by default: on imagenet1k it kept a
   // slow configuration for a minute (docs/serving.md).
   std::string switch_cost = "off";
+  // Real nodes prepare every configuration of the table at the start and hold it: every switch
+  // warm (docs/serving.md: start-up time and memory with and without).
+  std::string prepare_ahead = "on";
   double max_batch_delay_us = 0;  // with b > 1: a free slot waits this long for a full batch
 };
 
@@ -176,6 +179,19 @@ Status plan_serve(const ServeOptions& o, const RuntimeSession& session, ServePla
   return check_batch_delay(o, *plan);
 }
 
+// What the nodes prepare ahead with --prepare-ahead on: --config and every configuration the
+// table may run (its stable entries and the one of highest capacity, as load_serve_table checks).
+std::vector<Configuration> ahead_configurations(const ServeOptions& o, const ServePlan& plan) {
+  std::vector<Configuration> out;
+  if (o.prepare_ahead != "on" || !plan.table) return out;
+  out.push_back(plan.first);
+  for (const TableEntry& e : plan.table->entries) {
+    if (e.stable) out.push_back(e.config);
+  }
+  if (const auto biggest = serve::highest_capacity(*plan.table)) out.push_back(biggest->first);
+  return out;
+}
+
 // The controller's limits: rate window, batch delay, queue bound, records kept.
 void set_serve_limits(const ServeOptions& o, serve::Controller& controller) {
   controller.set_rate_window_s(o.rate_window_s);
@@ -229,6 +245,7 @@ StatusOr<serve::SwitchFilter> switch_gate(const ServeOptions& o, const ServePlan
     predict = serve::table_predictor(plan.table);
   }
   auto gate = std::make_shared<serve::SwitchGate>(std::move(predict));
+  if (!session.emulation) gate->prepared_ahead(session.prepare_ahead);
   if (metrics != nullptr) metrics->set_switch_gate(gate);
   return serve::switch_filter(
       gate, controller,
@@ -345,6 +362,7 @@ Status run_serve(const ServeOptions& o) {
   return launch_runtime(o.runtime, [&](RuntimeSession& session) -> Status {
     ServePlan plan;
     SERF_RETURN_IF_ERROR(plan_serve(o, session, &plan));
+    session.prepare_ahead = ahead_configurations(o, plan);
     return session.run_controller([&](serve::Controller& controller) -> Status {
       return serve_on_controller(o, plan, session, controller);
     });
@@ -476,6 +494,12 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
                   "with --table: on: take a switch only when the latency it saves over its "
                   "expected dwell exceeds the wait its measured drain and reconfiguration add "
                   "(docs/serving.md); off: every switch the table names (default off)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->needs(table);
+  sub->add_option("--prepare-ahead", serve->prepare_ahead,
+                  "with --table: on: real nodes prepare the kernels of every configuration of the "
+                  "table at the start and hold them, so no switch prepares any (while memory "
+                  "allows; docs/serving.md); off: each at its first switch (default on)")
       ->check(CLI::IsMember({"on", "off"}))
       ->needs(table);
   sub->add_option("--min-dwell", serve->min_dwell_s,

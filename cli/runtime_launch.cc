@@ -234,6 +234,11 @@ class MpiSession : public RuntimeSession {
                                first_s};
       mpi::SlotWorkerFactory factory =
           emulation ? mpi::emulated_worker_factory() : engine_->factory();
+      if (!emulation && !prepare_ahead.empty()) {
+        options.prepare_ahead = [this](int node, int nodes) {
+          return engine_->prepare_ahead(prepare_ahead, node, nodes);
+        };
+      }
       // The hidden test hook: one rank's workers misbehave on purpose.
       return mpi::run_node(comms_, options, mpi::with_injected_fault(factory, fault_plan(), rank));
     }
@@ -496,7 +501,8 @@ Status write_run_report(const serve::Controller& controller, const std::string& 
                                {"from", {s.from.service, s.from.inter, s.from.intra, s.from.batch}},
                                {"to", {s.to.service, s.to.inter, s.to.intra, s.to.batch}},
                                {"drain_ms", s.drain_ms},
-                               {"configure_ms", s.configure_ms}});
+                               {"configure_ms", s.configure_ms},
+                               {"preparation", serve::preparation_name(s.preparation)}});
   }
   doc["overloads"] = nlohmann::json::array();
   for (const serve::OverloadNote& n : overloads) {
@@ -552,7 +558,10 @@ void print_run_summary(const serve::Controller& controller, std::ostream& out) {
   }
   for (const auto& s : controller.switches()) {
     out << "switch at " << s.at_s << " s " << to_string(s.from) << " -> " << to_string(s.to)
-        << ": drain " << s.drain_ms << " ms, reconfigure " << s.configure_ms << " ms\n";
+        << ": drain " << s.drain_ms << " ms, reconfigure " << s.configure_ms << " ms";
+    if (s.preparation != serve::Preparation::kUnknown)
+      out << " (kernels " << serve::preparation_name(s.preparation) << ")";
+    out << "\n";
   }
 }
 

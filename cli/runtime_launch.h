@@ -82,6 +82,9 @@ class RuntimeSession {
   Status check_configuration(const Configuration& config, const std::string& flag) const;
   virtual Status run_controller(const ControllerMain& main) = 0;
   int max_inter_ = 0;  // 0: no limit (emulated)
+  // Real nodes: the configurations they prepare ahead, before the first (serve's table), and
+  // hold for the run (mpi::EngineSlots::prepare_ahead); empty: each prepared at its switch.
+  std::vector<Configuration> prepare_ahead;
   // Where the nodes run: one line per node rank ("rank 1: pinned to cores 0-1").
   virtual std::string placement() const = 0;
 };

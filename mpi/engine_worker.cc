@@ -2,9 +2,15 @@
 #include "mpi/engine_worker.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
+#include <string>
 #include <tuple>
 
 #include "engine/backend.h"
@@ -17,6 +23,17 @@ namespace {
 // Inside a request the exchange polls with short sleeps: a layer's all-gather is on the critical
 // path (a busy-wait would be faster still, but steals the core of a node sharing the machine).
 const WaitPolicy kExchangeWait{0, nullptr, 20e-6};
+
+// The kB of a "Name:   123 kB" line of a /proc file (meminfo, self/status); -1 when absent.
+long long proc_kb(const char* path, const std::string& name) {
+  std::ifstream in(path);
+  std::string line;
+  const std::string head = name + ":";
+  while (std::getline(in, line)) {
+    if (line.compare(0, head.size(), head) == 0) return std::atoll(line.c_str() + head.size());
+  }
+  return -1;
+}
 
 class MpiExchange final : public engine::ActivationExchange {
  public:
@@ -112,35 +129,12 @@ class CpuEngineSlots final : public EngineSlots {
 
   SlotWorkerFactory factory() override {
     return [this](const SlotContext& ctx) -> StatusOr<std::unique_ptr<SlotWorker>> {
-      const int b = std::max(ctx.config.batch, 1);
-      const auto key = std::make_tuple(ctx.comm->rank(), ctx.config.inter, ctx.config.intra, b);
+      const Key key{ctx.comm->rank(), ctx.config.inter, ctx.config.intra,
+                    std::max(ctx.config.batch, 1)};
       std::lock_guard<std::mutex> lock(mutex_);
-      // Every slot of this node shares one PreparedModel per batch size; a new (K, T, b)
-      // re-prepares from the weights every node holds: no weights move between ranks. A slot may
-      // take any n <= b waiting requests, so sizes 1..b are all prepared. They share every
-      // weight tensor whose kernel layout is the same at each size (engine/backend.h
-      // resident_weight_bytes), so they usually hold about one copy of this rank's slices. Before
-      // each size n > 1: the loaded weights, what the backend holds so far and one more whole
-      // copy (should every tensor want a new layout at n) must fit.
-      if (prepared_.empty() || key != prepared_key_) {
-        prepared_.clear();
-        const double one_copy = static_cast<double>(plan_.parameters) * sizeof(float);
-        for (int n = 1; n <= b; ++n) {
-          if (n > 1) {
-            const double held = static_cast<double>(backend_->resident_weight_bytes());
-            const int copies = 2 + static_cast<int>(std::ceil(held / std::max(one_copy, 1.0)));
-            SERF_RETURN_IF_ERROR(model::check_weights_fit_memory(plan_, copies));
-          }
-          SERF_ASSIGN_OR_RETURN(
-              auto prepared,
-              backend_->prepare(plan_, weights_, {ctx.comm->rank(), ctx.config.inter},
-                                ctx.config.intra, n));
-          prepared_.push_back(std::move(prepared));
-        }
-        prepared_key_ = key;
-      }
+      SERF_ASSIGN_OR_RETURN(const Sizes* sizes, sizes_for(key, ctx.preparation));
       std::vector<std::unique_ptr<engine::Executable>> exes;
-      for (const auto& prepared : prepared_) {
+      for (const auto& prepared : *sizes) {
         SERF_ASSIGN_OR_RETURN(std::unique_ptr<engine::Executable> exe, prepared->new_slot());
         exes.push_back(std::move(exe));
       }
@@ -150,13 +144,114 @@ class CpuEngineSlots final : public EngineSlots {
     };
   }
 
+  std::string prepare_ahead(const std::vector<Configuration>& configs, int node,
+                            int nodes) override {
+    std::set<Key> keys;
+    for (const Configuration& c : configs) {
+      const int inter = std::max(c.inter, 1);
+      if (node / inter >= nodes / inter) continue;  // in no unit of this configuration
+      keys.insert(Key{node % inter, inter, c.intra, std::max(c.batch, 1)});
+    }
+    const auto start = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t held = 0, sizes = 0;
+    std::string stopped;
+    for (const Key& key : keys) {
+      stopped = ahead_memory_refusal(key);
+      if (!stopped.empty()) break;
+      auto prepared = prepare_sizes(key);
+      if (!prepared.ok()) {
+        stopped = prepared.status().message();
+        break;
+      }
+      sizes += prepared->size();
+      held_[key] = std::move(prepared).value();
+      seen_.insert(key);
+      ++held;
+    }
+    const double took_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    char text[200];
+    std::snprintf(text, sizeof(text),
+                  "prepared ahead %zu of %zu (K, T, b) (%zu batch sizes) in %.2f s, VmRSS %.0f MiB",
+                  held, keys.size(), sizes, took_s, proc_kb("/proc/self/status", "VmRSS") / 1024.0);
+    std::string line = text;
+    if (!stopped.empty()) {
+      line += "; the rest at their first switch: " + stopped;
+      std::fprintf(stderr, "serf: rank %d: %s\n", node + 1, line.c_str());  // whole, untruncated
+    }
+    return line;
+  }
+
  private:
+  using Key = std::tuple<int, int, int, int>;                         // (rank in the unit, K, T, b)
+  using Sizes = std::vector<std::shared_ptr<engine::PreparedModel>>;  // [n - 1]: batches of n
+
+  // Sizes 1..b of `key`: a slot may take any n <= b waiting requests. They share every weight
+  // tensor whose kernel layout is the same at each size (engine/backend.h
+  // resident_weight_bytes), so they usually hold about one copy of this rank's slices. Before
+  // each size: the loaded weights, what the backend holds so far and one more whole copy (should
+  // every tensor want a new layout) must fit.
+  StatusOr<Sizes> prepare_sizes(const Key& key) {
+    const auto [rank, inter, intra, b] = key;
+    const double one_copy = static_cast<double>(plan_.parameters) * sizeof(float);
+    Sizes sizes;
+    for (int n = 1; n <= b; ++n) {
+      const double held = static_cast<double>(backend_->resident_weight_bytes());
+      const int copies = 2 + static_cast<int>(std::ceil(held / std::max(one_copy, 1.0)));
+      SERF_RETURN_IF_ERROR(model::check_weights_fit_memory(plan_, copies));
+      SERF_ASSIGN_OR_RETURN(auto prepared,
+                            backend_->prepare(plan_, weights_, {rank, inter}, intra, n));
+      sizes.push_back(std::move(prepared));
+    }
+    return sizes;
+  }
+
+  // The rule of prepare_ahead: a (K, T, b) is held ahead only while the machine's available
+  // memory (MemAvailable) is at least kAheadHeadroom times what it may add, this rank's slice of
+  // the weights once per batch size (every size in its own layout, the worst case): the other
+  // node ranks of the machine prepare at the same time. Empty when it fits, else why not.
+  std::string ahead_memory_refusal(const Key& key) const {
+    constexpr double kAheadHeadroom = 2;
+    const int inter = std::get<1>(key), intra = std::get<2>(key), b = std::get<3>(key);
+    const double may_add = static_cast<double>(plan_.weight_bytes) / inter * b;
+    const long long available_kb = proc_kb("/proc/meminfo", "MemAvailable");
+    if (available_kb < 0 || available_kb * 1024.0 >= kAheadHeadroom * may_add) return "";
+    char text[160];
+    std::snprintf(text, sizeof(text),
+                  "MemAvailable %.0f MiB < %.0f x %.0f MiB (K = %d, T = %d, b = %d may add)",
+                  available_kb / 1024.0, kAheadHeadroom, may_add / (1 << 20), inter, intra, b);
+    return text;
+  }
+
+  // The sizes of `key`: held ahead, the running ones, else prepared now (the last prepared
+  // dropped first, as before prepare_ahead existed). `*done` is raised to what it took.
+  StatusOr<const Sizes*> sizes_for(const Key& key, Preparation* done) {
+    Preparation took = Preparation::kHeld;
+    const Sizes* sizes = &prepared_;
+    if (auto held = held_.find(key); held != held_.end()) {
+      sizes = &held->second;
+    } else if (prepared_.empty() || key != prepared_key_) {
+      prepared_.clear();
+      took = seen_.count(key) > 0 ? Preparation::kWarm : Preparation::kCold;
+      SERF_ASSIGN_OR_RETURN(prepared_, prepare_sizes(key));
+      prepared_key_ = key;
+      seen_.insert(key);
+    }
+    if (done != nullptr && *done < took) *done = took;
+    return sizes;
+  }
+
   std::unique_ptr<engine::Backend> backend_;
   model::ModelPlan plan_;
   model::Weights weights_;
   std::mutex mutex_;
-  std::vector<std::shared_ptr<engine::PreparedModel>> prepared_;  // [n - 1]: batches of n
-  std::tuple<int, int, int, int> prepared_key_{-1, -1, -1, -1};
+  // Every slot of this node shares one PreparedModel per batch size; a new (K, T, b)
+  // re-prepares from the weights every node holds: no weights move between ranks.
+  std::map<Key, Sizes> held_;  // prepared ahead (prepare_ahead), kept for the run
+  Sizes prepared_;             // the last one prepared at a switch
+  Key prepared_key_{-1, -1, -1, -1};
+  std::set<Key> seen_;  // every (K, T, b) prepared in this run: preparing it again is warm
 };
 
 }  // namespace

@@ -24,6 +24,13 @@ class EngineSlots {
   virtual std::string model_name() const = 0;
   virtual int max_inter() const = 0;  // largest K the model can be split over
   virtual SlotWorkerFactory factory() = 0;
+  // Prepares, for node `node` of `nodes`, the kernels of every distinct (K, T, b) of `configs`
+  // this node computes in (a unit of K: node / K < nodes / K), and holds them for the run, so a
+  // switch to one of them prepares nothing (Preparation::kHeld). While memory allows (see
+  // engine_worker.cc); the rest are prepared at their first switch, as without this. Returns a
+  // line saying what was prepared, in how long, and the resident memory after.
+  virtual std::string prepare_ahead(const std::vector<Configuration>& configs, int node,
+                                    int nodes) = 0;
   // The input of `rows` requests, one after another: row r seeded from `seed + r` when `path` is
   // empty (as `serf infer --batch`), else `rows` rows of the safetensors file.
   virtual StatusOr<std::vector<float>> input(const std::string& path, uint64_t seed,

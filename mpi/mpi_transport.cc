@@ -212,8 +212,10 @@ Status MpiTransport::configure(const Configuration& config) {
   std::sort(replies.begin(), replies.end(),
             [](const NodeReply& a, const NodeReply& b) { return a.rank < b.rank; });
   placement_.clear();
+  preparation_ = Preparation::kUnknown;
   for (const NodeReply& r : replies) {
     placement_ += "rank " + std::to_string(r.rank) + ": " + r.message + "\n";
+    preparation_ = std::max(preparation_, r.preparation);
   }
   config_ = config;
   configured_ = true;

@@ -365,7 +365,8 @@ StatusOr<std::string> place_node(const Communicator& nodes, const NodeOptions& o
 // `*failure`; its slot is kept, so the communicators stay consistent with the other nodes.
 Status make_slots(const Communicator& nodes, const Configuration& config, bool first,
                   const SlotWorkerFactory& factory, Communicator* unit,
-                  std::vector<std::unique_ptr<SlotState>>* slots, std::string* failure) {
+                  std::vector<std::unique_ptr<SlotState>>* slots, std::string* failure,
+                  Preparation* preparation) {
   const int node = nodes.rank();
   const int units = nodes.size() / config.inter;
   const int my_unit = node / config.inter < units ? node / config.inter : -1;
@@ -377,7 +378,7 @@ Status make_slots(const Communicator& nodes, const Configuration& config, bool f
     st->slot = s;
     st->intra = config.intra;
     SERF_ASSIGN_OR_RETURN(st->comm, unit->dup());
-    SlotContext ctx{&st->comm, config, s, my_unit};
+    SlotContext ctx{&st->comm, config, s, my_unit, preparation};
     auto worker = factory(ctx);
     if (!worker.ok() && failure->empty()) *failure = worker.status().message();
     if (worker.ok()) st->worker = std::move(worker).value();
@@ -400,15 +401,18 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
   // The nodes' communicator is made by the nodes alone: rank 0 does not wait in it.
   at_phase("nodes");
   SERF_ASSIGN_OR_RETURN(const Communicator nodes, comms.control.tail_group(1, 0));
-  SERF_ASSIGN_OR_RETURN(const std::string placement, place_node(nodes, options, &shared));
+  SERF_ASSIGN_OR_RETURN(std::string placement, place_node(nodes, options, &shared));
+  if (options.prepare_ahead) placement += "; " + options.prepare_ahead(nodes.rank(), nodes.size());
 
   std::vector<std::unique_ptr<SlotState>> slots;
   Communicator unit;
-  auto reply = [&](ReplyKind kind, int generation, const std::string& message) {
+  auto reply = [&](ReplyKind kind, int generation, const std::string& message,
+                   Preparation preparation = Preparation::kUnknown) {
     NodeReply r;
     r.kind = kind;
     r.rank = shared.world_rank;
     r.generation = generation;
+    r.preparation = preparation;
     r.set_message(message);
     return comms.control.send(r, 0, kReplyTag, kIdle);
   };
@@ -434,7 +438,9 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
       return reply(ReplyKind::kBye, msg.generation, failure);
     }
     const Configuration config{msg.service, msg.inter, msg.intra, std::max(msg.batch, 1)};
-    SERF_RETURN_IF_ERROR(make_slots(nodes, config, first, factory, &unit, &slots, &failure));
+    Preparation preparation = Preparation::kUnknown;
+    SERF_RETURN_IF_ERROR(
+        make_slots(nodes, config, first, factory, &unit, &slots, &failure, &preparation));
     if (!failure.empty()) {
       // Keep the slot communicators consistent with the other nodes but do not serve: the
       // controller aborts the job on an error reply.
@@ -444,7 +450,7 @@ Status run_node(const RuntimeComms& comms, const NodeOptions& options,
     }
     for (auto& st : slots) st->thread = std::thread(slot_loop, st.get(), &comms, &shared);
     if (first) at_phase("ready");
-    SERF_RETURN_IF_ERROR(reply(ReplyKind::kReady, msg.generation, placement));
+    SERF_RETURN_IF_ERROR(reply(ReplyKind::kReady, msg.generation, placement, preparation));
   }
 }
 

@@ -33,6 +33,7 @@ using serve::kResultPayloadTag;
 using serve::kResultTag;
 using serve::LayerTiming;
 using serve::NodeReply;
+using serve::Preparation;
 using serve::ReplyKind;
 using serve::RunAction;
 using serve::RunResult;
@@ -58,6 +59,9 @@ struct SlotContext {
   Configuration config;
   int slot = 0;
   int unit = 0;
+  // Out (null: not asked): the factory raises it to what it did for the slot's kernels (held,
+  // warm or cold; serve/messages.h), which the node's ready reply carries.
+  Preparation* preparation = nullptr;
 };
 
 // Builds the worker of one slot when a configuration is applied (engine Executables are rebuilt).
@@ -90,6 +94,10 @@ struct NodeOptions {
   // > 0: the longest wait for rank 0's first command (it comes right after the communicators);
   // past it rank 0 is dead or hung, and run_node says so. Later commands may be hours apart.
   double first_command_s = 0;
+  // Real nodes serving a table: prepares ahead the configurations known at the start (node
+  // `node` of `nodes`), after the placement and before the first configuration, while the
+  // watcher answers pings; returns a line the ready replies carry beside the placement.
+  std::function<std::string(int node, int nodes)> prepare_ahead = nullptr;
 };
 
 // "SIGTERM", "SIGINT"...; "signal N" for others; 0 is SIGTERM (the usual one).
@@ -136,6 +144,7 @@ class MpiTransport : public Transport {
   std::string diagnose_terminated() override;
   // One line per configure: where the nodes were pinned.
   const std::string& placement() const { return placement_; }
+  Preparation last_preparation() const override { return preparation_; }
 
  private:
   int leader_rank(int unit) const { return 1 + unit * config_.inter; }
@@ -198,6 +207,7 @@ class MpiTransport : public Transport {
   std::vector<float> last_output_;
   std::vector<LayerTiming> last_layers_;  // the payload of the last result, until taken
   std::string placement_;
+  Preparation preparation_ = Preparation::kUnknown;
 };
 
 }  // namespace serf::mpi

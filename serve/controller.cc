@@ -248,6 +248,7 @@ Status Controller::configure(const Configuration& config) {
   double t2 = now_s();
   sw.drain_ms = (t1 - t0) * 1e3;
   sw.configure_ms = (t2 - t1) * 1e3;
+  sw.preparation = transport_.last_preparation();
   if (configured_) switches_.push_back(sw);
   configured_ = true;
   config_ = config;

@@ -39,6 +39,9 @@ class Transport {
   // Applies `config` while no request is in flight: stops the old slots, rebuilds communicators
   // on every node and returns when every node is ready (or an error naming the ranks that are not).
   virtual Status configure(const Configuration& config) = 0;
+  // What the nodes did for the kernels of the last configure(): the most costly of their
+  // preparations (kUnknown when the transport cannot tell).
+  virtual Preparation last_preparation() const { return Preparation::kUnknown; }
   // Sends one action to slot `slot` of unit `unit` (and its input payload, possibly empty).
   virtual Status send_run(int unit, const RunAction& action, const std::vector<float>& input) = 0;
   // A finished request if one is ready; never blocks.
@@ -158,6 +161,7 @@ struct SwitchRecord {
   Configuration from, to;
   double drain_ms = 0;      // waiting for in-flight requests
   double configure_ms = 0;  // stop, rebuild communicators on every node, ready
+  Preparation preparation = Preparation::kUnknown;  // the nodes' kernels: held, warm or cold
   double total_ms() const { return drain_ms + configure_ms; }
 };
 

@@ -29,10 +29,31 @@ struct ControlMessage {
 // the job down after a rank died); the node ranks that send none are the dead ones.
 enum class ReplyKind : int32_t { kReady = 1, kPong = 2, kError = 3, kBye = 4, kFarewell = 5 };
 
+// What a node did for a configuration's kernels (in its kReady reply; ordered by cost): kHeld,
+// every batch size of its (K, T, b) was still held (prepared ahead at start-up, or already
+// running); kWarm, prepared again a (K, T, b) this node had prepared before in this run (oneDNN
+// has its primitives); kCold, prepared for the first time. kUnknown: nothing to prepare
+// (emulated nodes) or not said.
+enum class Preparation : int32_t { kUnknown = 0, kHeld = 1, kWarm = 2, kCold = 3 };
+
+inline const char* preparation_name(Preparation p) {
+  switch (p) {
+    case Preparation::kHeld:
+      return "held";
+    case Preparation::kWarm:
+      return "warm";
+    case Preparation::kCold:
+      return "cold";
+    default:
+      return "unknown";
+  }
+}
+
 struct NodeReply {
   ReplyKind kind{};
   int32_t rank = 0;
   int32_t generation = 0;
+  Preparation preparation = Preparation::kUnknown;  // kReady: the most costly of its slots'
   char message[232] = {};
   void set_message(const std::string& m) { std::strncpy(message, m.c_str(), sizeof(message) - 1); }
 };
@@ -81,7 +102,8 @@ static_assert(std::is_trivially_copyable_v<NodeReply>);
 static_assert(std::is_trivially_copyable_v<RunAction>);
 static_assert(std::is_trivially_copyable_v<RunResult>);
 static_assert(std::is_trivially_copyable_v<LayerTiming>);
-static_assert(sizeof(ControlKind) == 4 && sizeof(ReplyKind) == 4 && sizeof(ActionKind) == 4);
+static_assert(sizeof(ControlKind) == 4 && sizeof(ReplyKind) == 4 && sizeof(ActionKind) == 4 &&
+              sizeof(Preparation) == 4);
 
 // Tags on the work communicator: slot s of a leader receives actions with tag s; results go to
 // the controller with kResultTag, their output and layer times with kResultPayloadTag + slot.

@@ -85,7 +85,10 @@ void SwitchGate::learn(const std::vector<SwitchRecord>& switches) {
   for (; learned_ < switches.size(); ++learned_) {
     const SwitchRecord& s = switches[learned_];
     if (prepared_.empty()) prepared_.insert(prepared_key(s.from));  // prepared at the start
-    const bool cold = prepared_.insert(prepared_key(s.to)).second;
+    const bool first = prepared_.insert(prepared_key(s.to)).second;
+    // Real nodes say what they did (held, warm, cold); else a first switch to it is cold.
+    const bool cold =
+        s.preparation == Preparation::kUnknown ? first : s.preparation == Preparation::kCold;
     costs_.observe(s, cold);
     running_since_s_ = s.at_s + s.total_ms() / 1e3;
   }
@@ -129,6 +132,10 @@ double SwitchGate::dwell_s(double now_s) const {
   const double past = std::accumulate(wishes_s_.begin(), wishes_s_.end(), 0.0) /
                       static_cast<double>(wishes_s_.size());
   return std::max(age, past);
+}
+
+void SwitchGate::prepared_ahead(const std::vector<Configuration>& configs) {
+  for (const Configuration& c : configs) prepared_.insert(prepared_key(c));
 }
 
 SwitchVerdict SwitchGate::judge(double now_s, double rate_per_s, const Configuration& running,

@@ -21,8 +21,9 @@
 // rule, which never pays more than twice what the best offline choice pays. C is the mean of the
 // last measured switches of the same kind between the same two configurations, else of those to
 // the wanted one, else of every switch of that kind. The kind: a switch is cold when the nodes
-// had never prepared the wanted configuration's (K, T, b) before (the start configuration counts
-// as prepared), warm otherwise; a cold preparation creates oneDNN's primitives for the first time
+// had never prepared the wanted configuration's (K, T, b) before (the start configuration and
+// those prepared ahead count as prepared; a measured switch is of the kind its nodes reported),
+// warm otherwise; a cold preparation creates oneDNN's primitives for the first time
 // and costs several times a warm one (768 ms against 176-274 ms on imagenet1k), so cold switches
 // estimate only cold ones and warm only warm. Before a switch of that kind was measured, the
 // switch is taken (and measured).
@@ -104,6 +105,9 @@ class SwitchGate {
   // Learns the switches measured since the last call (the controller's switches(), in order):
   // their costs, cold or warm, and when the running configuration began.
   void learn(const std::vector<SwitchRecord>& switches);
+  // The configurations the nodes prepared at the start (serve --prepare-ahead): a switch to one
+  // is not cold. A switch's own record, when the nodes said what they did, decides its kind.
+  void prepared_ahead(const std::vector<Configuration>& configs);
   // Every request as it ends (an answer hook): the answered ones' latencies.
   void observe(const RequestRecord& r);
   // The mean latency of `running`'s answers of the last kObservedWindowS seconds that arrived

@@ -540,6 +540,42 @@ TEST_CASE("a cold first switch does not inflate the estimate of a warm one", "[c
   REQUIRE(v.switch_s >= 0.3);
 }
 
+TEST_CASE("a switch's kind is what its nodes reported; prepared ahead is not cold",
+          "[controller]") {
+  FakeTransport t(2);
+  Controller c(t, {});
+  const Configuration c1{1, 1, 1}, t2{1, 1, 2}, k2{1, 2, 1}, t4{1, 1, 4};
+  REQUIRE(c.configure(c1).ok());
+  // The nodes held T = 2's kernels from the start: the record says so, whatever it cost.
+  t.preparation = Preparation::kHeld;
+  t.configure_s = 0.05;
+  REQUIRE(c.configure(t2).ok());
+  REQUIRE(c.switches().back().preparation == Preparation::kHeld);
+  t.preparation = Preparation::kCold;
+  t.configure_s = 0.3;
+  REQUIRE(c.configure(k2).ok());
+  REQUIRE(c.switches().back().preparation == Preparation::kCold);
+  SwitchPredictor predict = [&](const Configuration&, double) -> std::optional<Prediction> {
+    return predicted(25, 0.25);
+  };
+  SwitchGate gate(predict);
+  gate.prepared_ahead({c1, t2});
+  gate.learn(c.switches());
+  // The held first switch to T = 2 is warm (50 ms), the reported cold one cold (300 ms).
+  SwitchVerdict v = gate.judge(1.0, 20, c1, t2);
+  REQUIRE(!v.cold);
+  REQUIRE(v.switch_s >= 0.05);
+  REQUIRE(v.switch_s < 0.2);
+  v = gate.judge(1.0, 20, c1, t4);  // never prepared, not ahead: cold
+  REQUIRE(v.cold);
+  REQUIRE(v.switch_s >= 0.3);
+  // Emulated nodes say nothing: a first switch to a configuration is cold, as before.
+  t.preparation = Preparation::kUnknown;
+  t.configure_s = 0;
+  REQUIRE(c.configure(t4).ok());
+  REQUIRE(c.switches().back().preparation == Preparation::kUnknown);
+}
+
 TEST_CASE("the gain is the running configuration's observed latency against the wanted's",
           "[controller]") {
   const Configuration t2{1, 1, 2}, c2{2, 1, 1};

@@ -78,6 +78,8 @@ class FakeTransport : public Transport {
 
   std::vector<Configuration> configs;
   double configure_s = 0;  // how long configure() takes (a switch that costs)
+  Preparation preparation = Preparation::kUnknown;  // what the fake nodes say they did
+  Preparation last_preparation() const override { return preparation; }
   std::map<int64_t, int> answered;
   std::map<int, int> max_running_seen;
   std::vector<int> rows_sent;  // each action's rows (requests in its batch), in order

@@ -5,6 +5,8 @@
 #   http_overload  503 (queue full), 504 (timeout), SIGUSR1 through mpirun, the accounting line
 #   infer_equal    the HTTP and gRPC answers equal `serf infer` for the same input (cifar10,
 #                  K = 1 and 2); GRPC_CLIENT empty (a build without gRPC): HTTP only
+#   table_ahead    a table served on cifar10 with --prepare-ahead on (every switch held) and off
+#                  (a first switch cold): the same switches and answers
 source "$(dirname "${BASH_SOURCE[0]}")/serve_lib.sh"
 fail() { echo "FAIL: $*"; [ -f "$out/o" ] && cat "$out/o" "$out/e"; exit 1; }
 client() { /usr/bin/python3 "$ROOT/tests/serve/kserve_client.py" "$@"; }
@@ -100,6 +102,42 @@ for kind in kinds:
 print("ok: the %s answers equal serf infer's 10 outputs exactly" % ", ".join(kinds))
 PY
     done
+    ;;
+  table_ahead)
+    # The nodes prepare every configuration of the table at the start (--prepare-ahead on, the
+    # default) and hold it: every switch the table makes finds its kernels held. Off: a (K, T, b)
+    # is prepared at its first switch (cold). The same switches and answers either way (cifar10
+    # on 2 nodes; the table is planned from the emulated profile, whose levels the load crosses).
+    "$SERF" plan --profile "$profile" --nodes 2 --rates 5:150:5 --out "$out/table.json" >/dev/null \
+      || fail "serf plan"
+    for ahead in on off; do
+      timeout 150 "$MPIEXEC" --oversubscribe -np 3 "$SERF" serve --model "$ROOT/configs/models/cifar10.json" \
+        --cores-per-node 2 --config 1,1,1 --table "$out/table.json" --prepare-ahead "$ahead" \
+        --recalibrate off --load "0:10;2:120;4:10" --requests 300 --rate-window 1 --min-dwell 1 \
+        --out "$out/$ahead.json" >"$out/o" 2>"$out/e" || fail "serve --prepare-ahead $ahead"
+      cat "$out/o"
+      grep -q "requests: 300 answered of 300" "$out/o" || fail "$ahead: not every request answered"
+      if [ "$ahead" = on ]; then
+        grep -q "rank 1: .*; prepared ahead \([0-9]*\) of \1 (K, T, b)" "$out/o" \
+          || fail "rank 1 did not prepare the whole table ahead"
+      else
+        ! grep -q "prepared ahead" "$out/o" || fail "--prepare-ahead off prepared ahead"
+      fi
+    done
+    /usr/bin/python3 - "$out/on.json" "$out/off.json" <<'PY' || fail "the runs with and without differ"
+import json, sys
+on, off = (json.load(open(p)) for p in sys.argv[1:3])
+path = lambda run: [(tuple(s["from"]), tuple(s["to"])) for s in run["switches"]]
+kinds = lambda run: [s["preparation"] for s in run["switches"]]
+answered = lambda run: sum(1 for r in run["requests"] if r.get("answered"))
+assert len(on["switches"]) >= 2, ("the table switched less than twice: the case is void", path(on))
+assert path(on) == path(off), (path(on), path(off))
+assert set(kinds(on)) == {"held"}, kinds(on)
+assert "cold" in kinds(off), kinds(off)
+assert answered(on) == answered(off) == 300, (answered(on), answered(off))
+print("ok: %d switches %s; prepared ahead: %s; at each switch: %s" % (
+    len(path(on)), path(on), kinds(on), kinds(off)))
+PY
     ;;
   *) fail "unknown case $1" ;;
 esac
