@@ -13,6 +13,7 @@
 
 #include "profiler/precision.h"
 #include "serf/core/arrivals.h"
+#include "serf/core/cluster_limits.h"
 #include "serf/core/configuration.h"
 #include "serf/core/profile.h"
 #include "serf/core/queue_model.h"
@@ -59,8 +60,7 @@ struct ConfigurationFlags {
 };
 // --batch B (requests per batch, in [1, kMaxBatch], default 1) with the command's help.
 CLI::Option* add_batch(CLI::App* sub, int* batch, const std::string& help);
-// The most cores a node may have (--cores-per-node; so also the most threads T of a request).
-inline constexpr int kMaxCoresPerNode = 1024;
+// The most cores a node may have: kMaxCoresPerNode (serf/core/cluster_limits.h).
 // --intra (T, threads per node, in [1, kMaxCoresPerNode]); `alias_threads` also accepts --threads.
 CLI::Option* add_intra(CLI::App* sub, int* intra, bool alias_threads, const std::string& help);
 
@@ -70,9 +70,8 @@ StatusOr<Configuration> parse_configuration(const std::string& text, const std::
 Status check_configuration(const Configuration& config, const ClusterShape& shape,
                            const std::string& flag);
 
-// --nodes N: the cluster size, in [1, kMaxNodes]; commands that default to the profile's
-// hardware.nodes leave it 0 when it is not given.
-inline constexpr int kMaxNodes = 1000000;
+// --nodes N: the cluster size, in [1, kMaxNodes] (serf/core/cluster_limits.h); commands that
+// default to the profile's hardware.nodes leave it 0 when it is not given.
 CLI::Option* add_nodes(CLI::App* sub, int* nodes, const std::string& help);
 // --queue NAME: one of queue_kind_names() (validate also takes "all").
 CLI::Option* add_queue(CLI::App* sub, std::string* queue, bool allow_all);

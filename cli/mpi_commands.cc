@@ -105,12 +105,26 @@ struct ServePlan {
   std::shared_ptr<const ConfigurationTable> table;  // --table, or null
 };
 
-// --table: planned for these nodes, and every configuration it may switch to runs here.
-Status load_serve_table(const ServeOptions& o, const RuntimeSession& session, ServePlan* plan) {
+// The files serve reads: --table (kept in the plan) and --profile (read again where it is used),
+// each read before anything needs the node ranks, so a bad file is named without mpirun too.
+Status read_serve_files(const ServeOptions& o, ServePlan* plan) {
+  if (!o.frontends.profile.empty()) {
+    // Read at the start: it was first read after the first request, and a bad file then ended
+    // a running job (and an --out over it was not refused).
+    SERF_RETURN_IF_ERROR(io::load_profile(o.frontends.profile).status());
+  }
   if (o.table.empty()) return Status::Ok();
   SERF_ASSIGN_OR_RETURN(ConfigurationTable loaded, io::load_table(o.table));
   plan->table = std::make_shared<const ConfigurationTable>(std::move(loaded));
-  const ConfigurationTable& table = *plan->table;
+  return Status::Ok();
+}
+
+// --table: planned for these nodes, and every configuration it may switch to runs here.
+Status check_serve_table(const ServeOptions& o, const RuntimeSession& session,
+                         const ServePlan& plan) {
+  if (!plan.table) return Status::Ok();
+  SERF_RETURN_IF_ERROR(session.need_nodes());
+  const ConfigurationTable& table = *plan.table;
   if (table.nodes != session.nodes) {
     return InvalidArgument(o.table + ": planned for " + std::to_string(table.nodes) +
                            " nodes but " + std::to_string(session.nodes) +
@@ -158,6 +172,7 @@ Status plan_serve(const ServeOptions& o, const RuntimeSession& session, ServePla
   if (o.requests < 1) return InvalidArgument("--requests: give at least 1");
   std::vector<InputFile> inputs = runtime_inputs(o.runtime);
   inputs.push_back({"--table", o.table});
+  inputs.push_back({"--profile", o.frontends.profile});
   if (!o.out.empty()) {
     SERF_RETURN_IF_ERROR(check_output_path("--out", o.out, inputs));
     SERF_RETURN_IF_ERROR(check_output_path("--out", o.out + ".csv", inputs));
@@ -171,11 +186,12 @@ Status plan_serve(const ServeOptions& o, const RuntimeSession& session, ServePla
   SERF_ASSIGN_OR_RETURN(plan->arrivals, o.arrivals.resolve());
   if (!(o.min_dwell_s >= 0)) return InvalidArgument("--min-dwell: must be >= 0 seconds");
   if (!(o.rate_window_s > 0)) return InvalidArgument("--rate-window: must be > 0 seconds");
+  SERF_RETURN_IF_ERROR(read_serve_files(o, plan));
   SERF_RETURN_IF_ERROR(session.check_configuration(plan->first, "--config"));
   for (const auto& s : plan->schedule) {
     SERF_RETURN_IF_ERROR(session.check_configuration(s.config, "--schedule"));
   }
-  SERF_RETURN_IF_ERROR(load_serve_table(o, session, plan));
+  SERF_RETURN_IF_ERROR(check_serve_table(o, session, *plan));
   return check_batch_delay(o, *plan);
 }
 

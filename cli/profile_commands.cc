@@ -103,19 +103,21 @@ Status run_refresh(const ProfileFlags& f, RuntimeSession& session, int warmup) {
   inputs.push_back({"--drift", f.drift});
   SERF_RETURN_IF_ERROR(check_output_path("--out", f.out, inputs));
   SERF_ASSIGN_OR_RETURN(Profile old, io::load_profile(f.refresh));
-  const Hardware hw{session.nodes, session.cores_per_node};
   if (old.model != session.model_name)
     return InvalidArgument("--refresh " + f.refresh + ": profiled model \"" + old.model +
                            "\", this run has \"" + session.model_name +
                            "\"; refresh it with the model it was profiled on");
+  // The files first (the --drift run names tuples of `old`), then the nodes they run on.
+  std::string why;
+  SERF_ASSIGN_OR_RETURN(std::vector<ParallelismTuple> tuples, refresh_selection(f, old, &why));
+  SERF_RETURN_IF_ERROR(session.need_nodes());
+  const Hardware hw{session.nodes, session.cores_per_node};
   if (old.hardware.nodes != hw.nodes || old.hardware.cores_per_node != hw.cores_per_node)
     return InvalidArgument("--refresh " + f.refresh + ": profiled on " +
                            std::to_string(old.hardware.nodes) + " node(s) x " +
                            std::to_string(old.hardware.cores_per_node) + " core(s), this run has " +
                            std::to_string(hw.nodes) + " x " + std::to_string(hw.cores_per_node) +
                            "; refresh it on the hardware it was profiled on");
-  std::string why;
-  SERF_ASSIGN_OR_RETURN(std::vector<ParallelismTuple> tuples, refresh_selection(f, old, &why));
   if (tuples.empty()) {  // a run that saw no drift: nothing is wrong, nothing to do
     if (session.rank == 0)
       std::cout << "nothing to refresh: " << f.drift
@@ -250,6 +252,7 @@ Status plan_profile(const ProfileFlags& f, RuntimeSession& session, ProfilePlan*
   SERF_RETURN_IF_ERROR(check_output_path("--out", f.out, inputs));
   if (f.exhaustive) SERF_RETURN_IF_ERROR(check_output_path("--out", f.out + ".csv", inputs));
   SERF_RETURN_IF_ERROR(check_exhaustive_flags(f, plan));
+  SERF_RETURN_IF_ERROR(session.need_nodes());  // the files above are named without mpirun
   if (f.inter.empty()) {
     for (int k = 1; k <= session.nodes; k *= 2) plan->inter.push_back(k);
   } else {

@@ -90,8 +90,16 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
 #endif
 }
 
+Status RuntimeSession::need_nodes() const {
+  if (nodes >= 1) return Status::Ok();
+  return InvalidArgument(
+      "the runtime needs at least one node rank besides the controller: run "
+      "mpirun -np N+1 build/bin/serf ... with N >= 1");
+}
+
 Status RuntimeSession::check_configuration(const Configuration& config,
                                            const std::string& flag) const {
+  SERF_RETURN_IF_ERROR(need_nodes());
   Status valid = validate(config, shape());
   if (!valid.ok() && config.inter > nodes) {
     return InvalidArgument(flag + ": " + valid.message() + " (node ranks); start mpirun with -np " +
@@ -195,23 +203,15 @@ class MpiSession : public RuntimeSession {
       if (cores_per_node < 1)
         return InvalidArgument("--cores-per-node: give the cores of one node (>= 1)");
     }
-    // The flag's validator bounds F; an emulation profile's F too: a huge F hangs the tuple
-    // enumeration.
-    if (cores_per_node > kMaxCoresPerNode) {
-      return InvalidArgument(flags_.emulate + ": hardware.cores_per_node " +
-                             std::to_string(cores_per_node) + " is more than " +
-                             std::to_string(kMaxCoresPerNode) + "; give --cores-per-node");
-    }
-    // After the files: a bad --emulate or --model run without mpirun is named, not the launch.
-    if (nodes < 1) {
-      return InvalidArgument(
-          "the runtime needs at least one node rank besides the controller: run "
-          "mpirun -np N+1 build/bin/serf ... with N >= 1");
-    }
+    // F is bounded by the flag's validator, and an emulation profile's by its reader
+    // (serf::validate(ClusterShape)): a huge F hangs the tuple enumeration.
+    // A job without node ranks (no mpirun) is refused by need_nodes(), after the command's own
+    // files: a bad --emulate, --table or --refresh run without mpirun is named, not the launch.
     return Status::Ok();
   }
 
   Status run_controller(const ControllerMain& main) override {
+    SERF_RETURN_IF_ERROR(need_nodes());
     // Every rank checked the same flags and files; agree before starting, so a rank that failed
     // alone (an unreadable file on one machine) stops every rank instead of hanging them.
     SERF_RETURN_IF_ERROR(agree(Status::Ok()));

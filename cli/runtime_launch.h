@@ -77,8 +77,12 @@ class RuntimeSession {
   std::string backend_name;
   // The cluster the job runs: its node ranks and --cores-per-node.
   ClusterShape shape() const { return {nodes, cores_per_node}; }
-  // validate() (serf/core/configuration.h) against shape(), and K no more than the model can be
-  // split over: InvalidArgument naming `flag`.
+  // InvalidArgument when the job has no node rank (serf started without mpirun). A command calls
+  // it (check_configuration does) once its files and flags are read, before the first check that
+  // needs the node count: a bad input file is then named without mpirun, not the launch.
+  Status need_nodes() const;
+  // need_nodes(), validate() (serf/core/configuration.h) against shape(), and K no more than the
+  // model can be split over: InvalidArgument naming `flag`.
   Status check_configuration(const Configuration& config, const std::string& flag) const;
   virtual Status run_controller(const ControllerMain& main) = 0;
   int max_inter_ = 0;  // 0: no limit (emulated)

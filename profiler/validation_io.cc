@@ -5,6 +5,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "serf/core/cluster_limits.h"
 #include "serf/io/json_fields.h"
 
 namespace serf::profiler {
@@ -16,6 +17,8 @@ namespace {
 // Only the shape: validate_predictions checks the values (order, units) against the point.
 StatusOr<RequestTrace> parse_trace(const json& t, const std::string& where) {
   if (!t.is_object()) return InvalidArgument(where + ": expected an object");
+  SERF_RETURN_IF_ERROR(
+      io::refuse_unknown_fields(t, {"warmup", "arrival_ms", "unit", "latency_ms"}, where));
   RequestTrace trace;
   SERF_ASSIGN_OR_RETURN(trace.warmup, io::get_int(t, "warmup", where));
   auto numbers = [&](const char* key, auto* out) -> Status {
@@ -44,6 +47,73 @@ StatusOr<RequestTrace> parse_trace(const json& t, const std::string& where) {
   return trace;
 }
 
+// The optional times of a point: a negative one is no measurement (a negative CI was read as
+// "none given").
+Status check_point_times(const json& p, const std::string& where) {
+  for (const char* key : {"p99_latency_ms", "mean_latency_ci95_ms", "mean_service_ms", "wall_s"}) {
+    if (!p.contains(key) || p[key].is_null()) continue;
+    SERF_ASSIGN_OR_RETURN(double x, io::get_number(p, key, where));
+    if (!(x >= 0)) return InvalidArgument(io::field_path(where, key) + " must be >= 0");
+  }
+  return Status::Ok();
+}
+
+// One point of a serf-exhaustive/1 file.
+StatusOr<MeasuredPoint> parse_point(const json& p, const std::string& where) {
+  MeasuredPoint mp;
+  SERF_RETURN_IF_ERROR(io::refuse_unknown_fields(
+      p,
+      {"rate", "service", "inter", "intra", "batch", "requests", "mean_latency_ms",
+       "p99_latency_ms", "mean_latency_ci95_ms", "mean_service_ms", "arrival_scv", "wall_s",
+       "valid", "verdict", "warmup_cut", "duration_s", "ci95_rel", "trace"},
+      where));
+  SERF_ASSIGN_OR_RETURN(mp.config.service, io::get_int(p, "service", where));
+  SERF_ASSIGN_OR_RETURN(mp.config.inter, io::get_int(p, "inter", where));
+  SERF_ASSIGN_OR_RETURN(mp.config.intra, io::get_int(p, "intra", where));
+  if (p.contains("batch")) {  // files written before batches: b = 1
+    SERF_ASSIGN_OR_RETURN(mp.config.batch, io::get_int(p, "batch", where));
+    if (mp.config.batch < 1 || mp.config.batch > kMaxBatch)
+      return InvalidArgument(where + ".batch must lie in 1.." + std::to_string(kMaxBatch));
+  }
+  SERF_ASSIGN_OR_RETURN(mp.rate_per_s, io::get_number(p, "rate", where));
+  SERF_ASSIGN_OR_RETURN(mp.requests, io::get_int(p, "requests", where));
+  SERF_ASSIGN_OR_RETURN(mp.mean_latency_ms, io::get_number(p, "mean_latency_ms", where));
+  if (p.contains("p99_latency_ms")) {
+    SERF_ASSIGN_OR_RETURN(mp.p99_latency_ms, io::get_number(p, "p99_latency_ms", where));
+  }
+  if (p.contains("mean_service_ms")) {
+    SERF_ASSIGN_OR_RETURN(mp.mean_service_ms, io::get_number(p, "mean_service_ms", where));
+  }
+  if (p.contains("mean_latency_ci95_ms") && !p["mean_latency_ci95_ms"].is_null()) {
+    SERF_ASSIGN_OR_RETURN(mp.ci95_ms, io::get_number(p, "mean_latency_ci95_ms", where));
+  }
+  if (p.contains("arrival_scv")) {
+    SERF_ASSIGN_OR_RETURN(mp.arrival_scv, io::get_number(p, "arrival_scv", where));
+    if (!(mp.arrival_scv >= 0)) return InvalidArgument(where + ".arrival_scv must be >= 0");
+  }
+  if (p.contains("valid") && !p["valid"].is_null()) {
+    if (!p["valid"].is_boolean()) return InvalidArgument(where + ".valid: expected true or false");
+    mp.valid = p["valid"].get<bool>() ? 1 : 0;
+    if (p.contains("verdict")) {
+      SERF_ASSIGN_OR_RETURN(mp.verdict, io::get_string(p, "verdict", where));
+    }
+  }
+  if (p.contains("wall_s")) {
+    SERF_ASSIGN_OR_RETURN(mp.wall_s, io::get_number(p, "wall_s", where));
+  }
+  if (p.contains("trace")) {
+    SERF_ASSIGN_OR_RETURN(mp.trace, parse_trace(p["trace"], where + ".trace"));
+  }
+  // The configuration is checked against the cluster it is validated on (validate_predictions).
+  if (!(mp.rate_per_s > 0)) return InvalidArgument(where + ".rate must be > 0 requests/s");
+  if (mp.requests < 1) {
+    return InvalidArgument(where + ".requests must be >= 1 (nothing was measured there)");
+  }
+  if (!(mp.mean_latency_ms > 0)) return InvalidArgument(where + ".mean_latency_ms must be > 0");
+  SERF_RETURN_IF_ERROR(check_point_times(p, where));
+  return mp;
+}
+
 StatusOr<MeasuredSet> parse(const json& doc) {
   MeasuredSet m;
   SERF_ASSIGN_OR_RETURN(std::string format, io::get_string(doc, "format", ""));
@@ -51,70 +121,27 @@ StatusOr<MeasuredSet> parse(const json& doc) {
     return InvalidArgument("format is '" + format + "', expected '" + kExhaustiveFormat +
                            "' (write it with mpirun ... serf profile --exhaustive)");
   }
+  // A misspelt field would be ignored (its default used): refused. "best" is for people.
+  SERF_RETURN_IF_ERROR(io::refuse_unknown_fields(
+      doc, {"format", "model", "hardware", "total_wall_s", "points", "best"}, ""));
   SERF_ASSIGN_OR_RETURN(m.model, io::get_string(doc, "model", ""));
   if (doc.contains("hardware")) {
     SERF_ASSIGN_OR_RETURN(const json* hw, io::get_object(doc, "hardware", ""));
+    SERF_RETURN_IF_ERROR(io::refuse_unknown_fields(*hw, {"nodes", "cores_per_node"}, "hardware"));
     SERF_ASSIGN_OR_RETURN(m.hardware.nodes, io::get_int(*hw, "nodes", "hardware"));
     SERF_ASSIGN_OR_RETURN(m.hardware.cores_per_node,
                           io::get_int(*hw, "cores_per_node", "hardware"));
-    if (m.hardware.nodes < 1 || m.hardware.cores_per_node < 1) {
-      return InvalidArgument("hardware.nodes and hardware.cores_per_node must be >= 1");
-    }
+    SERF_RETURN_IF_ERROR(serf::validate(m.hardware, "hardware"));
     m.has_hardware = true;
   }
   if (doc.contains("total_wall_s")) {
     SERF_ASSIGN_OR_RETURN(m.total_wall_s, io::get_number(doc, "total_wall_s", ""));
+    if (!(m.total_wall_s >= 0)) return InvalidArgument("total_wall_s must be >= 0 seconds");
   }
   SERF_ASSIGN_OR_RETURN(const json* points, io::get_array(doc, "points", ""));
   if (points->empty()) return InvalidArgument("points: empty; nothing was measured");
   for (size_t k = 0; k < points->size(); ++k) {
-    const json& p = (*points)[k];
-    const std::string where = io::index_path("points", k);
-    MeasuredPoint mp;
-    SERF_ASSIGN_OR_RETURN(mp.config.service, io::get_int(p, "service", where));
-    SERF_ASSIGN_OR_RETURN(mp.config.inter, io::get_int(p, "inter", where));
-    SERF_ASSIGN_OR_RETURN(mp.config.intra, io::get_int(p, "intra", where));
-    if (p.contains("batch")) {  // files written before batches: b = 1
-      SERF_ASSIGN_OR_RETURN(mp.config.batch, io::get_int(p, "batch", where));
-      if (mp.config.batch < 1 || mp.config.batch > kMaxBatch)
-        return InvalidArgument(where + ".batch must lie in 1.." + std::to_string(kMaxBatch));
-    }
-    SERF_ASSIGN_OR_RETURN(mp.rate_per_s, io::get_number(p, "rate", where));
-    SERF_ASSIGN_OR_RETURN(mp.requests, io::get_int(p, "requests", where));
-    SERF_ASSIGN_OR_RETURN(mp.mean_latency_ms, io::get_number(p, "mean_latency_ms", where));
-    if (p.contains("p99_latency_ms")) {
-      SERF_ASSIGN_OR_RETURN(mp.p99_latency_ms, io::get_number(p, "p99_latency_ms", where));
-    }
-    if (p.contains("mean_service_ms")) {
-      SERF_ASSIGN_OR_RETURN(mp.mean_service_ms, io::get_number(p, "mean_service_ms", where));
-    }
-    if (p.contains("mean_latency_ci95_ms") && !p["mean_latency_ci95_ms"].is_null()) {
-      SERF_ASSIGN_OR_RETURN(mp.ci95_ms, io::get_number(p, "mean_latency_ci95_ms", where));
-    }
-    if (p.contains("arrival_scv")) {
-      SERF_ASSIGN_OR_RETURN(mp.arrival_scv, io::get_number(p, "arrival_scv", where));
-      if (!(mp.arrival_scv >= 0)) return InvalidArgument(where + ".arrival_scv must be >= 0");
-    }
-    if (p.contains("valid") && !p["valid"].is_null()) {
-      if (!p["valid"].is_boolean())
-        return InvalidArgument(where + ".valid: expected true or false");
-      mp.valid = p["valid"].get<bool>() ? 1 : 0;
-      if (p.contains("verdict")) {
-        SERF_ASSIGN_OR_RETURN(mp.verdict, io::get_string(p, "verdict", where));
-      }
-    }
-    if (p.contains("wall_s")) {
-      SERF_ASSIGN_OR_RETURN(mp.wall_s, io::get_number(p, "wall_s", where));
-    }
-    if (p.contains("trace")) {
-      SERF_ASSIGN_OR_RETURN(mp.trace, parse_trace(p["trace"], where + ".trace"));
-    }
-    // The configuration is checked against the cluster it is validated on (validate_predictions).
-    if (!(mp.rate_per_s > 0)) return InvalidArgument(where + ".rate must be > 0 requests/s");
-    if (mp.requests < 1) {
-      return InvalidArgument(where + ".requests must be >= 1 (nothing was measured there)");
-    }
-    if (!(mp.mean_latency_ms > 0)) return InvalidArgument(where + ".mean_latency_ms must be > 0");
+    SERF_ASSIGN_OR_RETURN(MeasuredPoint mp, parse_point((*points)[k], io::index_path("points", k)));
     m.points.push_back(mp);
   }
   return m;

@@ -2,6 +2,9 @@
 
 #include <cstdint>
 #include <sstream>
+#include <string>
+
+#include "serf/core/cluster_limits.h"
 
 namespace serf {
 
@@ -19,6 +22,23 @@ std::string to_string(const Configuration& c) {
   if (c.batch != 1) os << ", b=" << c.batch;
   os << ")";
   return os.str();
+}
+
+Status validate(const ClusterShape& shape, const std::string& where) {
+  struct Bound {
+    const char* name;
+    int value, most;
+  };
+  const Bound bounds[] = {{"nodes", shape.nodes, kMaxNodes},
+                          {"cores_per_node", shape.cores_per_node, kMaxCoresPerNode}};
+  for (const Bound& b : bounds) {
+    if (b.value < 1 || b.value > b.most) {
+      return InvalidArgument((where.empty() ? std::string() : where + ".") + b.name + " " +
+                             std::to_string(b.value) + " must lie in [1, " +
+                             std::to_string(b.most) + "]");
+    }
+  }
+  return Status::Ok();
 }
 
 namespace {

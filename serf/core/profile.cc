@@ -5,6 +5,8 @@
 #include <functional>
 #include <sstream>
 
+#include "serf/core/cluster_limits.h"
+
 namespace serf {
 
 size_t Profile::TupleHash::operator()(const ParallelismTuple& t) const {
@@ -60,8 +62,7 @@ std::vector<int> Profile::batch_sizes(int inter, int intra) const {
 }
 
 Status Profile::validate() const {
-  if (hardware.nodes < 1) return InvalidArgument("hardware.nodes must be >= 1");
-  if (hardware.cores_per_node < 1) return InvalidArgument("hardware.cores_per_node must be >= 1");
+  SERF_RETURN_IF_ERROR(serf::validate(hardware, "hardware"));
   for (size_t k = 0; k < tuples.size(); ++k) {
     const TupleStats& s = tuples[k];
     const std::string where = "tuples[" + std::to_string(k) + "]";

@@ -59,6 +59,7 @@ StatusOr<Profile> parse(const json& doc) {
     SERF_ASSIGN_OR_RETURN(s.samples, get_int(t, "samples", where));
     if (t.contains("wall_s")) {
       SERF_ASSIGN_OR_RETURN(s.wall_s, get_number(t, "wall_s", where));
+      if (!(s.wall_s >= 0)) return InvalidArgument(where + ".wall_s: must be >= 0 seconds");
     }
     if (t.contains("node_ms")) {
       SERF_ASSIGN_OR_RETURN(s.node_ms, get_number(t, "node_ms", where));

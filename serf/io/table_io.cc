@@ -1,9 +1,11 @@
 #include "serf/io/table_io.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
+#include "serf/core/cluster_limits.h"
 #include "serf/core/statistics.h"
 #include "serf/io/json_fields.h"
 
@@ -13,10 +15,51 @@ using nlohmann::json;
 
 namespace {
 
+// The numbers of a stable entry as the planner writes them: floor(N/K) units sharing the rate, a
+// positive latency made of a wait and a service time, a utilization below 1. A table edited by
+// hand (or written by something else) is refused where it says what no plan would.
+StatusOr<TableEntry> check_entry(const TableEntry& e, const std::string& where,
+                                 const ClusterShape& shape) {
+  const Prediction& p = e.prediction;
+  const int units = units_for(shape.nodes, e.config.inter);
+  if (e.units != units) {
+    return InvalidArgument(where + ".units: " + std::to_string(e.units) + ", but " +
+                           std::to_string(shape.nodes) + " nodes make " + std::to_string(units) +
+                           " unit(s) of K = " + std::to_string(e.config.inter));
+  }
+  const double unit_rate = e.rate_per_s / units;
+  if (!(std::fabs(e.unit_rate_per_s - unit_rate) <= 1e-6 * unit_rate)) {
+    return InvalidArgument(where + ".unit_rate_per_s: " + format_g(e.unit_rate_per_s) +
+                           ", but the rate " + format_g(e.rate_per_s) + " over " +
+                           std::to_string(units) + " unit(s) is " + format_g(unit_rate));
+  }
+  const std::pair<const char*, double> positive[] = {
+      {"latency_ms", p.latency_ms}, {"service_ms", p.service_ms}, {"score_ms", e.score_ms}};
+  for (const auto& [name, value] : positive) {
+    if (!(value > 0)) {
+      return InvalidArgument(where + "." + name + ": " + format_g(value) + " must be > 0 ms");
+    }
+  }
+  if (!(p.wait_ms >= 0)) {
+    return InvalidArgument(where + ".wait_ms: " + format_g(p.wait_ms) + " must be >= 0 ms");
+  }
+  if (!(p.utilization >= 0 && p.utilization < 1)) {
+    return InvalidArgument(where + ".utilization: " + format_g(p.utilization) +
+                           " must lie in [0, 1) for a stable entry");
+  }
+  return e;
+}
+
 // `shape`: the table's cluster; every configuration in it must run there (validate()).
 StatusOr<TableEntry> entry_from_json(const json& e, const std::string& where,
                                      const ClusterShape& shape) {
   TableEntry entry;
+  // A misspelt field ("bacth") would be ignored and its default served.
+  SERF_RETURN_IF_ERROR(refuse_unknown_fields(
+      e,
+      {"rate", "stable", "service", "inter", "intra", "batch", "units", "unit_rate_per_s",
+       "score_ms", "latency_ms", "wait_ms", "service_ms", "utilization"},
+      where));
   SERF_ASSIGN_OR_RETURN(entry.rate_per_s, get_number(e, "rate", where));
   SERF_ASSIGN_OR_RETURN(entry.stable, get_bool(e, "stable", where));
   if (!entry.stable) return entry;
@@ -36,7 +79,7 @@ StatusOr<TableEntry> entry_from_json(const json& e, const std::string& where,
   SERF_ASSIGN_OR_RETURN(p.wait_ms, get_number(e, "wait_ms", where));
   SERF_ASSIGN_OR_RETURN(p.service_ms, get_number(e, "service_ms", where));
   SERF_ASSIGN_OR_RETURN(p.utilization, get_number(e, "utilization", where));
-  return entry;
+  return check_entry(entry, where, shape);
 }
 
 }  // namespace
@@ -116,12 +159,15 @@ StatusOr<ConfigurationTable> table_from_json(const json& doc, const std::string&
     SERF_ASSIGN_OR_RETURN(t.objective, get_string(doc, "objective", ""));
     SERF_ASSIGN_OR_RETURN(t.nodes, get_int(doc, "nodes", ""));
     SERF_ASSIGN_OR_RETURN(t.cores_per_node, get_int(doc, "cores_per_node", ""));
-    if (t.nodes < 1 || t.cores_per_node < 1) {
-      return InvalidArgument("nodes and cores_per_node must be >= 1");
-    }
+    SERF_RETURN_IF_ERROR(serf::validate(ClusterShape{t.nodes, t.cores_per_node}, ""));
     if (doc.contains("illustrative")) {
       SERF_ASSIGN_OR_RETURN(t.illustrative, get_bool(doc, "illustrative", ""));
     }
+    // "all" (plan --all) is for plots and people: not read.
+    SERF_RETURN_IF_ERROR(refuse_unknown_fields(doc,
+                                               {"format", "model", "queue", "objective", "nodes",
+                                                "cores_per_node", "illustrative", "entries", "all"},
+                                               ""));
     SERF_ASSIGN_OR_RETURN(const json* entries, get_array(doc, "entries", ""));
     for (size_t k = 0; k < entries->size(); ++k) {
       SERF_ASSIGN_OR_RETURN(TableEntry e, entry_from_json((*entries)[k], index_path("entries", k),

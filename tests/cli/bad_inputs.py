@@ -138,15 +138,143 @@ toy = json.load(open(TOY))
 subprocess.run([SERF, "plan", "--profile", TOY, "--rates", "1,2", "--out", path("table.json")],
                capture_output=True, check=False)
 table = json.load(open(path("table.json")))
-measured = {"format": "serf-exhaustive/1", "model": toy["model"],
-            "points": [{"service": 1, "inter": 1, "intra": 1, "rate": r, "requests": 100,
-                        "mean_latency_ms": 110.0} for r in (1, 2)]}
+measured = {"format": "serf-exhaustive/1", "model": toy["model"], "hardware": toy["hardware"],
+            "total_wall_s": 4.5,
+            "points": [{"service": 1, "inter": 1, "intra": 1, "batch": 1, "rate": r, "requests": 100,
+                        "mean_latency_ms": 110.0, "p99_latency_ms": 180.0,
+                        "mean_latency_ci95_ms": 3.5, "mean_service_ms": 100.0, "arrival_scv": 1.0,
+                        "wall_s": 2.0} for r in (1, 2)]}
 write("measured.json", json.dumps(measured))
 subprocess.run([SERF, "model", "init", TINY, "--out", path("w.safetensors"), "--input-out",
                 path("x.safetensors")], capture_output=True, check=True)
 weights = open(path("w.safetensors"), "rb").read()
 os.mkdir(path("dir"))
 write("empty.json", "")
+os.mkfifo(path("fifo"))
+# A serf serve --out run of the emulation profile whose self-calibration moved (1, 1, 1): what
+# profile --refresh --drift reads of it (the other fields of a run are not read).
+EMU_COPY = write("emu_copy.json", open(EMU).read())
+run_doc = {"format": "serf-run/1", "model": json.load(open(EMU))["model"],
+           "recalibrations": [{"tuple": [1, 1, 1]}]}
+RUN = write("run.json", json.dumps(run_doc))
+
+
+# --- every field of a JSON input, attacked the same way (session 28's sweep beyond flags) ---------
+# Per kind: the fields a reader may go without (a missing one must be refused unless listed), the
+# ones that may be null, and the number fields where a huge or negative value is a valid reading.
+OPTIONAL = {
+    "profile": {"illustrative", "incomplete", "note", "batch", "wall_s", "node_ms", "passes",
+                "passes_kept", "refreshed_at", "drift_scale"},
+    "table": {"illustrative", "all", "batch"},
+    "measured": {"hardware", "total_wall_s", "batch", "p99_latency_ms", "mean_service_ms",
+                 "mean_latency_ci95_ms", "arrival_scv", "wall_s", "valid", "verdict", "warmup_cut",
+                 "duration_s", "ci95_rel", "trace", "best"},
+}
+# (A key, or the path of one: a layer may go without a name, the model may not.)
+OPTIONAL["spec"] = {"description", "stride", "pad", "dilation", "inputs", "layers/0/name"}
+NULLABLE = {"measured": {"mean_latency_ci95_ms", "valid", "ci95_rel"}}
+# Values that are no measurement or no plan: negative everywhere, and far too large where a bound
+# exists (an integer past 2^31 is refused by every reader).
+NEGATIVE_OK = {"spec": {"alpha", "beta", "k"}}
+
+
+def paths(doc, at=()):
+    """The path of every value in `doc`: each object member, and the first element of each array
+    (its other elements are read by the same code)."""
+    yield at
+    if isinstance(doc, dict):
+        for k, x in doc.items():
+            yield from paths(x, at + (k,))
+    elif isinstance(doc, list) and doc:
+        yield from paths(doc[0], at + (0,))
+
+
+def value_at(doc, at):
+    for k in at:
+        doc = doc[k]
+    return doc
+
+
+def edited(doc, at, value=None, remove=False):
+    """A copy of `doc` with the value at `at` replaced by `value` (or removed)."""
+    d = json.loads(json.dumps(doc))
+    parent = value_at(d, at[:-1])
+    if remove:
+        del parent[at[-1]]
+    else:
+        parent[at[-1]] = value
+    return d
+
+
+def with_duplicate_key(doc, at):
+    """`doc` as JSON text whose object at `at` gives its first key twice, with two values."""
+    def encode(x, here):
+        if isinstance(x, dict):
+            items = [json.dumps(k) + ": " + encode(v, here + (k,)) for k, v in x.items()]
+            if here == at and x:
+                first = next(iter(x))
+                items.insert(0, json.dumps(first) + ": " + json.dumps([x[first], "other"]))
+            return "{" + ", ".join(items) + "}"
+        if isinstance(x, list):
+            return "[" + ", ".join(encode(v, here + (i,)) for i, v in enumerate(x)) + "]"
+        return json.dumps(x)
+    return encode(doc, ())
+
+
+def other_types(x):
+    """Values of every other JSON type than x's."""
+    if isinstance(x, bool):
+        return ["true", 1, None]
+    if isinstance(x, (int, float)):
+        return [str(x), True, None, [x], {}]
+    if isinstance(x, str):
+        return [5, True, None, [x]]
+    if isinstance(x, list):
+        return [{}, "x", 5, None]
+    return [[], "x", 5, None]
+
+
+def field_attacks(kind, doc):
+    """Every field of `doc` with another type, missing, negative or out of range, every object
+    with a key given twice and with an unknown key: name -> text, each of which must be refused."""
+    v = {}
+    for at in paths(doc):
+        x = value_at(doc, at)
+        name = "/".join(str(k) for k in at) or "root"
+        key = at[-1] if at else None
+        if isinstance(x, dict):
+            v["dup_key@" + name] = with_duplicate_key(doc, at)
+            if kind != "run":  # a run file is a report: its reader takes the fields it needs
+                v["unknown_key@" + name] = json.dumps(edited(doc, at + ("bacth",), 4))
+        if not at:
+            continue
+        for i, y in enumerate(other_types(x)):
+            if y is None and key in NULLABLE.get(kind, ()):
+                continue
+            v["type%d@%s" % (i, name)] = json.dumps(edited(doc, at, y))
+        if isinstance(key, str) and not {key, name} & OPTIONAL.get(kind, set()):
+            v["missing@" + name] = json.dumps(edited(doc, at, remove=True))
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            if key not in NEGATIVE_OK.get(kind, ()):
+                v["negative@" + name] = json.dumps(edited(doc, at, -1 - abs(x)))
+            if isinstance(x, int):
+                for big in (2 ** 31, 2 ** 63, 10 ** 30):
+                    v["huge%d@%s" % (len(str(big)), name)] = json.dumps(edited(doc, at, big))
+    return v
+
+
+def non_numbers(doc):
+    """NaN and infinities as text in every number field (JSON has none of them; 1e999 overflows)."""
+    v = {}
+    for at in paths(doc):
+        x = value_at(doc, at) if at else None
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            text = json.dumps(edited(doc, at, "@@"))
+            name = "/".join(str(k) for k in at)
+            for label, token in [("NaN", "NaN"), ("inf", "Infinity"), ("minus_inf", "-Infinity"),
+                                 ("1e999", "1e999"), ("NaN_string", '"NaN"')]:
+                v["%s@%s" % (label, name)] = text.replace('"@@"', token)
+    return v
 
 
 def variants(kind, doc):
@@ -154,9 +282,17 @@ def variants(kind, doc):
     text = json.dumps(doc, indent=1)
     v = {"empty": "", "truncated": text[: len(text) // 2], "not_json": "hello",
          "array": "[1, 2]", "null": "null", "binary": "\x00\x01\x02\xff"}
+    # Cut at its first byte, a quarter, three quarters, and short of its last brace.
+    for at in (1, len(text) // 4, 3 * len(text) // 4, len(text) - 1):
+        v["cut_at_%d" % at] = text[:at]
+    if kind != "spec":  # the spec's fields: attacked below without the format it lacks
+        v.update(field_attacks(kind, doc))
+        v.update(non_numbers(doc))
     d = dict(doc)
     d["format"] = doc["format"].rsplit("/", 1)[0] + "/99"
     v["version"] = json.dumps(d)
+    d["format"] = doc["format"].rsplit("/", 1)[0] + "/2"
+    v["version_next"] = json.dumps(d)
     d = dict(doc)
     d["format"] = 7
     v["format_type"] = json.dumps(d)
@@ -181,6 +317,11 @@ def variants(kind, doc):
         d = json.loads(text)
         d["hardware"]["cores_per_node"] = "8"
         v["cores_str"] = json.dumps(d)
+        # A cluster no flag may name (simulate made 2^31 - 1 serving units of it).
+        for field, value in [("nodes", 2 ** 31 - 1), ("nodes", 1000001), ("cores_per_node", 1025)]:
+            d = json.loads(text)
+            d["hardware"][field] = value
+            v["hardware_%s_%d" % (field, value)] = json.dumps(d)
         # A misspelt field would be ignored and its default used: refused (session 26).
         for name, where in [("unknown_top", None), ("unknown_hardware", "hardware"),
                             ("unknown_tuple", "tuple")]:
@@ -222,24 +363,40 @@ def variants(kind, doc):
     return v
 
 
+def file_name(kind, name):
+    return "%s_%s.json" % (kind, re.sub(r"[^A-Za-z0-9_.-]", ".", name))
+
+
+# Valid files of each kind: given where another kind is read, each must be refused.
+GOOD = {"profile": TOY, "table": path("table.json"), "measured": path("measured.json"), "spec": TINY,
+        "run": RUN, "weights": path("w.safetensors")}
+
+
 def files(kind, doc):
     out = {}
     for name, text in variants(kind, doc).items():
-        out[name] = write("%s_%s.json" % (kind, name), text)
+        out[name] = write(file_name(kind, name), text)
     out["missing"] = path("missing_%s.json" % kind)
     out["directory"] = path("dir")
     out["dev_zero"] = "/dev/zero"
+    out["fifo"] = path("fifo")
+    for other, good in GOOD.items():
+        if other != kind:
+            out["a_%s_file" % other] = good
     return out
 
 
 bad_profiles = files("profile", toy)
 bad_measured = files("measured", measured)
 bad_tables = files("table", table)
+bad_runs = files("run", run_doc)
 
 # Model specs, safetensors and ONNX with inconsistent contents.
 spec = json.load(open(TINY))
 bad_specs = {k: v for k, v in files("spec", dict(spec, format=spec.get("format", "serf-model/1"))).items()
-             if k not in ("version", "format_type", "no_format", "dup_key")}
+             if k not in ("version", "version_next", "format_type", "no_format", "dup_key")}
+for name, text in field_attacks("spec", spec).items():
+    bad_specs[name] = write(file_name("spec", name), text)
 spec_text = json.dumps(spec)
 bad_specs["no_layers"] = write("spec_no_layers.json", json.dumps(dict(spec, layers=[])))
 bad_specs["layer_kind"] = write("spec_layer_kind.json",
@@ -274,7 +431,26 @@ nan_body = struct.pack("<f", float("nan")) + f32[4:]
 bad_weights["nan_weight"] = write("w_nan.safetensors", weights[:8 + n] + nan_body, "wb")
 bad_onnx = {"empty": write("m_empty.onnx", b"", "wb"),
             "garbage": write("m_garbage.onnx", b"\x08\x07\x12\x04junk" * 50, "wb"),
-            "json": TINY, "directory": path("dir"), "missing": path("missing.onnx")}
+            "json": TINY, "directory": path("dir"), "missing": path("missing.onnx"),
+            "fifo": path("fifo")}
+try:  # a small valid model (conv, relu), cut at several points: a protobuf cut between two
+    # fields parses, and what is missing then is named
+    import numpy
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(numpy.ones((2, 3, 3, 3), numpy.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    good_onnx = model.SerializeToString()
+    for at in (1, len(good_onnx) // 4, len(good_onnx) // 2, 3 * len(good_onnx) // 4, len(good_onnx) - 1):
+        bad_onnx["cut_at_%d" % at] = write("m_cut_%d.onnx" % at, good_onnx[:at], "wb")
+except ImportError:
+    print("no python3-onnx: the cut ONNX cases are left out")
 
 # --- every command: a base that would run, and which flags hold a file of which kind ------------------
 out_json = path("out.json")
@@ -363,6 +539,38 @@ for command, base in COMMANDS.items():
     if words[0] == "model" and words[1] in ("info", "init", "check"):
         for name in (list(bad_specs) if words[1] == "info" else sample(bad_specs, 3)):
             check(words[:2] + [bad_specs[name]] + base[1:], [bad_specs[name]], OUTPUTS, name)
+# Files serve and profile read before they need node ranks (a bad one was named only under
+# mpirun; without it the line said that mpirun was missing): --table, serve's --profile, and
+# profile's --refresh, --drift and --capacity-profile. The good ones pass as far as the nodes.
+def files_pass(args):
+    rc, out, err, _ = run(args)
+    if rc != 2 or b"at least one node rank" not in err:
+        failures.append("serf %s: the good files are refused: exit %s | %s"
+                        % (" ".join(args), rc, err.decode("utf-8", "replace").strip()[:300]))
+
+
+SERVE_BASE = ["serve"] + COMMANDS["serve"]
+REFRESH = ["profile", "--emulate", EMU, "--out", out_json, "--refresh", EMU_COPY]
+UTILIZATIONS = ["profile", "--emulate", EMU, "--out", out_json, "--exhaustive", "--utilizations", "0.5"]
+files_pass(SERVE_BASE + ["--table", path("table.json")])
+files_pass(SERVE_BASE + ["--profile", TOY])
+files_pass(REFRESH + ["--drift", RUN])
+files_pass(UTILIZATIONS + ["--capacity-profile", EMU])
+for args, flag, bad, pick in [(SERVE_BASE, "--table", bad_tables, list),
+                              (REFRESH, "--drift", bad_runs, list),
+                              (SERVE_BASE, "--profile", bad_profiles, lambda b: sample(b, 3)),
+                              (REFRESH[:-2], "--refresh", bad_profiles, lambda b: sample(b, 3)),
+                              (UTILIZATIONS, "--capacity-profile", bad_profiles, lambda b: sample(b, 3))]:
+    for name in pick(bad):
+        check(args + [flag, bad[name]], [flag, bad[name]], OUTPUTS, name)
+# Valid files that do not fit together: a profile of another model to refresh, a run of another
+# model, a run that recalibrated a tuple the profile lacks.
+check(REFRESH[:-2] + ["--refresh", TOY], ["--refresh", TOY], OUTPUTS, "another model's profile")
+check(REFRESH[:-2] + ["--drift", RUN], ["--drift", "--refresh"], OUTPUTS, "a run to refresh nothing from")
+for what, doc in [("a run of another model", dict(run_doc, model="toy")),
+                  ("a run naming a tuple the profile lacks", dict(run_doc, recalibrations=[{"tuple": [64, 1, 1]}]))]:
+    f = write(file_name("run", what), json.dumps(doc))
+    check(REFRESH + ["--drift", f], ["--drift", f], OUTPUTS, what)
 check(["predict", "--profile", TOY, "--profile", TOY, "--service", "1", "--inter", "1", "--intra", "1",
        "--rate", "1"], ["--profile"], OUTPUTS, "duplicate file flag")
 check(["plan", "--profile", TOY, "--rates", "1", "--out", out_json, "--table", path("table.json")],
@@ -393,6 +601,8 @@ for out in [path("nodir/out.json"), path("dir"), "", spec_copy]:
 check(["model", "init", spec_copy, "--out", path("w2.safetensors"), "--input-out", spec_copy],
       ["--input-out"], [spec_copy, path("w2.safetensors")], "input over its spec")
 check(["infer", "--model", spec_copy, "--output-out", spec_copy], ["--output-out"], [spec_copy], "over its model")
+check(["serve", "--emulate", EMU, "--rate", "5", "--profile", shared, "--out", shared], ["--out", "--profile"],
+      [shared], "over its --profile")
 # Two outputs that are one file spelled two ways (string comparison let them through).
 check(["model", "init", spec_copy, "--out", path("w3.safetensors"), "--input-out",
        os.path.join(TMP, ".", "w3.safetensors")], ["--input-out"], [path("w3.safetensors")],
@@ -488,7 +698,6 @@ for objective in ["p 99", "p0x10", "P99", "p100", "p99x"]:
           ["--objective"], OUTPUTS, "objective")
 # An output that cannot take the file: a full device (the stream's buffer hid the error until the
 # close: exit 0), a pipe no process reads (the open blocked for good).
-os.mkfifo(path("fifo"))
 check(["plan", "--profile", TOY, "--rates", "1", "--out", "/dev/full"], ["/dev/full"], [], "full device")
 check(["plan", "--profile", TOY, "--rates", "1", "--out", path("fifo")], [path("fifo")], [],
       "pipe without a reader")

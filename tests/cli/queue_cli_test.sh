@@ -42,7 +42,14 @@ expect 2 "tuples[0].mean_ms must lie in [1e-6, 1e9] ms" -- predict --profile "$t
 sed '0,/"scv": [0-9.]*/s//"scv": -1/' "$profile" >"$tmp/scv.json"
 expect 2 "tuples[0].scv" -- plan --profile "$tmp/scv.json" --rates 1 --out "$tmp/t.json"
 sed 's/"nodes": 20/"nodes": 0/' "$profile" >"$tmp/nodes.json"
-expect 2 "hardware.nodes must be >= 1" -- capacity --profile "$tmp/nodes.json" --slo-ms 500
+expect 2 "hardware.nodes 0 must lie in [1, 1000000]" -- capacity --profile "$tmp/nodes.json" --slo-ms 500
+# A cluster no flag may name: simulate made 2^31 - 1 units of it (an allocation beyond memory).
+sed 's/"nodes": 20/"nodes": 2147483647/' "$profile" >"$tmp/huge.json"
+expect 2 "hardware.nodes 2147483647 must lie in [1, 1000000]" -- simulate --profile "$tmp/huge.json" \
+  --service 1 --inter 1 --intra 1 --rate 5
+sed 's/"cores_per_node": 8/"cores_per_node": 1025/' "$profile" >"$tmp/cores.json"
+expect 2 "hardware.cores_per_node 1025 must lie in [1, 1024]" -- plan --profile "$tmp/cores.json" \
+  --rates 1 --out "$tmp/t.json"
 sed '0,/"service": 1/s//"service": "one"/' "$profile" >"$tmp/type.json"
 expect 2 "tuples[0].service: expected an integer" -- size --profile "$tmp/type.json" --rate 1 --slo-ms 500
 expect 2 "--rates: '5:1:1': stop is below start" -- plan "${P[@]}" --rates 5:1:1 --out "$tmp/t.json"

@@ -5,6 +5,8 @@
 #include <climits>
 #include <string>
 
+#include "serf/core/cluster_limits.h"
+
 using serf::ClusterShape;
 using serf::Configuration;
 using serf::ParallelismTuple;
@@ -57,4 +59,16 @@ TEST_CASE("validate refuses an empty cluster", "[core]") {
              "nodes and cores per node must be >= 1"));
   CHECK(says(validate(Configuration{1, 1, 1}, ClusterShape{2, 0}),
              "nodes and cores per node must be >= 1"));
+}
+
+TEST_CASE("a cluster's size lies within what the flags take", "[core]") {
+  // A profile of 2^31 - 1 nodes was read: simulate then made as many serving units.
+  CHECK(validate(ClusterShape{1, 1}, "hardware").ok());
+  CHECK(validate(ClusterShape{serf::kMaxNodes, serf::kMaxCoresPerNode}, "hardware").ok());
+  CHECK(
+      says(validate(ClusterShape{0, 8}, "hardware"), "hardware.nodes 0 must lie in [1, 1000000]"));
+  CHECK(says(validate(ClusterShape{INT_MAX, 8}, "hardware"),
+             "hardware.nodes 2147483647 must lie in [1, 1000000]"));
+  CHECK(says(validate(ClusterShape{4, 1025}, "t.json"),
+             "t.json.cores_per_node 1025 must lie in [1, 1024]"));
 }

@@ -5,7 +5,9 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "serf/io/json_fields.h"
 
@@ -95,6 +97,37 @@ TEST_CASE("bad tables name the field", "[io][table]") {
   doc["entries"][0]["inter"] = 8;
   CHECK_THAT(io::table_from_json(doc, "t.json").status().message(),
              Catch::Contains("needs K = 8 nodes per request but the cluster has 4"));
+}
+
+TEST_CASE("a table's numbers that no plan writes are refused, naming the field", "[io][table]") {
+  // Edited by hand, each was read as it stood: "bacth" served b = 1, a negative latency or a
+  // utilization of 1 fed the switch gate and /metrics, units that 4 nodes cannot make.
+  const std::pair<std::function<void(nlohmann::json&)>, std::string> cases[] = {
+      {[](nlohmann::json& d) { d["entries"][0]["bacth"] = 8; },
+       "t.json: entries[0]: unknown field 'bacth'"},
+      {[](nlohmann::json& d) { d["notes"] = "x"; }, "t.json: unknown field 'notes'"},
+      {[](nlohmann::json& d) { d["entries"][0]["units"] = 3; },
+       "t.json: entries[0].units: 3, but 4 nodes make 4 unit(s) of K = 1"},
+      {[](nlohmann::json& d) { d["entries"][0]["unit_rate_per_s"] = 1.5; },
+       "t.json: entries[0].unit_rate_per_s: 1.5, but the rate 1.5 over 4 unit(s) is 0.375"},
+      {[](nlohmann::json& d) { d["entries"][0]["latency_ms"] = -120.5; },
+       "t.json: entries[0].latency_ms: -120.5 must be > 0 ms"},
+      {[](nlohmann::json& d) { d["entries"][0]["score_ms"] = 0; },
+       "t.json: entries[0].score_ms: 0 must be > 0 ms"},
+      {[](nlohmann::json& d) { d["entries"][0]["wait_ms"] = -1; },
+       "t.json: entries[0].wait_ms: -1 must be >= 0 ms"},
+      {[](nlohmann::json& d) { d["entries"][0]["utilization"] = 1; },
+       "t.json: entries[0].utilization: 1 must lie in [0, 1) for a stable entry"}};
+  for (const auto& [edit, want] : cases) {
+    auto doc = io::table_to_json(example_table());
+    edit(doc);
+    const auto r = io::table_from_json(doc, "t.json");
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.status().message(), Catch::Contains(want));
+  }
+  auto doc = io::table_to_json(example_table());
+  doc["all"] = nlohmann::json::array();  // plan --all's predictions: known, not read
+  CHECK(io::table_from_json(doc, "t.json").ok());
 }
 
 TEST_CASE("CSV beside the table", "[io][table]") {

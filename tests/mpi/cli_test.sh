@@ -156,6 +156,14 @@ case "$1" in
     sed '0,/"mean_ms":/s//"mean_ms": 1, "mean_ms":/' "$profile" >"$out/dup.json"
     expect_error 3 "dup.json: key tuples\[0\].mean_ms appears twice" serve --emulate "$out/dup.json" --rate 5
     expect_error 3 "/dev/zero: not a regular file" serve --emulate /dev/zero --rate 5
+    # serve's --profile and --table are read before the first request, on every rank: --profile
+    # was read by rank 0 alone after the start, and a bad one ended a running job (MPI_Abort).
+    for flag in --profile --table; do
+      expect_error 3 "dup.json: key tuples\[0\].mean_ms appears twice" serve --emulate "$profile" --rate 5 \
+        --requests 20 $flag "$out/dup.json"
+      ! grep -q "MPI_ABORT" "$out/e" || { cat "$out/e"; fail "$flag: the job was aborted, not refused"; }
+      ! grep -q "requests:" "$out/o" || fail "$flag: requests were served before the file was read"
+    done
     # Without mpirun: a singleton, no node ranks.
     "$SERF" serve --emulate "$profile" --rate 5 2>"$out/e"; rc=$?
     [ $rc -eq 2 ] && grep -q "at least one node rank" "$out/e" || fail "singleton serve: exit $rc"

@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
+#include <string>
+#include <utility>
 
 #include "profiler/validation_io.h"
 #include "serf/core/planner.h"
@@ -458,4 +460,35 @@ TEST_CASE("a batched point's b is read from and written to the files", "[validat
   auto refused = serf::profiler::measured_from_json(bad, "m.json");
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().message().find("points[0].batch") != std::string::npos);
+}
+
+TEST_CASE("a measurement's misspelt or negative fields are refused, naming them", "[validation]") {
+  // A misspelt field was ignored (its default used), and a negative CI was read as "none given".
+  const auto good = nlohmann::json::parse(R"({"format": "serf-exhaustive/1", "model": "m",
+    "hardware": {"nodes": 2, "cores_per_node": 2}, "total_wall_s": 3, "points": [
+    {"rate": 100, "service": 1, "inter": 1, "intra": 1, "requests": 50, "mean_latency_ms": 20,
+     "p99_latency_ms": 40, "mean_latency_ci95_ms": null, "mean_service_ms": 10, "wall_s": 1,
+     "trace": {"warmup": 0, "arrival_ms": [1], "unit": [0], "latency_ms": [20]}}]})");
+  REQUIRE(serf::profiler::measured_from_json(good, "m.json").ok());
+  const std::pair<nlohmann::json::json_pointer, std::string> cases[] = {
+      {nlohmann::json::json_pointer("/bacth"), "m.json: unknown field 'bacth'"},
+      {nlohmann::json::json_pointer("/hardware/node"), "m.json: hardware: unknown field 'node'"},
+      {nlohmann::json::json_pointer("/points/0/bacth"), "m.json: points[0]: unknown field 'bacth'"},
+      {nlohmann::json::json_pointer("/points/0/trace/units"),
+       "m.json: points[0].trace: unknown field 'units'"},
+      {nlohmann::json::json_pointer("/points/0/p99_latency_ms"),
+       "points[0].p99_latency_ms must be >= 0"},
+      {nlohmann::json::json_pointer("/points/0/mean_latency_ci95_ms"),
+       "points[0].mean_latency_ci95_ms must be >= 0"},
+      {nlohmann::json::json_pointer("/points/0/mean_service_ms"),
+       "points[0].mean_service_ms must be >= 0"},
+      {nlohmann::json::json_pointer("/points/0/wall_s"), "points[0].wall_s must be >= 0"},
+      {nlohmann::json::json_pointer("/total_wall_s"), "total_wall_s must be >= 0 seconds"}};
+  for (const auto& [at, want] : cases) {
+    auto doc = good;
+    doc[at] = -1;
+    const auto m = serf::profiler::measured_from_json(doc, "m.json");
+    REQUIRE_FALSE(m.ok());
+    CHECK_THAT(m.status().message(), Catch::Contains(want));
+  }
 }
