@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <iomanip>
 #include <iostream>
 #include <iterator>
@@ -137,9 +138,34 @@ namespace {
 
 std::atomic<bool> g_terminated{false};
 std::atomic<int> g_signal{0};  // the signal that set g_terminated (or g_stop)
-extern "C" void on_sigterm(int signal) {
+// Where that signal came from and when (mpi::SignalOrigin): a SIGTERM, SIGINT or SIGHUP sent by
+// mpirun (this process's parent) or by the terminal may be followed by mpirun's SIGKILL within a
+// second; one that another process sent to this rank alone (kill PID), and SIGUSR1/SIGUSR2, by
+// nothing: rank 0 then waits for every node's answer (MpiTransport::diagnose_terminated).
+mpi::SignalOrigin g_origin;
+
+void note_signal(int signal, const siginfo_t* info) {  // async-signal-safe calls only
+  struct timespec now {};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  g_origin.at_ns = int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
+  const bool from_launcher =
+      info == nullptr || info->si_code != SI_USER || info->si_pid == getppid();
+  g_origin.kill_follows =
+      (signal == SIGTERM || signal == SIGINT || signal == SIGHUP) && from_launcher;
   g_signal = signal;
+}
+extern "C" void on_sigterm(int signal, siginfo_t* info, void*) {
+  note_signal(signal, info);
   g_terminated = true;
+}
+
+// sigaction with the sender's pid (SA_SIGINFO); system calls restart, as std::signal's did.
+void handle(int signal, void (*handler)(int, siginfo_t*, void*)) {
+  struct sigaction action {};
+  action.sa_sigaction = handler;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  sigaction(signal, &action, nullptr);
 }
 
 // mpirun sends SIGTERM to every rank after one died (and when it is itself interrupted), SIGKILL
@@ -147,7 +173,7 @@ extern "C" void on_sigterm(int signal) {
 // Every rank handles these alike, so that none dies mute: rank 0 stops and writes what it
 // measured, a node says farewell, and rank 0 names who got which signal and who is alive.
 void install_terminate_handlers() {
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) std::signal(sig, on_sigterm);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) handle(sig, on_sigterm);
 }
 
 // MPI lives until the process exits: MPI_Finalize waits for every rank, so no node can exit (and
@@ -155,18 +181,18 @@ void install_terminate_handlers() {
 std::unique_ptr<mpi::Environment> g_environment;
 
 // serve: an operator's stop (SIGINT/SIGTERM to rank 0, SIGUSR1 forwarded by mpirun to every rank)
-// drains: rank 0 takes no new requests, finishes the ones it has and stops the nodes. When the
-// nodes got the signal too and say farewell, mpirun is tearing the job down (it turns SIGINT and
-// SIGTERM to itself into SIGTERM to every rank, and SIGKILL 1 s later: too short to drain), and
-// rank 0 takes the path above instead (the controller's begin_stop()).
+// drains: rank 0 takes no new requests, finishes the ones it has and stops the nodes. When mpirun
+// sent it, or the nodes got the signal too and say farewell, mpirun is tearing the job down (it
+// turns SIGINT and SIGTERM to itself into SIGTERM to every rank, and SIGKILL 1 s later: too short
+// to drain), and rank 0 takes the path above instead (the controller's begin_stop()).
 std::atomic<bool> g_stop{false};
-extern "C" void on_stop(int signal) {
-  g_signal = signal;
+extern "C" void on_stop(int signal, siginfo_t* info, void*) {
+  note_signal(signal, info);
   g_stop = true;
 }
 void install_stop_handlers(bool controller) {
   if (controller) {
-    for (int sig : {SIGINT, SIGTERM, SIGUSR1}) std::signal(sig, on_stop);
+    for (int sig : {SIGINT, SIGTERM, SIGUSR1}) handle(sig, on_stop);
   } else {
     std::signal(SIGUSR1, SIG_IGN);  // forwarded by mpirun for rank 0; the nodes keep serving
   }
@@ -243,7 +269,7 @@ class MpiSession : public RuntimeSession {
       return mpi::run_node(comms_, options, mpi::with_injected_fault(factory, fault_plan(), rank));
     }
     mpi::at_phase("configure");  // the hidden test hook: rank 0 stops before its first command
-    mpi::MpiTransport transport(comms_, flags_.node_timeout_s, &g_terminated, &g_signal);
+    mpi::MpiTransport transport(comms_, flags_.node_timeout_s, &g_terminated, &g_signal, &g_origin);
     serve::ControllerOptions options;
     options.cores_per_node = cores_per_node;
     options.node_timeout_s = flags_.node_timeout_s;

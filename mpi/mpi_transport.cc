@@ -31,12 +31,14 @@ double MpiTransport::Deadline::left_s() const {
 }
 
 MpiTransport::MpiTransport(const RuntimeComms& comms, double timeout_s,
-                           const std::atomic<bool>* terminated, const std::atomic<int>* signal)
+                           const std::atomic<bool>* terminated, const std::atomic<int>* signal,
+                           const SignalOrigin* origin)
     : comms_(comms),
       nodes_(comms.control.size() - 1),
       timeout_s_(timeout_s),
       terminated_(terminated),
-      signal_(signal) {}
+      signal_(signal),
+      origin_(origin) {}
 
 void MpiTransport::note_farewell(const NodeReply& reply) {
   farewells_.insert(reply.rank);
@@ -276,6 +278,9 @@ Status MpiTransport::probe(int unit, double within_s) {
 }
 
 bool MpiTransport::job_torn_down(double window_s) {
+  // mpirun's SIGTERM is its teardown: SIGKILL comes within a second, whether or not the nodes'
+  // farewells (they got it too) arrive within the window on a loaded machine.
+  if (origin_ != nullptr && origin_->kill_follows.load()) return true;
   const auto start = std::chrono::steady_clock::now();
   while (farewells_.empty()) {
     double left =
@@ -287,15 +292,28 @@ bool MpiTransport::job_torn_down(double window_s) {
   return !farewells_.empty();
 }
 
-std::string MpiTransport::diagnose_terminated() {
-  if (!terminated_text_.empty()) return terminated_text_;
+std::set<int> MpiTransport::hear_nodes() {
   // Who got a signal and who is alive: a node that got one says farewell (its watcher polls every
   // 10 ms), and every live node answers a ping, so the silent ones are dead. mpirun sends SIGKILL
   // 1 s after its SIGTERM (odls_base_sigkill_timeout) and the measurements are saved before this
-  // is called: a window of 0.5 s, cut short once every node has said farewell, or has answered
-  // and 0.25 s passed (a node that got the signal too says farewell within that).
-  constexpr double kWindowS = 0.5, kSettleS = 0.25;
-  const Deadline deadline(kWindowS);
+  // is called: then the window ends 0.5 s after the signal came (at least 0.1 s from now: the
+  // farewells of a teardown are in by then). A signal nothing follows (sent to rank 0 alone,
+  // SIGUSR1) leaves time: up to the node timeout, as any wait on a node (a node stopped for 1.5 s
+  // answered after the 0.5 s, and rank 0 said it died). Either is cut short once every node has
+  // said farewell, or has answered and 0.25 s passed since the last pong (a node that got the
+  // signal too says farewell within that).
+  constexpr double kWindowS = 0.5, kLeastS = 0.1, kSettleS = 0.25;
+  double window_s = std::max(kWindowS, timeout_s_);
+  if (kill_follows()) {
+    const int64_t at_ns = origin_ != nullptr ? origin_->at_ns.load() : 0;
+    const double since_s =
+        at_ns > 0 ? std::chrono::duration<double>(
+                        Clock::now() - Clock::time_point(std::chrono::nanoseconds(at_ns)))
+                        .count()
+                  : 0;
+    window_s = std::max(kLeastS, kWindowS - since_s);
+  }
+  const Deadline deadline(window_s);
   ControlMessage ping;
   ping.kind = ControlKind::kPing;
   ping.generation = ++ping_generation_;
@@ -310,17 +328,26 @@ std::string MpiTransport::diagnose_terminated() {
     }
     return true;
   };
+  double settled_at_s = kSettleS;  // into the window
   while (static_cast<int>(farewells_.size()) < nodes_) {
     const double left = deadline.left_s();
-    if (left <= 0 || (heard() && kWindowS - left >= kSettleS)) break;
+    if (left <= 0 || (heard() && window_s - left >= settled_at_s)) break;
     NodeReply reply;
     // No cancel flag here: it is the flag that is set.
     if (!comms_.control.recv(&reply, -1, kReplyTag, WaitPolicy{std::min(left, 0.02)}).ok())
       continue;
     if (reply.kind == ReplyKind::kFarewell) note_farewell(reply);
-    if (reply.kind == ReplyKind::kPong && reply.generation == ping.generation)
+    if (reply.kind == ReplyKind::kPong && reply.generation == ping.generation) {
       pongs.insert(reply.rank);
+      settled_at_s = std::max(settled_at_s, window_s - deadline.left_s() + kSettleS);
+    }
   }
+  return pongs;
+}
+
+std::string MpiTransport::diagnose_terminated() {
+  if (!terminated_text_.empty()) return terminated_text_;
+  const std::set<int> pongs = hear_nodes();
   const std::string mine = signal_name(signal_ != nullptr ? signal_->load() : 0);
   std::vector<int> dead, alone_dead, signalled_nodes;
   for (int r = 1; r <= nodes_; ++r) {

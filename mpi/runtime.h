@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -122,13 +123,22 @@ NodePlacement pin_node_to_cores(int index, int count, int cores_per_node);
 // CPUs of a Linux cpulist such as "0-3,8,10-11"; empty when it is malformed.
 std::vector<int> parse_cpu_list(const std::string& text);
 
+// What rank 0's signal handler noted about the signal that stopped it (cli/runtime_launch.cc).
+struct SignalOrigin {
+  // mpirun's SIGKILL may follow it within a second: mpirun (or the terminal) sent a SIGTERM,
+  // SIGINT or SIGHUP, its teardown. Not so for a signal another process sent to rank 0 alone, nor
+  // for SIGUSR1/SIGUSR2 (mpirun forwards them to every rank and kills no one).
+  std::atomic<bool> kill_follows{true};
+  std::atomic<int64_t> at_ns{0};  // when it came: CLOCK_MONOTONIC (steady_clock's), 0: unknown
+};
+
 class MpiTransport : public Transport {
  public:
   // `terminated` (set by a SIGTERM handler) cancels every wait; `signal` is the signal that set
-  // it, for the messages.
+  // it, for the messages; `origin` where it came from and when (null: unknown, maybe mpirun's).
   MpiTransport(const RuntimeComms& comms, double timeout_s,
                const std::atomic<bool>* terminated = nullptr,
-               const std::atomic<int>* signal = nullptr);
+               const std::atomic<int>* signal = nullptr, const SignalOrigin* origin = nullptr);
   ~MpiTransport() override;
   int nodes() const override { return nodes_; }
   Status configure(const Configuration& config) override;
@@ -136,11 +146,13 @@ class MpiTransport : public Transport {
   StatusOr<std::optional<RunResult>> poll_result() override;
   std::vector<float> take_output() override { return std::move(last_output_); }
   std::vector<LayerTiming> take_layer_timings() override { return std::move(last_layers_); }
-  // Listens for the nodes' farewells (they got SIGTERM from mpirun too) for up to `window_s`.
+  // True at once when mpirun sent rank 0's signal (its teardown); else listens for the nodes'
+  // farewells (they got the signal too) for up to `window_s`.
   bool job_torn_down(double window_s) override;
   Status probe(int unit, double within_s) override;
   Status shutdown() override;
-  // Collects the nodes' farewells for a moment: the node ranks that send none died.
+  // Collects the nodes' farewells and pongs: the node ranks that send neither died. Until 0.5 s
+  // after the signal when mpirun's SIGKILL may follow, else up to the node timeout.
   std::string diagnose_terminated() override;
   // One line per configure: where the nodes were pinned.
   const std::string& placement() const { return placement_; }
@@ -172,6 +184,9 @@ class MpiTransport : public Transport {
   // ranks that did not reply are in `*missing`. A node's error reply is InvalidArgument.
   Status collect_replies(const std::vector<int>& ranks, ReplyKind kind, const Deadline& deadline,
                          std::vector<NodeReply>* replies, std::vector<int>* missing);
+  // After a signal: pings every node and listens for pongs and farewells (the latter into
+  // farewells_); the node ranks that answered the ping.
+  std::set<int> hear_nodes();
   // Pings `ranks` (their watcher threads); the ones that did not answer by `deadline`, ascending.
   std::vector<int> silent_ranks(const std::vector<int>& ranks, const Deadline& deadline);
 
@@ -193,6 +208,8 @@ class MpiTransport : public Transport {
 
   const std::atomic<bool>* terminated_;
   const std::atomic<int>* signal_;
+  const SignalOrigin* origin_;
+  bool kill_follows() const { return origin_ == nullptr || origin_->kill_follows.load(); }
   std::set<int> farewells_;  // node ranks that said farewell (got a signal, alive)
   // Farewells that came while rank 0 had no signal: rank -> (when on rank 0's clock, signal).
   std::map<int, std::pair<std::chrono::steady_clock::time_point, std::string>> early_farewells_;
