@@ -128,6 +128,13 @@ StatusOr<std::unique_ptr<Environment>> Environment::Create(double start_bound_s)
   MPI_Initialized(&initialized);
   if (initialized) return Internal("MPI is already initialised in this process");
   int provided = 0;
+  // A rank stopped or killed inside MPI_Init while it held the lock of PMIx's shared-memory store
+  // (gds ds21: a process-shared mutex) left mpirun deadlocked in its own teardown, after every
+  // rank had exited and rank 0 had said which one did not start (test_mpi_cli_fault_stop_start
+  // at load 9-15, 1 run of 12: mpiexec in PMIx_server_finalize, its progress thread in
+  // pthread_mutex_lock; every serf rank a zombie). With the hash store a rank maps no shared
+  // segment and takes no such lock; a user's own PMIX_MCA_gds is kept.
+  setenv("PMIX_MCA_gds", "hash", /*overwrite=*/0);
   {
     Watchdog watchdog(start_bound_s,
                       "MPI did not start within " + seconds_text(start_bound_s) +
