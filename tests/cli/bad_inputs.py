@@ -143,7 +143,7 @@ measured = {"format": "serf-exhaustive/1", "model": toy["model"], "hardware": to
             "points": [{"service": 1, "inter": 1, "intra": 1, "batch": 1, "rate": r, "requests": 100,
                         "mean_latency_ms": 110.0, "p99_latency_ms": 180.0,
                         "mean_latency_ci95_ms": 3.5, "mean_service_ms": 100.0, "arrival_scv": 1.0,
-                        "wall_s": 2.0} for r in (1, 2)]}
+                        "wall_s": 2.0} for r in (1.0, 2.0)]}  # a rate is a number, not an integer
 write("measured.json", json.dumps(measured))
 subprocess.run([SERF, "model", "init", TINY, "--out", path("w.safetensors"), "--input-out",
                 path("x.safetensors")], capture_output=True, check=True)
