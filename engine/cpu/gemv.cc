@@ -17,15 +17,24 @@ constexpr int kRows = 8;
 // ends, the software one does not. A prefetch past the weights' end is harmless (no fault).
 constexpr int64_t kPrefetchFloats = 1024;
 
+// The 16 lanes of `acc` summed in a fixed pairwise order: lane i plus lane i + 8 (i < 8), then
+// i + 4, i + 2, i + 1, as whole-register adds of shuffled copies (lane 0 ends with the sum; GCC 12
+// compiled the same order written over an array into ~50 scalar loads, adds and stores through
+// the stack). Zero-masked shuffles: GCC 12's unmasked ones and its extracts trip
+// -Wmaybe-uninitialized, as _mm512_reduce_add_ps does. Every kernel here finishes through it, so
+// their rows stay equal bit for bit.
+__attribute__((target("avx512f,fma"))) inline float lane_sum(__m512 acc) {
+  constexpr __mmask16 all = 0xFFFF;
+  __m512 s = _mm512_add_ps(acc, _mm512_maskz_shuffle_f32x4(all, acc, acc, _MM_SHUFFLE(3, 2, 3, 2)));
+  s = _mm512_add_ps(s, _mm512_maskz_shuffle_f32x4(all, s, s, _MM_SHUFFLE(1, 1, 1, 1)));
+  s = _mm512_add_ps(s, _mm512_maskz_shuffle_ps(all, s, s, _MM_SHUFFLE(3, 2, 3, 2)));
+  s = _mm512_add_ps(s, _mm512_maskz_shuffle_ps(all, s, s, _MM_SHUFFLE(1, 1, 1, 1)));
+  return _mm512_cvtss_f32(s);
+}
+
 __attribute__((target("avx512f,fma"))) inline void finish(__m512 acc, const float* b, float* y,
                                                           int64_t row, bool relu) {
-  // A fixed pairwise order (_mm512_reduce_add_ps trips GCC 12's -Wmaybe-uninitialized).
-  alignas(64) float t[16];
-  _mm512_store_ps(t, acc);
-  for (int width = 8; width > 0; width /= 2) {
-    for (int i = 0; i < width; ++i) t[i] += t[i + width];
-  }
-  const float v = t[0] + b[row];
+  const float v = lane_sum(acc) + b[row];
   y[row] = relu ? std::max(v, 0.0f) : v;
 }
 
@@ -115,52 +124,69 @@ struct Tile {
   int64_t batch;
 };
 
+// One column chunk of a tile: a[j][c] += w[j] x[c] for the R weight vectors at `wp` and the C
+// vectors of x in `xv`.
+template <int R, int C>
+__attribute__((target("avx512f,fma"), always_inline)) inline void tile_chunk(const float* wp,
+                                                                             const __m512 (&xv)[C],
+                                                                             __m512 (&a)[R][C]) {
+#pragma GCC unroll 8
+  for (int j = 0; j < R; ++j) {
+    __m512 wv = _mm512_loadu_ps(wp + j * 16);
+    // Keep wv in a register: GCC otherwise folds the load into each of the C FMAs (27 loads
+    // per 24 FMAs instead of 11); pinned, the tile ran 20-30 % faster hot in L2.
+    __asm__("" : "+v"(wv));
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) a[j][c] = _mm512_fmadd_ps(wv, xv[c], a[j][c]);
+  }
+}
+
 // Columns [k0, k1) of one tile (k1 - k0 a multiple of 16), then one chunk with x masked when
 // `tail` is not zero. `first` zeroes the sums instead of loading them; `last` finishes the rows.
+// Every loop over the sums is unrolled whole: one with a run-time index (the tail's and the
+// epilogue's were) made GCC 12 keep all R x C sums on the stack outside the column loop and
+// copy them in and out at each call, besides ~50 scalar instructions per finished sum.
 template <int R, int C>
 __attribute__((target("avx512f,fma"))) void tile(const Tile& t, int64_t k0, int64_t k1,
                                                  __mmask16 tail, bool first, bool last,
                                                  const float* b, float* y, int64_t ldy, int64_t o,
                                                  bool relu) {
+  const float* x = t.x;
+  const float* ahead = t.ahead;
+  float* acc = t.acc;
+  const int64_t in = t.in, ld_acc = t.batch * 16, pf_end = t.pf_end;
+  const int pf_per = t.pf_per;
   __m512 a[R][C];
 #pragma GCC unroll 8
   for (int j = 0; j < R; ++j) {
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c)
-      a[j][c] = first ? _mm512_setzero_ps() : _mm512_load_ps(t.acc + (j * t.batch + c) * 16);
+      a[j][c] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + j * ld_acc + c * 16);
   }
   int64_t q = t.pf_begin;
   const float* wp = t.w;
   for (int64_t i = k0; i < k1; i += 16, wp += R * 16) {
-    for (int s = 0; s < t.pf_per && q < t.pf_end; ++s, ++q)
-      _mm_prefetch(reinterpret_cast<const char*>(t.ahead + q * 16), _MM_HINT_T0);
+    for (int s = 0; s < pf_per && q < pf_end; ++s, ++q)
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + q * 16), _MM_HINT_T0);
     __m512 xv[C];
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) xv[c] = _mm512_loadu_ps(t.x + c * t.in + i);
-#pragma GCC unroll 8
-    for (int j = 0; j < R; ++j) {
-      __m512 wv = _mm512_loadu_ps(wp + j * 16);
-      // Keep wv in a register: GCC otherwise folds the load into each of the C FMAs (27 loads
-      // per 24 FMAs instead of 11); pinned, the tile ran 20-30 % faster hot in L2.
-      __asm__("" : "+v"(wv));
-#pragma GCC unroll 4
-      for (int c = 0; c < C; ++c) a[j][c] = _mm512_fmadd_ps(wv, xv[c], a[j][c]);
-    }
+    for (int c = 0; c < C; ++c) xv[c] = _mm512_loadu_ps(x + c * in + i);
+    tile_chunk<R, C>(wp, xv, a);
   }
   if (tail != 0) {
     __m512 xv[C];
-    for (int c = 0; c < C; ++c) xv[c] = _mm512_maskz_loadu_ps(tail, t.x + c * t.in + k1);
-    for (int j = 0; j < R; ++j) {
-      const __m512 wv = _mm512_loadu_ps(wp + j * 16);
-      for (int c = 0; c < C; ++c) a[j][c] = _mm512_fmadd_ps(wv, xv[c], a[j][c]);
-    }
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) xv[c] = _mm512_maskz_loadu_ps(tail, x + c * in + k1);
+    tile_chunk<R, C>(wp, xv, a);
   }
+#pragma GCC unroll 8
   for (int j = 0; j < R; ++j) {
+#pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
       if (last) {
         finish(a[j][c], b, y + c * ldy, o + j, relu);
       } else {
-        _mm512_store_ps(t.acc + (j * t.batch + c) * 16, a[j][c]);
+        _mm512_store_ps(acc + j * ld_acc + c * 16, a[j][c]);
       }
     }
   }

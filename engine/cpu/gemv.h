@@ -5,7 +5,9 @@
 // (bench/fc_bench, docs/engine.md). It reads eight rows per pass, eight weight streams in
 // flight at once and each load of x feeding eight FMAs, and gives each row its own accumulator
 // summed in the same order whatever the row range, so a rank's slice of rows matches the unsliced
-// layer bit for bit.
+// layer bit for bit. The order, in every kernel here: 16 lane sums, lane l over columns l, l + 16,
+// ... by fused multiply-adds (0 x 0 past `in`), then lane l plus lane l + 8 (l < 8), + 4, + 2,
+// + 1, then the bias (tests/engine/gemv_test.cc checks it against a scalar loop).
 
 #include <cstdint>
 

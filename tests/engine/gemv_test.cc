@@ -3,6 +3,7 @@
 // [avx512]: on a CPU without it these cases skip (CTest entry test_engine_gemv shows the skip).
 #include "engine/cpu/gemv.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
@@ -60,7 +61,53 @@ TEST_CASE("gemv_f32 on a slice of rows gives the whole layer's values bit for bi
   }
 }
 
+// The order every kernel sums a row in (gemv.h): 16 lane sums, lane l over columns l, l + 16, ...
+// by fused multiply-adds (padding past `in` adds 0 x 0), then lane l plus lane l + 8 (l < 8), + 4,
+// + 2, + 1, then the bias. Slices and batches equal the whole layer bit for bit because of it.
+float row_in_kernel_order(const float* w, const float* x, float bias, int64_t in, bool relu) {
+  float lane[16];
+  for (int l = 0; l < 16; ++l) {
+    lane[l] = 0.0f;
+    for (int64_t i = l; i < (in + 15) / 16 * 16; i += 16)
+      lane[l] = i < in ? std::fma(w[i], x[i], lane[l]) : std::fma(0.0f, 0.0f, lane[l]);
+  }
+  for (int width = 8; width > 0; width /= 2) {
+    for (int l = 0; l < width; ++l) lane[l] = lane[l] + lane[l + width];
+  }
+  const float v = lane[0] + bias;
+  return relu ? std::max(v, 0.0f) : v;
+}
+
 }  // namespace
+
+TEST_CASE("gemv_f32 and gemm_f32 sum a row in the documented lane order, bit for bit",
+          "[engine][avx512]") {
+  if (!gemv_supported()) SERF_SKIP(kNoAvx512);
+  // 11 rows: a group of 8 and 3 single rows; 37 columns: 2 whole chunks and a 5-column tail;
+  // 1100 columns: three 512-column blocks of the batched walk, the last partial.
+  for (int64_t in : {37, 1100}) {
+    const int64_t out = 11;
+    const std::vector<float> w = values(static_cast<size_t>(out * in), 7), b = values(out, 8);
+    std::vector<float> panels(static_cast<size_t>(gemm_panel_floats(out, in)), NAN);
+    pack_gemm_panels(w.data(), out, in, panels.data());
+    for (int64_t batch : {1, 2, 8}) {
+      const std::vector<float> x = values(static_cast<size_t>(batch * in), 9);
+      std::vector<float> y(static_cast<size_t>(batch * out), NAN), one(out, NAN);
+      gemm_f32(panels.data(), x.data(), b.data(), y.data(), out, in, batch, true, 1);
+      for (int64_t n = 0; n < batch; ++n) {
+        gemv_f32(w.data(), x.data() + n * in, b.data(), one.data(), out, in, true, 1);
+        for (int64_t o = 0; o < out; ++o) {
+          const float want =
+              row_in_kernel_order(w.data() + o * in, x.data() + n * in, b[o], in, true);
+          INFO("in " << in << " batch " << batch << " row " << n << " out " << o);
+          CHECK(y[n * out + o] == want);
+          CHECK(one[o] == want);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("gemm_f32: each row of a batch equals gemv_f32 on that row, bit for bit",
           "[engine][avx512]") {
   if (!gemv_supported()) SERF_SKIP(kNoAvx512);
