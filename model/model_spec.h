@@ -97,8 +97,9 @@ struct LayerSpec {
   // (in + pad_before + pad_after - dilation*(kernel-1) - 1) / stride + 1.
   // pooling: kernel, stride (default kernel), pad (0, at most kernel/2); "ceil_mode" (false)
   // rounds the output size up (PyTorch's rule: the last window starts inside the input or its
-  // left padding; maxpool only when it adds a window). avgpool: "count_include_pad" (true:
-  // the zero padding counts in the divisor, PyTorch's default and the first format's rule).
+  // left padding; an avgpool's partial window only with count_include_pad false, divided by its
+  // part inside the input). avgpool: "count_include_pad" (true: the zero padding counts in the
+  // divisor, PyTorch's default and the first format's rule).
   Window window;
   int out_channels = 0;  // conv2d out_channels, fully_connected out
   int groups = 1;

@@ -46,7 +46,7 @@ bool Importer::shuffle_view(const onnx::NodeProto& node, const Value& x,
   v.rank = 5;
   v.shuffle_groups = static_cast<int>(target[1]);
   v.shuffle_transposed = false;
-  v.view_node = node.name();
+  v.view_node = label(node);
   alias(node, 0, v);
   return true;
 }

@@ -230,6 +230,7 @@ StatusOr<Value> fold_arithmetic(const Fold& f, const std::string& op) {
   if (x.elements() != y.elements() && x.elements() != 1 && y.elements() != 1) {
     return f.unsupported("constant folding with broadcasting beyond scalars");
   }
+  if (x.data.empty() || y.data.empty()) return f.unsupported("an empty constant");
   Value out = x.elements() >= y.elements() ? x : y;
   out.origin.clear();
   const bool ints = is_int(x.dtype) && is_int(y.dtype);
@@ -278,6 +279,9 @@ StatusOr<Value> fold_constant_of_shape(const Fold& f) {
     out.dtype = v.dtype;
   }
   out.dims = as_ints(*f.arg(0));
+  for (int64_t d : out.dims) {
+    if (d < 0 || d > (1 << 24)) return f.unsupported("shape " + dims_str(out.dims));
+  }
   if (out.elements() > (1 << 24)) return f.unsupported("constant too large");
   out.data.assign(static_cast<size_t>(out.elements()), fill);
   return out;

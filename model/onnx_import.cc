@@ -155,7 +155,15 @@ StatusOr<std::vector<int64_t>> Attributes::integers(const std::string& name,
 }
 
 std::string Importer::where(const onnx::NodeProto& node) {
-  return "node '" + node.name() + "' (" + node.op_type() + ")";
+  if (!node.name().empty()) return "node '" + node.name() + "' (" + node.op_type() + ")";
+  // onnx.helper and some exporters leave names empty: the node is named by what it writes.
+  return "unnamed node writing '" + (node.output_size() > 0 ? node.output(0) : std::string()) +
+         "' (" + node.op_type() + ")";
+}
+
+std::string Importer::label(const onnx::NodeProto& node) {
+  if (!node.name().empty() || node.output_size() == 0) return node.name();
+  return node.output(0);
 }
 
 Status Importer::unsupported(const onnx::NodeProto& node, const std::string& what) const {
@@ -506,6 +514,7 @@ StatusOr<OnnxImport> Importer::run(const std::string& name) {
   SERF_RETURN_IF_ERROR(read_initializers());
   SERF_ASSIGN_OR_RETURN(std::vector<const onnx::NodeProto*> order, order_nodes());
   SERF_RETURN_IF_ERROR(read_input());
+  SERF_RETURN_IF_ERROR(check_control_flow(order));
   for (const onnx::NodeProto* node : order) {
     if (!node->domain().empty() && node->domain() != "ai.onnx") {
       return unsupported(*node, "operator " + node->domain() + "::" + node->op_type() +
@@ -537,11 +546,32 @@ StatusOr<OnnxImport> Importer::run(const std::string& name) {
   return out;
 }
 
+// If, Loop and Scan (torch.jit.script's control flow) carry subgraphs: refused before any other
+// node, whatever computes their condition, with what to export instead.
+Status Importer::check_control_flow(const std::vector<const onnx::NodeProto*>& order) const {
+  for (const onnx::NodeProto* node : order) {
+    for (const onnx::AttributeProto& a : node->attribute()) {
+      if (a.has_g() || a.graphs_size() > 0) {
+        return unsupported(*node, "control flow (the subgraph in attribute '" + a.name() +
+                                      "') is not supported; export a traced module "
+                                      "(torch.onnx.export of the nn.Module, not of a "
+                                      "torch.jit.script one)");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 Status Importer::finish(const std::string& name, OnnxImport* out) {
   const onnx::GraphProto& g = model_.graph();
   if (g.output_size() != 1) {
-    return InvalidArgument("the graph has " + std::to_string(g.output_size()) +
-                           " outputs; one is supported");
+    std::string names;
+    for (const onnx::ValueInfoProto& o : g.output()) {
+      names += (names.empty() ? "'" : ", '") + o.name() + "'";
+    }
+    return InvalidArgument("the graph has " + std::to_string(g.output_size()) + " outputs" +
+                           (names.empty() ? std::string() : " (" + names + ")") +
+                           "; one is supported (return one tensor from forward)");
   }
   const onnx::ValueInfoProto& output = g.output(0);
   if (output.type().has_tensor_type() &&

@@ -4,17 +4,18 @@
 //
 // Operators: Conv (strides, pads, auto_pad, dilations, group), BatchNormalization (folded into
 // the Conv / Gemm / MatMul before it when that layer's output is read by the batchnorm alone;
-// otherwise a batchnorm layer), Relu, Clip (ReLU6 and other bounded clips), Sigmoid,
+// otherwise a batchnorm layer), Relu, Clip (bounded either side or both), Sigmoid,
 // HardSigmoid, HardSwish, Mul (equal shapes, a per-channel [N, C, 1, 1] scale, x * Sigmoid(x)
 // fused into silu and x * HardSigmoid(x) into hardswish, a constant factor folded into the layer
-// before), MaxPool, AveragePool, GlobalAveragePool, Gemm, MatMul (+ Add of a constant: the
-// bias), Add, Concat,
-// Flatten, Reshape of the flatten kind, Softmax, LRN, Dropout and Identity (dropped). Initializers
+// before), MaxPool, AveragePool, GlobalAveragePool, Gemm, MatMul (+ Add of
+// a constant: the bias), Add, Concat, Flatten, Reshape of the flatten kind, Squeeze / Unsqueeze
+// between [N, C, 1, 1] and [N, C], Softmax, LRN, Dropout and Identity (dropped). Initializers
 // become weights; subgraphs of constants (Shape of a known shape, Gather, Unsqueeze, Concat, ...,
 // which exporters emit to compute a Reshape's target) are folded. The batch dimension may be
 // symbolic; every other dimension must be fixed.
 //
-// Anything else is an error of one line naming the operator, the node and what is unsupported,
+// Anything else (control flow, If / Loop / Scan, before any other node) is an error of one line
+// naming the operator, the node (by its output when unnamed) and what is unsupported,
 // or what is wrong with the file (not ONNX, truncated, an opset newer than kMaxOpset, a cycle, a
 // dangling input, a weight whose shape disagrees with its input, a type other than float32).
 

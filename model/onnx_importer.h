@@ -63,6 +63,9 @@ class Attributes {
 
 // The ONNX shape of an activation: [1, C, H, W], [1, F], or a shuffle's 5-D view.
 std::vector<int64_t> onnx_dims_of(const Value& v);
+// A scalar or per-channel constant `c` against a tensor of `n` channels and ONNX rank `rank`, as
+// n factors (onnx_mul.cc); empty when `c` broadcasts any other way.
+std::vector<double> channel_factors(const Value& c, int n, int rank);
 // The name of a tensor data type ("FLOAT16").
 std::string dtype_name(int dtype);
 // A constant from a TensorProto (initializer or Constant's value); unsupported types keep their
@@ -87,6 +90,7 @@ class Importer {
   Status read_initializers();
   Status read_input();
   StatusOr<std::vector<const onnx::NodeProto*>> order_nodes();
+  Status check_control_flow(const std::vector<const onnx::NodeProto*>& order) const;
   Status finish(const std::string& name, OnnxImport* out);
 
   // Operators (onnx_ops.cc).
@@ -100,6 +104,7 @@ class Importer {
   Status mul_constant(const onnx::NodeProto& node, const Value& x, const Value& c);
   Status hardsigmoid(const onnx::NodeProto& node);
   Status pool(const onnx::NodeProto& node);
+  bool ceil_adds_window(const onnx::NodeProto& node, const LayerSpec& l, const Shape& in) const;
   Status global_pool(const onnx::NodeProto& node);
   Status activation(const onnx::NodeProto& node, LayerKind kind);
   Status clip(const onnx::NodeProto& node);
@@ -107,6 +112,7 @@ class Importer {
   Status softmax(const onnx::NodeProto& node);
   Status flatten(const onnx::NodeProto& node);
   Status reshape(const onnx::NodeProto& node);
+  Status squeeze(const onnx::NodeProto& node);  // and Unsqueeze
   Status concat(const onnx::NodeProto& node);
   Status dropout(const onnx::NodeProto& node);
   Status pad(const onnx::NodeProto& node);  // onnx_pad.cc
@@ -125,7 +131,10 @@ class Importer {
 
  public:
   // Helpers shared by the translators.
+  // "node 'NAME' (OP)", or "unnamed node writing 'OUT' (OP)" when the node has no name.
   static std::string where(const onnx::NodeProto& node);
+  // The node's name, or its first output's when it has none (for messages about its output).
+  static std::string label(const onnx::NodeProto& node);
   // Input k. An activation with a Pad's zero padding still to fold (Value::pad) is refused
   // unless a Conv, AveragePool or a no-op (Identity, Dropout, Pad) reads it.
   StatusOr<const Value*> value(const onnx::NodeProto& node, int k) const;

@@ -9,14 +9,14 @@
 
 namespace serf::model::onnx_import {
 
-namespace {
-
-// A per-channel constant of `n` values: a scalar, or n values along axis 1 of [N, C, ...] (or
-// the last axis of a shape without N, as ONNX broadcasting aligns shapes from the right). Empty
-// when it is neither.
+// A per-channel constant of `n` values for a tensor of ONNX rank `rank`: a scalar, or n values
+// along axis 1 of [N, C, ...] (or the last axis of a shape without N, as ONNX broadcasting aligns
+// shapes from the right). Empty when it is neither, or of a higher rank than the tensor (the sum
+// or product would have more dims).
 std::vector<double> channel_factors(const Value& c, int n, int rank) {
-  if (c.elements() == 1) return std::vector<double>(static_cast<size_t>(n), c.data.at(0));
-  if (c.elements() != n || c.dims.empty()) return {};
+  if (c.dims.size() > static_cast<size_t>(rank)) return {};
+  if (c.elements() == 1 && !c.data.empty()) return std::vector<double>(static_cast<size_t>(n), c.data[0]);
+  if (c.elements() != n || c.dims.empty() || c.data.size() != static_cast<size_t>(n)) return {};
   // Right-aligned against [1, C, H, W] (or [1, F]): C must land on axis 1.
   const int64_t axis = static_cast<int64_t>(rank) - static_cast<int64_t>(c.dims.size());
   for (size_t k = 0; k < c.dims.size(); ++k) {
@@ -25,8 +25,6 @@ std::vector<double> channel_factors(const Value& c, int n, int rank) {
   }
   return c.data;
 }
-
-}  // namespace
 
 Status Importer::mul(const onnx::NodeProto& node) {
   SERF_RETURN_IF_ERROR(Attributes(node, where(node)).only({}));

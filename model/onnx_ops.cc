@@ -67,20 +67,6 @@ StatusOr<Window> window_from(const Attributes& a, const std::string& where, int 
   return w;
 }
 
-// A per-output-channel constant of `n` values (shape [n], [1, n], [n, 1, 1] or [1, n, 1, 1]) or
-// a scalar; empty when it is neither.
-std::vector<double> per_channel(const Value& c, int n) {
-  if (c.elements() == 1) return std::vector<double>(static_cast<size_t>(n), c.data.at(0));
-  if (c.elements() != n) return {};
-  int64_t big = 0;
-  for (int64_t d : c.dims) big += d != 1;
-  if (big > 1) return {};
-  if (c.dims.size() == 4 && c.dims[1] != n) return {};
-  if (c.dims.size() == 3 && c.dims[0] != n) return {};
-  if (c.dims.size() == 2 && c.dims[1] != n) return {};
-  return c.data;
-}
-
 }  // namespace
 
 Status Importer::translate(const onnx::NodeProto& node) {
@@ -102,6 +88,7 @@ Status Importer::translate(const onnx::NodeProto& node) {
   if (op == "Softmax") return softmax(node);
   if (op == "Flatten") return flatten(node);
   if (op == "Reshape") return reshape(node);
+  if (op == "Squeeze" || op == "Unsqueeze") return squeeze(node);
   if (op == "Concat") return concat(node);
   if (op == "Dropout") return dropout(node);
   if (op == "Pad") return pad(node);
@@ -118,7 +105,8 @@ Status Importer::translate(const onnx::NodeProto& node) {
                                "Clip, Sigmoid, HardSigmoid, HardSwish, MaxPool, AveragePool, "
                                "GlobalAveragePool, ReduceMean "
                                "(over height and width), Gemm, "
-                               "MatMul, Add, Mul, Concat, Flatten, Reshape, Softmax, LRN, Dropout, "
+                               "MatMul, Add, Mul, Concat, Flatten, Reshape, Squeeze, Unsqueeze, "
+                               "Softmax, LRN, Dropout, "
                                "Identity, Pad (zeros before a Conv or AveragePool), Slice and "
                                "Split of channels, the channel shuffle's Reshape-Transpose-"
                                "Reshape, and constant subgraphs)");
@@ -252,7 +240,7 @@ Status Importer::gemm(const onnx::NodeProto& node) {
   std::vector<double> bias(static_cast<size_t>(o), 0.0);
   if (has_input(node, 2)) {
     SERF_ASSIGN_OR_RETURN(const Value* c, weight_input(node, 2, -1));
-    bias = per_channel(*c, static_cast<int>(o));
+    bias = channel_factors(*c, static_cast<int>(o), 2);
     if (bias.empty()) {
       return unsupported(node, "bias '" + node.input(2) + "' of shape " + dims_str(c->dims) +
                                    " does not broadcast per output (" + std::to_string(o) + ")");
@@ -303,8 +291,10 @@ Status Importer::add(const onnx::NodeProto& node) {
   SERF_ASSIGN_OR_RETURN(const Value* a, value(node, 0));
   SERF_ASSIGN_OR_RETURN(const Value* b, value(node, 1));
   if (!a->constant && !b->constant) {
-    if (a->shape != b->shape) {
-      return unsupported(node, "inputs of different shapes (broadcasting is not supported)");
+    if (a->shape != b->shape || a->rank != b->rank) {
+      return unsupported(node, "inputs " + dims_str(onnx_dims_of(*a)) + " and " +
+                                   dims_str(onnx_dims_of(*b)) +
+                                   " of different shapes (broadcasting is not supported)");
     }
     LayerSpec l;
     l.kind = LayerKind::kAdd;
@@ -317,11 +307,13 @@ Status Importer::add(const onnx::NodeProto& node) {
     return unsupported(node, "constant of type " + dtype_name(c->dtype) + " (only FLOAT)");
   }
   LayerSpec* writer = sole_writer(*x, LayerKind::kConv2d, LayerKind::kFullyConnected);
-  const std::vector<double> bias = per_channel(*c, x->shape.channels);
+  // Aligned from the right as ONNX broadcasts: a [C] constant on [N, C, H, W] runs along W.
+  const std::vector<double> bias = channel_factors(*c, x->shape.channels, x->rank);
   if (writer == nullptr || bias.empty()) {
-    return unsupported(node,
-                       "adding a constant is supported only as the per-channel bias of the "
-                       "Conv, Gemm or MatMul whose output it alone reads");
+    return unsupported(node, "adding " + dims_str(onnx_dims_of(*x)) + " and a constant of shape " +
+                                 dims_str(c->dims) +
+                                 " (supported only as a scalar or per-channel bias of the Conv, "
+                                 "Gemm or MatMul whose output it alone reads)");
   }
   Tensor& t = weights_.at(writer->name + ".bias");
   for (size_t o = 0; o < t.data.size(); ++o) t.data[o] = static_cast<float>(t.data[o] + bias[o]);
@@ -352,21 +344,40 @@ Status Importer::pool(const onnx::NodeProto& node) {
   SERF_ASSIGN_OR_RETURN(int64_t include, a.integer("count_include_pad", 0));
   SERF_ASSIGN_OR_RETURN(int64_t storage, a.integer("storage_order", 0));
   if (storage != 0) return unsupported(node, "storage_order 1 (column-major indices)");
-  l.ceil_mode = ceil_mode != 0;
   l.count_include_pad = include != 0;
   if (x->padded()) {
     // The Pad's zeros are data: averaged over, as count_include_pad 1 averages padding.
     const Window& w = l.window;
     const bool own_pads = w.pad_top || w.pad_left || w.pad_bottom || w.pad_right;
-    if (ceil_mode != 0 || (own_pads && include == 0)) {
+    if (own_pads && include == 0) {
       return unsupported(node, "input padded by Pad '" + x->pad_node +
-                                   "' with ceil_mode 1 or padding of its own not counted "
-                                   "(count_include_pad 0)");
+                                   "' and padding of its own not counted (count_include_pad 0)");
     }
     SERF_RETURN_IF_ERROR(fold_pad(node, *x, a, &l.window));
     l.count_include_pad = true;
   }
+  l.ceil_mode = ceil_mode != 0 && ceil_adds_window(node, l, x->shape);
+  if (x->padded() && l.ceil_mode) {
+    // torch.onnx writes AvgPool2d(padding=p, ceil_mode=True) so: PyTorch divides the last
+    // window by its part inside the padded input, oneDNN by the whole kernel.
+    return unsupported(node, "input padded by Pad '" + x->pad_node +
+                                 "' with ceil_mode 1 adding a partial window (its divisor would "
+                                 "count the padding but not the part past it)");
+  }
   return add_layer(node, l, {x}, 4);
+}
+
+// ceil_mode changes a pooling only when it adds a window at the bottom or right; when it does not,
+// the layer is the same without it (and an average needs no partial-window divisor).
+bool Importer::ceil_adds_window(const onnx::NodeProto& node, const LayerSpec& l,
+                                const Shape& in) const {
+  LayerSpec with = l, without = l;
+  with.ceil_mode = true;
+  without.ceil_mode = false;
+  with.count_include_pad = false;  // only the shape is asked: no divisor rule in the way
+  const StatusOr<LayerInfo> a = infer_layer_shape(with, {in}, where(node));
+  const StatusOr<LayerInfo> b = infer_layer_shape(without, {in}, where(node));
+  return !a.ok() || !b.ok() || a->out != b->out;
 }
 
 // GlobalAveragePool, and ReduceMean over the height and width (exporters write x.mean([2, 3])
@@ -438,17 +449,26 @@ Status Importer::clip(const onnx::NodeProto& node) {
     }
   }
   SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  if (std::isinf(lo) && lo < 0 && std::isinf(hi) && hi > 0) {  // no bound at all: a no-op
+    alias(node, 0, *x);
+    return Status::Ok();
+  }
+  // One bound (torch.clamp(x, min=a) or max=b): the other is float's largest, which no float32
+  // activation exceeds.
+  const double big = std::numeric_limits<float>::max();
+  const double bound_lo = std::isinf(lo) && lo < 0 ? -big : lo;
+  const double bound_hi = std::isinf(hi) && hi > 0 ? big : hi;
   LayerSpec l;
   if (lo == 0.0 && std::isinf(hi) && hi > 0) {
     l.kind = LayerKind::kRelu;
-  } else if (std::isfinite(lo) && std::isfinite(hi) && lo <= hi) {
+  } else if (std::isfinite(bound_lo) && std::isfinite(bound_hi) && bound_lo <= bound_hi &&
+             std::fabs(bound_lo) <= big && std::fabs(bound_hi) <= big) {
     l.kind = LayerKind::kClip;
-    l.clip_min = static_cast<float>(lo);
-    l.clip_max = static_cast<float>(hi);
+    l.clip_min = static_cast<float>(bound_lo);
+    l.clip_max = static_cast<float>(bound_hi);
   } else {
-    return unsupported(node,
-                       "min " + std::to_string(lo) + ", max " + std::to_string(hi) +
-                           " (supported: min 0 without max, i.e. ReLU, or finite min <= max)");
+    return unsupported(node, "min " + std::to_string(lo) + ", max " + std::to_string(hi) +
+                                 " (supported: float32 bounds with min <= max, either or both)");
   }
   return add_layer(node, l, {x}, x->rank);
 }
@@ -506,6 +526,39 @@ Status Importer::flatten(const onnx::NodeProto& node) {
   return add_layer(node, l, {x}, 2);
 }
 
+// Squeeze of [N, C, 1, 1] to [N, C] and Unsqueeze back, over axes 2 and 3 (x.squeeze(3).squeeze(2)
+// is two nodes, the first of rank 3: refused): views.
+Status Importer::squeeze(const onnx::NodeProto& node) {
+  const bool unsqueeze = node.op_type() == "Unsqueeze";
+  const Attributes a(node, where(node));
+  std::vector<int64_t> axes;
+  if (opset() < 13) {
+    SERF_RETURN_IF_ERROR(a.only({"axes"}));
+    SERF_ASSIGN_OR_RETURN(axes, a.integers("axes", {}));
+  } else {
+    SERF_RETURN_IF_ERROR(a.only({}));
+    if (has_input(node, 1)) {
+      SERF_ASSIGN_OR_RETURN(const Value* c, value(node, 1));
+      if (!c->constant) return unsupported(node, "axes computed at run time (only constants)");
+      axes.assign(c->data.begin(), c->data.end());
+    }
+  }
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  const int out_rank = unsqueeze ? x->rank + static_cast<int>(axes.size()) : x->rank;
+  for (int64_t& axis : axes) axis += axis < 0 ? out_rank : 0;
+  std::sort(axes.begin(), axes.end());
+  const bool flat = x->shape.height == 1 && x->shape.width == 1;
+  if (axes != std::vector<int64_t>{2, 3} || !flat || x->rank != (unsqueeze ? 2 : 4)) {
+    return unsupported(node, std::string(unsqueeze ? "unsqueeze" : "squeeze") + " of " +
+                                 dims_str(onnx_dims_of(*x)) + " over axes " + dims_str(axes) +
+                                 " (only [N, C, 1, 1] to [N, C] and back, over axes [2, 3])");
+  }
+  Value v = *x;
+  v.rank = unsqueeze ? 4 : 2;
+  alias(node, 0, v);
+  return Status::Ok();
+}
+
 Status Importer::reshape(const onnx::NodeProto& node) {
   const Attributes a(node, where(node));
   SERF_RETURN_IF_ERROR(a.only({"allowzero"}));
@@ -557,9 +610,16 @@ Status Importer::reshape(const onnx::NodeProto& node) {
     l.kind = LayerKind::kFlatten;
     return add_layer(node, l, {x}, 2);
   }
-  std::vector<int64_t> target_shown = target;
-  return unsupported(node, "reshape of " + dims_str(in) + " to " + dims_str(target_shown) +
-                               " (only the flatten kind, to [N, C*H*W], is supported)");
+  const bool flat = x->rank == 2 || (x->shape.height == 1 && x->shape.width == 1);
+  if (flat && target == std::vector<int64_t>{1, total, 1, 1}) {  // x.view(N, C, 1, 1): a view
+    Value v = *x;
+    v.rank = 4;
+    alias(node, 0, v);
+    return Status::Ok();
+  }
+  return unsupported(node, "reshape of " + dims_str(in) + " to " + dims_str(target) +
+                               " (only the flatten kind, to [N, C*H*W], or [N, F] to [N, F, 1, "
+                               "1], is supported)");
 }
 
 Status Importer::concat(const onnx::NodeProto& node) {

@@ -78,7 +78,7 @@ Status Importer::pad(const onnx::NodeProto& node) {
   v.pad[1] += static_cast<int>(pads[3]);  // left
   v.pad[2] += static_cast<int>(pads[6]);  // bottom
   v.pad[3] += static_cast<int>(pads[7]);  // right
-  v.pad_node = node.name().empty() ? node.output(0) : node.name();
+  v.pad_node = label(node);
   alias(node, 0, v);
   --dropped;  // folded into its readers, not dropped
   ++folded_pads;

@@ -125,7 +125,10 @@ Status infer_pool(const std::string& layer, const LayerSpec& l, LayerInfo* info)
         std::to_string(std::max({w.pad_top, w.pad_left, w.pad_bottom, w.pad_right})) +
         " must be at most half the kernel " + std::to_string(std::min(w.kernel_h, w.kernel_w)));
   }
-  if (l.ceil_mode && l.kind == LayerKind::kAvgPool) {
+  // A partial window's divisor: without the padding (count_include_pad false) it is the part
+  // inside the input, as oneDNN's exclude_padding divides; PyTorch's with the padding counts the
+  // padding but not the part past it, which oneDNN cannot divide by.
+  if (l.ceil_mode && l.kind == LayerKind::kAvgPool && l.count_include_pad) {
     int floor_h = 0, floor_w = 0;
     SERF_RETURN_IF_ERROR(check_window(layer, l, info->in, false, &floor_h, &floor_w));
     if (floor_h != info->out.height || floor_w != info->out.width) {
@@ -133,7 +136,7 @@ Status infer_pool(const std::string& layer, const LayerSpec& l, LayerInfo* info)
                              std::to_string(info->out.height) + "x" +
                              std::to_string(info->out.width) + " instead of " +
                              std::to_string(floor_h) + "x" + std::to_string(floor_w) +
-                             ") is not supported");
+                             ") is not supported with count_include_pad true");
     }
   }
   return Status::Ok();

@@ -356,7 +356,7 @@ TEST_CASE("bad graphs: one line naming the layer", "[model]") {
   CHECK(error_of(with_layers(R"({"name": "c", "type": "avgpool", "kernel": 3, "stride": 2,
                                 "ceil_mode": true})")) ==
         "layers[0] (c): avgpool with ceil_mode adding a partial window (4x4 instead of 3x3) is "
-        "not supported");
+        "not supported with count_include_pad true");
   CHECK(error_of(with_layers(R"({"name": "k", "type": "clip", "min": 2, "max": 1})")) ==
         "layers[0] (k): clip needs finite min <= max");
   CHECK(error_of(with_layers(R"({"name": "p", "type": "maxpool", "kernel": 3, "stride": 2,

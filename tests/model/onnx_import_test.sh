@@ -2,6 +2,7 @@
 # serf model import on small ONNX models made at test time (scripts/onnx_test_models.py): every
 # supported operator imports and runs like PyTorch (max relative error <= 1e-4, top-5 equal;
 # unpartitioned and over K = 2, 3), and every bad model is one line, exit 2, nothing written.
+# onnx_user_test.sh does the same for models a user might export.
 # Exit 77 (CTest skip) without python3-torch / python3-onnx.
 set -uo pipefail
 serf="$1"; root="$2"
@@ -10,29 +11,10 @@ tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 rc=$?
 if [ $rc = 77 ]; then echo "skipped: $(tail -1 "$tmp/gen.err")"; exit 77; fi
 [ $rc = 0 ] || { cat "$tmp/gen.err"; echo "FAIL: making the test models"; exit 1; }
+source "$root/tests/model/onnx_checks.sh"
 fail=0
 for model in every_op helper opset10 pads gates gates14 shuffle; do
-  if ! "$serf" model import "$tmp/$model.onnx" --out "$tmp/$model.json" \
-      --weights "$tmp/$model.safetensors" > "$tmp/$model.import.txt"; then
-    echo "FAIL: import $model"; fail=1; continue
-  fi
-  for args in "--threads 1" "--threads 2 --inter-sim 2" "--threads 1 --inter-sim 3"; do
-    # shellcheck disable=SC2086
-    "$serf" infer --model "$tmp/$model.json" --weights "$tmp/$model.safetensors" \
-      --input "$tmp/$model.input.safetensors" $args --json > "$tmp/out.json" \
-      || { echo "FAIL: infer $model $args"; fail=1; continue; }
-    /usr/bin/python3 - "$tmp/out.json" "$tmp/$model.ref.json" "$model ($args)" <<'PY' || fail=1
-import json, sys
-import numpy as np
-e, r = (json.load(open(p)) for p in sys.argv[1:3])
-a, b = np.array(e["output"], np.float64), np.array(r["output"], np.float64)
-floor = max(1e-3 * np.abs(b).max(), 1e-30)
-err = float(np.max(np.abs(a - b) / np.maximum(np.abs(b), floor)))
-top5 = e["top5"] == r["top5"][:len(e["top5"])]
-print(f"{sys.argv[3]}: max_relative_error {err:.3g}, top-5 {'equal' if top5 else 'DIFFERENT'}")
-sys.exit(0 if err <= 1e-4 and top5 and len(a) == len(b) else 1)
-PY
-  done
+  check_good "$model" "--threads 1" "--threads 2 --inter-sim 2" "--threads 1 --inter-sim 3"
 done
 grep -q "2 batchnorms folded" "$tmp/every_op.import.txt" || { cat "$tmp/every_op.import.txt"; echo "FAIL: folding"; fail=1; }
 grep -q "2 pads into the layer after, .* 2 views and no-ops dropped" "$tmp/pads.import.txt" ||
@@ -76,18 +58,7 @@ PY
 "$serf" model info "$tmp/every_op.json" > /dev/null || { echo "FAIL: model info on an import"; fail=1; }
 
 # Bad models: one line naming the problem, exit 2, nothing written.
-while IFS=$'\t' read -r file want; do
-  rm -f "$tmp/bad.json" "$tmp/bad.safetensors"
-  "$serf" model import "$tmp/$file" --out "$tmp/bad.json" --weights "$tmp/bad.safetensors" \
-    > "$tmp/out" 2> "$tmp/err"
-  rc=$?
-  if [ $rc != 2 ] || [ "$(wc -l < "$tmp/err")" != 1 ] || ! grep -qF -- "$want" "$tmp/err" ||
-     [ -e "$tmp/bad.json" ] || [ -e "$tmp/bad.safetensors" ]; then
-    echo "FAIL: $file: exit $rc, want '$want', got: $(cat "$tmp/err")"; fail=1
-  else
-    echo "ok: $file: $(cat "$tmp/err")"
-  fi
-done < "$tmp/bad.tsv"
+check_bad "$tmp/bad.tsv"
 # Bad arguments.
 "$serf" model import "$tmp/every_op.onnx" --out "$tmp/x.json" --weights "$tmp/x.json" 2> "$tmp/err"
 [ $? = 2 ] && grep -q "is the same file as --out" "$tmp/err" || { echo "FAIL: same --out and --weights"; fail=1; }

@@ -1,0 +1,550 @@
+#!/usr/bin/python3
+"""Models a user might export, for tests/model/onnx_import_test.sh (made at test time).
+
+  onnx_user_models.py DIR
+
+Each is built to hit a variant the zoo does not: opsets 9, 11, 13, 17 and torch 1.13's default,
+dynamic and fixed batch, torch.jit.script control flow, pooling corner cases (ceil_mode,
+count_include_pad, dilation), asymmetric pads and auto_pad, grouped convs whose groups do not fill
+oneDNN's channel blocks, Gemm's transA/transB/alpha/beta, MatMul alone, Flatten and Reshape forms,
+Softmax and LogSoftmax axes, Clip forms, activations, Upsample/Resize, ConvTranspose, Pad modes,
+Constant and Identity chains, initializers listed as inputs, dynamic spatial dims, FP16 and INT64
+tensors, several outputs, unused initializers and unnamed nodes.
+
+Writes, like scripts/onnx_test_models.py (whose helpers it uses):
+  DIR/user_good.txt   one NAME a line: DIR/NAME.onnx imports, and `serf infer` of
+                      DIR/NAME.input.safetensors must match DIR/NAME.ref.json (PyTorch's output)
+  DIR/user_bad.tsv    "FILE<TAB>expected error text": refused with one line, exit 2, nothing written
+
+Needs Debian's python3-torch and python3-onnx (run with /usr/bin/python3); exit 77 without them.
+"""
+
+import os
+import sys
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import onnx_test_models as base  # noqa: E402  (exits 77 without torch / onnx)
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+nn = torch.nn
+
+
+class Book:
+    """The good and bad models written so far."""
+
+    def __init__(self, out):
+        self.out = out
+        self.good = []
+        self.bad = []
+
+    def path(self, name):
+        return os.path.join(self.out, name + ".onnx")
+
+    def export(self, name, model, x, expect=None, opset=13, dynamic=True, outputs=("y",),
+               **kwargs):
+        """torch.onnx.export of `model` (eval mode); good when `expect` is None."""
+        model.eval()
+        axes = {"x": {0: "batch"}, **{o: {0: "batch"} for o in outputs}} if dynamic else None
+        if isinstance(dynamic, dict):
+            axes = dynamic
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, x, self.path(name), opset_version=opset, input_names=["x"],
+                              output_names=list(outputs), dynamic_axes=axes, **kwargs)
+        if expect is not None:
+            self.bad.append(f"{name}.onnx\t{expect}")
+            return
+        with torch.inference_mode():
+            base.save_good(self.out, name, x, model(x))
+        self.good.append(name)
+
+    def helper(self, name, nodes, inits, x, y=None, expect=None, opset=13,
+               elem=TensorProto.FLOAT, outputs=("y",), inputs_extra=()):
+        """A graph made with onnx.helper; good (its reference `y`) when `expect` is None."""
+        shape = list(x.shape) if hasattr(x, "shape") else list(x)
+        ins = [helper.make_tensor_value_info("x", elem, shape)] + list(inputs_extra)
+        outs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs]
+        graph = helper.make_graph(nodes, "g", ins, outs, inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        model.ir_version = 7
+        onnx.save(model, self.path(name))
+        if expect is not None:
+            self.bad.append(f"{name}.onnx\t{expect}")
+            return
+        # serf's input file is [N, C, H, W]: a vector input [N, F] is held as [N, F, 1, 1].
+        base.save_good(self.out, name, x if x.dim() == 4 else x.reshape(*x.shape, 1, 1), y)
+        self.good.append(name)
+
+    def write(self):
+        with open(os.path.join(self.out, "user_good.txt"), "w") as f:
+            f.write("\n".join(self.good) + "\n")
+        with open(os.path.join(self.out, "user_bad.tsv"), "w") as f:
+            f.write("\n".join(self.bad) + "\n")
+
+
+def image(shape, seed):
+    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed)) * 2 - 1
+
+
+def t(a):
+    return torch.from_numpy(np.asarray(a, dtype=np.float32))
+
+
+def ints(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def bn_all(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    base.randomize_batchnorm([m for m in model.modules()
+                              if isinstance(m, (nn.BatchNorm2d, nn.BatchNorm1d))], g)
+    return model
+
+
+class SmallNet(nn.Module):
+    """What a user writes first: conv-bn-relu, pooling, a conv without bias, ReLU6, dropout,
+    x.view(x.size(0), -1), a Linear and a BatchNorm1d."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.c2 = nn.Conv2d(8, 16, 3, stride=2, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.drop = nn.Dropout(0.3)
+        self.fc1 = nn.Linear(16, 12)
+        self.bn3 = nn.BatchNorm1d(12)
+        self.fc2 = nn.Linear(12, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(torch.relu(self.bn1(self.c1(x))), 2)
+        x = F.relu6(self.bn2(self.c2(x)))
+        x = F.adaptive_avg_pool2d(self.drop(x), 1)
+        x = x.view(x.size(0), -1)
+        return self.fc2(torch.relu(self.bn3(self.fc1(x))))
+
+
+def opsets(book):
+    for opset in (9, 11, 13, 17, None):
+        torch.manual_seed(31)
+        name = f"user_opset{opset or '_default'}"
+        book.export(name, bn_all(SmallNet(), 32), image((1, 3, 16, 16), 33), opset=opset)
+    torch.manual_seed(31)
+    book.export("user_fixed_batch", bn_all(SmallNet(), 32), image((1, 3, 16, 16), 34),
+                opset=None, dynamic=False)
+    # Old exporters: every initializer also a graph input, no constant folding.
+    torch.manual_seed(35)
+    book.export("user_init_inputs", bn_all(SmallNet(), 36), image((1, 3, 16, 16), 37), opset=9,
+                keep_initializers_as_inputs=True, do_constant_folding=False)
+    torch.manual_seed(31)
+    book.export("user_dynamic_hw", SmallNet(), image((1, 3, 16, 16), 33),
+                dynamic={"x": {0: "batch", 2: "height", 3: "width"}},
+                expect="input 'x': dimension 2 is dynamic ('height'); only the batch dimension")
+
+
+class Branch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        y = self.c(x)
+        if bool(y.mean() > 0):
+            y = torch.relu(y)
+        else:
+            y = torch.sigmoid(y)
+        return y
+
+
+class Repeat(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 3, 3, padding=1)
+
+    def forward(self, x):
+        for _ in range(3):
+            x = torch.relu(self.c(x))
+        return x
+
+
+def control_flow(book):
+    torch.manual_seed(41)
+    book.export("user_script_if", torch.jit.script(Branch()), image((1, 3, 8, 8), 42),
+                expect="(If): control flow (the subgraph in attribute 'else_branch') is not "
+                       "supported; export a traced module")
+    book.export("user_script_loop", torch.jit.script(Repeat()), image((1, 3, 8, 8), 43),
+                expect="(Loop): control flow (the subgraph in attribute 'body') is not supported")
+
+
+class Pools(nn.Module):
+    """15 -> 8 -> 5 -> 5 -> 3 -> 2: each pooling's ceil_mode adds a partial window."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 6, 3, padding=1)
+        self.avg_down = nn.AvgPool2d(2, 2, ceil_mode=True, count_include_pad=False)  # ResNet-D
+        self.max_ceil = nn.MaxPool2d(3, 2, padding=1, ceil_mode=True)
+        self.avg_in = nn.AvgPool2d(3, 1, padding=1, count_include_pad=True)  # Pad + AveragePool
+        self.avg_ex = nn.AvgPool2d(3, 1, padding=1, count_include_pad=False)
+        self.max2 = nn.MaxPool2d(2, 2, ceil_mode=True)
+        self.c2 = nn.Conv2d(6, 6, 1)
+        self.avg_ceil = nn.AvgPool2d(2, 2, ceil_mode=True)  # count_include_pad, no padding
+        self.fc = nn.Linear(6, 5)
+
+    def forward(self, x):
+        x = self.max_ceil(self.avg_down(torch.relu(self.c(x))))
+        x = self.max2(self.avg_in(x) + self.avg_ex(x))
+        x = self.avg_ceil(self.c2(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class OnePool(nn.Module):
+    def __init__(self, pool):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 3, padding=1)
+        self.pool = pool
+
+    def forward(self, x):
+        return self.pool(self.c(x))
+
+
+def pools(book):
+    torch.manual_seed(51)
+    book.export("user_pools", Pools(), image((1, 3, 15, 15), 52))
+    book.export("user_avgpool_ceil_pad", OnePool(nn.AvgPool2d(3, 2, padding=1, ceil_mode=True)),
+                image((1, 3, 8, 8), 53),
+                expect="(AveragePool): input padded by Pad '/pool/Pad' with ceil_mode 1 adding a "
+                       "partial window")
+    book.export("user_maxpool_dilation",
+                OnePool(nn.MaxPool2d(3, 2, dilation=2, ceil_mode=True)), image((1, 3, 12, 12), 54),
+                expect="node '/pool/MaxPool' (MaxPool): dilations [2, 2] are not supported for "
+                       "pooling")
+
+
+def same_pads(size, k, s):
+    out = -(-size // s)
+    total = max(0, (out - 1) * s + k - size)
+    return total // 2, total - total // 2
+
+
+def padding(book):
+    """onnx.helper: Conv with asymmetric pads and no bias, auto_pad SAME_LOWER / SAME_UPPER,
+    AveragePool with asymmetric pads counted and not, MaxPool SAME_UPPER, Flatten axis -3."""
+    rng = np.random.default_rng(61)
+    w1 = rng.uniform(-0.3, 0.3, (4, 3, 3, 3))
+    w2, b2 = rng.uniform(-0.3, 0.3, (4, 4, 3, 3)), rng.uniform(-0.1, 0.1, 4)
+    w3 = rng.uniform(-0.3, 0.3, (4, 4, 2, 2))
+    g, gb = rng.uniform(-0.3, 0.3, (3, 16)), rng.uniform(-0.1, 0.1, 3)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv_asym", pads=[0, 1, 2, 1]),
+        helper.make_node("Conv", ["c1", "w2", "b2"], ["c2"], name="conv_lower", strides=[2, 2],
+                         auto_pad="SAME_LOWER"),
+        helper.make_node("Conv", ["c2", "w3"], ["c3"], name="conv_upper", auto_pad="SAME_UPPER"),
+        helper.make_node("AveragePool", ["c3"], ["a1"], name="avg_in", kernel_shape=[3, 3],
+                         pads=[1, 0, 0, 1], count_include_pad=1),
+        helper.make_node("AveragePool", ["a1"], ["a2"], name="avg_ex", kernel_shape=[2, 2],
+                         pads=[0, 1, 1, 0]),
+        helper.make_node("MaxPool", ["a2"], ["m"], name="max_upper", kernel_shape=[3, 3],
+                         strides=[2, 2], auto_pad="SAME_UPPER"),
+        helper.make_node("Flatten", ["m"], ["f"], name="flat", axis=-3),
+        helper.make_node("Gemm", ["f", "g", "gb"], ["y"], name="fc", transB=1),
+    ]
+    inits = [base.init(n, v) for n, v in
+             [("w1", w1), ("w2", w2), ("b2", b2), ("w3", w3), ("g", g), ("gb", gb)]]
+    x = image((1, 3, 10, 10), 62)
+    c1 = F.conv2d(F.pad(x, (1, 1, 0, 2)), t(w1))  # F.pad: (left, right, top, bottom)
+    lo = same_pads(10, 3, 2)
+    c2 = F.conv2d(F.pad(c1, (lo[1], lo[0], lo[1], lo[0])), t(w2), t(b2), stride=2)
+    up = same_pads(5, 2, 1)
+    c3 = F.conv2d(F.pad(c2, (up[0], up[1], up[0], up[1])), t(w3))
+    a1 = F.avg_pool2d(F.pad(c3, (0, 1, 1, 0)), 3, 1)  # the padding counted: kernel divisor
+    pad_a2 = (1, 0, 0, 1)
+    a2 = (F.avg_pool2d(F.pad(a1, pad_a2), 2, 1) /
+          F.avg_pool2d(F.pad(torch.ones_like(a1), pad_a2), 2, 1))  # over the input part only
+    mp = same_pads(a2.shape[2], 3, 2)
+    m = F.max_pool2d(F.pad(a2, (mp[0], mp[1], mp[0], mp[1]), value=float("-inf")), 3, 2)
+    book.helper("user_pads", nodes, inits, x, m.reshape(1, -1) @ t(g).T + t(gb))
+
+
+class Groups(nn.Module):
+    """Grouped convs whose groups do not fill 16-channel blocks, and depthwise."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 24, 3, padding=1)
+        self.g1 = nn.Conv2d(24, 24, 3, padding=1, groups=3)  # 8 a group
+        self.dm = nn.Conv2d(24, 48, 3, padding=1, groups=24)  # depthwise, multiplier 2
+        self.g2 = nn.Conv2d(48, 36, 1, groups=6)  # 8 in, 6 out
+        self.g3 = nn.Conv2d(36, 48, 3, padding=1, groups=12, bias=False)  # 3 in, 4 out
+        self.bn = nn.BatchNorm2d(48)
+        self.dw = nn.Conv2d(48, 48, 3, stride=2, groups=48)
+        self.g5 = nn.Conv2d(48, 40, 1, groups=8)  # 6 in, 5 out
+        self.fc = nn.Linear(40, 7)
+
+    def forward(self, x):
+        x = torch.relu(self.dm(self.g1(torch.relu(self.c1(x)))))
+        x = torch.relu(self.bn(self.g3(torch.relu(self.g2(x)))))
+        x = self.g5(torch.relu(self.dw(x)))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def groups(book):
+    torch.manual_seed(71)
+    book.export("user_groups", bn_all(Groups(), 72), image((1, 3, 10, 10), 73))
+
+
+def gemm(book):
+    """[N, F] input: Gemm with alpha, beta and a [1, O] bias; Gemm transB 1 without bias; MatMul
+    without Add; Softmax axis -1."""
+    rng = np.random.default_rng(81)
+    b1, c1 = rng.uniform(-0.5, 0.5, (6, 5)), rng.uniform(-0.2, 0.2, (1, 5))
+    b2 = rng.uniform(-0.5, 0.5, (4, 5))
+    w3 = rng.uniform(-0.5, 0.5, (4, 3))
+    nodes = [
+        helper.make_node("Gemm", ["x", "b1", "c1"], ["g1"], name="gemm_ab", alpha=0.7, beta=0.3),
+        helper.make_node("Relu", ["g1"], ["r"], name="relu"),
+        helper.make_node("Gemm", ["r", "b2"], ["g2"], name="gemm_tb", transB=1),
+        helper.make_node("MatMul", ["g2", "w3"], ["m"], name="matmul"),
+        helper.make_node("Softmax", ["m"], ["y"], name="softmax", axis=-1),
+    ]
+    inits = [base.init(n, v) for n, v in [("b1", b1), ("c1", c1), ("b2", b2), ("w3", w3)]]
+    x = image((1, 6), 82)
+    r = torch.relu(0.7 * (x @ t(b1)) + 0.3 * t(c1))
+    book.helper("user_gemm", nodes, inits, x, torch.softmax((r @ t(b2).T) @ t(w3), -1))
+    book.helper("user_gemm_transa",
+                [helper.make_node("Gemm", ["x", "bt"], ["y"], name="gemm_ta", transA=1)],
+                [base.init("bt", rng.uniform(-0.5, 0.5, (1, 5)))], x,
+                expect="node 'gemm_ta' (Gemm): transA 1")
+
+
+def shapes(book):
+    """Reshape with 0 and -1, to [N, F, 1, 1] and back; Unsqueeze / Squeeze of axes [2, 3];
+    Flatten axis 0 and 2 (refused)."""
+    rng = np.random.default_rng(91)
+    w, b = rng.uniform(-0.5, 0.5, (5, 4, 1, 1)), rng.uniform(-0.1, 0.1, 5)
+    g = rng.uniform(-0.5, 0.5, (45, 6))
+    w2 = rng.uniform(-0.5, 0.5, (6, 6, 1, 1))
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv"),
+        helper.make_node("Reshape", ["c", "keep_rest"], ["f"], name="reshape_0_m1"),
+        helper.make_node("MatMul", ["f", "g"], ["m"], name="matmul"),
+        helper.make_node("Reshape", ["m", "m1_6"], ["m2"], name="reshape_m1_6"),
+        helper.make_node("Unsqueeze", ["m2", "hw"], ["u"], name="unsqueeze"),
+        helper.make_node("Conv", ["u", "w2"], ["c2"], name="conv_1x1"),
+        helper.make_node("Squeeze", ["c2", "hw"], ["s"], name="squeeze"),
+        helper.make_node("Reshape", ["s", "to4"], ["s4"], name="reshape_4d"),
+        helper.make_node("Sigmoid", ["s4"], ["sg"], name="sigmoid"),
+        helper.make_node("Flatten", ["sg"], ["y"], name="flat"),
+    ]
+    inits = [base.init("w", w), base.init("b", b), base.init("g", g), base.init("w2", w2),
+             ints("keep_rest", [0, -1]), ints("m1_6", [-1, 6]), ints("hw", [2, 3]),
+             ints("to4", [0, -1, 1, 1])]
+    x = image((1, 4, 3, 3), 92)
+    m = F.conv2d(x, t(w), t(b)).reshape(1, -1) @ t(g)
+    c2 = F.conv2d(m.reshape(1, 6, 1, 1), t(w2))
+    book.helper("user_reshape", nodes, inits, x, torch.sigmoid(c2).reshape(1, -1))
+    for axis in (0, 2):
+        book.helper(f"user_flatten_axis{axis}",
+                    [helper.make_node("Flatten", ["x"], ["y"], name="flat", axis=axis)], [],
+                    (1, 3, 4, 4),
+                    expect=f"node 'flat' (Flatten): axis {axis} (only axis 1")
+    book.helper("user_squeeze_one", [helper.make_node("GlobalAveragePool", ["x"], ["p"], name="gap"),
+                                     helper.make_node("Squeeze", ["p", "ax"], ["y"], name="sq")],
+                [ints("ax", [3])], (1, 3, 4, 4),
+                expect="node 'sq' (Squeeze): squeeze of [1, 3, 1, 1] over axes [3]")
+
+
+class Heads(nn.Module):
+    def __init__(self, log=False):
+        super().__init__()
+        self.c = nn.Conv2d(3, 6, 3)
+        self.a = nn.Linear(6, 5)
+        self.b = nn.Linear(6, 5)
+        self.log = log
+
+    def forward(self, x):
+        v = torch.flatten(F.adaptive_avg_pool2d(torch.relu(self.c(x)), 1), 1)
+        if self.log:
+            return F.log_softmax(self.a(v), dim=1)
+        return torch.softmax(self.a(v), dim=1) + torch.softmax(self.b(v), dim=-1)
+
+
+class ChannelSoftmax(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return torch.softmax(self.c(x), dim=1)
+
+
+def softmax(book):
+    for opset in (11, 13):
+        torch.manual_seed(101)
+        book.export(f"user_softmax{opset}", Heads(), image((1, 3, 8, 8), 102), opset=opset)
+    torch.manual_seed(101)
+    book.export("user_logsoftmax", Heads(log=True), image((1, 3, 8, 8), 103),
+                expect="(LogSoftmax): operator LogSoftmax is not supported")
+    book.export("user_softmax_channels", ChannelSoftmax(), image((1, 3, 8, 8), 104),
+                expect="(Softmax): softmax over axis 1 of a rank-4 tensor")
+
+
+class Clips(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        x = self.c(x)
+        a, b = torch.clamp(x, -0.5, 0.5), F.hardtanh(x)
+        c, d = torch.clamp(x, min=-0.2), torch.clamp(x, max=0.3)
+        v = F.adaptive_avg_pool2d(a + b + c + d + F.relu6(x), 1)
+        return self.fc(torch.flatten(v, 1))
+
+
+def clips(book):
+    for opset in (10, 13):
+        torch.manual_seed(111)
+        book.export(f"user_clip{opset}", Clips(), image((1, 3, 6, 6), 112), opset=opset)
+
+
+class Act(nn.Module):
+    def __init__(self, act, channels=4):
+        super().__init__()
+        self.c = nn.Conv2d(3, channels, 3, padding=1)
+        self.act = act
+        self.fc = nn.Linear(channels, 3)
+
+    def forward(self, x):
+        x = self.act(self.c(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def activations(book):
+    for name, act, op in [("leakyrelu", nn.LeakyReLU(0.1), "LeakyRelu"),
+                          ("tanh", nn.Tanh(), "Tanh"), ("elu", nn.ELU(0.7), "Elu"),
+                          ("prelu", nn.PReLU(4), "PRelu"), ("gelu", nn.GELU(), "Div")]:
+        torch.manual_seed(121)
+        book.export(f"user_{name}", Act(act), image((1, 3, 6, 6), 122),
+                    expect=f"({op}): operator {op} is not supported")
+
+
+def unsupported_layers(book):
+    torch.manual_seed(131)
+    x = image((1, 3, 6, 6), 132)
+    book.export("user_upsample9", Act(nn.Upsample(scale_factor=2, mode="nearest")), x, opset=9,
+                expect="(Upsample): operator Upsample is not supported")
+    book.export("user_resize", Act(nn.Upsample(scale_factor=2, mode="bilinear")), x,
+                expect="(Resize): operator Resize is not supported")
+    book.export("user_convtranspose", Act(nn.ConvTranspose2d(4, 4, 2, stride=2)), x,
+                expect="(ConvTranspose): operator ConvTranspose is not supported")
+    for name, pad, mode in [("reflect", nn.ReflectionPad2d(1), "reflect"),
+                            ("replicate", nn.ReplicationPad2d(1), "edge")]:
+        book.export(f"user_pad_{name}", Act(nn.Sequential(pad, nn.Conv2d(4, 4, 3))), x,
+                    expect=f"(Pad): mode '{mode}' (only constant zero padding")
+    book.export("user_pad_value", Act(nn.Sequential(nn.ConstantPad2d(1, 0.5), nn.Conv2d(4, 4, 3))),
+                x, expect="(Pad): constant_value 0.500000 (only zero padding")
+
+
+class WidthBias(nn.Module):
+    """conv(x) + b with b of shape [C] broadcasts along the width (W == C here), not channels."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 3, padding=1)
+        self.b = nn.Parameter(torch.rand(4))
+
+    def forward(self, x):
+        return self.c(x) + self.b
+
+
+class TwoOut(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 3)
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        h = torch.relu(self.c(x))
+        return h, self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
+
+
+def graphs(book):
+    """Constant nodes, Identity chains, unnamed nodes, unused initializers of other types,
+    initializers listed as inputs; two outputs; FP16 and INT64 tensors."""
+    rng = np.random.default_rng(141)
+    w = rng.uniform(-0.5, 0.5, (4, 3, 3, 3))
+    g = rng.uniform(-0.5, 0.5, (4, 5))
+    weight = helper.make_tensor("wc", TensorProto.FLOAT, w.shape, w.astype(np.float32).ravel())
+    nodes = [
+        helper.make_node("Constant", [], ["wconst"], value=weight),
+        helper.make_node("Identity", ["wconst"], ["wid"]),
+        helper.make_node("Identity", ["x"], ["x1"]),
+        helper.make_node("Identity", ["x1"], ["x2"]),
+        helper.make_node("Conv", ["x2", "wid"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Identity", ["c"], ["c1"]),
+        helper.make_node("Relu", ["c1"], ["r"]),
+        helper.make_node("GlobalAveragePool", ["r"], ["p"]),
+        helper.make_node("Constant", [], ["shape"], value_ints=[1, -1]),
+        helper.make_node("Reshape", ["p", "shape"], ["f"]),
+        helper.make_node("Gemm", ["f", "g"], ["gm"]),
+        helper.make_node("Identity", ["gm"], ["gi"]),
+        helper.make_node("Identity", ["gi"], ["y"]),
+    ]
+    unused = [base.init("unused_f32", rng.uniform(size=(3, 3))), ints("unused_i64", [1, 2, 3]),
+              numpy_helper.from_array(np.ones((2, 2), np.float16), "unused_f16"),
+              numpy_helper.from_array(np.ones((2,), np.float64), "unused_f64")]
+    x = image((1, 3, 6, 6), 142)
+    r = torch.relu(F.conv2d(x, t(w), padding=1))
+    y = r.mean(dim=(2, 3)) @ t(g)
+    listed = [helper.make_tensor_value_info("g", TensorProto.FLOAT, [4, 5]),
+              helper.make_tensor_value_info("unused_i64", TensorProto.INT64, [3])]
+    book.helper("user_unnamed", nodes, [base.init("g", g)] + unused, x, y, inputs_extra=listed)
+    book.helper("user_unnamed_bad", [helper.make_node("Sin", ["x"], ["y"])], [], (1, 3, 4, 4),
+                expect="unnamed node writing 'y' (Sin): operator Sin is not supported")
+    torch.manual_seed(143)
+    book.export("user_two_outputs", TwoOut(), image((1, 3, 6, 6), 144), outputs=("h", "y"),
+                expect="the graph has 2 outputs ('h', 'y'); one is supported")
+    torch.manual_seed(145)
+    book.export("user_add_width", WidthBias(), image((1, 3, 4, 4), 146),
+                expect="(Add): adding [1, 4, 4, 4] and a constant of shape [4]")
+    conv16 = [helper.make_node("Conv", ["x", "w16"], ["y"], name="conv16")]
+    book.helper("user_fp16_weight", conv16,
+                [numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float16), "w16")], (1, 3, 6, 6),
+                expect="node 'conv16' (Conv): weight 'w16' has type FLOAT16 (only FLOAT")
+    book.helper("user_fp16_input", [helper.make_node("Relu", ["x"], ["y"], name="r")], [],
+                (1, 3, 6, 6), elem=TensorProto.FLOAT16,
+                expect="input 'x' has type FLOAT16 (only FLOAT, float32, is supported)")
+    book.helper("user_int64_input",
+                [helper.make_node("Cast", ["x"], ["xf"], name="cast", to=TensorProto.FLOAT),
+                 helper.make_node("Relu", ["xf"], ["y"], name="r")], [], (1, 8),
+                elem=TensorProto.INT64, expect="input 'x' has type INT64 (only FLOAT")
+    book.helper("user_cast_fp16",
+                [helper.make_node("Cast", ["x"], ["h"], name="to16", to=TensorProto.FLOAT16),
+                 helper.make_node("Cast", ["h"], ["y"], name="to32", to=TensorProto.FLOAT)], [],
+                (1, 3, 6, 6), expect="node 'to16' (Cast): operator Cast is not supported")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: onnx_user_models.py DIR", file=sys.stderr)
+        return 2
+    book = Book(sys.argv[1])
+    os.makedirs(book.out, exist_ok=True)
+    torch.set_num_threads(1)
+    for make in (opsets, control_flow, pools, padding, groups, gemm, shapes, softmax, clips,
+                 activations, unsupported_layers, graphs):
+        make(book)
+    book.write()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
