@@ -120,6 +120,9 @@ class Planner {
       case LayerKind::kHardSigmoid:
       case LayerKind::kHardSwish:
       case LayerKind::kSilu:
+      case LayerKind::kLeakyRelu:
+      case LayerKind::kTanh:
+      case LayerKind::kElu:
       case LayerKind::kAdd:
         return plan_elementwise(i, step);
       case LayerKind::kMul:  // of equal shapes element-wise; by a per-channel scale by channels

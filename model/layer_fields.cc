@@ -128,6 +128,9 @@ std::set<std::string> allowed_layer_fields(LayerKind kind) {
       return {"min", "max"};
     case LayerKind::kHardSigmoid:
       return {"alpha", "beta"};
+    case LayerKind::kLeakyRelu:
+    case LayerKind::kElu:
+      return {"alpha"};
     case LayerKind::kBatchNorm:
       return {"epsilon"};
     case LayerKind::kLrn:
@@ -143,6 +146,7 @@ std::set<std::string> allowed_layer_fields(LayerKind kind) {
     case LayerKind::kSigmoid:
     case LayerKind::kHardSwish:
     case LayerKind::kSilu:
+    case LayerKind::kTanh:
     case LayerKind::kFlatten:
     case LayerKind::kAdd:
     case LayerKind::kMul:
@@ -171,6 +175,10 @@ Status parse_layer_fields(const json& obj, const std::string& named, LayerSpec* 
     case LayerKind::kHardSigmoid:
       SERF_RETURN_IF_ERROR(optional_float(obj, "alpha", named, &layer->hardsigmoid_alpha));
       return optional_float(obj, "beta", named, &layer->hardsigmoid_beta);
+    case LayerKind::kLeakyRelu:
+      return optional_float(obj, "alpha", named, &layer->leaky_relu_alpha);
+    case LayerKind::kElu:
+      return optional_float(obj, "alpha", named, &layer->elu_alpha);
     case LayerKind::kBatchNorm:
       return optional_float(obj, "epsilon", named, &layer->epsilon);
     case LayerKind::kLrn:
@@ -196,6 +204,7 @@ Status parse_layer_fields(const json& obj, const std::string& named, LayerSpec* 
     case LayerKind::kSigmoid:
     case LayerKind::kHardSwish:
     case LayerKind::kSilu:
+    case LayerKind::kTanh:
     case LayerKind::kFlatten:
     case LayerKind::kAdd:
     case LayerKind::kMul:
@@ -229,6 +238,12 @@ void write_layer_fields(const LayerSpec& l, nlohmann::ordered_json* out) {
       (*out)["alpha"] = l.hardsigmoid_alpha;
       (*out)["beta"] = l.hardsigmoid_beta;
       break;
+    case LayerKind::kLeakyRelu:
+      (*out)["alpha"] = l.leaky_relu_alpha;
+      break;
+    case LayerKind::kElu:
+      (*out)["alpha"] = l.elu_alpha;
+      break;
     case LayerKind::kBatchNorm:
       (*out)["epsilon"] = l.epsilon;
       break;
@@ -253,6 +268,7 @@ void write_layer_fields(const LayerSpec& l, nlohmann::ordered_json* out) {
     case LayerKind::kSigmoid:
     case LayerKind::kHardSwish:
     case LayerKind::kSilu:
+    case LayerKind::kTanh:
     case LayerKind::kFlatten:
     case LayerKind::kAdd:
     case LayerKind::kMul:

@@ -30,6 +30,9 @@ constexpr KindName kKindNames[] = {
     {LayerKind::kHardSigmoid, "hardsigmoid"},
     {LayerKind::kHardSwish, "hardswish"},
     {LayerKind::kSilu, "silu"},
+    {LayerKind::kLeakyRelu, "leaky_relu"},
+    {LayerKind::kTanh, "tanh"},
+    {LayerKind::kElu, "elu"},
     {LayerKind::kBatchNorm, "batchnorm"},
     {LayerKind::kLrn, "lrn"},
     {LayerKind::kFlatten, "flatten"},
@@ -146,7 +149,8 @@ bool has_weights(LayerKind kind) {
 bool is_activation(LayerKind kind) {
   return kind == LayerKind::kRelu || kind == LayerKind::kClip || kind == LayerKind::kSigmoid ||
          kind == LayerKind::kHardSigmoid || kind == LayerKind::kHardSwish ||
-         kind == LayerKind::kSilu;
+         kind == LayerKind::kSilu || kind == LayerKind::kLeakyRelu || kind == LayerKind::kTanh ||
+         kind == LayerKind::kElu;
 }
 
 StatusOr<ModelSpec> model_spec_from_json(const json& doc, const std::string& source) {

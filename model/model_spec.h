@@ -40,6 +40,9 @@ enum class LayerKind {
   kHardSigmoid,
   kHardSwish,
   kSilu,
+  kLeakyRelu,
+  kTanh,
+  kElu,
   kBatchNorm,
   kLrn,
   kFlatten,
@@ -58,8 +61,8 @@ StatusOr<LayerKind> layer_kind_from_string(const std::string& type);
 
 // Kinds with weights (the layers K ranks split).
 bool has_weights(LayerKind kind);  // conv2d, fully_connected, batchnorm
-// Element-wise activations (relu, clip, sigmoid, hardsigmoid, hardswish, silu): a conv2d /
-// fully_connected may run them.
+// Element-wise activations (relu, clip, sigmoid, hardsigmoid, hardswish, silu, leaky_relu,
+// tanh, elu): a conv2d / fully_connected may run them.
 bool is_activation(LayerKind kind);
 
 // The name of the model's input tensor (no layer may take it).
@@ -113,6 +116,10 @@ struct LayerSpec {
   // (x * relu6(x + 3) / 6). silu (swish): x * sigmoid(x).
   float hardsigmoid_alpha = 1.0f / 6.0f;
   float hardsigmoid_beta = 0.5f;
+  // leaky_relu: x for x >= 0, alpha * x below (ONNX LeakyRelu, PyTorch LeakyReLU); elu: x for
+  // x > 0, alpha * (exp(x) - 1) below. tanh has no field.
+  float leaky_relu_alpha = 0.01f;
+  float elu_alpha = 1.0f;
   // batchnorm (inference): y = (x - running_mean) / sqrt(running_var + epsilon) * weight + bias.
   float epsilon = 1e-5f;
   // lrn (across channels, AlexNet's): size (odd), alpha, beta, k;

@@ -5,9 +5,9 @@
 // Operators: Conv (strides, pads, auto_pad, dilations, group), BatchNormalization (folded into
 // the Conv / Gemm / MatMul before it when that layer's output is read by the batchnorm alone;
 // otherwise a batchnorm layer), Relu, Clip (bounded either side or both), Sigmoid,
-// HardSigmoid, HardSwish, Mul (equal shapes, a per-channel [N, C, 1, 1] scale, x * Sigmoid(x)
-// fused into silu and x * HardSigmoid(x) into hardswish, a constant factor folded into the layer
-// before), MaxPool, AveragePool, GlobalAveragePool, Gemm, MatMul (+ Add of
+// HardSigmoid, HardSwish, LeakyRelu, Tanh, Elu, Mul (equal shapes, a per-channel [N, C, 1, 1]
+// scale, x * Sigmoid(x) fused into silu and x * HardSigmoid(x) into hardswish, a constant factor
+// folded into the layer before), MaxPool, AveragePool, GlobalAveragePool, Gemm, MatMul (+ Add of
 // a constant: the bias), Add, Concat, Flatten, Reshape of the flatten kind, Squeeze / Unsqueeze
 // between [N, C, 1, 1] and [N, C], Softmax, LRN, Dropout and Identity (dropped). Initializers
 // become weights; subgraphs of constants (Shape of a known shape, Gather, Unsqueeze, Concat, ...,

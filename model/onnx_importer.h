@@ -103,6 +103,7 @@ class Importer {
   bool fuse_gate(const onnx::NodeProto& node, const Value& x, const Value& gate);
   Status mul_constant(const onnx::NodeProto& node, const Value& x, const Value& c);
   Status hardsigmoid(const onnx::NodeProto& node);
+  Status sloped(const onnx::NodeProto& node);  // LeakyRelu, Elu
   Status pool(const onnx::NodeProto& node);
   bool ceil_adds_window(const onnx::NodeProto& node, const LayerSpec& l, const Shape& in) const;
   Status global_pool(const onnx::NodeProto& node);

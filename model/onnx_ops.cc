@@ -82,6 +82,8 @@ Status Importer::translate(const onnx::NodeProto& node) {
   if (op == "Sigmoid") return activation(node, LayerKind::kSigmoid);
   if (op == "HardSigmoid") return hardsigmoid(node);
   if (op == "HardSwish") return activation(node, LayerKind::kHardSwish);
+  if (op == "Tanh") return activation(node, LayerKind::kTanh);
+  if (op == "LeakyRelu" || op == "Elu") return sloped(node);
   if (op == "Mul") return mul(node);
   if (op == "Clip") return clip(node);
   if (op == "LRN") return lrn(node);
@@ -102,7 +104,8 @@ Status Importer::translate(const onnx::NodeProto& node) {
   }
   return unsupported(node, "operator " + op +
                                " is not supported (supported: Conv, BatchNormalization, Relu, "
-                               "Clip, Sigmoid, HardSigmoid, HardSwish, MaxPool, AveragePool, "
+                               "Clip, Sigmoid, HardSigmoid, HardSwish, LeakyRelu, Tanh, Elu, MaxPool, "
+                               "AveragePool, "
                                "GlobalAveragePool, ReduceMean "
                                "(over height and width), Gemm, "
                                "MatMul, Add, Mul, Concat, Flatten, Reshape, Squeeze, Unsqueeze, "
@@ -412,6 +415,19 @@ Status Importer::activation(const onnx::NodeProto& node, LayerKind kind) {
   SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
   LayerSpec l;
   l.kind = kind;
+  return add_layer(node, l, {x}, x->rank);
+}
+
+// LeakyRelu (alpha 0.01 by default) and Elu (alpha 1): the slope or scale below zero.
+Status Importer::sloped(const onnx::NodeProto& node) {
+  const bool leaky = node.op_type() == "LeakyRelu";
+  const Attributes a(node, where(node));
+  SERF_RETURN_IF_ERROR(a.only({"alpha"}));
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  SERF_ASSIGN_OR_RETURN(float alpha, a.real("alpha", leaky ? 0.01f : 1.0f));
+  LayerSpec l;
+  l.kind = leaky ? LayerKind::kLeakyRelu : LayerKind::kElu;
+  (leaky ? l.leaky_relu_alpha : l.elu_alpha) = alpha;
   return add_layer(node, l, {x}, x->rank);
 }
 

@@ -230,6 +230,13 @@ Status infer_layer(const LayerSpec& l, const std::string& layer, LayerInfo* info
     case LayerKind::kSigmoid:
     case LayerKind::kHardSwish:
     case LayerKind::kSilu:
+    case LayerKind::kTanh:
+      return Status::Ok();
+    case LayerKind::kLeakyRelu:
+    case LayerKind::kElu:
+      if (!std::isfinite(l.kind == LayerKind::kElu ? l.elu_alpha : l.leaky_relu_alpha)) {
+        return InvalidArgument(layer + ": " + to_string(l.kind) + " needs a finite alpha");
+      }
       return Status::Ok();
     case LayerKind::kHardSigmoid:
       if (!std::isfinite(l.hardsigmoid_alpha) || !std::isfinite(l.hardsigmoid_beta)) {

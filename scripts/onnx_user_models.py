@@ -427,12 +427,34 @@ class Act(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
+class LeNet(nn.Module):
+    """LeNet-5 as textbooks write it: tanh and average pooling; and a LeakyReLU / ELU block."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.c2 = nn.Conv2d(6, 16, 5)
+        self.c3 = nn.Conv2d(16, 16, 3, padding=1)
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = F.avg_pool2d(torch.tanh(self.c1(x)), 2)
+        x = F.avg_pool2d(torch.tanh(self.c2(x)), 2)
+        x = F.elu(self.c3(x), 0.7) + F.leaky_relu(x, 0.1)  # on the conv's output and the pool's
+        x = F.leaky_relu(self.fc1(torch.flatten(x, 1)))  # ONNX's default slope, 0.01
+        return self.fc3(F.elu(torch.tanh(self.fc2(x))))
+
+
 def activations(book):
-    for name, act, op in [("leakyrelu", nn.LeakyReLU(0.1), "LeakyRelu"),
-                          ("tanh", nn.Tanh(), "Tanh"), ("elu", nn.ELU(0.7), "Elu"),
-                          ("prelu", nn.PReLU(4), "PRelu"), ("gelu", nn.GELU(), "Div")]:
+    """LeakyRelu, Tanh, Elu (imported), PRelu and GELU's Div / Erf (refused)."""
+    for opset in (9, 13):
         torch.manual_seed(121)
-        book.export(f"user_{name}", Act(act), image((1, 3, 6, 6), 122),
+        book.export(f"user_lenet{opset}", LeNet(), image((1, 1, 28, 28), 122), opset=opset)
+    for name, act, op in [("prelu", nn.PReLU(4), "PRelu"), ("gelu", nn.GELU(), "Div")]:
+        torch.manual_seed(123)
+        book.export(f"user_{name}", Act(act), image((1, 3, 6, 6), 124),
                     expect=f"({op}): operator {op} is not supported")
 
 

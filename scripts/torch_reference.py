@@ -267,6 +267,12 @@ def build(spec, device="cpu"):
             mod = nn.Hardswish()
         elif t == "silu":
             mod = nn.SiLU()
+        elif t == "leaky_relu":
+            mod = nn.LeakyReLU(layer.get("alpha", 0.01))
+        elif t == "tanh":
+            mod = nn.Tanh()
+        elif t == "elu":
+            mod = nn.ELU(layer.get("alpha", 1.0))
         elif t == "batchnorm":
             mod = nn.BatchNorm2d(c, eps=layer.get("epsilon", 1e-5), device=device)
         elif t == "lrn":

@@ -62,6 +62,12 @@ std::vector<Eltwise> eltwise_of(const model::LayerSpec& l) {
       return {{dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f}};
     case LayerKind::kSilu:  // swish with alpha 1: x * sigmoid(x)
       return {{dnnl::algorithm::eltwise_swish, 1.0f, 0.0f}};
+    case LayerKind::kLeakyRelu:  // relu with a negative slope
+      return {{dnnl::algorithm::eltwise_relu, l.leaky_relu_alpha, 0.0f}};
+    case LayerKind::kTanh:
+      return {{dnnl::algorithm::eltwise_tanh, 0.0f, 0.0f}};
+    case LayerKind::kElu:
+      return {{dnnl::algorithm::eltwise_elu, l.elu_alpha, 0.0f}};
     default:
       return {{dnnl::algorithm::eltwise_relu, 0.0f, 0.0f}};
   }
@@ -298,6 +304,9 @@ Status StepBuilder::build(const LayerStep& s, CpuStep* out) {
       case LayerKind::kHardSigmoid:
       case LayerKind::kHardSwish:
       case LayerKind::kSilu:
+      case LayerKind::kLeakyRelu:
+      case LayerKind::kTanh:
+      case LayerKind::kElu:
         return activation(s, out);
       case LayerKind::kBatchNorm:
         return batchnorm(s, out);

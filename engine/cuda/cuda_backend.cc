@@ -213,6 +213,9 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
     case LayerKind::kHardSigmoid:
     case LayerKind::kHardSwish:
     case LayerKind::kSilu:
+    case LayerKind::kLeakyRelu:
+    case LayerKind::kTanh:
+    case LayerKind::kElu:
       SERF_CUDA(launch_channel_affine(in, out, nullptr, nullptr, 1, s.elements, g.act, st));
       break;
     case LayerKind::kBatchNorm:

@@ -65,6 +65,12 @@ Activation activation_of(const model::LayerSpec& l) {
       return {Act::kHardSwish, 0.0f, 0.0f};
     case LayerKind::kSilu:
       return {Act::kSilu, 0.0f, 0.0f};
+    case LayerKind::kLeakyRelu:
+      return {Act::kLeakyRelu, l.leaky_relu_alpha, 0.0f};
+    case LayerKind::kTanh:
+      return {Act::kTanh, 0.0f, 0.0f};
+    case LayerKind::kElu:
+      return {Act::kElu, l.elu_alpha, 0.0f};
     default:
       return {};
   }
@@ -255,6 +261,9 @@ Status CudaPreparedModel::build_step(GpuStep& g, const model::Weights& weights,
     case LayerKind::kHardSigmoid:
     case LayerKind::kHardSwish:
     case LayerKind::kSilu:
+    case LayerKind::kLeakyRelu:
+    case LayerKind::kTanh:
+    case LayerKind::kElu:
       g.act = activation_of(spec);
       return Status::Ok();
     case LayerKind::kLrn: {

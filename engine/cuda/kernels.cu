@@ -25,6 +25,12 @@ __device__ inline float activate(float v, Activation a) {
       return v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f;
     case Act::kSilu:
       return v / (1.0f + expf(-v));
+    case Act::kLeakyRelu:
+      return v >= 0.0f ? v : a.lo * v;
+    case Act::kTanh:
+      return tanhf(v);
+    case Act::kElu:
+      return v > 0.0f ? v : a.lo * expm1f(v);
     case Act::kNone:
       break;
   }

@@ -9,8 +9,19 @@ namespace serf::engine::cuda {
 
 // An element-wise activation: none, relu, clip to [lo, hi] (ReLU6: [0, 6]), sigmoid,
 // hardsigmoid min(max(lo * x + hi, 0), 1) (lo, hi: alpha, beta), hardswish x * relu6(x + 3) / 6,
-// or silu x * sigmoid(x).
-enum class Act { kNone, kRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish, kSilu };
+// silu x * sigmoid(x), leaky relu (slope lo below 0), tanh, or elu lo * (exp(x) - 1) below 0.
+enum class Act {
+  kNone,
+  kRelu,
+  kClip,
+  kSigmoid,
+  kHardSigmoid,
+  kHardSwish,
+  kSilu,
+  kLeakyRelu,
+  kTanh,
+  kElu
+};
 struct Activation {
   Act act = Act::kNone;
   float lo = 0.0f, hi = 0.0f;

@@ -31,6 +31,12 @@ inline float activate(const model::LayerSpec& s, double v) {
       return static_cast<float>(v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0);
     case model::LayerKind::kSilu:
       return static_cast<float>(v / (1.0 + std::exp(-v)));
+    case model::LayerKind::kLeakyRelu:
+      return static_cast<float>(v >= 0 ? v : s.leaky_relu_alpha * v);
+    case model::LayerKind::kTanh:
+      return static_cast<float>(std::tanh(v));
+    case model::LayerKind::kElu:
+      return static_cast<float>(v > 0 ? v : s.elu_alpha * std::expm1(v));
     default:
       return static_cast<float>(v);
   }
@@ -133,6 +139,9 @@ inline Tensor layer(const model::ModelPlan& plan, size_t l, const model::Weights
     case LayerKind::kHardSigmoid:
     case LayerKind::kHardSwish:
     case LayerKind::kSilu:
+    case LayerKind::kLeakyRelu:
+    case LayerKind::kTanh:
+    case LayerKind::kElu:
       for (size_t i = 0; i < y.size(); ++i) y[i] = activate(s, x[i]);
       return y;
     case LayerKind::kMul: {  // element-wise, or by a per-channel scale (C x 1 x 1)

@@ -121,8 +121,9 @@ TEST_CASE("bad specs: one line naming the layer", "[model]") {
   CHECK(error_of(R"({"name": "t", "input": )").find("test.json: malformed JSON") == 0);
   CHECK(error_of(with_layers(R"({"type": "relu"}, {"type": "conv3d"})")) ==
         "test.json: layers[1].type: unknown layer type 'conv3d' (known: conv2d, maxpool, "
-        "avgpool, global_avgpool, relu, clip, sigmoid, hardsigmoid, hardswish, silu, batchnorm, "
-        "lrn, flatten, fully_connected, add, mul, concat, slice, channel_shuffle, softmax)");
+        "avgpool, global_avgpool, relu, clip, sigmoid, hardsigmoid, hardswish, silu, leaky_relu, "
+        "tanh, elu, batchnorm, lrn, flatten, fully_connected, add, mul, concat, slice, "
+        "channel_shuffle, softmax)");
   CHECK(
       error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 4, "kernel": 9})")) ==
       "layers[0] (c): kernel 9 larger than its input 8x8 (use a smaller kernel or fewer "
@@ -293,6 +294,32 @@ TEST_CASE("gates and mul: fields, shapes, written back", "[model]") {
         "per-channel scale 3x1x1 as its second input)");
   CHECK(error_of(with_layers(R"({"name": "s", "type": "silu", "alpha": 1})")) ==
         "test.json: layers[0] (s): unknown field 'alpha' for a silu layer (allowed: inputs)");
+}
+
+TEST_CASE("leaky_relu, tanh, elu: fields, defaults, written back", "[model]") {
+  auto plan = plan_from(with_layers(R"(
+      {"name": "c", "type": "conv2d", "out_channels": 4, "kernel": 3, "pad": 1},
+      {"name": "l", "type": "leaky_relu"}, {"name": "t", "type": "tanh"},
+      {"name": "e", "type": "elu", "alpha": 0.5}, {"name": "l2", "type": "leaky_relu", "alpha": 0.2},
+      {"name": "e2", "type": "elu"})"));
+  REQUIRE(plan.ok());
+  CHECK(plan->layers[5].out == Shape{4, 8, 8});
+  for (LayerKind k : {LayerKind::kLeakyRelu, LayerKind::kTanh, LayerKind::kElu}) {
+    CHECK(is_activation(k));
+  }
+  CHECK(plan->spec.layers[1].leaky_relu_alpha == 0.01f);  // ONNX's and PyTorch's defaults
+  CHECK(plan->spec.layers[5].elu_alpha == 1.0f);
+  auto again =
+      model_spec_from_json(nlohmann::json::parse(model_spec_to_json(plan->spec).dump()), "x");
+  REQUIRE(again.ok());
+  CHECK(again->layers[2].kind == LayerKind::kTanh);
+  CHECK(again->layers[3].kind == LayerKind::kElu);
+  CHECK(again->layers[3].elu_alpha == 0.5f);
+  CHECK(again->layers[4].leaky_relu_alpha == 0.2f);
+  CHECK(error_of(with_layers(R"({"name": "t", "type": "tanh", "alpha": 1})")) ==
+        "test.json: layers[0] (t): unknown field 'alpha' for a tanh layer (allowed: inputs)");
+  CHECK(error_of(with_layers(R"({"name": "l", "type": "leaky_relu", "alpha": "x"})")) ==
+        "test.json: layers[0] (l).alpha: expected a number");
 }
 
 TEST_CASE("slice and channel_shuffle: fields, shapes, written back", "[model]") {
