@@ -151,8 +151,9 @@ std::set<std::string> allowed_layer_fields(LayerKind kind) {
     case LayerKind::kAdd:
     case LayerKind::kMul:
     case LayerKind::kConcat:
-    case LayerKind::kSoftmax:
       return {};
+    case LayerKind::kSoftmax:
+      return {"log"};
   }
   return {};
 }
@@ -209,8 +210,9 @@ Status parse_layer_fields(const json& obj, const std::string& named, LayerSpec* 
     case LayerKind::kAdd:
     case LayerKind::kMul:
     case LayerKind::kConcat:
-    case LayerKind::kSoftmax:
       return Status::Ok();
+    case LayerKind::kSoftmax:
+      return optional_bool(obj, "log", named, &layer->softmax_log);
   }
   return Status::Ok();
 }
@@ -273,7 +275,9 @@ void write_layer_fields(const LayerSpec& l, nlohmann::ordered_json* out) {
     case LayerKind::kAdd:
     case LayerKind::kMul:
     case LayerKind::kConcat:
+      break;
     case LayerKind::kSoftmax:
+      if (l.softmax_log) (*out)["log"] = true;
       break;
   }
 }

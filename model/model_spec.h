@@ -116,6 +116,8 @@ struct LayerSpec {
   // (x * relu6(x + 3) / 6). silu (swish): x * sigmoid(x).
   float hardsigmoid_alpha = 1.0f / 6.0f;
   float hardsigmoid_beta = 0.5f;
+  // softmax: "log" (false) makes it log(softmax(x)) (ONNX LogSoftmax, PyTorch log_softmax).
+  bool softmax_log = false;
   // leaky_relu: x for x >= 0, alpha * x below (ONNX LeakyRelu, PyTorch LeakyReLU); elu: x for
   // x > 0, alpha * (exp(x) - 1) below. tanh has no field.
   float leaky_relu_alpha = 0.01f;

@@ -326,6 +326,7 @@ Status Importer::add_layer(const onnx::NodeProto& node, LayerSpec layer,
   out.shape = info.out;
   out.rank = rank;
   layer_of_[layer.name] = layers_.size();
+  node_of_[layer.name] = where(node);
   layers_.push_back(std::move(layer));
   tensor_uses_[out.tensor] += uses_[node.output(output)];
   values_[node.output(output)] = std::move(out);
@@ -609,7 +610,14 @@ Status Importer::finish(const std::string& name, OnnxImport* out) {
                           : ", " + model_.producer_name() + " " + model_.producer_version()) +
                      ")";
   for (LayerSpec& l : layers_) {
-    if (needed.count(l.name) > 0) spec.layers.push_back(std::move(l));
+    if (needed.count(l.name) == 0) continue;
+    // The spec runs a softmax only as the last layer: refused here with the node's name.
+    if (!spec.layers.empty() && spec.layers.back().kind == LayerKind::kSoftmax) {
+      return InvalidArgument(node_of_[spec.layers.back().name] +
+                             ": a softmax read by other layers (only the model's last layer "
+                             "may be a softmax)");
+    }
+    spec.layers.push_back(std::move(l));
   }
   if (spec.layers.back().name != it->second.tensor) {
     return Internal("the output layer is not the last one");

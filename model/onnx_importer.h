@@ -173,6 +173,7 @@ class Importer {
   std::map<std::string, int> tensor_uses_;  // spec tensor -> ONNX readers left of its aliases
   std::vector<LayerSpec> layers_;
   std::map<std::string, size_t> layer_of_;  // spec tensor -> index in layers_
+  std::map<std::string, std::string> node_of_;  // spec layer -> where() of its ONNX node
   std::set<std::string> names_;
   Weights weights_;
   Shape input_shape_;

@@ -87,7 +87,7 @@ Status Importer::translate(const onnx::NodeProto& node) {
   if (op == "Mul") return mul(node);
   if (op == "Clip") return clip(node);
   if (op == "LRN") return lrn(node);
-  if (op == "Softmax") return softmax(node);
+  if (op == "Softmax" || op == "LogSoftmax") return softmax(node);
   if (op == "Flatten") return flatten(node);
   if (op == "Reshape") return reshape(node);
   if (op == "Squeeze" || op == "Unsqueeze") return squeeze(node);
@@ -109,7 +109,7 @@ Status Importer::translate(const onnx::NodeProto& node) {
                                "GlobalAveragePool, ReduceMean "
                                "(over height and width), Gemm, "
                                "MatMul, Add, Mul, Concat, Flatten, Reshape, Squeeze, Unsqueeze, "
-                               "Softmax, LRN, Dropout, "
+                               "Softmax, LogSoftmax, LRN, Dropout, "
                                "Identity, Pad (zeros before a Conv or AveragePool), Slice and "
                                "Split of channels, the channel shuffle's Reshape-Transpose-"
                                "Reshape, and constant subgraphs)");
@@ -518,6 +518,7 @@ Status Importer::softmax(const onnx::NodeProto& node) {
   }
   LayerSpec l;
   l.kind = LayerKind::kSoftmax;
+  l.softmax_log = node.op_type() == "LogSoftmax";
   return add_layer(node, l, {x}, x->rank);
 }
 

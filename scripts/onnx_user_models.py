@@ -7,7 +7,7 @@ Each is built to hit a variant the zoo does not: opsets 9, 11, 13, 17 and torch 
 dynamic and fixed batch, torch.jit.script control flow, pooling corner cases (ceil_mode,
 count_include_pad, dilation), asymmetric pads and auto_pad, grouped convs whose groups do not fill
 oneDNN's channel blocks, Gemm's transA/transB/alpha/beta, MatMul alone, Flatten and Reshape forms,
-Softmax and LogSoftmax axes, Clip forms, activations, Upsample/Resize, ConvTranspose, Pad modes,
+Softmax and LogSoftmax axes (and pytorch/examples' MNIST network), Clip forms, activations, Upsample/Resize, ConvTranspose, Pad modes,
 Constant and Identity chains, initializers listed as inputs, dynamic spatial dims, FP16 and INT64
 tensors, several outputs, unused initializers and unnamed nodes.
 
@@ -361,18 +361,39 @@ def shapes(book):
 
 
 class Heads(nn.Module):
-    def __init__(self, log=False):
+    """A classifier head: softmax or log_softmax over dim 1 or -1, or two softmaxes added."""
+
+    def __init__(self, dim=1, log=False, two=False):
         super().__init__()
         self.c = nn.Conv2d(3, 6, 3)
         self.a = nn.Linear(6, 5)
         self.b = nn.Linear(6, 5)
-        self.log = log
+        self.dim, self.log, self.two = dim, log, two
 
     def forward(self, x):
         v = torch.flatten(F.adaptive_avg_pool2d(torch.relu(self.c(x)), 1), 1)
-        if self.log:
-            return F.log_softmax(self.a(v), dim=1)
-        return torch.softmax(self.a(v), dim=1) + torch.softmax(self.b(v), dim=-1)
+        if self.two:
+            return torch.softmax(self.a(v), dim=1) + torch.softmax(self.b(v), dim=-1)
+        return (F.log_softmax if self.log else torch.softmax)(self.a(v), dim=self.dim)
+
+
+class Mnist(nn.Module):
+    """pytorch/examples' MNIST network, as users copy it: it ends in log_softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 3, 1)
+        self.conv2 = nn.Conv2d(32, 64, 3, 1)
+        self.dropout1 = nn.Dropout(0.25)
+        self.dropout2 = nn.Dropout(0.5)
+        self.fc1 = nn.Linear(9216, 128)
+        self.fc2 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = F.relu(self.conv2(F.relu(self.conv1(x))))
+        x = torch.flatten(self.dropout1(F.max_pool2d(x, 2)), 1)
+        x = self.fc2(self.dropout2(F.relu(self.fc1(x))))
+        return F.log_softmax(x, dim=1)
 
 
 class ChannelSoftmax(nn.Module):
@@ -385,13 +406,17 @@ class ChannelSoftmax(nn.Module):
 
 
 def softmax(book):
-    for opset in (11, 13):
+    for name, opset, kwargs in [("softmax11", 11, {}), ("softmax13_last", 13, {"dim": -1}),
+                                ("logsoftmax11", 11, {"log": True}),
+                                ("logsoftmax13_last", 13, {"log": True, "dim": -1})]:
         torch.manual_seed(101)
-        book.export(f"user_softmax{opset}", Heads(), image((1, 3, 8, 8), 102), opset=opset)
+        book.export(f"user_{name}", Heads(**kwargs), image((1, 3, 8, 8), 102), opset=opset)
+    torch.manual_seed(103)
+    book.export("user_mnist", Mnist(), image((1, 1, 28, 28), 104), opset=None)
     torch.manual_seed(101)
-    book.export("user_logsoftmax", Heads(log=True), image((1, 3, 8, 8), 103),
-                expect="(LogSoftmax): operator LogSoftmax is not supported")
-    book.export("user_softmax_channels", ChannelSoftmax(), image((1, 3, 8, 8), 104),
+    book.export("user_softmax_mid", Heads(two=True), image((1, 3, 8, 8), 105),
+                expect="(Softmax): a softmax read by other layers (only the model's last layer")
+    book.export("user_softmax_channels", ChannelSoftmax(), image((1, 3, 8, 8), 106),
                 expect="(Softmax): softmax over axis 1 of a rank-4 tensor")
 
 

@@ -309,7 +309,7 @@ def build(spec, device="cpu"):
                 raise SpecError(f"layers[{i}] ({name}): channel_shuffle groups {g} of {c} channels")
             mod = ChannelShuffle(g)
         elif t == "softmax":
-            mod = nn.Softmax(dim=1)
+            mod = nn.LogSoftmax(dim=1) if layer.get("log", False) else nn.Softmax(dim=1)
         else:
             raise SpecError(f"layers[{i}] ({name}): unknown layer type '{t}'")
         # Parameters: every float of the layer's weight tensors (batchnorm's running statistics

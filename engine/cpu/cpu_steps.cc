@@ -663,10 +663,17 @@ Status StepBuilder::softmax(const LayerStep& s, CpuStep* out) {
   const Operand src = adapt(read(s, 0, {batch_, n}, false, out), rows, out);
   const Operand target = write(s, canon({batch_, n}));
   const Operand dst = target.md == rows ? target : staging(rows);
-  const dnnl::softmax_forward::desc d(kForward, src.md, 1);
-  const dnnl::softmax_forward::primitive_desc pd(d, attributes(s), m_.engine_);
-  Call& c = call(dnnl::softmax_forward(pd), pd, out);
-  c.operands = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
+  Call* c = nullptr;
+  if (spec(s).softmax_log) {  // log(softmax(x)) in one primitive, exact for very negative x
+    const dnnl::logsoftmax_forward::desc d(kForward, src.md, 1);
+    const dnnl::logsoftmax_forward::primitive_desc pd(d, attributes(s), m_.engine_);
+    c = &call(dnnl::logsoftmax_forward(pd), pd, out);
+  } else {
+    const dnnl::softmax_forward::desc d(kForward, src.md, 1);
+    const dnnl::softmax_forward::primitive_desc pd(d, attributes(s), m_.engine_);
+    c = &call(dnnl::softmax_forward(pd), pd, out);
+  }
+  c->operands = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
   if (dst.space != target.space) reorder(dst, target, out);
   return Status::Ok();
 }

@@ -232,8 +232,9 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
                                              g.x.get(), in, &zero, g.y.get(), out));
       break;
     case LayerKind::kSoftmax:
-      SERF_CUDNN(cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one,
-                                     g.x.get(), in, &zero, g.y.get(), out));
+      SERF_CUDNN(cudnnSoftmaxForward(h, g.log_softmax ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+                                     CUDNN_SOFTMAX_MODE_INSTANCE, &one, g.x.get(), in, &zero,
+                                     g.y.get(), out));
       break;
     case LayerKind::kAdd:
     case LayerKind::kMul:

@@ -30,6 +30,7 @@ struct GpuStep {
   int fc_in = 0;                // fully_connected: input length
   int64_t out_per_channel = 1;  // conv2d: output H*W (the bias is per channel)
   Activation act;               // fused (conv2d, fully_connected) or the layer's own
+  bool log_softmax = false;     // softmax: log(softmax(x))
   // cuDNN kernels may assume 16-byte aligned tensors; a rank's channel block of a K-way split can
   // start anywhere. Such parts are staged through an aligned per-slot buffer (a device copy).
   int64_t in_floats = 0, out_floats = 0;  // this rank's input / output part (cuDNN steps)

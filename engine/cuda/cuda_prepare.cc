@@ -283,6 +283,7 @@ Status CudaPreparedModel::build_step(GpuStep& g, const model::Weights& weights,
       return Status::Ok();
     }
     case LayerKind::kSoftmax: {
+      g.log_softmax = spec.softmax_log;
       SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(static_cast<int>(info.in.elements()), 1, 1));
       SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(static_cast<int>(info.in.elements()), 1, 1));
       return Status::Ok();

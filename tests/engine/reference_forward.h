@@ -206,7 +206,9 @@ inline Tensor layer(const model::ModelPlan& plan, size_t l, const model::Weights
       const double m = *std::max_element(x.begin(), x.end());
       double z = 0.0;
       for (float v : x) z += std::exp(v - m);
-      for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(std::exp(x[i] - m) / z);
+      for (size_t i = 0; i < y.size(); ++i) {
+        y[i] = static_cast<float>(s.softmax_log ? x[i] - m - std::log(z) : std::exp(x[i] - m) / z);
+      }
       return y;
     }
   }

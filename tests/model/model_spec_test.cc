@@ -296,7 +296,7 @@ TEST_CASE("gates and mul: fields, shapes, written back", "[model]") {
         "test.json: layers[0] (s): unknown field 'alpha' for a silu layer (allowed: inputs)");
 }
 
-TEST_CASE("leaky_relu, tanh, elu: fields, defaults, written back", "[model]") {
+TEST_CASE("leaky_relu, tanh, elu, log softmax: fields, defaults, written back", "[model]") {
   auto plan = plan_from(with_layers(R"(
       {"name": "c", "type": "conv2d", "out_channels": 4, "kernel": 3, "pad": 1},
       {"name": "l", "type": "leaky_relu"}, {"name": "t", "type": "tanh"},
@@ -316,6 +316,12 @@ TEST_CASE("leaky_relu, tanh, elu: fields, defaults, written back", "[model]") {
   CHECK(again->layers[3].kind == LayerKind::kElu);
   CHECK(again->layers[3].elu_alpha == 0.5f);
   CHECK(again->layers[4].leaky_relu_alpha == 0.2f);
+  auto log = plan_from(with_layers(R"({"name": "f", "type": "flatten"},
+      {"name": "s", "type": "softmax", "log": true})"));
+  REQUIRE(log.ok());
+  CHECK(log->spec.layers[1].softmax_log);
+  CHECK(model_spec_to_json(log->spec)["layers"][1]["log"] == true);
+  CHECK_FALSE(model_spec_to_json(plan->spec)["layers"][1].contains("log"));
   CHECK(error_of(with_layers(R"({"name": "t", "type": "tanh", "alpha": 1})")) ==
         "test.json: layers[0] (t): unknown field 'alpha' for a tanh layer (allowed: inputs)");
   CHECK(error_of(with_layers(R"({"name": "l", "type": "leaky_relu", "alpha": "x"})")) ==
