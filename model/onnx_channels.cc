@@ -19,10 +19,6 @@ constexpr const char* kShuffleForm =
     "only a channel shuffle is supported: Reshape [N, C, H, W] to [N, g, C/g, H, W], Transpose "
     "perm (0, 2, 1, 3, 4), Reshape back to [N, C, H, W]";
 
-std::vector<int64_t> as_ints(const Value& v) {
-  return std::vector<int64_t>(v.data.begin(), v.data.end());
-}
-
 }  // namespace
 
 std::vector<int64_t> onnx_dims_of(const Value& v) {
@@ -98,7 +94,7 @@ Status Importer::slice(const onnx::NodeProto& node) {
       if (!has_input(node, k)) continue;
       SERF_ASSIGN_OR_RETURN(const Value* c, value(node, k));
       if (!c->constant) return unsupported(node, "starts, ends, axes and steps must be constants");
-      (k == 1 ? starts : k == 2 ? ends : k == 3 ? axes : steps) = as_ints(*c);
+      (k == 1 ? starts : k == 2 ? ends : k == 3 ? axes : steps) = ints_of(*c);
     }
   }
   SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
@@ -133,7 +129,7 @@ Status Importer::split(const onnx::NodeProto& node) {
   if (opset() >= 13 && has_input(node, 1)) {
     SERF_ASSIGN_OR_RETURN(const Value* s, value(node, 1));
     if (!s->constant) return unsupported(node, "split sizes must be a constant");
-    parts = as_ints(*s);
+    parts = ints_of(*s);
   } else if (opset() < 13) {
     SERF_ASSIGN_OR_RETURN(parts, a.integers("split", {}));
   }

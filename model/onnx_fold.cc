@@ -2,6 +2,7 @@
 // such subgraphs to compute a Reshape's target from the input's shape (Shape -> Gather ->
 // Unsqueeze -> Concat); Shape of an activation is a constant here because every dimension but
 // the batch is fixed (the batch counts as 1: a request is one image).
+#include <algorithm>
 #include <cmath>
 
 #include "onnx_importer.h"
@@ -11,8 +12,9 @@ namespace serf::model::onnx_import {
 namespace {
 
 const std::set<std::string> kFoldable = {
-    "Constant", "Identity", "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat",         "Cast",
-    "Slice",    "Mul",      "Div",   "Add",    "Sub",       "Reshape", "ConstantOfShape"};
+    "Constant", "Identity", "Shape",           "Gather",   "Unsqueeze", "Squeeze",
+    "Concat",   "Cast",     "Slice",           "Mul",      "Div",       "Add",
+    "Sub",      "Reshape",  "ConstantOfShape", "Transpose"};
 
 bool is_int(int dtype) {
   return dtype == onnx::TensorProto_DataType_INT64 || dtype == onnx::TensorProto_DataType_INT32;
@@ -25,10 +27,6 @@ Value int_vector(const std::vector<int64_t>& v) {
   out.dims = {static_cast<int64_t>(v.size())};
   out.data.assign(v.begin(), v.end());
   return out;
-}
-
-std::vector<int64_t> as_ints(const Value& v) {
-  return std::vector<int64_t>(v.data.begin(), v.data.end());
 }
 
 // Normalises a possibly negative axis of a rank-`rank` tensor.
@@ -125,7 +123,7 @@ StatusOr<Value> fold_squeeze(const Fold& f, bool unsqueeze) {
     SERF_ASSIGN_OR_RETURN(axes, f.attributes.integers("axes", {}));
   } else {
     SERF_RETURN_IF_ERROR(f.attributes.only({}));
-    if (f.arg(1) != nullptr) axes = as_ints(*f.arg(1));
+    if (f.arg(1) != nullptr) axes = ints_of(*f.arg(1));
   }
   Value out = *f.arg(0);
   out.origin.clear();
@@ -189,36 +187,115 @@ StatusOr<Value> fold_cast(const Fold& f) {
   return out;
 }
 
-// Slice: starts/ends/axes are attributes before opset 10, inputs (with steps) from it on.
+// The indices a Slice keeps along an axis of `dim` (ONNX's clamping; a negative step walks back).
+std::vector<int64_t> slice_indices(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  std::vector<int64_t> out;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    for (int64_t i = start; i < end; i += step) out.push_back(i);
+  } else {
+    start = std::clamp<int64_t>(start, 0, dim - 1);
+    end = std::clamp<int64_t>(end, -1, dim - 1);
+    for (int64_t i = start; i > end; i += step) out.push_back(i);
+  }
+  return out;
+}
+
+// The elements of `data` at indices keep[0] x keep[1] x ... (row-major): a slice of any axes.
+Value gather_axes(const Value& data, const std::vector<std::vector<int64_t>>& keep) {
+  Value out = constant_value();
+  out.dtype = data.dtype;
+  for (const auto& k : keep) out.dims.push_back(static_cast<int64_t>(k.size()));
+  const int64_t n = out.elements();
+  std::vector<int64_t> at(keep.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t src = 0;
+    for (size_t d = 0; d < keep.size(); ++d)
+      src = src * data.dims[d] + keep[d][static_cast<size_t>(at[d])];
+    out.data.push_back(data.data[static_cast<size_t>(src)]);
+    for (size_t d = keep.size(); d-- > 0;) {  // the next multi-index
+      if (++at[d] < out.dims[d]) break;
+      at[d] = 0;
+    }
+  }
+  return out;
+}
+
+// Slice: starts/ends/axes are attributes before opset 10, inputs (with steps) from it on. Any
+// axes and steps: torch.onnx reverses a Pad's [begin, end] pairs with a step of -1.
 StatusOr<Value> fold_slice(const Fold& f) {
   std::vector<int64_t> starts, ends, axes, steps;
   if (f.importer.opset() < 10) {
     SERF_RETURN_IF_ERROR(f.attributes.only({"starts", "ends", "axes"}));
     SERF_ASSIGN_OR_RETURN(starts, f.attributes.integers("starts", {}));
     SERF_ASSIGN_OR_RETURN(ends, f.attributes.integers("ends", {}));
-    SERF_ASSIGN_OR_RETURN(axes, f.attributes.integers("axes", {0}));
+    SERF_ASSIGN_OR_RETURN(axes, f.attributes.integers("axes", {}));
   } else {
     SERF_RETURN_IF_ERROR(f.attributes.only({}));
     if (f.arg(1) == nullptr || f.arg(2) == nullptr) return f.unsupported("no starts or ends");
-    starts = as_ints(*f.arg(1));
-    ends = as_ints(*f.arg(2));
-    axes = f.arg(3) != nullptr ? as_ints(*f.arg(3)) : std::vector<int64_t>{0};
-    if (f.arg(4) != nullptr) steps = as_ints(*f.arg(4));
+    starts = ints_of(*f.arg(1));
+    ends = ints_of(*f.arg(2));
+    if (f.arg(3) != nullptr) axes = ints_of(*f.arg(3));
+    if (f.arg(4) != nullptr) steps = ints_of(*f.arg(4));
   }
   const Value& data = *f.arg(0);
-  if (data.dims.size() != 1 || starts.size() != 1 || ends.size() != 1 ||
-      (axes.size() == 1 && axes[0] != 0 && axes[0] != -1) || (!steps.empty() && steps[0] != 1)) {
-    return f.unsupported("constant folding of Slice beyond a step-1 slice of a 1-D vector");
+  const int64_t rank = static_cast<int64_t>(data.dims.size());
+  for (int64_t k = static_cast<int64_t>(axes.size()); k < static_cast<int64_t>(starts.size());
+       ++k) {
+    axes.push_back(k);  // ONNX's default axes: 0, 1, ...
   }
-  const int64_t n = data.dims[0];
-  int64_t s = starts[0] < 0 ? starts[0] + n : starts[0];
-  int64_t e = ends[0] < 0 ? ends[0] + n : ends[0];
-  s = std::clamp<int64_t>(s, 0, n);
-  e = std::clamp<int64_t>(e, s, n);
+  steps.resize(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size()) {
+    return f.unsupported("starts, ends, axes and steps of different lengths");
+  }
+  std::vector<std::vector<int64_t>> keep;
+  for (int64_t d = 0; d < rank; ++d)
+    keep.push_back(slice_indices(data.dims[d], 0, data.dims[d], 1));
+  for (size_t k = 0; k < starts.size(); ++k) {
+    SERF_ASSIGN_OR_RETURN(int64_t axis, axis_of(axes[k], rank, f.where));
+    if (steps[k] == 0) return f.unsupported("step 0");
+    keep[static_cast<size_t>(axis)] =
+        slice_indices(data.dims[static_cast<size_t>(axis)], starts[k], ends[k], steps[k]);
+  }
+  return gather_axes(data, keep);
+}
+
+// Transpose of a constant (torch.onnx's Pad subgraph transposes its [n, 2] pairs).
+StatusOr<Value> fold_transpose(const Fold& f) {
+  SERF_RETURN_IF_ERROR(f.attributes.only({"perm"}));
+  const Value& data = *f.arg(0);
+  const size_t rank = data.dims.size();
+  std::vector<int64_t> reversed;
+  for (size_t d = rank; d-- > 0;) reversed.push_back(static_cast<int64_t>(d));
+  SERF_ASSIGN_OR_RETURN(std::vector<int64_t> perm, f.attributes.integers("perm", reversed));
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> identity(rank);
+  for (size_t d = 0; d < rank; ++d) identity[d] = static_cast<int64_t>(d);
+  if (sorted != identity)
+    return f.unsupported("perm " + dims_str(perm) + " of a rank-" + std::to_string(rank) +
+                         " constant");
   Value out = constant_value();
   out.dtype = data.dtype;
-  out.data.assign(data.data.begin() + s, data.data.begin() + e);
-  out.dims = {e - s};
+  for (int64_t p : perm) out.dims.push_back(data.dims[static_cast<size_t>(p)]);
+  // Output element (i_0, ..., i_r-1) is input element with i_k at axis perm[k].
+  std::vector<int64_t> stride(rank, 1);
+  for (size_t d = rank; d-- > 1;) stride[d - 1] = stride[d] * data.dims[d];
+  const int64_t n = out.elements();
+  std::vector<int64_t> at(rank, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t src = 0;
+    for (size_t k = 0; k < rank; ++k) src += at[k] * stride[static_cast<size_t>(perm[k])];
+    out.data.push_back(data.data[static_cast<size_t>(src)]);
+    for (size_t d = rank; d-- > 0;) {
+      if (++at[d] < out.dims[d]) break;
+      at[d] = 0;
+    }
+  }
   return out;
 }
 
@@ -249,7 +326,7 @@ StatusOr<Value> fold_arithmetic(const Fold& f, const std::string& op) {
 StatusOr<Value> fold_reshape(const Fold& f) {
   Value out = *f.arg(0);
   out.origin.clear();
-  std::vector<int64_t> dims = as_ints(*f.arg(1));
+  std::vector<int64_t> dims = ints_of(*f.arg(1));
   int64_t known = 1, infer = -1;
   for (size_t k = 0; k < dims.size(); ++k) {
     if (dims[k] == 0 && k < out.dims.size()) dims[k] = out.dims[k];
@@ -278,7 +355,7 @@ StatusOr<Value> fold_constant_of_shape(const Fold& f) {
     fill = v.data[0];
     out.dtype = v.dtype;
   }
-  out.dims = as_ints(*f.arg(0));
+  out.dims = ints_of(*f.arg(0));
   for (int64_t d : out.dims) {
     if (d < 0 || d > (1 << 24)) return f.unsupported("shape " + dims_str(out.dims));
   }
@@ -297,6 +374,7 @@ StatusOr<Value> fold_op(const Fold& f) {
   if (op == "Concat") return fold_concat(f);
   if (op == "Cast") return fold_cast(f);
   if (op == "Slice") return fold_slice(f);
+  if (op == "Transpose") return fold_transpose(f);
   if (op == "Mul" || op == "Div" || op == "Add" || op == "Sub") return fold_arithmetic(f, op);
   if (op == "Reshape") return fold_reshape(f);
   if (op == "ConstantOfShape") return fold_constant_of_shape(f);

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "onnx_importer.h"
 
@@ -22,6 +23,17 @@ int64_t Value::elements() const {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   return n;
+}
+
+std::vector<int64_t> ints_of(const Value& v) {
+  std::vector<int64_t> out;
+  for (double d : v.data) {
+    constexpr double kLimit = 9.2e18;  // below 2^63
+    out.push_back(d >= kLimit    ? std::numeric_limits<int64_t>::max()
+                  : d <= -kLimit ? std::numeric_limits<int64_t>::min()
+                                 : static_cast<int64_t>(d));
+  }
+  return out;
 }
 
 std::string dtype_name(int dtype) {

@@ -9,10 +9,10 @@
 // scale, x * Sigmoid(x) fused into silu and x * HardSigmoid(x) into hardswish, a constant factor
 // folded into the layer before), MaxPool, AveragePool, GlobalAveragePool, Gemm, MatMul (+ Add of
 // a constant: the bias), Add, Concat, Flatten, Reshape of the flatten kind, Squeeze / Unsqueeze
-// between [N, C, 1, 1] and [N, C], Softmax and LogSoftmax (last), LRN, Dropout and Identity (dropped). Initializers
-// become weights; subgraphs of constants (Shape of a known shape, Gather, Unsqueeze, Concat, ...,
-// which exporters emit to compute a Reshape's target) are folded. The batch dimension may be
-// symbolic; every other dimension must be fixed.
+// between [N, C, 1, 1] and [N, C], Softmax and LogSoftmax (last), LRN, Dropout and Identity
+// (dropped). Initializers become weights; subgraphs of constants (Shape of a known shape, Gather,
+// Unsqueeze, Concat, ..., which exporters emit to compute a Reshape's target) are folded. The batch
+// dimension may be symbolic; every other dimension must be fixed.
 //
 // Anything else (control flow, If / Loop / Scan, before any other node) is an error of one line
 // naming the operator, the node (by its output when unnamed) and what is unsupported,

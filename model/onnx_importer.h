@@ -66,6 +66,9 @@ std::vector<int64_t> onnx_dims_of(const Value& v);
 // A scalar or per-channel constant `c` against a tensor of `n` channels and ONNX rank `rank`, as
 // n factors (onnx_mul.cc); empty when `c` broadcasts any other way.
 std::vector<double> channel_factors(const Value& c, int n, int rank);
+// A constant's elements as integers, saturated: INT64_MAX (an exporter's "to the end") is 2^63 as
+// a double, which does not convert to int64_t.
+std::vector<int64_t> ints_of(const Value& v);
 // The name of a tensor data type ("FLOAT16").
 std::string dtype_name(int dtype);
 // A constant from a TensorProto (initializer or Constant's value); unsupported types keep their
@@ -172,7 +175,7 @@ class Importer {
   std::map<std::string, int> uses_;         // ONNX value -> readers (nodes, graph output)
   std::map<std::string, int> tensor_uses_;  // spec tensor -> ONNX readers left of its aliases
   std::vector<LayerSpec> layers_;
-  std::map<std::string, size_t> layer_of_;  // spec tensor -> index in layers_
+  std::map<std::string, size_t> layer_of_;      // spec tensor -> index in layers_
   std::map<std::string, std::string> node_of_;  // spec layer -> where() of its ONNX node
   std::set<std::string> names_;
   Weights weights_;

@@ -15,7 +15,8 @@ namespace serf::model::onnx_import {
 // or product would have more dims).
 std::vector<double> channel_factors(const Value& c, int n, int rank) {
   if (c.dims.size() > static_cast<size_t>(rank)) return {};
-  if (c.elements() == 1 && !c.data.empty()) return std::vector<double>(static_cast<size_t>(n), c.data[0]);
+  if (c.elements() == 1 && !c.data.empty())
+    return std::vector<double>(static_cast<size_t>(n), c.data[0]);
   if (c.elements() != n || c.dims.empty() || c.data.size() != static_cast<size_t>(n)) return {};
   // Right-aligned against [1, C, H, W] (or [1, F]): C must land on axis 1.
   const int64_t axis = static_cast<int64_t>(rank) - static_cast<int64_t>(c.dims.size());

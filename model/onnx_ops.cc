@@ -102,17 +102,18 @@ Status Importer::translate(const onnx::NodeProto& node) {
     alias(node, 0, *x);
     return Status::Ok();
   }
-  return unsupported(node, "operator " + op +
-                               " is not supported (supported: Conv, BatchNormalization, Relu, "
-                               "Clip, Sigmoid, HardSigmoid, HardSwish, LeakyRelu, Tanh, Elu, MaxPool, "
-                               "AveragePool, "
-                               "GlobalAveragePool, ReduceMean "
-                               "(over height and width), Gemm, "
-                               "MatMul, Add, Mul, Concat, Flatten, Reshape, Squeeze, Unsqueeze, "
-                               "Softmax, LogSoftmax, LRN, Dropout, "
-                               "Identity, Pad (zeros before a Conv or AveragePool), Slice and "
-                               "Split of channels, the channel shuffle's Reshape-Transpose-"
-                               "Reshape, and constant subgraphs)");
+  return unsupported(node,
+                     "operator " + op +
+                         " is not supported (supported: Conv, BatchNormalization, Relu, "
+                         "Clip, Sigmoid, HardSigmoid, HardSwish, LeakyRelu, Tanh, Elu, MaxPool, "
+                         "AveragePool, "
+                         "GlobalAveragePool, ReduceMean "
+                         "(over height and width), Gemm, "
+                         "MatMul, Add, Mul, Concat, Flatten, Reshape, Squeeze, Unsqueeze, "
+                         "Softmax, LogSoftmax, LRN, Dropout, "
+                         "Identity, Pad (zeros before a Conv or AveragePool), Slice and "
+                         "Split of channels, the channel shuffle's Reshape-Transpose-"
+                         "Reshape, and constant subgraphs)");
 }
 
 Status Importer::conv(const onnx::NodeProto& node) {

@@ -163,23 +163,35 @@ class Branch(nn.Module):
 
 
 class Repeat(nn.Module):
-    def __init__(self):
+    """A scripted loop: with a constant trip count torch.onnx unrolls it; with a condition on the
+    data it stays a Loop."""
+
+    def __init__(self, data_dependent):
         super().__init__()
         self.c = nn.Conv2d(3, 3, 3, padding=1)
+        self.data_dependent = data_dependent
 
     def forward(self, x):
-        for _ in range(3):
-            x = torch.relu(self.c(x))
+        if self.data_dependent:
+            i = 0
+            while i < 3 and bool(x.mean() < 10.0):
+                x = torch.relu(self.c(x))
+                i += 1
+        else:
+            for _ in range(3):
+                x = torch.relu(self.c(x))
         return x
 
 
 def control_flow(book):
     torch.manual_seed(41)
     book.export("user_script_if", torch.jit.script(Branch()), image((1, 3, 8, 8), 42),
-                expect="(If): control flow (the subgraph in attribute 'else_branch') is not "
+                expect="(If): control flow (the subgraph in attribute 'then_branch') is not "
                        "supported; export a traced module")
-    book.export("user_script_loop", torch.jit.script(Repeat()), image((1, 3, 8, 8), 43),
+    book.export("user_script_loop", torch.jit.script(Repeat(True)), image((1, 3, 8, 8), 43),
                 expect="(Loop): control flow (the subgraph in attribute 'body') is not supported")
+    torch.manual_seed(44)
+    book.export("user_script_unrolled", torch.jit.script(Repeat(False)), image((1, 3, 8, 8), 45))
 
 
 class Pools(nn.Module):
@@ -492,6 +504,9 @@ def unsupported_layers(book):
                 expect="(Resize): operator Resize is not supported")
     book.export("user_convtranspose", Act(nn.ConvTranspose2d(4, 4, 2, stride=2)), x,
                 expect="(ConvTranspose): operator ConvTranspose is not supported")
+    # F.pad's pads go through a Slice (step -1) and a Transpose of constants: folded.
+    book.export("user_pad_zero", Act(nn.Sequential(nn.ZeroPad2d((1, 2, 0, 1)), nn.Conv2d(4, 4, 3))),
+                x)
     for name, pad, mode in [("reflect", nn.ReflectionPad2d(1), "reflect"),
                             ("replicate", nn.ReplicationPad2d(1), "edge")]:
         book.export(f"user_pad_{name}", Act(nn.Sequential(pad, nn.Conv2d(4, 4, 3))), x,
