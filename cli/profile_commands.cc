@@ -38,6 +38,7 @@ struct ProfileFlags {
   std::string utilizations;
   std::string capacity_profile;
   int requests = 100;
+  int fresh_tuples = 0;  // --fresh-tuples N: the tuples re-measured before each point
   // --precision: every point runs until its mean's 95 % CI is within the target (or a cap).
   PrecisionFlags precision;  // off: fixed --requests
   int max_requests = 20000;
@@ -371,6 +372,7 @@ Status measure_exhaustive(const ProfileFlags& f, const ProfilePlan& plan, Runtim
   o.target = f.precision.target_of();
   o.max_requests = f.max_requests;
   o.max_duration_s = f.max_duration_s;
+  o.fresh_samples = f.fresh_tuples;
   profiler::ExhaustiveReport partial;
   auto write = [&] {
     SERF_RETURN_IF_ERROR(
@@ -441,6 +443,12 @@ void add_exhaustive_flags(CLI::App* sub, ProfileFlags* f, CLI::Option* exhaustiv
                       "with --exhaustive: measured Poisson requests per (configuration, rate) "
                       "point (count; the warm-up comes on top)")
           ->needs(exhaustive);
+  sub->add_option("--fresh-tuples", f->fresh_tuples,
+                  "with --exhaustive: before each point, measure its configuration's tuples (1..c, "
+                  "K, T) closed-loop, this many samples each, so that serf validate also predicts "
+                  "from service times seconds old (batch 1 points; count)")
+      ->check(CLI::Range(1, 100000))
+      ->needs(exhaustive);
   f->precision.add(sub,
                    "with --exhaustive, instead of --requests: each point VALID or INVALID with "
                    "the reason");

@@ -267,6 +267,27 @@ Status measure_point(serve::Controller& controller, const ExhaustiveOptions& o, 
   return Status::Ok();
 }
 
+// The configuration's tuples (1..c, K, T), each measured closed-loop as the tuple profile does
+// (one unit, the slots' occupancy): what the point's service times are just before it runs.
+Status measure_fresh(serve::Controller& controller, const ExhaustiveOptions& o,
+                     ExhaustiveRow* row) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Configuration& c = row->config;
+  for (int i = 1; i <= c.service; ++i) {
+    const ParallelismTuple t{i, c.inter, c.intra, c.batch};
+    SERF_RETURN_IF_ERROR(controller.configure({t.service, t.inter, t.intra, t.batch}));
+    std::vector<double> occupancy_ms;
+    SERF_ASSIGN_OR_RETURN(
+        std::vector<double> node_ms,
+        controller.run_closed_loop(o.fresh_warmup, o.fresh_samples, &occupancy_ms, 1));
+    TupleStats stats = tuple_stats(t, occupancy_ms);
+    stats.node_ms = std::min(tuple_stats(t, node_ms).mean_ms, stats.mean_ms);
+    row->fresh.push_back(stats);
+  }
+  row->fresh_wall_s = seconds_since(t0);
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<ExhaustiveReport> run_exhaustive(serve::Controller& controller,
@@ -300,10 +321,12 @@ StatusOr<ExhaustiveReport> run_exhaustive(serve::Controller& controller,
     const Configuration& c = configs[ci];
     for (double rate : rates[ci]) {
       if (progress) progress(done, total, to_string(c) + " at " + std::to_string(rate) + "/s");
-      const auto t0 = std::chrono::steady_clock::now();
-      SERF_RETURN_IF_ERROR(controller.configure(c));
       ExhaustiveRow row;
       row.config = c;
+      if (options.fresh_samples > 0 && c.batch == 1)
+        SERF_RETURN_IF_ERROR(measure_fresh(controller, options, &row));
+      const auto t0 = std::chrono::steady_clock::now();
+      SERF_RETURN_IF_ERROR(controller.configure(c));
       row.rate_per_s = rate;
       row.arrival_scv = arrival_scv;
       SERF_RETURN_IF_ERROR(measure_point(controller, options, seed++, &row));
@@ -359,6 +382,10 @@ std::string exhaustive_json(const ExhaustiveReport& report, const std::string& m
       j["duration_s"] = r.verdict.duration_s;
       j["ci95_rel"] =
           r.verdict.ci95_rel >= 0 ? nlohmann::json(r.verdict.ci95_rel) : nlohmann::json(nullptr);
+    }
+    if (!r.fresh.empty()) {
+      j["fresh_tuples"] = fresh_tuples_json(r.fresh);
+      j["fresh_wall_s"] = r.fresh_wall_s;
     }
     if (with_trace) j["trace"] = trace_json(r.trace);
     return j;

@@ -93,6 +93,10 @@ struct ExhaustiveOptions {
   PrecisionTarget target;
   int max_requests = 20000;     // cap: arrivals generated per point
   double max_duration_s = 300;  // cap: arrivals stop after this long
+  // --fresh-tuples: before each point of batch 1, its configuration's tuples (1..c, K, T) are
+  // measured closed-loop, `fresh_samples` each after `fresh_warmup` (0: not measured).
+  int fresh_samples = 0;
+  int fresh_warmup = 2;
 };
 
 struct ExhaustiveRow {
@@ -108,6 +112,8 @@ struct ExhaustiveRow {
   bool judged = false;     // precision-driven: the verdict below was made
   PointVerdict verdict;    // VALID or INVALID with reasons
   RequestTrace trace;      // every request of the point, for serf validate's sample-path replay
+  std::vector<TupleStats> fresh;  // ExhaustiveOptions::fresh_samples: (1..c, K, T) just before
+  double fresh_wall_s = 0;        // what measuring them cost (not in wall_s)
 };
 
 struct ExhaustiveReport {

@@ -128,7 +128,7 @@ Status check_points(const Profile& profile, const std::vector<MeasuredPoint>& po
 
 // The relative errors of one queue model over the points, by kind, before their summaries.
 struct ErrorLists {
-  std::vector<double> mean, p99, steady, rescaled, adjusted;
+  std::vector<double> mean, p99, steady, rescaled, adjusted, fresh;
   double ci_rel_sum = 0;
 };
 
@@ -185,6 +185,44 @@ Status apply_objectives(const Profile& profile, const QueueModel& model,
   return Status::Ok();
 }
 
+// The prediction from the point's fresh tuples: the profile's tuples of its configuration replaced
+// by those measured just before it, corrected for bursty arrivals as the planner's objective is.
+Status predict_fresh(const Profile& profile, int nodes, QueueKind queue, const MeasuredPoint& p,
+                     PointResult* r, ErrorLists* errors, ModelValidation* mv) {
+  if (p.fresh.empty()) return Status::Ok();
+  Profile fresh = profile;
+  for (const TupleStats& t : p.fresh) {
+    auto it = std::find_if(fresh.tuples.begin(), fresh.tuples.end(),
+                           [&](const TupleStats& u) { return u.tuple == t.tuple; });
+    if (it == fresh.tuples.end()) {
+      fresh.tuples.push_back(t);
+    } else {
+      *it = t;
+    }
+  }
+  fresh.reindex();
+  SERF_ASSIGN_OR_RETURN(QueueModel model, model_for(fresh, p.config, nodes, queue));
+  Prediction prediction = model.predict(p.config.service, r->unit_rate_per_s);
+  if (!prediction.stable) return Status::Ok();
+  SERF_ASSIGN_OR_RETURN(ConfigurationFamily family, family_for(fresh, p.config, nodes, queue));
+  LatencyObjectiveOptions o;
+  o.arrival_scv = p.arrival_scv;
+  o.nodes = nodes;
+  SERF_ASSIGN_OR_RETURN(std::unique_ptr<LatencyObjective> objective,
+                        LatencyObjective::Create(fresh, o));
+  prediction = objective->corrected(family, p.config.service, prediction);
+  r->has_fresh = true;
+  r->fresh_latency_ms = prediction.latency_ms;
+  r->fresh_rel_error = std::fabs(prediction.latency_ms - p.mean_latency_ms) / p.mean_latency_ms;
+  errors->fresh.push_back(r->fresh_rel_error);
+  if (p.ci95_ms >= 0) {
+    ++mv->fresh_summary.with_ci95;
+    if (std::fabs(prediction.latency_ms - p.mean_latency_ms) <= p.ci95_ms)
+      ++mv->fresh_summary.within_ci95;
+  }
+  return Status::Ok();
+}
+
 // The errors of a stable prediction against the measured mean, its CI and the adjusted mean.
 void score_point(const MeasuredPoint& p, PointResult* r, ErrorLists* errors, ModelValidation* mv) {
   r->rel_error = std::fabs(r->prediction.latency_ms - p.mean_latency_ms) / p.mean_latency_ms;
@@ -220,6 +258,31 @@ const PointResult* lowest(const std::vector<const PointResult*>& rs, Ms ms) {
   return best;
 }
 
+// The pick is the measured best, or its measured mean exceeds the best's by at most the two 95 %
+// CI half-widths combined.
+bool within_cis(const PointResult& pick, const PointResult& best) {
+  if (&pick == &best) return true;
+  const double h_pick = pick.measured.ci95_ms, h_best = best.measured.ci95_ms;
+  return h_pick >= 0 && h_best >= 0 &&
+         pick.measured.mean_latency_ms - best.measured.mean_latency_ms <=
+             std::sqrt(h_pick * h_pick + h_best * h_best);
+}
+
+// The lowest fresh prediction at a rate against the measured best, when every configuration
+// measured there has one.
+void compare_fresh_pick(const std::vector<const PointResult*>& rs, const PointResult& best,
+                        RateComparison* rc, ModelValidation* mv) {
+  if (!std::all_of(rs.begin(), rs.end(), [](const PointResult* r) { return r->has_fresh; })) return;
+  const PointResult* pick = lowest(rs, [](const PointResult& r) { return r.fresh_latency_ms; });
+  rc->has_fresh = true;
+  rc->fresh_pick = pick->measured.config;
+  rc->fresh_match = pick == &best;
+  rc->fresh_within_ci = within_cis(*pick, best);
+  ++mv->fresh_rates;
+  if (rc->fresh_match) ++mv->fresh_matches;
+  if (rc->fresh_within_ci) ++mv->fresh_matches_within_ci;
+}
+
 // Rates measured on two or more configurations: the planner's rule (lowest predicted mean,
 // tie_break_less on ties) among the measured configurations against the measured best.
 void compare_planner(ModelValidation* mv) {
@@ -252,10 +315,7 @@ void compare_planner(ModelValidation* mv) {
       rc.match = pick == best;
       rc.penalty = rc.planner_measured_ms / rc.measured_best_ms - 1;
       if (rc.match) ++mv->matches;
-      const double h_pick = pick->measured.ci95_ms, h_best = best->measured.ci95_ms;
-      rc.within_ci = rc.match || (h_pick >= 0 && h_best >= 0 &&
-                                  rc.planner_measured_ms - rc.measured_best_ms <=
-                                      std::sqrt(h_pick * h_pick + h_best * h_best));
+      rc.within_ci = within_cis(*pick, *best);
       if (rc.within_ci) ++mv->matches_within_ci;
       rc.has_adjusted =
           std::all_of(rs.begin(), rs.end(), [](const PointResult* r) { return r->has_adjusted; });
@@ -272,6 +332,7 @@ void compare_planner(ModelValidation* mv) {
       mv->max_penalty = std::max(mv->max_penalty, rc.penalty);
       ++picked;
     }
+    compare_fresh_pick(rs, *best, &rc, mv);
     mv->rates.push_back(rc);
   }
   if (picked > 0) mv->mean_penalty = penalty_sum / picked;
@@ -346,6 +407,8 @@ StatusOr<ModelValidation> validate_model(const Profile& profile,
     } else {
       ++mv.summary.unstable;
     }
+    if (Status f = predict_fresh(profile, nodes, queue, p, &r, &errors, &mv); !f.ok())
+      return f.with_context(point_name(k, p) + ", its fresh tuples");
     mv.points.push_back(r);
   }
   summarize_errors(errors.mean, &mv.summary);
@@ -353,6 +416,7 @@ StatusOr<ModelValidation> validate_model(const Profile& profile,
   summarize_errors(errors.steady, &mv.steady_summary);
   summarize_errors(errors.rescaled, &mv.rescaled_summary);
   summarize_errors(errors.adjusted, &mv.adjusted_summary);
+  summarize_errors(errors.fresh, &mv.fresh_summary);
   if (mv.summary.with_ci95 > 0) mv.summary.mean_ci95_rel = errors.ci_rel_sum / mv.summary.with_ci95;
   compare_planner(&mv);
   return mv;

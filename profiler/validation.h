@@ -40,6 +40,10 @@ struct MeasuredPoint {
   std::string verdict;
   double wall_s = 0;   // what measuring the point cost (0: unknown)
   RequestTrace trace;  // empty in files written before traces existed
+  // The configuration's tuples (1..c, K, T, b) measured closed-loop just before the point (serf
+  // profile --exhaustive --fresh-tuples): the service times a self-calibrating controller would
+  // hold then. Empty: not measured.
+  std::vector<TupleStats> fresh;
 };
 
 // The fewest measured requests whose p99 is compared with the tail approximation: below it the
@@ -86,6 +90,12 @@ struct PointResult {
   bool has_p99 = false;           // stable, a measured p99 and at least kMinRequestsForP99 requests
   double predicted_p99_ms = 0;    // the tail approximation (tail_latency.h)
   double p99_rel_error = 0;
+  // The prediction from the point's fresh tuples (MeasuredPoint::fresh) in place of the
+  // profile's: a prediction made before the point ran, from a profile seconds old. has_fresh
+  // false without fresh tuples or when that model is saturated at the point's rate.
+  bool has_fresh = false;
+  double fresh_latency_ms = 0;
+  double fresh_rel_error = 0;
 };
 
 // Relative errors of the stable points. Percentiles interpolate linearly between order statistics
@@ -123,6 +133,11 @@ struct RateComparison {
   Configuration adjusted_best;
   bool adjusted_match = false;
   double adjusted_penalty = 0;  // the pick's estimate / the best estimate - 1
+  // The pick by the fresh predictions, when every configuration at this rate has one.
+  bool has_fresh = false;
+  Configuration fresh_pick;
+  bool fresh_match = false;
+  bool fresh_within_ci = false;  // the fresh pick is the best, or within the CIs (as within_ci)
 };
 
 struct ModelValidation {
@@ -138,12 +153,18 @@ struct ModelValidation {
   // The errors against the sample-path estimates (PointResult::has_adjusted); within_ci95 counts
   // the adjusted CI.
   ErrorSummary adjusted_summary;
+  // The errors of the fresh predictions against the raw measured means (PointResult::has_fresh);
+  // within_ci95 counts the measured CI.
+  ErrorSummary fresh_summary;
   std::vector<RateComparison> rates;         // ascending rate
   int matches = 0;                           // rates where the pick is the measured best
   int matches_within_ci = 0;                 // rates where it is, or within the CIs
   double mean_penalty = 0, max_penalty = 0;  // over rates with a stable pick
-  int adjusted_rates = 0;    // rates with a stable pick and estimates for all configurations
-  int adjusted_matches = 0;  // of those, where the pick is the best by the estimates
+  int adjusted_rates = 0;           // rates with a stable pick and estimates for all configurations
+  int adjusted_matches = 0;         // of those, where the pick is the best by the estimates
+  int fresh_rates = 0;              // rates where every configuration has a fresh prediction
+  int fresh_matches = 0;            // of those, where the fresh pick is the measured best
+  int fresh_matches_within_ci = 0;  // ... or within the CIs
 };
 
 struct ValidationReport {

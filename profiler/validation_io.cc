@@ -47,10 +47,51 @@ StatusOr<RequestTrace> parse_trace(const json& t, const std::string& where) {
   return trace;
 }
 
+// A point's fresh tuples: each of (1..c, K, T) of its configuration once, with a finite mean and
+// SCV in the range a profile allows. Batched points have none (the bulk model needs 1..b).
+StatusOr<std::vector<TupleStats>> parse_fresh(const json& a, const std::string& where,
+                                              const Configuration& config) {
+  if (!a.is_array()) return InvalidArgument(where + ": expected an array");
+  if (config.batch != 1) return InvalidArgument(where + ": only points of batch 1 have them");
+  if (a.size() != static_cast<size_t>(config.service)) {
+    return InvalidArgument(where + ": expected the " + std::to_string(config.service) +
+                           " tuple(s) (1.." + std::to_string(config.service) +
+                           ", K, T) of the point's configuration, got " + std::to_string(a.size()));
+  }
+  std::vector<TupleStats> fresh;
+  for (size_t k = 0; k < a.size(); ++k) {
+    const std::string at = io::index_path(where, k);
+    if (!a[k].is_object()) return InvalidArgument(at + ": expected an object");
+    SERF_RETURN_IF_ERROR(io::refuse_unknown_fields(
+        a[k], {"service", "inter", "intra", "mean_ms", "scv", "samples"}, at));
+    TupleStats t;
+    SERF_ASSIGN_OR_RETURN(t.tuple.service, io::get_int(a[k], "service", at));
+    SERF_ASSIGN_OR_RETURN(t.tuple.inter, io::get_int(a[k], "inter", at));
+    SERF_ASSIGN_OR_RETURN(t.tuple.intra, io::get_int(a[k], "intra", at));
+    SERF_ASSIGN_OR_RETURN(t.mean_ms, io::get_number(a[k], "mean_ms", at));
+    SERF_ASSIGN_OR_RETURN(t.scv, io::get_number(a[k], "scv", at));
+    SERF_ASSIGN_OR_RETURN(t.samples, io::get_int(a[k], "samples", at));
+    if (t.tuple.service != static_cast<int>(k) + 1 || t.tuple.inter != config.inter ||
+        t.tuple.intra != config.intra) {
+      return InvalidArgument(at + ": expected the tuple (" + std::to_string(k + 1) + ", " +
+                             std::to_string(config.inter) + ", " + std::to_string(config.intra) +
+                             ") of the point's configuration, in order");
+    }
+    if (!(t.mean_ms >= kMinServiceMs && t.mean_ms <= kMaxServiceMs))
+      return InvalidArgument(at + ".mean_ms must lie in [1e-6, 1e9] ms");
+    if (!(t.scv >= 0 && t.scv <= kMaxServiceScv))
+      return InvalidArgument(at + ".scv must lie in [0, 1e4]");
+    if (t.samples < 1) return InvalidArgument(at + ".samples must be >= 1");
+    fresh.push_back(t);
+  }
+  return fresh;
+}
+
 // The optional times of a point: a negative one is no measurement (a negative CI was read as
 // "none given").
 Status check_point_times(const json& p, const std::string& where) {
-  for (const char* key : {"p99_latency_ms", "mean_latency_ci95_ms", "mean_service_ms", "wall_s"}) {
+  for (const char* key :
+       {"p99_latency_ms", "mean_latency_ci95_ms", "mean_service_ms", "wall_s", "fresh_wall_s"}) {
     if (!p.contains(key) || p[key].is_null()) continue;
     SERF_ASSIGN_OR_RETURN(double x, io::get_number(p, key, where));
     if (!(x >= 0)) return InvalidArgument(io::field_path(where, key) + " must be >= 0");
@@ -61,12 +102,28 @@ Status check_point_times(const json& p, const std::string& where) {
 // One point of a serf-exhaustive/1 file.
 StatusOr<MeasuredPoint> parse_point(const json& p, const std::string& where) {
   MeasuredPoint mp;
-  SERF_RETURN_IF_ERROR(io::refuse_unknown_fields(
-      p,
-      {"rate", "service", "inter", "intra", "batch", "requests", "mean_latency_ms",
-       "p99_latency_ms", "mean_latency_ci95_ms", "mean_service_ms", "arrival_scv", "wall_s",
-       "valid", "verdict", "warmup_cut", "duration_s", "ci95_rel", "trace"},
-      where));
+  SERF_RETURN_IF_ERROR(io::refuse_unknown_fields(p,
+                                                 {"rate",
+                                                  "service",
+                                                  "inter",
+                                                  "intra",
+                                                  "batch",
+                                                  "requests",
+                                                  "mean_latency_ms",
+                                                  "p99_latency_ms",
+                                                  "mean_latency_ci95_ms",
+                                                  "mean_service_ms",
+                                                  "arrival_scv",
+                                                  "wall_s",
+                                                  "valid",
+                                                  "verdict",
+                                                  "warmup_cut",
+                                                  "duration_s",
+                                                  "ci95_rel",
+                                                  "trace",
+                                                  "fresh_tuples",
+                                                  "fresh_wall_s"},
+                                                 where));
   SERF_ASSIGN_OR_RETURN(mp.config.service, io::get_int(p, "service", where));
   SERF_ASSIGN_OR_RETURN(mp.config.inter, io::get_int(p, "inter", where));
   SERF_ASSIGN_OR_RETURN(mp.config.intra, io::get_int(p, "intra", where));
@@ -103,6 +160,10 @@ StatusOr<MeasuredPoint> parse_point(const json& p, const std::string& where) {
   }
   if (p.contains("trace")) {
     SERF_ASSIGN_OR_RETURN(mp.trace, parse_trace(p["trace"], where + ".trace"));
+  }
+  if (p.contains("fresh_tuples")) {
+    SERF_ASSIGN_OR_RETURN(mp.fresh,
+                          parse_fresh(p["fresh_tuples"], where + ".fresh_tuples", mp.config));
   }
   // The configuration is checked against the cluster it is validated on (validate_predictions).
   if (!(mp.rate_per_s > 0)) return InvalidArgument(where + ".rate must be > 0 requests/s");
@@ -169,6 +230,19 @@ StatusOr<MeasuredSet> load_measured(const std::string& path) {
   return measured_from_json(doc, path);
 }
 
+json fresh_tuples_json(const std::vector<TupleStats>& fresh) {
+  json a = json::array();
+  for (const TupleStats& t : fresh) {
+    a.push_back({{"service", t.tuple.service},
+                 {"inter", t.tuple.inter},
+                 {"intra", t.tuple.intra},
+                 {"mean_ms", t.mean_ms},
+                 {"scv", t.scv},
+                 {"samples", t.samples}});
+  }
+  return a;
+}
+
 json trace_json(const RequestTrace& trace) {
   auto us = [](double ms) { return std::round(ms * 1e3) / 1e3; };
   json arrivals = json::array(), latencies = json::array();
@@ -213,6 +287,8 @@ json point_json(const PointResult& r) {
   p["adjusted_rel_error"] = number_or_null(adj, r.adjusted_rel_error);
   p["predicted_p99_ms"] = number_or_null(r.has_p99, r.predicted_p99_ms);
   p["p99_rel_error"] = number_or_null(r.has_p99, r.p99_rel_error);
+  p["fresh_predicted_ms"] = number_or_null(r.has_fresh, r.fresh_latency_ms);
+  p["fresh_rel_error"] = number_or_null(r.has_fresh, r.fresh_rel_error);
   return p;
 }
 
@@ -234,6 +310,11 @@ json rate_json(const RateComparison& rc) {
       x["adjusted_match"] = rc.adjusted_match;
       x["adjusted_penalty"] = rc.adjusted_penalty;
     }
+  }
+  if (rc.has_fresh) {
+    x["fresh_pick"] = config_json(rc.fresh_pick);
+    x["fresh_match"] = rc.fresh_match;
+    x["fresh_within_ci"] = rc.fresh_within_ci;
   }
   return x;
 }
@@ -278,6 +359,10 @@ json summary_json(const ModelValidation& mv) {
   summary["adjusted"] = {
       {"count", a.count},       {"mean_rel_error", a.mean}, {"median_rel_error", a.median},
       {"p95_rel_error", a.p95}, {"max_rel_error", a.max},   {"within_ci95", a.within_ci95}};
+  const ErrorSummary& f = mv.fresh_summary;
+  summary["fresh"] = {
+      {"count", f.count},       {"mean_rel_error", f.mean}, {"median_rel_error", f.median},
+      {"p95_rel_error", f.p95}, {"max_rel_error", f.max},   {"within_ci95", f.within_ci95}};
   return summary;
 }
 
@@ -291,6 +376,9 @@ json planner_json(const ModelValidation& mv) {
           {"max_penalty", mv.max_penalty},
           {"adjusted_rates", mv.adjusted_rates},
           {"adjusted_matches", mv.adjusted_matches},
+          {"fresh_rates", mv.fresh_rates},
+          {"fresh_matches", mv.fresh_matches},
+          {"fresh_matches_within_ci", mv.fresh_matches_within_ci},
           {"rates", rates}};
 }
 
@@ -364,6 +452,13 @@ void print_validation_tables(std::FILE* out, const ValidationReport& report) {
         "arrival luck cancels):\n");
     print_error_table(out, report, &ModelValidation::adjusted_summary, true);
   }
+  if (report.models.front().fresh_summary.count > 0) {
+    std::fprintf(out,
+                 "predicted from the fresh tuples (the configuration's tuples measured just before "
+                 "each point, as a self-calibrating controller holds them), against the raw "
+                 "measured means:\n");
+    print_error_table(out, report, &ModelValidation::fresh_summary, true);
+  }
   std::fprintf(out, "relative error of the p99 (tail approximation; points of >= %d requests):\n",
                kMinRequestsForP99);
   print_error_table(out, report, &ModelValidation::p99_summary, false);
@@ -382,6 +477,16 @@ void print_validation_tables(std::FILE* out, const ValidationReport& report) {
         out, "planner against the sample-path estimates (the best by estimate, not by raw mean):");
     for (const ModelValidation& mv : report.models) {
       std::fprintf(out, " %s %d/%d;", to_string(mv.queue), mv.adjusted_matches, mv.adjusted_rates);
+    }
+    std::fprintf(out, "\n");
+  }
+  if (report.models.front().fresh_rates > 0) {
+    std::fprintf(out,
+                 "planner from the fresh tuples (lowest fresh prediction = measured best, or "
+                 "within the CIs):");
+    for (const ModelValidation& mv : report.models) {
+      std::fprintf(out, " %s %d/%d (%d within CI);", to_string(mv.queue), mv.fresh_matches,
+                   mv.fresh_rates, mv.fresh_matches_within_ci);
     }
     std::fprintf(out, "\n");
   }
@@ -413,7 +518,7 @@ std::string validation_csv(const ValidationReport& report) {
          "predicted_service_ms,predicted_wait_ms,utilization,rel_error,arrival_scv,"
          "predicted_p99_ms,p99_rel_error,service_drift,rescale,rescaled_predicted_ms,"
          "rescaled_rel_error,replay_ms,replay_expected_ms,adjusted_ms,adjusted_ci95_ms,"
-         "adjusted_rel_error,batch\n";
+         "adjusted_rel_error,batch,fresh_predicted_ms,fresh_rel_error\n";
   for (const ModelValidation& mv : report.models) {
     for (const PointResult& r : mv.points) {
       const MeasuredPoint& m = r.measured;
@@ -437,7 +542,8 @@ std::string validation_csv(const ValidationReport& report) {
           << opt(r.has_rescaled, r.rescaled_rel_error) << ',' << opt(r.has_adjusted, r.replay_ms)
           << ',' << opt(r.has_adjusted, r.replay_expected_ms) << ','
           << opt(r.has_adjusted, r.adjusted_ms) << ',' << opt(r.has_adjusted, r.adjusted_ci95_ms)
-          << ',' << opt(r.has_adjusted && ok, r.adjusted_rel_error) << ',' << m.config.batch
+          << ',' << opt(r.has_adjusted && ok, r.adjusted_rel_error) << ',' << m.config.batch << ','
+          << opt(r.has_fresh, r.fresh_latency_ms) << ',' << opt(r.has_fresh, r.fresh_rel_error)
           << '\n';
     }
   }

@@ -35,6 +35,8 @@ struct ValidationInputs {
 
 // A point's request trace ({"warmup", "arrival_ms", "unit", "latency_ms"}; times to 1 us).
 nlohmann::json trace_json(const RequestTrace& trace);
+// A point's fresh tuples ([{"service", "inter", "intra", "batch", "mean_ms", "scv", "samples"}]).
+nlohmann::json fresh_tuples_json(const std::vector<TupleStats>& fresh);
 
 nlohmann::json validation_json(const ValidationReport& report, const ValidationInputs& inputs);
 std::string validation_csv(const ValidationReport& report);

@@ -8,7 +8,9 @@ as horizontal bars, the line y = x and a +-12% band (the paper's 95th-percentile
 Middle: relative error against the utilization the model predicts, one series per queue model.
 Right: the first model's error three ways: against the raw measurement, against the sample-path
 estimate (the measurement with its arrival luck replayed out) and the queue model alone (the
-prediction re-made at the measured service time), where the report has them.
+prediction re-made at the measured service time) and, with serf profile --exhaustive
+--fresh-tuples, the prediction from the tuples measured just before each point, where the
+report has them.
 Points a model calls unstable (utilization >= 1) have no prediction and are not drawn.
 """
 import json
@@ -78,7 +80,8 @@ def main(argv):
     for key, summary_key, color, marker, what in (
             ("rel_error", None, "tab:red", "o", "vs measured"),
             ("adjusted_rel_error", "adjusted", "tab:green", "D", "vs sample-path estimate"),
-            ("rescaled_rel_error", "rescaled", "tab:blue", "s", "queue model alone")):
+            ("rescaled_rel_error", "rescaled", "tab:blue", "s", "queue model alone"),
+            ("fresh_rel_error", "fresh", "tab:purple", "^", "from fresh tuples vs measured")):
         xs = [p["utilization"] for p in pts if p.get(key) is not None]
         ys = [max(0.05, 100 * p[key]) for p in pts if p.get(key) is not None]
         if not xs:

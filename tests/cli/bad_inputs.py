@@ -631,6 +631,9 @@ for base in (["load"] + LOAD, ["profile"] + PROFILE):
         check(args, [flag], OUTPUTS, "precision flag out of range")
 for flag, value in [("--max-requests", "500"), ("--max-duration", "5")]:
     check(["profile"] + PROFILE + [flag, value], [flag], OUTPUTS, "without --precision")
+for value in ("0", "-3", "1e9", "2.5", "x"):
+    check(["profile"] + PROFILE + ["--fresh-tuples", value], ["--fresh-tuples"], OUTPUTS,
+          "fresh tuples out of range")
 
 # A flag that has an effect only together with another one: alone it was silently ignored
 # (serve --min-dwell without --table ran with no hysteresis to speak of). Refused, naming both.
@@ -654,6 +657,7 @@ for args, names in [
         (PROFILE_TUPLES + ["--requests", "50"], ["--requests", "--exhaustive"]),
         (PROFILE_TUPLES + ["--arrivals", "deterministic"], ["--arrivals", "--exhaustive"]),
         (PROFILE_TUPLES + ["--arrival-scv", "1"], ["--arrival-scv", "--exhaustive"]),
+        (PROFILE_TUPLES + ["--fresh-tuples", "20"], ["--fresh-tuples", "--exhaustive"]),
         (["profile"] + PROFILE + ["--samples", "5"], ["--samples", "--exhaustive"]),
         (["profile"] + PROFILE + ["--side-by-side"], ["--side-by-side", "--exhaustive"]),
         (["profile"] + PROFILE + ["--passes", "2"], ["--passes", "--exhaustive"]),

@@ -492,3 +492,93 @@ TEST_CASE("a measurement's misspelt or negative fields are refused, naming them"
     CHECK_THAT(m.status().message(), Catch::Contains(want));
   }
 }
+
+TEST_CASE("the fresh prediction uses the tuples measured just before the point", "[validation]") {
+  // The machine ran every service 20 % slower than profiled while the points were measured; the
+  // tuples measured just before each point saw it. The fresh prediction is the slower profile's.
+  const Profile p = two_node_profile();
+  Profile slower = p;
+  for (auto& t : slower.tuples) t.mean_ms *= 1.2;
+  slower.reindex();
+  const double rate = 120;
+  std::vector<MeasuredPoint> points;
+  for (const Configuration c : {Configuration{1, 1, 1}, Configuration{2, 1, 1}}) {
+    auto model = serf::model_for(slower, c, 2, QueueKind::kMdInterf);
+    REQUIRE(model.ok());
+    const auto truth = model->predict(c.service, rate / 2);
+    REQUIRE(truth.stable);
+    MeasuredPoint m = point(c, rate, truth.latency_ms, 0.01 * truth.latency_ms);
+    for (int i = 1; i <= c.service; ++i) m.fresh.push_back(*slower.find({i, 1, 1}));
+    points.push_back(m);
+  }
+  auto report = serf::profiler::validate_predictions(p, points, 2, {QueueKind::kMdInterf});
+  REQUIRE(report.ok());
+  const auto& mv = report->models[0];
+  for (const auto& r : mv.points) {
+    CHECK(r.rel_error > 0.2);  // the stale profile's error near saturation
+    REQUIRE(r.has_fresh);
+    CHECK(r.fresh_latency_ms == Approx(r.measured.mean_latency_ms).epsilon(1e-9));
+    CHECK(r.fresh_rel_error == Approx(0).margin(1e-9));
+  }
+  CHECK(mv.fresh_summary.count == 2);
+  CHECK(mv.fresh_summary.within_ci95 == 2);
+  CHECK(mv.fresh_summary.with_ci95 == 2);
+  // Both configurations at one rate: the fresh pick is the measured best.
+  REQUIRE(mv.rates.size() == 1);
+  CHECK(mv.rates[0].has_fresh);
+  CHECK(mv.rates[0].fresh_match);
+  CHECK(mv.rates[0].fresh_pick == mv.rates[0].measured_best);
+  CHECK(mv.fresh_rates == 1);
+  CHECK(mv.fresh_matches == 1);
+  // Without fresh tuples, nothing fresh is reported.
+  points[0].fresh.clear();
+  report = serf::profiler::validate_predictions(p, points, 2, {QueueKind::kMdInterf});
+  REQUIRE(report.ok());
+  CHECK_FALSE(report->models[0].points[0].has_fresh);
+  CHECK(report->models[0].fresh_summary.count == 1);
+  CHECK(report->models[0].fresh_rates == 0);
+}
+
+TEST_CASE("a point's fresh tuples are written, read back and checked", "[validation]") {
+  const Profile p = two_node_profile();
+  const std::vector<serf::TupleStats> fresh = {*p.find({1, 1, 1}), *p.find({2, 1, 1})};
+  nlohmann::json point = {{"service", 2},
+                          {"inter", 1},
+                          {"intra", 1},
+                          {"rate", 50},
+                          {"requests", 100},
+                          {"mean_latency_ms", 20},
+                          {"fresh_tuples", serf::profiler::fresh_tuples_json(fresh)}};
+  nlohmann::json doc = {
+      {"format", "serf-exhaustive/1"}, {"model", "hand-made"}, {"points", {point}}};
+  auto set = serf::profiler::measured_from_json(doc, "ex.json");
+  REQUIRE(set.ok());
+  REQUIRE(set->points[0].fresh.size() == 2);
+  CHECK(set->points[0].fresh[1].tuple == serf::ParallelismTuple{2, 1, 1});
+  CHECK(set->points[0].fresh[1].mean_ms == 14.0);
+  CHECK(set->points[0].fresh[1].samples == 10);
+  auto bad = [&](nlohmann::json d, const std::string& says) {
+    auto r = serf::profiler::measured_from_json(d, "ex.json");
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("points[0].fresh_tuples"));
+    CHECK_THAT(r.status().message(), Catch::Contains(says));
+  };
+  nlohmann::json d = doc;
+  d["points"][0]["fresh_tuples"].erase(1);  // (2,1,1) missing
+  bad(d, "expected the 2 tuple(s)");
+  d = doc;
+  d["points"][0]["fresh_tuples"][1]["intra"] = 2;  // another configuration's tuple
+  bad(d, "expected the tuple (2, 1, 1)");
+  d = doc;
+  d["points"][0]["fresh_tuples"][0]["mean_ms"] = -1;
+  bad(d, "mean_ms must lie in");
+  d = doc;
+  d["points"][0]["fresh_tuples"][0]["scv"] = "x";
+  bad(d, "scv");
+  d = doc;
+  d["points"][0]["fresh_tuples"][0]["mean"] = 1;  // misspelt
+  bad(d, "unknown field 'mean'");
+  d = doc;
+  d["points"][0]["fresh_tuples"] = 3;
+  bad(d, "expected an array");
+}
