@@ -104,6 +104,17 @@ TupleStats pool_passes(const ParallelismTuple& tuple, const std::vector<PassSamp
   return stats;
 }
 
+StatusOr<PassSamples> measure_tuple(serve::Controller& controller, const ParallelismTuple& tuple,
+                                    int warmup, int samples, bool side_by_side) {
+  SERF_RETURN_IF_ERROR(
+      controller.configure({tuple.service, tuple.inter, tuple.intra, tuple.batch}));
+  PassSamples p;
+  const int units = side_by_side ? controller.units() : 1;  // known once configured
+  SERF_ASSIGN_OR_RETURN(p.node_ms,
+                        controller.run_closed_loop(warmup, samples, &p.occupancy_ms, units));
+  return p;
+}
+
 StatusOr<Profile> run_tuple_profile(serve::Controller& controller,
                                     const TupleProfileOptions& options, const ProgressFn& progress,
                                     Profile* partial) {
@@ -137,11 +148,8 @@ StatusOr<Profile> run_tuple_profile(serve::Controller& controller,
             options.passes > 1 ? to_string(t) + " pass " + std::to_string(pass + 1) : to_string(t));
       }
       const auto t0 = std::chrono::steady_clock::now();
-      SERF_RETURN_IF_ERROR(controller.configure({t.service, t.inter, t.intra, t.batch}));
-      PassSamples p;
-      const int units = options.side_by_side ? controller.units() : 1;
-      SERF_ASSIGN_OR_RETURN(
-          p.node_ms, controller.run_closed_loop(options.warmup, samples, &p.occupancy_ms, units));
+      SERF_ASSIGN_OR_RETURN(PassSamples p, measure_tuple(controller, t, options.warmup, samples,
+                                                         options.side_by_side));
       measured[n].push_back(std::move(p));
       wall_s[n] += seconds_since(t0);
       // What a fault would leave: every tuple measured so far, pooled over its passes so far.
@@ -275,14 +283,9 @@ Status measure_fresh(serve::Controller& controller, const ExhaustiveOptions& o,
   const Configuration& c = row->config;
   for (int i = 1; i <= c.service; ++i) {
     const ParallelismTuple t{i, c.inter, c.intra, c.batch};
-    SERF_RETURN_IF_ERROR(controller.configure({t.service, t.inter, t.intra, t.batch}));
-    std::vector<double> occupancy_ms;
-    SERF_ASSIGN_OR_RETURN(
-        std::vector<double> node_ms,
-        controller.run_closed_loop(o.fresh_warmup, o.fresh_samples, &occupancy_ms, 1));
-    TupleStats stats = tuple_stats(t, occupancy_ms);
-    stats.node_ms = std::min(tuple_stats(t, node_ms).mean_ms, stats.mean_ms);
-    row->fresh.push_back(stats);
+    SERF_ASSIGN_OR_RETURN(PassSamples p,
+                          measure_tuple(controller, t, o.fresh_warmup, o.fresh_samples, false));
+    row->fresh.push_back(pool_passes(t, {std::move(p)}));
   }
   row->fresh_wall_s = seconds_since(t0);
   return Status::Ok();

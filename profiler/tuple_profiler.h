@@ -42,6 +42,12 @@ struct PassSamples {
 };
 TupleStats pool_passes(const ParallelismTuple& tuple, const std::vector<PassSamples>& passes);
 
+// One pass of one tuple: the engine configured to it, `warmup` requests, then `samples` measured
+// closed-loop, on one unit or (`side_by_side`) on every unit the tuple's K leaves room for at
+// once. The tuple profile and the exhaustive run's fresh tuples both measure this way.
+StatusOr<PassSamples> measure_tuple(serve::Controller& controller, const ParallelismTuple& tuple,
+                                    int warmup, int samples, bool side_by_side);
+
 struct TupleProfileOptions {
   std::string model;
   Hardware hardware;
