@@ -72,7 +72,8 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
   add_seed(sub, &f->seed, "seed of arrivals and emulated draws (integer)");
   sub->add_flag("--no-pin", f->no_pin, "do not pin nodes sharing a machine to disjoint cores");
   sub->add_option("--idle-poll-us", f->idle_poll_us,
-                  "longest sleep of an idle slot between polls for work, microseconds: a "
+                  "longest sleep of an idle slot between polls for work, microseconds (at most 4 % "
+                  "of the slot's last service time, at least 20 us): a "
                   "request waits up to this long to be picked up (default 200; raise it when "
                   "dozens of ranks share a few cores)")
       ->check(finite_range(1.0, 1e6));

@@ -25,7 +25,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Control-plane waits (configure, ping, results sent back): rare, so polling every 2 ms at most
-// costs nothing. A slot waiting for its next request polls at NodeOptions::slot_idle_poll_s.
+// costs nothing. A slot waiting for its next request polls as idle_poll_after (mpi/runtime.h) says.
 const WaitPolicy kIdle{0, nullptr, 2e-3};
 // Waits inside a request (input broadcast, all-gather): short sleeps keep the exchange fast.
 const WaitPolicy kBusy{0, nullptr, 100e-6};
@@ -80,10 +80,11 @@ void slot_loop(SlotState* st, const RuntimeComms* comms, NodeShared* shared) {
   const bool leader = st->comm.rank() == 0;
   std::vector<float> input;
   SlotOutput output;
+  WaitPolicy idle = shared->slot_idle;
   for (;;) {
     RunAction action;
     if (leader) {
-      st->status = comms->work.recv(&action, 0, st->slot, shared->slot_idle);
+      st->status = comms->work.recv(&action, 0, st->slot, idle);
       if (!st->status.ok()) return;
       if (action.payload_floats > 0) {
         input.resize(static_cast<size_t>(action.payload_floats));
@@ -92,7 +93,7 @@ void slot_loop(SlotState* st, const RuntimeComms* comms, NodeShared* shared) {
         if (!st->status.ok()) return;
       }
     }
-    st->status = st->comm.bcast_bytes(&action, sizeof(action), 0, shared->slot_idle);
+    st->status = st->comm.bcast_bytes(&action, sizeof(action), 0, idle);
     if (!st->status.ok() || action.kind == ActionKind::kStop) return;
     input.resize(static_cast<size_t>(std::max(action.payload_floats, 0)));
     if (!input.empty()) {
@@ -104,6 +105,11 @@ void slot_loop(SlotState* st, const RuntimeComms* comms, NodeShared* shared) {
     output.layers.clear();
     Status served = st->worker->serve(action, input, &output);
     const auto finished = Clock::now();
+    // Short sleeps only on cores of its own: ranks sharing cores would take them from each other.
+    if (!shared->cores.empty()) {
+      idle.max_sleep_s = idle_poll_after(shared->slot_idle.max_sleep_s,
+                                         std::chrono::duration<double>(finished - started).count());
+    }
     if (!leader) continue;
     RunResult result;
     result.request_id = action.request_id;
@@ -388,6 +394,12 @@ Status make_slots(const Communicator& nodes, const Configuration& config, bool f
 }
 
 }  // namespace
+
+double idle_poll_after(double max_sleep_s, double last_service_s) {
+  constexpr double kPickupShare = 0.04, kMinSleepS = 20e-6;
+  if (!(last_service_s > 0)) return max_sleep_s;
+  return std::clamp(kPickupShare * last_service_s, std::min(kMinSleepS, max_sleep_s), max_sleep_s);
+}
 
 Status run_node(const RuntimeComms& comms, const NodeOptions& options,
                 const SlotWorkerFactory& factory) {

@@ -80,13 +80,24 @@ struct RuntimeComms {
 // `timeout_s` (> 0) bounds rank 0's wait for the others.
 StatusOr<RuntimeComms> make_runtime_comms(double timeout_s = 0);
 
+// An idle slot's longest sleep between polls after a request that took `last_service_s` on it,
+// on a node pinned to cores of its own (NodeOptions::pin; else always the maximum):
+// NodeOptions::slot_idle_poll_s (`max_sleep_s`), but at most 4 % of that service time and never
+// below 20 us (nor above the maximum). A request that finds the slot idle waits up to one sleep,
+// plus its overshoot, before it is picked up: a closed-loop profile never sees that delay, an
+// open-loop arrival at light load pays it every time. At 200 us it added 0.07-0.17 ms to a
+// 0.5 ms model at 300 requests/s (cifar10, c = 1 and 2: 13-28 % of its service,
+// docs/validation.md); a model of 5 ms or more keeps the full sleep and the CPU it saves. Before
+// the slot's first request: the maximum.
+double idle_poll_after(double max_sleep_s, double last_service_s);
+
 struct NodeOptions {
   int cores_per_node = 1;  // F
   bool pin = true;         // pin nodes sharing a machine to disjoint cores when there are enough
   // Longest sleep between polls of an idle slot: the delay a request may wait before its unit
   // picks it up (half of it on average), which the queue model does not see. Small on dedicated
   // cores; larger when dozens of emulated ranks share a few cores.
-  double slot_idle_poll_s = 200e-6;
+  double slot_idle_poll_s = 200e-6;  // at most: see idle_poll_after() above
   // Set by a SIGTERM handler: the node tells the controller it is alive (kFarewell), then dies of
   // the signal. mpirun sends SIGTERM to every rank after one died, so the silent one is the dead.
   const std::atomic<bool>* terminated = nullptr;

@@ -4,6 +4,7 @@
 #include "mpi/runtime.h"
 
 #include <algorithm>
+#include <cmath>
 #include <catch2/catch.hpp>
 #include <map>
 
@@ -95,4 +96,17 @@ TEST_CASE("parse_cpu_list reads Linux cpulists and refuses malformed ones", "[mp
     INFO(bad);
     CHECK(parse_cpu_list(bad).empty());
   }
+}
+
+TEST_CASE("an idle slot sleeps at most 4 % of its last service between polls", "[mpi]") {
+  const double max_s = 200e-6;
+  CHECK(idle_poll_after(max_s, 0) == max_s);  // no request served yet: the maximum
+  CHECK(idle_poll_after(max_s, -1) == max_s);
+  CHECK(idle_poll_after(max_s, std::nan("")) == max_s);
+  CHECK(idle_poll_after(max_s, 0.5e-3) == Approx(20e-6));  // cifar10: 0.5 ms -> 20 us
+  CHECK(idle_poll_after(max_s, 1e-3) == Approx(40e-6));
+  CHECK(idle_poll_after(max_s, 1e-5) == Approx(20e-6));   // never below 20 us
+  CHECK(idle_poll_after(max_s, 16e-3) == Approx(max_s));  // imagenet1k: 16 ms keeps 200 us
+  CHECK(idle_poll_after(5e-6, 1e-3) == Approx(5e-6));     // --idle-poll-us below 20 us holds
+  CHECK(idle_poll_after(2e-3, 20e-3) == Approx(0.8e-3));  // a raised maximum: 4 % of 20 ms
 }
