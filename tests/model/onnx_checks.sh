@@ -3,31 +3,61 @@
 # fail=1.
 
 # check_good MODEL ARGS...: `serf model import` of $tmp/MODEL.onnx, then `serf infer` of its input
-# with each ARGS against PyTorch's output: max relative error <= 1e-4, top-5 equal.
+# with each ARGS; the outputs are compared with PyTorch's by compare_all, in one Python process for
+# every case (one numpy import: a Python per case cost seconds each under load).
 check_good() {
-  local model="$1" args
+  local model="$1" args n=0
   shift
   if ! "$serf" model import "$tmp/$model.onnx" --out "$tmp/$model.json" \
       --weights "$tmp/$model.safetensors" > "$tmp/$model.import.txt"; then
     echo "FAIL: import $model"; fail=1; return
   fi
   for args in "$@"; do
+    n=$((n + 1))
     # shellcheck disable=SC2086
-    "$serf" infer --model "$tmp/$model.json" --weights "$tmp/$model.safetensors" \
-      --input "$tmp/$model.input.safetensors" $args --json > "$tmp/out.json" \
-      || { echo "FAIL: infer $model $args"; fail=1; continue; }
-    /usr/bin/python3 - "$tmp/out.json" "$tmp/$model.ref.json" "$model ($args)" <<'PY' || fail=1
+    if "$serf" infer --model "$tmp/$model.json" --weights "$tmp/$model.safetensors" \
+        --input "$tmp/$model.input.safetensors" $args --json > "$tmp/$model.out$n.json"; then
+      printf '%s\t%s\t%s\n' "$tmp/$model.out$n.json" "$tmp/$model.ref.json" "$model ($args)" \
+        >> "$tmp/compare.tsv"
+    else
+      echo "FAIL: infer $model $args"; fail=1
+    fi
+  done
+}
+
+# compare_all: every output check_good recorded against PyTorch's: max relative error <= 1e-4 and
+# top-5 equal, for each row of a batch (the reference's "outputs").
+compare_all() {
+  [ -s "$tmp/compare.tsv" ] || { echo "FAIL: no outputs to compare"; fail=1; return; }
+  /usr/bin/python3 - "$tmp/compare.tsv" <<'PY' || fail=1
 import json, sys
 import numpy as np
-e, r = (json.load(open(p)) for p in sys.argv[1:3])
-a, b = np.array(e["output"], np.float64), np.array(r["output"], np.float64)
-floor = max(1e-3 * np.abs(b).max(), 1e-30)
-err = float(np.max(np.abs(a - b) / np.maximum(np.abs(b), floor)))
-top5 = e["top5"] == r["top5"][:len(e["top5"])]
-print(f"{sys.argv[3]}: max_relative_error {err:.3g}, top-5 {'equal' if top5 else 'DIFFERENT'}")
-sys.exit(0 if err <= 1e-4 and top5 and len(a) == len(b) else 1)
+
+def top5(y):
+    return [int(i) for i in np.argsort(-y, kind="stable")[:5]]
+
+bad = 0
+for line in open(sys.argv[1]):
+    out, ref, label = line.rstrip("\n").split("\t")
+    e, r = json.load(open(out)), json.load(open(ref))
+    rows = r.get("outputs", [r["output"]])
+    got = e.get("outputs", [e["output"]])
+    ok, worst = len(got) == len(rows), 0.0
+    for k, (a, b) in enumerate(zip(got, rows)):
+        a, b = np.array(a, np.float64), np.array(b, np.float64)
+        if len(a) != len(b):
+            ok = False
+            continue
+        floor = max(1e-3 * np.abs(b).max(), 1e-30)
+        worst = max(worst, float(np.max(np.abs(a - b) / np.maximum(np.abs(b), floor))))
+        same = (e["top5"] == r["top5"][:len(e["top5"])]) if k == 0 else top5(a) == top5(b)
+        ok = ok and same
+    ok = ok and worst <= 1e-4
+    print(f"{label}: max_relative_error {worst:.3g} over {len(rows)} row(s), "
+          f"top-5 {'equal' if ok else 'DIFFERENT or error too large'}")
+    bad += not ok
+sys.exit(1 if bad else 0)
 PY
-  done
 }
 
 # check_bad TSV: each "FILE<TAB>text" of TSV is refused with one line holding the text, exit 2,

@@ -16,6 +16,7 @@ fail=0
 for model in every_op helper opset10 pads gates gates14 shuffle; do
   check_good "$model" "--threads 1" "--threads 2 --inter-sim 2" "--threads 1 --inter-sim 3"
 done
+compare_all
 grep -q "2 batchnorms folded" "$tmp/every_op.import.txt" || { cat "$tmp/every_op.import.txt"; echo "FAIL: folding"; fail=1; }
 grep -q "2 pads into the layer after, .* 2 views and no-ops dropped" "$tmp/pads.import.txt" ||
   { cat "$tmp/pads.import.txt"; echo "FAIL: pads not folded"; fail=1; }
