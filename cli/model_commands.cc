@@ -126,8 +126,8 @@ Status run_import(const ImportOptions& o) {
       io::write_text_file(o.out_path, model::model_spec_to_json(imported.spec).dump(1) + "\n"));
   std::printf(
       "imported %s: %d ONNX nodes -> %zu layers (%d batchnorms folded into the layer "
-      "before, %d pads into the layer after, %d gates fused into silu/hardswish, %d constant "
-      "nodes folded, %d views and no-ops dropped)\n",
+      "before, %d pads into the layer after, %d gates fused into silu/hardswish/gelu, %d "
+      "constant nodes folded, %d views and no-ops dropped)\n",
       o.onnx_path.c_str(), imported.nodes, plan.layers.size(), imported.folded_batchnorms,
       imported.folded_pads, imported.fused_gates, imported.folded_constants, imported.dropped);
   std::printf("model %s: input %s, output %s, %s parameters, %s multiply-adds per image\n",

@@ -112,6 +112,7 @@ class Planner {
         step.output = step.inputs[0];
         return;
       case LayerKind::kConv2d:
+      case LayerKind::kConvTranspose2d:
       case LayerKind::kFullyConnected:
         return plan_weighted(i, step);
       case LayerKind::kRelu:
@@ -123,15 +124,19 @@ class Planner {
       case LayerKind::kLeakyRelu:
       case LayerKind::kTanh:
       case LayerKind::kElu:
+      case LayerKind::kGelu:
       case LayerKind::kAdd:
         return plan_elementwise(i, step);
       case LayerKind::kMul:  // of equal shapes element-wise; by a per-channel scale by channels
         if (info(i).ins[1] == info(i).ins[0]) return plan_elementwise(i, step);
         return plan_channel_local(i, step);
       case LayerKind::kBatchNorm:
+      case LayerKind::kPrelu:
       case LayerKind::kMaxPool:
       case LayerKind::kAvgPool:
       case LayerKind::kGlobalAvgPool:
+      case LayerKind::kUpsample:
+      case LayerKind::kPad:
         return plan_channel_local(i, step);
       case LayerKind::kLrn:
       case LayerKind::kConcat:
@@ -146,7 +151,7 @@ class Planner {
     const model::LayerSpec& l = spec(i);
     const model::LayerInfo& in = info(i);
     const int K = p_.ranks;
-    const int groups = l.kind == LayerKind::kConv2d ? l.groups : 1;
+    const int groups = l.kind == LayerKind::kFullyConnected ? 1 : l.groups;
     const int split = split_dimension(plan_, static_cast<size_t>(i));
     step.replicated = K > 1 && split < K;
     const bool sliced_out = K > 1 && !step.replicated;
@@ -263,9 +268,9 @@ class Planner {
     step.sliced_output = ref >= 0;
   }
 
-  // batchnorm, pooling, global_avgpool, mul by a per-channel scale: on the rank's channels when
-  // its part is whole channels of this layer's input (not, e.g., a batchnorm of a flattened conv
-  // output sliced by channels).
+  // batchnorm, prelu, pooling, global_avgpool, upsample, pad, mul by a per-channel scale: on the
+  // rank's channels when its part is whole channels of this layer's input (not, e.g., a batchnorm
+  // of a flattened conv output sliced by channels).
   void plan_channel_local(int i, LayerStep& step) {
     const model::LayerInfo& in = info(i);
     const int g = source_group(i, 0);
@@ -283,8 +288,9 @@ class Planner {
     }
     step.inputs = {TensorRef{g, step.channels.offset * per_channel}};
     if (step.kind == LayerKind::kMul) step.inputs.push_back(scale_input(i, step));
-    const bool in_place =
-        (step.kind == LayerKind::kBatchNorm || step.kind == LayerKind::kMul) && dies_at(g, i);
+    const bool in_place = (step.kind == LayerKind::kBatchNorm || step.kind == LayerKind::kPrelu ||
+                           step.kind == LayerKind::kMul) &&
+                          dies_at(g, i);
     const int out_group = in_place ? g : new_group(i);
     group_of_[static_cast<size_t>(i)] = out_group;
     if (sliced) {

@@ -5,17 +5,18 @@
 // Partitioning (K > 1, see engine/partition.h). A tensor is either whole on every rank or sliced:
 // rank r holds the contiguous block of `units` (channels, or groups of channels) given by
 // slice_of(units, K, r), in plain NCHW. Per layer kind:
-// - conv2d, fully_connected: this rank's slice of the output channels (grouped conv2d: of the
-//   groups, reading only its groups' input channels, so a depthwise conv2d runs on the slice it
-//   holds without any exchange); the input must be whole otherwise. A layer with fewer output
-//   channels (groups) than K runs whole on every rank (replicated), e.g. a last layer of one score.
-// - activations (relu, clip, sigmoid, hardsigmoid, hardswish, silu), add, mul, batchnorm,
-//   maxpool, avgpool, global_avgpool, flatten: on whatever part the rank holds (channel-local or
-//   element-wise), so a residual add of two sliced tensors and a global pooling need no
-//   exchange. A mul by a per-channel scale (squeeze-and-excitation) runs on the rank's channels
-//   of the tensor it scales and reads the scale's part in place when the rank holds the same
-//   channels of it (a scale written by a conv2d sliced alike); otherwise the scale, C floats, is
-//   all-gathered.
+// - conv2d, conv_transpose2d, fully_connected: this rank's slice of the output channels (grouped:
+//   of the groups, reading only its groups' input channels, so a depthwise conv2d runs on the
+//   slice it holds without any exchange); the input must be whole otherwise. A layer with fewer
+//   output channels (groups) than K runs whole on every rank (replicated), e.g. a last layer of
+//   one score.
+// - activations (relu, clip, sigmoid, hardsigmoid, hardswish, silu, gelu, ...), add, mul,
+//   batchnorm, prelu, maxpool, avgpool, global_avgpool, upsample, pad, flatten: on whatever part
+//   the rank holds (channel-local or element-wise), so a residual add of two sliced tensors and a
+//   global pooling need no exchange. A mul by a per-channel scale (squeeze-and-excitation) runs
+//   on the rank's channels of the tensor it scales and reads the scale's part in place when the
+//   rank holds the same channels of it (a scale written by a conv2d sliced alike); otherwise the
+//   scale, C floats, is all-gathered.
 // - lrn (neighbouring channels), concat, softmax: whole inputs.
 // - slice (channels [a, b)), channel_shuffle: whole input, whole output, computed by every rank (a
 //   copy). A shuffle sends every rank's block of channels to all ranks (output channel j * g + i
@@ -74,8 +75,8 @@ struct LayerStep {
   int activation_layer = -1;  // an activation run as this step's last operation
   bool accumulate = false;    // conv2d: `output` holds the residual operand; add the result to it
   int add_layer = -1;         // the add run by this step (accumulate)
-  // Channel-local steps (batchnorm, pooling, global_avgpool, mul by a per-channel scale): the
-  // channels of the layer's own input this rank processes.
+  // Channel-local steps (batchnorm, prelu, pooling, global_avgpool, upsample, mul by a
+  // per-channel scale): the channels of the layer's own input this rank processes.
   Slice channels;
   // Element-wise steps (activations, add, mul of equal shapes): floats this rank computes.
   int64_t elements = 0;

@@ -29,7 +29,9 @@ GatherLayout gather_layout(int channels, int64_t elements_per_channel, int ranks
 
 int split_dimension(const model::ModelPlan& plan, size_t layer) {
   const model::LayerSpec& l = plan.spec.layers[layer];
-  if (l.kind == model::LayerKind::kConv2d) return l.groups > 1 ? l.groups : l.out_channels;
+  if (l.kind == model::LayerKind::kConv2d || l.kind == model::LayerKind::kConvTranspose2d) {
+    return l.groups > 1 ? l.groups : l.out_channels;
+  }
   if (l.kind == model::LayerKind::kFullyConnected) return l.out_channels;
   return 0;
 }

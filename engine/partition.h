@@ -42,7 +42,8 @@ struct GatherLayout {
 };
 GatherLayout gather_layout(int channels, int64_t elements_per_channel, int ranks);
 
-// What K ranks split in layer `layer`: conv2d out_channels (its groups when grouped),
+// What K ranks split in layer `layer`: conv2d and conv_transpose2d out_channels (their groups when
+// grouped),
 // fully_connected out; 0 for layers without weights to split.
 int split_dimension(const model::ModelPlan& plan, size_t layer);
 

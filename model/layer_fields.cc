@@ -114,12 +114,54 @@ void write_window(const LayerSpec& l, bool conv, nlohmann::ordered_json* out) {
   }
 }
 
+// upsample: "scale" (required) s or [sh, sw]; "mode" "nearest" (default) or "bilinear".
+Status parse_upsample(const json& obj, const std::string& named, LayerSpec* layer) {
+  if (!obj.contains("scale"))
+    return InvalidArgument(io::field_path(named, "scale") + ": missing field");
+  SERF_ASSIGN_OR_RETURN(auto s, int_list(obj, "scale", named, {2}, "[height, width]"));
+  layer->upsample_h = s[0];
+  layer->upsample_w = s.size() == 2 ? s[1] : s[0];
+  if (!obj.contains("mode")) return Status::Ok();
+  SERF_ASSIGN_OR_RETURN(std::string mode, io::get_string(obj, "mode", named));
+  if (mode != "nearest" && mode != "bilinear") {
+    return InvalidArgument(io::field_path(named, "mode") + ": '" + mode +
+                           "' is not an upsampling mode (nearest or bilinear)");
+  }
+  layer->upsample_bilinear = mode == "bilinear";
+  return Status::Ok();
+}
+
+// pad: "pad" (required) as for a window; "mode" "reflect" (default) or "edge".
+Status parse_pad(const json& obj, const std::string& named, LayerSpec* layer) {
+  if (!obj.contains("pad"))
+    return InvalidArgument(io::field_path(named, "pad") + ": missing field");
+  SERF_ASSIGN_OR_RETURN(
+      auto p, int_list(obj, "pad", named, {2, 4}, "[height, width] or [top, left, bottom, right]"));
+  if (p.size() == 1) p = {p[0], p[0], p[0], p[0]};
+  if (p.size() == 2) p = {p[0], p[1], p[0], p[1]};
+  Window& w = layer->window;
+  w.pad_top = p[0];
+  w.pad_left = p[1];
+  w.pad_bottom = p[2];
+  w.pad_right = p[3];
+  if (!obj.contains("mode")) return Status::Ok();
+  SERF_ASSIGN_OR_RETURN(std::string mode, io::get_string(obj, "mode", named));
+  if (mode != "reflect" && mode != "edge") {
+    return InvalidArgument(io::field_path(named, "mode") + ": '" + mode +
+                           "' is not a padding mode (reflect or edge)");
+  }
+  layer->pad_reflect = mode == "reflect";
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::set<std::string> allowed_layer_fields(LayerKind kind) {
   switch (kind) {
     case LayerKind::kConv2d:
       return {"out_channels", "kernel", "stride", "pad", "dilation", "groups"};
+    case LayerKind::kConvTranspose2d:
+      return {"out_channels", "kernel", "stride", "pad", "dilation", "output_padding", "groups"};
     case LayerKind::kMaxPool:
       return {"kernel", "stride", "pad", "ceil_mode"};
     case LayerKind::kAvgPool:
@@ -141,6 +183,12 @@ std::set<std::string> allowed_layer_fields(LayerKind kind) {
       return {"begin", "end"};
     case LayerKind::kChannelShuffle:
       return {"groups"};
+    case LayerKind::kUpsample:
+      return {"scale", "mode"};
+    case LayerKind::kPad:
+      return {"pad", "mode"};
+    case LayerKind::kGelu:
+    case LayerKind::kPrelu:
     case LayerKind::kGlobalAvgPool:
     case LayerKind::kRelu:
     case LayerKind::kSigmoid:
@@ -164,6 +212,16 @@ Status parse_layer_fields(const json& obj, const std::string& named, LayerSpec* 
       SERF_ASSIGN_OR_RETURN(layer->out_channels, io::get_int(obj, "out_channels", named));
       SERF_RETURN_IF_ERROR(parse_window(obj, named, /*conv=*/true, &layer->window));
       return optional_int(obj, "groups", named, &layer->groups);
+    }
+    case LayerKind::kConvTranspose2d: {
+      SERF_ASSIGN_OR_RETURN(layer->out_channels, io::get_int(obj, "out_channels", named));
+      SERF_RETURN_IF_ERROR(parse_window(obj, named, /*conv=*/true, &layer->window));
+      SERF_RETURN_IF_ERROR(optional_int(obj, "groups", named, &layer->groups));
+      if (!obj.contains("output_padding")) return Status::Ok();
+      SERF_ASSIGN_OR_RETURN(auto p, int_list(obj, "output_padding", named, {2}, "[height, width]"));
+      layer->output_padding_h = p[0];
+      layer->output_padding_w = p.size() == 2 ? p[1] : p[0];
+      return Status::Ok();
     }
     case LayerKind::kMaxPool:
     case LayerKind::kAvgPool:
@@ -200,6 +258,12 @@ Status parse_layer_fields(const json& obj, const std::string& named, LayerSpec* 
       SERF_ASSIGN_OR_RETURN(layer->groups, io::get_int(obj, "groups", named));
       return Status::Ok();
     }
+    case LayerKind::kUpsample:
+      return parse_upsample(obj, named, layer);
+    case LayerKind::kPad:
+      return parse_pad(obj, named, layer);
+    case LayerKind::kGelu:
+    case LayerKind::kPrelu:
     case LayerKind::kGlobalAvgPool:
     case LayerKind::kRelu:
     case LayerKind::kSigmoid:
@@ -220,8 +284,12 @@ Status parse_layer_fields(const json& obj, const std::string& named, LayerSpec* 
 void write_layer_fields(const LayerSpec& l, nlohmann::ordered_json* out) {
   switch (l.kind) {
     case LayerKind::kConv2d:
+    case LayerKind::kConvTranspose2d:
       (*out)["out_channels"] = l.out_channels;
       write_window(l, /*conv=*/true, out);
+      if (l.output_padding_h != 0 || l.output_padding_w != 0) {
+        (*out)["output_padding"] = pair_json(l.output_padding_h, l.output_padding_w);
+      }
       if (l.groups != 1) (*out)["groups"] = l.groups;
       break;
     case LayerKind::kMaxPool:
@@ -265,6 +333,18 @@ void write_layer_fields(const LayerSpec& l, nlohmann::ordered_json* out) {
     case LayerKind::kChannelShuffle:
       (*out)["groups"] = l.groups;
       break;
+    case LayerKind::kUpsample:
+      (*out)["scale"] = pair_json(l.upsample_h, l.upsample_w);
+      if (l.upsample_bilinear) (*out)["mode"] = "bilinear";
+      break;
+    case LayerKind::kPad: {
+      const Window& w = l.window;
+      (*out)["pad"] = json::array({w.pad_top, w.pad_left, w.pad_bottom, w.pad_right});
+      if (!l.pad_reflect) (*out)["mode"] = "edge";
+      break;
+    }
+    case LayerKind::kGelu:
+    case LayerKind::kPrelu:
     case LayerKind::kGlobalAvgPool:
     case LayerKind::kRelu:
     case LayerKind::kSigmoid:

@@ -21,6 +21,7 @@ struct KindName {
 
 constexpr KindName kKindNames[] = {
     {LayerKind::kConv2d, "conv2d"},
+    {LayerKind::kConvTranspose2d, "conv_transpose2d"},
     {LayerKind::kMaxPool, "maxpool"},
     {LayerKind::kAvgPool, "avgpool"},
     {LayerKind::kGlobalAvgPool, "global_avgpool"},
@@ -33,6 +34,8 @@ constexpr KindName kKindNames[] = {
     {LayerKind::kLeakyRelu, "leaky_relu"},
     {LayerKind::kTanh, "tanh"},
     {LayerKind::kElu, "elu"},
+    {LayerKind::kGelu, "gelu"},
+    {LayerKind::kPrelu, "prelu"},
     {LayerKind::kBatchNorm, "batchnorm"},
     {LayerKind::kLrn, "lrn"},
     {LayerKind::kFlatten, "flatten"},
@@ -42,6 +45,8 @@ constexpr KindName kKindNames[] = {
     {LayerKind::kConcat, "concat"},
     {LayerKind::kSlice, "slice"},
     {LayerKind::kChannelShuffle, "channel_shuffle"},
+    {LayerKind::kUpsample, "upsample"},
+    {LayerKind::kPad, "pad"},
     {LayerKind::kSoftmax, "softmax"},
 };
 
@@ -142,15 +147,16 @@ StatusOr<LayerKind> layer_kind_from_string(const std::string& type) {
 }
 
 bool has_weights(LayerKind kind) {
-  return kind == LayerKind::kConv2d || kind == LayerKind::kFullyConnected ||
-         kind == LayerKind::kBatchNorm;
+  return kind == LayerKind::kConv2d || kind == LayerKind::kConvTranspose2d ||
+         kind == LayerKind::kFullyConnected || kind == LayerKind::kBatchNorm ||
+         kind == LayerKind::kPrelu;
 }
 
 bool is_activation(LayerKind kind) {
   return kind == LayerKind::kRelu || kind == LayerKind::kClip || kind == LayerKind::kSigmoid ||
          kind == LayerKind::kHardSigmoid || kind == LayerKind::kHardSwish ||
          kind == LayerKind::kSilu || kind == LayerKind::kLeakyRelu || kind == LayerKind::kTanh ||
-         kind == LayerKind::kElu;
+         kind == LayerKind::kElu || kind == LayerKind::kGelu;
 }
 
 StatusOr<ModelSpec> model_spec_from_json(const json& doc, const std::string& source) {

@@ -31,6 +31,7 @@ namespace serf::model {
 
 enum class LayerKind {
   kConv2d,
+  kConvTranspose2d,
   kMaxPool,
   kAvgPool,
   kGlobalAvgPool,
@@ -43,6 +44,8 @@ enum class LayerKind {
   kLeakyRelu,
   kTanh,
   kElu,
+  kGelu,
+  kPrelu,
   kBatchNorm,
   kLrn,
   kFlatten,
@@ -52,6 +55,8 @@ enum class LayerKind {
   kConcat,
   kSlice,
   kChannelShuffle,
+  kUpsample,
+  kPad,
   kSoftmax
 };
 
@@ -59,10 +64,11 @@ const char* to_string(LayerKind kind);  // the spec's "type" string
 // The inverse of to_string; an unknown type lists the known ones.
 StatusOr<LayerKind> layer_kind_from_string(const std::string& type);
 
-// Kinds with weights (the layers K ranks split).
-bool has_weights(LayerKind kind);  // conv2d, fully_connected, batchnorm
+// Kinds with weights: conv2d, conv_transpose2d, fully_connected (the layers K ranks split),
+// batchnorm, prelu.
+bool has_weights(LayerKind kind);
 // Element-wise activations (relu, clip, sigmoid, hardsigmoid, hardswish, silu, leaky_relu,
-// tanh, elu): a conv2d / fully_connected may run them.
+// tanh, elu, gelu): a conv2d / fully_connected may run them.
 bool is_activation(LayerKind kind);
 
 // The name of the model's input tensor (no layer may take it).
@@ -106,6 +112,11 @@ struct LayerSpec {
   Window window;
   int out_channels = 0;  // conv2d out_channels, fully_connected out
   int groups = 1;
+  // conv_transpose2d (PyTorch's ConvTranspose2d, ONNX ConvTranspose): conv2d's fields, weights
+  // [I, O/groups, kh, kw]; output (in - 1) * stride - pad_before - pad_after + dilation * (kernel
+  // - 1) + 1 + output_padding ("output_padding" p or [ph, pw], at most the bottom / right pad).
+  int output_padding_h = 0;
+  int output_padding_w = 0;
   bool ceil_mode = false;
   bool count_include_pad = true;
   // clip: min(max(x, clip_min), clip_max); ReLU6 is min 0, max 6 (the defaults).
@@ -122,6 +133,18 @@ struct LayerSpec {
   // x > 0, alpha * (exp(x) - 1) below. tanh has no field.
   float leaky_relu_alpha = 0.01f;
   float elu_alpha = 1.0f;
+  // gelu: x * (1 + erf(x / sqrt 2)) / 2 (PyTorch's GELU, approximate 'none'). prelu: x for
+  // x >= 0, weight[c] * x below, one slope per channel (tensor "<layer>.weight", [C]).
+  // upsample: "scale" s or [sh, sw] (integers >= 1), "mode" "nearest" (output (h, w) is input
+  // (h / sh, w / sw), rounded down: PyTorch's nearest) or "bilinear" (PyTorch's align_corners
+  // false: half-pixel centres, clamped at the edges).
+  int upsample_h = 2;
+  int upsample_w = 2;
+  bool upsample_bilinear = false;
+  // pad: "pad" p, [ph, pw] or [top, left, bottom, right] (window.pad_*), "mode" "reflect"
+  // (default: PyTorch's ReflectionPad2d, each pad below its side's size) or "edge"
+  // (ReplicationPad2d). Zero padding is the padding of the conv2d or pooling that reads it.
+  bool pad_reflect = true;
   // batchnorm (inference): y = (x - running_mean) / sqrt(running_var + epsilon) * weight + bias.
   float epsilon = 1e-5f;
   // lrn (across channels, AlexNet's): size (odd), alpha, beta, k;

@@ -209,6 +209,11 @@ StatusOr<const Value*> Importer::value(const onnx::NodeProto& node, int k) const
                            "', supported only as a channel shuffle (Reshape [N, C, H, W] to [N, "
                            "g, C/g, H, W], Transpose perm (0, 2, 1, 3, 4), Reshape back)");
   }
+  if (v.gelu_stage > 0 && !(k == 0 && node.op_type() == "Shape")) {
+    return InvalidArgument(where(node) + ": input '" + node.input(k) +
+                           "' is a step of the GELU pattern begun by Div '" + v.gelu_node +
+                           "', which only the pattern's next node may read");
+  }
   return &v;
 }
 
@@ -598,6 +603,11 @@ Status Importer::finish(const std::string& name, OnnxImport* out) {
     return InvalidArgument("output '" + output.name() + "' is padded by Pad '" +
                            it->second.pad_node +
                            "', which is supported only where a Conv or an AveragePool reads it");
+  }
+  if (it != values_.end() && it->second.gelu_stage > 0) {
+    return InvalidArgument(
+        "output '" + output.name() + "' is a step of the GELU pattern begun by " + "Div '" +
+        it->second.gelu_node + "', not its end (x * (1 + Erf(x / sqrt(2))) * 0.5)");
   }
   if (it != values_.end() && it->second.rank == 5) {
     return InvalidArgument("output '" + output.name() + "' is the 5-D view of Reshape '" +

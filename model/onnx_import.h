@@ -38,7 +38,7 @@ struct OnnxImport {
   int folded_constants = 0;   // nodes evaluated at import (constant subgraphs)
   int dropped = 0;            // Identity, Dropout, zero Pad and view-only nodes
   int folded_pads = 0;        // Pad nodes folded into the padding of the Conv/AveragePool after
-  int fused_gates = 0;        // Sigmoid (HardSigmoid) + Mul fused into silu (hardswish)
+  int fused_gates = 0;        // Sigmoid (HardSigmoid) + Mul into silu (hardswish); GELU's subgraph
 };
 
 // `name`: the model's name (empty: the ONNX graph's name, else the file name without extension).

@@ -38,6 +38,13 @@ struct Value {
   int shuffle_groups = 0;
   bool shuffle_transposed = false;
   std::string view_node;
+  // A step of GELU's subgraph as torch.onnx writes it, x * (1 + Erf(x / sqrt 2)) * 0.5, read node
+  // by node (onnx_gelu.cc): 1 = x / gelu_divisor (a Div), 2 = Erf of that, 3 = 1 + that, 4 = x
+  // times that; the final Mul by 0.5 makes the gelu layer. `tensor` and `shape` are x's;
+  // `gelu_node` names the Div. Nothing else may read such a value.
+  int gelu_stage = 0;
+  double gelu_divisor = 0;
+  std::string gelu_node;
   int64_t elements() const;
 };
 
@@ -98,6 +105,7 @@ class Importer {
 
   // Operators (onnx_ops.cc).
   Status conv(const onnx::NodeProto& node);
+  Status conv_transpose(const onnx::NodeProto& node);  // onnx_conv_transpose.cc
   Status batchnorm(const onnx::NodeProto& node);
   Status gemm(const onnx::NodeProto& node);
   Status matmul(const onnx::NodeProto& node);
@@ -120,6 +128,15 @@ class Importer {
   Status concat(const onnx::NodeProto& node);
   Status dropout(const onnx::NodeProto& node);
   Status pad(const onnx::NodeProto& node);  // onnx_pad.cc
+  Status prelu(const onnx::NodeProto& node);
+  // onnx_gelu.cc: Div(x, c) starts GELU's pattern; gelu_step runs each node that reads a step of
+  // it (and refuses the node when it departs from the pattern).
+  Status div(const onnx::NodeProto& node);
+  bool reads_gelu_step(const onnx::NodeProto& node) const;
+  Status gelu_step(const onnx::NodeProto& node);
+  // onnx_resize.cc: Resize and Upsample by integer scales, nearest or bilinear.
+  Status resize(const onnx::NodeProto& node);
+  StatusOr<std::vector<double>> resize_scales(const onnx::NodeProto& node, const Value& x) const;
   // onnx_channels.cc: the channel shuffle's views and layer, Slice and Split of channels.
   bool shuffle_view(const onnx::NodeProto& node, const Value& x,
                     const std::vector<int64_t>& target);
@@ -161,7 +178,7 @@ class Importer {
   int opset() const { return opset_; }
   Weights& weights() { return weights_; }
   int folded_batchnorms = 0, folded_constants = 0, dropped = 0, folded_pads = 0;
-  int fused_gates = 0;  // Sigmoid / HardSigmoid + Mul fused into silu / hardswish
+  int fused_gates = 0;  // Sigmoid / HardSigmoid + Mul into silu / hardswish, GELU's 5 nodes
 
  private:
   std::string layer_name(const onnx::NodeProto& node, const std::string& weights_from);

@@ -71,7 +71,9 @@ StatusOr<Window> window_from(const Attributes& a, const std::string& where, int 
 
 Status Importer::translate(const onnx::NodeProto& node) {
   const std::string& op = node.op_type();
+  if (reads_gelu_step(node)) return gelu_step(node);
   if (op == "Conv") return conv(node);
+  if (op == "ConvTranspose") return conv_transpose(node);
   if (op == "BatchNormalization") return batchnorm(node);
   if (op == "Gemm") return gemm(node);
   if (op == "MatMul") return matmul(node);
@@ -84,6 +86,9 @@ Status Importer::translate(const onnx::NodeProto& node) {
   if (op == "HardSwish") return activation(node, LayerKind::kHardSwish);
   if (op == "Tanh") return activation(node, LayerKind::kTanh);
   if (op == "LeakyRelu" || op == "Elu") return sloped(node);
+  if (op == "PRelu") return prelu(node);
+  if (op == "Div") return div(node);
+  if (op == "Resize" || op == "Upsample") return resize(node);
   if (op == "Mul") return mul(node);
   if (op == "Clip") return clip(node);
   if (op == "LRN") return lrn(node);
@@ -104,14 +109,16 @@ Status Importer::translate(const onnx::NodeProto& node) {
   }
   return unsupported(node,
                      "operator " + op +
-                         " is not supported (supported: Conv, BatchNormalization, Relu, "
-                         "Clip, Sigmoid, HardSigmoid, HardSwish, LeakyRelu, Tanh, Elu, MaxPool, "
-                         "AveragePool, "
+                         " is not supported (supported: Conv, ConvTranspose, "
+                         "BatchNormalization, Relu, "
+                         "Clip, Sigmoid, HardSigmoid, HardSwish, LeakyRelu, PRelu, Tanh, Elu, "
+                         "GELU's Div-Erf-Add-Mul-Mul, MaxPool, AveragePool, "
                          "GlobalAveragePool, ReduceMean "
                          "(over height and width), Gemm, "
                          "MatMul, Add, Mul, Concat, Flatten, Reshape, Squeeze, Unsqueeze, "
                          "Softmax, LogSoftmax, LRN, Dropout, "
-                         "Identity, Pad (zeros before a Conv or AveragePool), Slice and "
+                         "Identity, Pad (zeros before a Conv or AveragePool), Resize and "
+                         "Upsample (integer scales), Slice and "
                          "Split of channels, the channel shuffle's Reshape-Transpose-"
                          "Reshape, and constant subgraphs)");
 }
@@ -430,6 +437,32 @@ Status Importer::sloped(const onnx::NodeProto& node) {
   l.kind = leaky ? LayerKind::kLeakyRelu : LayerKind::kElu;
   (leaky ? l.leaky_relu_alpha : l.elu_alpha) = alpha;
   return add_layer(node, l, {x}, x->rank);
+}
+
+// PRelu: one slope for every channel is a leaky_relu (run inside the conv2d before it); one per
+// channel, [C, 1, 1] as torch.onnx writes nn.PReLU(C) (or [C] for an [N, C] input), a prelu layer.
+Status Importer::prelu(const onnx::NodeProto& node) {
+  SERF_RETURN_IF_ERROR(Attributes(node, where(node)).only({}));
+  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  SERF_ASSIGN_OR_RETURN(const Value* slope, weight_input(node, 1, -1));
+  const int c = x->shape.channels;
+  const std::vector<double> slopes = channel_factors(*slope, c, x->rank);
+  if (slopes.empty()) {
+    return unsupported(node, "slope '" + node.input(1) + "' of shape " + dims_str(slope->dims) +
+                                 " for an input " + dims_str(onnx_dims_of(*x)) +
+                                 " (supported: one slope, or one per channel: [" +
+                                 std::to_string(c) + (x->rank == 4 ? ", 1, 1]" : "]") + ")");
+  }
+  LayerSpec l;
+  if (std::all_of(slopes.begin(), slopes.end(), [&](double a) { return a == slopes[0]; })) {
+    l.kind = LayerKind::kLeakyRelu;
+    l.leaky_relu_alpha = static_cast<float>(slopes[0]);
+    return add_layer(node, l, {x}, x->rank);
+  }
+  l.kind = LayerKind::kPrelu;
+  SERF_RETURN_IF_ERROR(add_layer(node, l, {x}, x->rank, slope->origin));
+  weights_.set(layers_.back().name + ".weight", Tensor{{c}, to_floats(slopes)});
+  return Status::Ok();
 }
 
 Status Importer::hardsigmoid(const onnx::NodeProto& node) {

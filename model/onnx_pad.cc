@@ -1,7 +1,9 @@
 // Pad: exporters write zero padding as its own node, e.g. before DenseNet's average pools
 // (pads all zero: a no-op) or before a convolution (TensorFlow's SAME padding). Zeros the next
 // Conv or AveragePool reads are their own padding, so the Pad is folded into it instead of
-// becoming a layer; any other Pad is refused with what it would need.
+// becoming a layer. Reflect and edge padding of the height and width (ReflectionPad2d,
+// ReplicationPad2d: style transfer, super-resolution) are a pad layer; any other Pad is refused
+// with what it would need.
 #include <cmath>
 
 #include "onnx_importer.h"
@@ -53,13 +55,6 @@ Status Importer::pad(const onnx::NodeProto& node) {
     alias(node, 0, *x);
     return Status::Ok();
   }
-  if (mode != "constant") {
-    return unsupported(node, "mode '" + mode + "' (only constant zero padding is supported)");
-  }
-  if (fill != 0 || !std::isfinite(fill)) {
-    return unsupported(
-        node, "constant_value " + std::to_string(fill) + " (only zero padding is supported)");
-  }
   // [N, C, H, W] begins, then ends: only H and W, never negative (a crop).
   const bool spatial_only =
       rank == 4 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 && pads[5] == 0;
@@ -67,11 +62,32 @@ Status Importer::pad(const onnx::NodeProto& node) {
   for (int64_t p : pads) negative = negative || p < 0;
   if (!spatial_only || negative) {
     return unsupported(node, "pads " + dims_str(pads) +
-                                 " (only zero padding of the height and width of an image, "
-                                 "not negative)");
+                                 " (only padding of the height and width of an image, not "
+                                 "negative)");
   }
   for (int64_t p : pads) {
     if (p > 65536) return unsupported(node, "pads " + dims_str(pads) + " (at most 65536 each)");
+  }
+  if (mode == "reflect" || mode == "edge") {  // a pad layer (ReflectionPad2d, ReplicationPad2d)
+    if (x->padded()) {
+      return unsupported(node, "mode '" + mode + "' on an input zero-padded by Pad '" +
+                                   x->pad_node + "' (merge the two pads)");
+    }
+    LayerSpec l;
+    l.kind = LayerKind::kPad;
+    l.pad_reflect = mode == "reflect";
+    l.window.pad_top = static_cast<int>(pads[2]);
+    l.window.pad_left = static_cast<int>(pads[3]);
+    l.window.pad_bottom = static_cast<int>(pads[6]);
+    l.window.pad_right = static_cast<int>(pads[7]);
+    return add_layer(node, l, {x}, 4);
+  }
+  if (mode != "constant") {
+    return unsupported(node, "mode '" + mode + "' (supported: constant zeros, reflect, edge)");
+  }
+  if (fill != 0 || !std::isfinite(fill)) {
+    return unsupported(
+        node, "constant_value " + std::to_string(fill) + " (only zero padding is supported)");
   }
   Value v = *x;
   v.pad[0] += static_cast<int>(pads[2]);  // top

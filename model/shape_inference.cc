@@ -111,6 +111,53 @@ Status infer_conv(const std::string& layer, const LayerSpec& l, LayerInfo* info)
   return Status::Ok();
 }
 
+// conv_transpose2d: out = (in - 1) * stride - pads + dilation * (kernel - 1) + 1 + output_padding
+// (PyTorch's ConvTranspose2d). The output padding extends the bottom / right edge, so it may not
+// exceed that side's pad (the engine computes it as a smaller pad there).
+Status infer_conv_transpose(const std::string& layer, const LayerSpec& l, LayerInfo* info) {
+  const Shape& in = info->in;
+  const Window& w = l.window;
+  SERF_RETURN_IF_ERROR(positive(layer, "out_channels", l.out_channels));
+  SERF_RETURN_IF_ERROR(positive(layer, "groups", l.groups));
+  SERF_RETURN_IF_ERROR(positive(layer, "kernel", std::min(w.kernel_h, w.kernel_w)));
+  SERF_RETURN_IF_ERROR(positive(layer, "stride", std::min(w.stride_h, w.stride_w)));
+  SERF_RETURN_IF_ERROR(positive(layer, "dilation", std::min(w.dilation_h, w.dilation_w)));
+  if (in.channels % l.groups != 0 || l.out_channels % l.groups != 0) {
+    return InvalidArgument(layer + ": groups " + std::to_string(l.groups) +
+                           " must divide the input channels " + std::to_string(in.channels) +
+                           " and out_channels " + std::to_string(l.out_channels));
+  }
+  if (std::min({w.pad_top, w.pad_left, w.pad_bottom, w.pad_right}) < 0 ||
+      std::min(l.output_padding_h, l.output_padding_w) < 0 || l.output_padding_h > w.pad_bottom ||
+      l.output_padding_w > w.pad_right || std::max(w.kernel_h, w.kernel_w) > kMaxSide ||
+      std::max(w.stride_h, w.stride_w) > kMaxSide ||
+      std::max(w.dilation_h, w.dilation_w) > kMaxSide) {
+    return InvalidArgument(layer +
+                           ": needs pads >= 0 and 0 <= output_padding <= the bottom / right "
+                           "pad (got output_padding " +
+                           std::to_string(l.output_padding_h) + "x" +
+                           std::to_string(l.output_padding_w) + ", pad bottom " +
+                           std::to_string(w.pad_bottom) + ", right " + std::to_string(w.pad_right) +
+                           ")");
+  }
+  auto side = [](int n, int k, int s, int d, int before, int after, int extra) {
+    return (int64_t{n} - 1) * s - before - after + int64_t{d} * (k - 1) + 1 + extra;
+  };
+  const int64_t h = side(in.height, w.kernel_h, w.stride_h, w.dilation_h, w.pad_top, w.pad_bottom,
+                         l.output_padding_h);
+  const int64_t wd = side(in.width, w.kernel_w, w.stride_w, w.dilation_w, w.pad_left, w.pad_right,
+                          l.output_padding_w);
+  if (h < 1 || wd < 1 || h > kMaxSide || wd > kMaxSide) {
+    return InvalidArgument(layer + ": output " + std::to_string(h) + "x" + std::to_string(wd) +
+                           " is empty or exceeds " + std::to_string(kMaxSide) + " per side");
+  }
+  info->out = {l.out_channels, static_cast<int>(h), static_cast<int>(wd)};
+  const int64_t per_in = int64_t{l.out_channels / l.groups} * w.kernel_h * w.kernel_w;
+  info->parameters = int64_t{in.channels} * per_in + l.out_channels;
+  info->connections = in.elements() * per_in;
+  return Status::Ok();
+}
+
 Status infer_pool(const std::string& layer, const LayerSpec& l, LayerInfo* info) {
   const Window& w = l.window;
   if (w.dilation_h != 1 || w.dilation_w != 1) {
@@ -204,6 +251,40 @@ Status infer_channels(const std::string& layer, const LayerSpec& l, LayerInfo* i
   return Status::Ok();
 }
 
+// upsample: integer scales >= 1, the output at most kMaxSide per side.
+Status infer_upsample(const std::string& layer, const LayerSpec& l, LayerInfo* info) {
+  SERF_RETURN_IF_ERROR(positive(layer, "scale", std::min(l.upsample_h, l.upsample_w)));
+  const int64_t h = int64_t{info->in.height} * l.upsample_h,
+                w = int64_t{info->in.width} * l.upsample_w;
+  if (h > kMaxSide || w > kMaxSide) {
+    return InvalidArgument(layer + ": upsampled output " + std::to_string(h) + "x" +
+                           std::to_string(w) + " exceeds " + std::to_string(kMaxSide) +
+                           " per side");
+  }
+  info->out.height = static_cast<int>(h);
+  info->out.width = static_cast<int>(w);
+  return Status::Ok();
+}
+
+// pad: pads >= 0; reflect needs each below its side's size (the mirror skips the edge).
+Status infer_pad(const std::string& layer, const LayerSpec& l, LayerInfo* info) {
+  const Window& w = l.window;
+  const Shape& in = info->in;
+  const int most = std::max({w.pad_top, w.pad_left, w.pad_bottom, w.pad_right});
+  if (std::min({w.pad_top, w.pad_left, w.pad_bottom, w.pad_right}) < 0 || most > kMaxSide) {
+    return InvalidArgument(layer + ": pads must be in [0, " + std::to_string(kMaxSide) + "]");
+  }
+  if (l.pad_reflect && (std::max(w.pad_top, w.pad_bottom) >= in.height ||
+                        std::max(w.pad_left, w.pad_right) >= in.width)) {
+    return InvalidArgument(layer + ": reflect pad " + std::to_string(most) +
+                           " must be smaller than the input's " + std::to_string(in.height) + "x" +
+                           std::to_string(in.width));
+  }
+  info->out.height = in.height + w.pad_top + w.pad_bottom;
+  info->out.width = in.width + w.pad_left + w.pad_right;
+  return Status::Ok();
+}
+
 // The shape and counts of layer l (its inputs are resolved into info->ins).
 Status infer_layer(const LayerSpec& l, const std::string& layer, LayerInfo* info) {
   const bool join = l.kind == LayerKind::kAdd || l.kind == LayerKind::kConcat;
@@ -220,6 +301,8 @@ Status infer_layer(const LayerSpec& l, const std::string& layer, LayerInfo* info
   switch (l.kind) {
     case LayerKind::kConv2d:
       return infer_conv(layer, l, info);
+    case LayerKind::kConvTranspose2d:
+      return infer_conv_transpose(layer, l, info);
     case LayerKind::kMaxPool:
     case LayerKind::kAvgPool:
       return infer_pool(layer, l, info);
@@ -231,7 +314,15 @@ Status infer_layer(const LayerSpec& l, const std::string& layer, LayerInfo* info
     case LayerKind::kHardSwish:
     case LayerKind::kSilu:
     case LayerKind::kTanh:
+    case LayerKind::kGelu:
       return Status::Ok();
+    case LayerKind::kPrelu:  // one slope per channel
+      info->parameters = int64_t{in.channels};
+      return Status::Ok();
+    case LayerKind::kUpsample:
+      return infer_upsample(layer, l, info);
+    case LayerKind::kPad:
+      return infer_pad(layer, l, info);
     case LayerKind::kLeakyRelu:
     case LayerKind::kElu:
       if (!std::isfinite(l.kind == LayerKind::kElu ? l.elu_alpha : l.leaky_relu_alpha)) {

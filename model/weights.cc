@@ -123,6 +123,16 @@ std::vector<TensorSpec> expected_tensors(const ModelPlan& plan) {
                      0.0f,
                      he(fan_in)});
       out.push_back({bias_name(l), {o}, fan_in, i, 0.0f, 0.1f});
+    } else if (l.kind == LayerKind::kConvTranspose2d) {  // PyTorch's [I, O/groups, kh, kw]
+      const int64_t per_group = o / l.groups;
+      const int64_t fan_in = per_group * l.window.kernel_h * l.window.kernel_w;
+      out.push_back({weight_name(l),
+                     {int64_t{info.in.channels}, per_group, l.window.kernel_h, l.window.kernel_w},
+                     fan_in,
+                     i,
+                     0.0f,
+                     he(fan_in)});
+      out.push_back({bias_name(l), {o}, fan_in, i, 0.0f, 0.1f});
     } else if (l.kind == LayerKind::kFullyConnected) {
       const int64_t in = info.in.elements();
       out.push_back({weight_name(l), {o, in}, in, i, 0.0f, he(in)});
@@ -133,6 +143,8 @@ std::vector<TensorSpec> expected_tensors(const ModelPlan& plan) {
       out.push_back({bias_name(l), {c}, 1, i, 0.0f, 0.1f});
       out.push_back({l.name + ".running_mean", {c}, 1, i, 0.0f, 0.1f});
       out.push_back({l.name + ".running_var", {c}, 1, i, 1.0f, 0.5f});
+    } else if (l.kind == LayerKind::kPrelu) {  // slopes around PyTorch's initial 0.25
+      out.push_back({weight_name(l), {int64_t{info.in.channels}}, 1, i, 0.25f, 0.1f});
     }
   }
   return out;

@@ -66,10 +66,11 @@ std::vector<float> seeded_input(const Shape& shape, uint64_t seed);
 std::vector<float> seeded_inputs(const Shape& shape, uint64_t seed, int rows);
 
 // The tensors a plan needs, in layer order (conv2d and fully_connected layers: weight then bias;
-// batchnorm: weight, bias, running_mean, running_var).
+// batchnorm: weight, bias, running_mean, running_var; prelu: weight, the slopes [C]).
 struct TensorSpec {
   std::string name;            // "<layer>.weight", "<layer>.bias", ...
-  std::vector<int64_t> shape;  // conv [O, I/groups, kh, kw], fc [out, in], bias [O]
+  std::vector<int64_t> shape;  // conv [O, I/groups, kh, kw], conv_transpose2d [I, O/groups, kh,
+                               // kw], fc [out, in], bias [O]
   int64_t fan_in = 0;  // inputs per output (I/groups*kh*kw or in): the He scale's denominator
   size_t layer = 0;    // index into plan.layers
   // Seeded values are uniform in [center - half_width, center + half_width).

@@ -411,14 +411,14 @@ def bad_models(out):
         [pad, helper.make_node("MaxPool", ["xp"], ["y"], name="p", kernel_shape=[2, 2])], [pads])
     bad("pad_output", "output 'y' is padded by Pad 'pd'",
         [helper.make_node("Pad", ["x", "pads"], ["y"], name="pd")], [pads])
-    bad("pad_reflect", "node 'pd' (Pad): mode 'reflect' (only constant zero padding",
-        [helper.make_node("Pad", ["x", "pads"], ["xp"], name="pd", mode="reflect"),
+    bad("pad_wrap", "node 'pd' (Pad): mode 'wrap' (supported: constant zeros, reflect, edge)",
+        [helper.make_node("Pad", ["x", "pads"], ["xp"], name="pd", mode="wrap"),
          helper.make_node("Conv", ["xp", "w"], ["y"], name="c")], [pads, w3])
     bad("pad_value", "node 'pd' (Pad): constant_value 1.000000 (only zero padding",
         [helper.make_node("Pad", ["x", "pads", "one"], ["xp"], name="pd"),
          helper.make_node("Conv", ["xp", "w"], ["y"], name="c")], [pads, init("one", 1.0), w3])
-    bad("pad_channels", "node 'pd' (Pad): pads [0, 1, 0, 0, 0, 0, 0, 0] (only zero padding of "
-        "the height and width", [helper.make_node("Pad", ["x", "cpads"], ["y"], name="pd")],
+    bad("pad_channels", "node 'pd' (Pad): pads [0, 1, 0, 0, 0, 0, 0, 0] (only padding of the "
+        "height and width", [helper.make_node("Pad", ["x", "cpads"], ["y"], name="pd")],
         [numpy_helper.from_array(np.array([0, 1, 0, 0, 0, 0, 0, 0], dtype=np.int64), "cpads")])
     bad("pad_avg_ceil", "node 'a' (AveragePool): input padded by Pad 'pd' with ceil_mode 1",
         [pad, helper.make_node("AveragePool", ["xp"], ["y"], name="a", kernel_shape=[3, 3],

@@ -12,13 +12,15 @@ Constant and Identity chains, initializers listed as inputs, dynamic spatial dim
 tensors, several outputs, unused initializers and unnamed nodes.
 
 Writes, like scripts/onnx_test_models.py (whose helpers it uses):
-  DIR/user_good.txt   one NAME a line: DIR/NAME.onnx imports, and `serf infer` of
-                      DIR/NAME.input.safetensors must match DIR/NAME.ref.json (PyTorch's output)
+  DIR/user_good.txt   one "NAME [BATCH]" a line: DIR/NAME.onnx imports, and `serf infer` of
+                      DIR/NAME.input.safetensors (BATCH rows, 1 when absent) must match
+                      DIR/NAME.ref.json (PyTorch's output; "outputs" holds every row)
   DIR/user_bad.tsv    "FILE<TAB>expected error text": refused with one line, exit 2, nothing written
 
 Needs Debian's python3-torch and python3-onnx (run with /usr/bin/python3); exit 77 without them.
 """
 
+import json
 import os
 import sys
 import warnings
@@ -61,8 +63,22 @@ class Book:
             self.bad.append(f"{name}.onnx\t{expect}")
             return
         with torch.inference_mode():
-            base.save_good(self.out, name, x, model(x))
-        self.good.append(name)
+            y = model(x)
+        self.save(name, x, y)
+
+    def save(self, name, x, y):
+        """The input and PyTorch's output; a batch of rows (x.shape[0] > 1) runs with --batch."""
+        if x.shape[0] == 1:
+            base.save_good(self.out, name, x, y)
+            self.good.append(name)
+            return
+        base.write_input(os.path.join(self.out, name + ".input.safetensors"), x)
+        rows = y.reshape(x.shape[0], -1).double().numpy()
+        with open(os.path.join(self.out, name + ".ref.json"), "w") as f:
+            json.dump({"output": [float(v) for v in rows[0]],
+                       "top5": [int(i) for i in np.argsort(-rows[0], kind="stable")[:5]],
+                       "outputs": [[float(v) for v in row] for row in rows]}, f)
+        self.good.append(f"{name} {x.shape[0]}")
 
     def helper(self, name, nodes, inits, x, y=None, expect=None, opset=13,
                elem=TensorProto.FLOAT, outputs=("y",), inputs_extra=()):
@@ -484,35 +500,199 @@ class LeNet(nn.Module):
         return self.fc3(F.elu(torch.tanh(self.fc2(x))))
 
 
+class Mlp(nn.Module):
+    """A conv stem, then a transformer-style MLP head: Linear, an activation on [N, F], Linear."""
+
+    def __init__(self, act):
+        super().__init__()
+        self.c = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc1 = nn.Linear(8 * 3 * 3, 12)
+        self.act = act
+        self.fc2 = nn.Linear(12, 5)
+
+    def forward(self, x):
+        x = F.max_pool2d(torch.relu(self.c(x)), 2)
+        return self.fc2(self.act(self.fc1(torch.flatten(x, 1))))
+
+
+def randomize_prelu(model, seed):
+    """Slopes spread around PyTorch's 0.25, one per channel (so they differ)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.PReLU):
+                m.weight.copy_(0.5 * torch.rand(m.weight.shape, generator=g) - 0.1)
+    return model
+
+
 def activations(book):
-    """LeakyRelu, Tanh, Elu (imported), PRelu and GELU's Div / Erf (refused)."""
+    """LeakyRelu, Tanh, Elu; PRelu (one slope, one per channel, on [N, C, H, W] and [N, F]) and
+    GELU (torch.onnx's Div-Erf-Add-Mul-Mul) at a batch of 2; GELU's near misses and its tanh
+    approximation refused."""
     for opset in (9, 13):
         torch.manual_seed(121)
         book.export(f"user_lenet{opset}", LeNet(), image((1, 1, 28, 28), 122), opset=opset)
-    for name, act, op in [("prelu", nn.PReLU(4), "PRelu"), ("gelu", nn.GELU(), "Div")]:
+    x = image((2, 3, 6, 6), 124)
+    for name, model, opset in [
+            ("prelu", Act(nn.PReLU(4)), 13), ("prelu9", Act(nn.PReLU(4)), 9),
+            ("prelu_one", Act(nn.PReLU()), 13), ("prelu_mlp", Mlp(nn.PReLU(12)), 13),
+            ("gelu", Act(nn.GELU()), 13), ("gelu17", Act(nn.GELU(), 16), 17),
+            ("gelu_mlp", Mlp(nn.GELU()), 13)]:
         torch.manual_seed(123)
-        book.export(f"user_{name}", Act(act), image((1, 3, 6, 6), 124),
-                    expect=f"({op}): operator {op} is not supported")
+        book.export(f"user_{name}", randomize_prelu(model, 125), x, opset=opset)
+    torch.manual_seed(123)
+    book.export("user_gelu_tanh", Act(nn.GELU(approximate="tanh")), x,
+                expect="(Mul): multiplying [1, 4, 6, 6] by a constant")
+    gelu_near_misses(book)
+
+
+def gelu_near_misses(book):
+    """onnx.helper: GELU's subgraph with one thing changed is refused at the node that changes it
+    (never imported as GELU); a Div that is no GELU's is refused where it is read."""
+    rng = np.random.default_rng(127)
+    w = rng.uniform(-0.5, 0.5, (4, 3, 3, 3))
+
+    def gelu(name, div=1.4142135, one=1.0, half=0.5, times="c", expect=""):
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+                 helper.make_node("Relu", ["c"], ["r"], name="relu"),
+                 helper.make_node("Div", ["c", "k_div"], ["d"], name="div"),
+                 helper.make_node("Erf", ["d"], ["e"], name="erf"),
+                 helper.make_node("Add", ["e", "k_one"], ["a"], name="add"),
+                 helper.make_node("Mul", [times, "a"], ["m"], name="mul"),
+                 helper.make_node("Mul", ["m", "k_half"], ["y"], name="half")]
+        inits = [base.init("w", w), base.init("k_div", div), base.init("k_one", one),
+                 base.init("k_half", half)]
+        book.helper(f"user_gelu_{name}", nodes, inits, (1, 3, 6, 6), expect=expect)
+
+    pattern = "departs from GELU's x * (1 + Erf(x / sqrt(2))) * 0.5"
+    gelu("divisor", div=1.5, expect=f"node 'erf' (Erf): Erf of x / 1.5 (Div 'div') {pattern}")
+    gelu("add", one=2.0,
+         expect=f"node 'add' (Add): adding 2 to Erf(x / sqrt(2)) (Div 'div') {pattern} (+ 1)")
+    gelu("half", half=0.25, expect="node 'half' (Mul): multiplying x * (1 + Erf(x / sqrt(2))) "
+                                   f"(Div 'div') by 0.25 {pattern} (* 0.5)")
+    gelu("other_x", times="r", expect="node 'mul' (Mul): multiplying 1 + Erf(x / sqrt(2)) "
+                                      f"(Div 'div') by tensor 'r' {pattern} (by x")
+    book.helper("user_div_tensors",
+                [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+                 helper.make_node("Div", ["x", "r"], ["y"], name="div")], [], (1, 3, 4, 4),
+                expect="node 'div' (Div): operator Div is supported only as x / sqrt(2) in GELU's")
+    book.helper("user_div_unfinished",
+                [helper.make_node("Div", ["x", "k"], ["d"], name="div"),
+                 helper.make_node("Relu", ["d"], ["y"], name="relu")], [base.init("k", 2.0)],
+                (1, 3, 4, 4),
+                expect="node 'relu' (Relu): reads x / c (Div 'div'), which GELU's x * (1 + "
+                       "Erf(x / sqrt(2))) * 0.5 gives only to an Erf")
+
+
+class Resized(nn.Module):
+    """F.interpolate to a size (torch.onnx computes Resize's sizes from the input's shape)."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.size = size
+
+    def forward(self, x):
+        return F.interpolate(x, size=self.size, mode="nearest")
+
+
+class Upsampled(nn.Module):
+    """conv, upsample to out_hw, a 3x3 conv and a Linear over every position: each output
+    pixel counts (a global pooling would average a nearest upsampling's errors away)."""
+
+    def __init__(self, up, out_hw):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.up = up
+        self.c2 = nn.Conv2d(4, 4, 3, padding=1)
+        self.fc = nn.Linear(4 * out_hw[0] * out_hw[1], 5)
+
+    def forward(self, x):
+        x = self.c2(self.up(torch.relu(self.c1(x))))
+        return self.fc(torch.flatten(x, 1))
 
 
 def unsupported_layers(book):
+    """Upsample and Resize by integer scales (nearest at opsets 9, 11, 13; bilinear at 11, 13;
+    to a size) and ConvTranspose (with output_padding, grouped) run at a batch of 2; a fractional
+    scale, align_corners, opset 9's linear, cubic, an output_padding beyond the pad and the
+    non-zero pads are refused."""
     torch.manual_seed(131)
     x = image((1, 3, 6, 6), 132)
-    book.export("user_upsample9", Act(nn.Upsample(scale_factor=2, mode="nearest")), x, opset=9,
-                expect="(Upsample): operator Upsample is not supported")
-    book.export("user_resize", Act(nn.Upsample(scale_factor=2, mode="bilinear")), x,
-                expect="(Resize): operator Resize is not supported")
-    book.export("user_convtranspose", Act(nn.ConvTranspose2d(4, 4, 2, stride=2)), x,
-                expect="(ConvTranspose): operator ConvTranspose is not supported")
+    x2 = image((2, 3, 6, 6), 133)
+    for name, mod, hw, opset in [
+            ("upsample9", nn.Upsample(scale_factor=2, mode="nearest"), (12, 12), 9),
+            ("upsample11", nn.Upsample(scale_factor=(2, 3), mode="nearest"), (12, 18), 11),
+            ("upsample13", nn.Upsample(scale_factor=3, mode="nearest"), (18, 18), 13),
+            ("resize", nn.Upsample(scale_factor=2, mode="bilinear"), (12, 12), 13),
+            ("resize11", nn.Upsample(scale_factor=(3, 2), mode="bilinear"), (18, 12), 11),
+            ("interpolate_size", Resized((12, 18)), (12, 18), 13),
+            ("convtranspose", nn.ConvTranspose2d(4, 4, 2, stride=2), (12, 12), 13),
+            ("convtranspose_pad", nn.ConvTranspose2d(4, 4, 3, 2, 1, output_padding=1), (12, 12),
+             11),
+            ("convtranspose_dcgan", nn.ConvTranspose2d(4, 4, 4, 2, 1, groups=2), (12, 12), 13)]:
+        torch.manual_seed(134)
+        book.export(f"user_{name}", Upsampled(mod, hw), x2, opset=opset)
+    for name, mod, opset, expect in [
+            ("resize_fraction", nn.Upsample(scale_factor=1.5, mode="nearest"), 13,
+             "(Resize): scales [1.000000, 1.000000, 1.500000, 1.500000] (supported: [1, 1, sh, "
+             "sw] with integers"),
+            ("resize_corners", nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True),
+             13, "(Resize): linear with coordinate_transformation_mode 'align_corners'"),
+            ("upsample9_linear", nn.Upsample(scale_factor=2, mode="bilinear"), 9,
+             "(Upsample): linear with coordinate_transformation_mode 'asymmetric'"),
+            ("resize_cubic", nn.Upsample(scale_factor=2, mode="bicubic"), 13,
+             "(Resize): mode 'cubic' (supported: nearest, linear)")]:
+        torch.manual_seed(136)
+        book.export(f"user_{name}", Act(mod), x, opset=opset, expect=expect)
+    book.export("user_convtranspose_extra", Act(nn.ConvTranspose2d(4, 4, 3, 2, output_padding=1)),
+                x, expect="(ConvTranspose): needs pads >= 0 and 0 <= output_padding <= the "
+                          "bottom / right pad (got output_padding 1x1, pad bottom 0, right 0)")
     # F.pad's pads go through a Slice (step -1) and a Transpose of constants: folded.
     book.export("user_pad_zero", Act(nn.Sequential(nn.ZeroPad2d((1, 2, 0, 1)), nn.Conv2d(4, 4, 3))),
                 x)
-    for name, pad, mode in [("reflect", nn.ReflectionPad2d(1), "reflect"),
-                            ("replicate", nn.ReplicationPad2d(1), "edge")]:
-        book.export(f"user_pad_{name}", Act(nn.Sequential(pad, nn.Conv2d(4, 4, 3))), x,
-                    expect=f"(Pad): mode '{mode}' (only constant zero padding")
+    # Reflect and edge pads before a conv (style transfer, super-resolution): pad layers.
+    for name, pad, opset in [("reflect", nn.ReflectionPad2d(1), 13),
+                             ("reflect_uneven", nn.ReflectionPad2d((2, 0, 1, 3)), 11),
+                             ("replicate", nn.ReplicationPad2d(1), 13),
+                             ("replicate9", nn.ReplicationPad2d((1, 2, 0, 1)), 9)]:
+        torch.manual_seed(137)
+        book.export(f"user_pad_{name}", Upsampled(nn.Sequential(pad, nn.Conv2d(4, 4, 3)), (
+            6 + sum(pad.padding[2:]) - 2, 6 + sum(pad.padding[:2]) - 2)), x2, opset=opset)
+    book.helper("user_pad_reflect_big",
+                [helper.make_node("Pad", ["x", "p6"], ["y"], name="pad", mode="reflect")],
+                [ints("p6", [0, 0, 6, 6, 0, 0, 6, 6])], (1, 3, 6, 6),
+                expect="node 'pad' (Pad): reflect pad 6 must be smaller than the input's 6x6")
     book.export("user_pad_value", Act(nn.Sequential(nn.ConstantPad2d(1, 0.5), nn.Conv2d(4, 4, 3))),
                 x, expect="(Pad): constant_value 0.500000 (only zero padding")
+
+
+class SeparableSE(nn.Module):
+    """A MobileNet-style block as users write it: a depthwise separable conv (3x3 depthwise,
+    BatchNorm, ReLU6, 1x1), squeeze-and-excitation (GlobalAveragePool -> Conv -> Relu -> Conv ->
+    Sigmoid -> Mul, the [N, C, 1, 1] scale first), a residual add, F.interpolate and a head."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.pw = nn.Conv2d(8, 8, 1)
+        self.se1 = nn.Conv2d(8, 2, 1)
+        self.se2 = nn.Conv2d(2, 8, 1)
+        self.out = nn.Conv2d(8, 4, 3)
+        self.fc = nn.Linear(4 * 10 * 10, 6)
+
+    def forward(self, x):
+        x = torch.relu(self.stem(x))
+        y = self.pw(F.relu6(self.bn(self.dw(x))))
+        s = torch.sigmoid(self.se2(torch.relu(self.se1(F.adaptive_avg_pool2d(y, 1)))))
+        x = F.interpolate(s * y + x, scale_factor=2.0, mode="nearest")
+        return self.fc(torch.flatten(self.out(x), 1))
+
+
+def blocks(book):
+    torch.manual_seed(151)
+    book.export("user_separable_se", bn_all(SeparableSE(), 152), image((2, 3, 6, 6), 153))
 
 
 class WidthBias(nn.Module):
@@ -602,7 +782,7 @@ def main():
     os.makedirs(book.out, exist_ok=True)
     torch.set_num_threads(1)
     for make in (opsets, control_flow, pools, padding, groups, gemm, shapes, softmax, clips,
-                 activations, unsupported_layers, graphs):
+                 activations, unsupported_layers, blocks, graphs):
         make(book)
     book.write()
     return 0

@@ -234,6 +234,21 @@ def window_module(t, layer, c, h, w, device):
     return mod, h_out, w_out, conns
 
 
+def conv_transpose_module(layer, c, h, w, device):
+    """(nn.ConvTranspose2d, out h, out w, multiply-adds) for a conv_transpose2d layer."""
+    (kh, kw), (sh, sw) = pair(layer["kernel"]), pair(layer.get("stride", 1))
+    (dh, dw), (oh, ow) = pair(layer.get("dilation", 1)), pair(layer.get("output_padding", 0))
+    t, l, b, r = pads(layer)
+    if t != b or l != r:
+        raise SpecError(f"{layer.get('name')}: PyTorch's ConvTranspose2d pads both sides alike")
+    o, g = layer["out_channels"], layer.get("groups", 1)
+    mod = nn.ConvTranspose2d(c, o, (kh, kw), (sh, sw), (t, l), (oh, ow), g, True, (dh, dw),
+                             device=device)
+    out_h = (h - 1) * sh - 2 * t + dh * (kh - 1) + 1 + oh
+    out_w = (w - 1) * sw - 2 * l + dw * (kw - 1) + 1 + ow
+    return mod, out_h, out_w, c * h * w * (o // g) * kh * kw
+
+
 def build(spec, device="cpu"):
     """(model, layer_names, counts) for a spec dict; counts per layer: (parameters, connections)."""
     shape = {"input": (spec["input"]["channels"], spec["input"]["height"],
@@ -245,7 +260,10 @@ def build(spec, device="cpu"):
         srcs = layer.get("inputs", [names[-1] if names else "input"])
         c, h, w = shape[srcs[0]]
         conns = 0
-        if t in ("conv2d", "maxpool", "avgpool"):
+        if t == "conv_transpose2d":
+            mod, h, w, conns = conv_transpose_module(layer, c, h, w, device)
+            c = layer["out_channels"]
+        elif t in ("conv2d", "maxpool", "avgpool"):
             mod, h, w, conns = window_module(t, layer, c, h, w, device)
             if t == "conv2d":
                 c = layer["out_channels"]
@@ -273,6 +291,24 @@ def build(spec, device="cpu"):
             mod = nn.Tanh()
         elif t == "elu":
             mod = nn.ELU(layer.get("alpha", 1.0))
+        elif t == "pad":
+            pt, pl, pb, pr = pads(layer)
+            if layer.get("mode", "reflect") == "edge":
+                mod = nn.ReplicationPad2d((pl, pr, pt, pb))
+            else:
+                mod = nn.ReflectionPad2d((pl, pr, pt, pb))
+            h, w = h + pt + pb, w + pl + pr
+        elif t == "gelu":
+            mod = nn.GELU()
+        elif t == "prelu":
+            mod = nn.PReLU(c, device=device)
+        elif t == "upsample":
+            sh, sw = pair(layer["scale"])
+            if layer.get("mode", "nearest") == "bilinear":
+                mod = nn.Upsample(scale_factor=(sh, sw), mode="bilinear", align_corners=False)
+            else:
+                mod = nn.Upsample(scale_factor=(sh, sw), mode="nearest")
+            h, w = h * sh, w * sw
         elif t == "batchnorm":
             mod = nn.BatchNorm2d(c, eps=layer.get("epsilon", 1e-5), device=device)
         elif t == "lrn":
@@ -330,7 +366,8 @@ def weighted(mod):
         mod = mod.mod
     if isinstance(mod, Flat):
         mod = mod.linear
-    return mod if isinstance(mod, (nn.Conv2d, nn.Linear, nn.BatchNorm2d)) else None
+    kinds = (nn.Conv2d, nn.ConvTranspose2d, nn.Linear, nn.BatchNorm2d, nn.PReLU)
+    return mod if isinstance(mod, kinds) else None
 
 
 def load_weights(model, names, path):
@@ -340,7 +377,7 @@ def load_weights(model, names, path):
         target = weighted(mod)
         if target is None:
             continue
-        fields = ("weight", "bias")
+        fields = ("weight",) if isinstance(target, nn.PReLU) else ("weight", "bias")
         if isinstance(target, nn.BatchNorm2d):
             fields += ("running_mean", "running_var")
         for pname in fields:

@@ -108,6 +108,7 @@ class StepBuilder {
 
  private:
   Status conv(const LayerStep& s, CpuStep* out);
+  Status conv_transpose(const LayerStep& s, CpuStep* out);  // conv_transpose_step.cc
   Status fully_connected(const LayerStep& s, CpuStep* out);
   Status pool(const LayerStep& s, CpuStep* out);
   Status activation(const LayerStep& s, CpuStep* out);
@@ -120,6 +121,9 @@ class StepBuilder {
   Status concat(const LayerStep& s, CpuStep* out);
   Status slice(const LayerStep& s, CpuStep* out);            // channel_steps.cc
   Status channel_shuffle(const LayerStep& s, CpuStep* out);  // channel_steps.cc
+  Status prelu(const LayerStep& s, CpuStep* out);            // prelu_resample_steps.cc
+  Status upsample(const LayerStep& s, CpuStep* out);         // prelu_resample_steps.cc
+  Status pad(const LayerStep& s, CpuStep* out);              // prelu_resample_steps.cc
   Status softmax(const LayerStep& s, CpuStep* out);
 
   // Layer `layer` is a convolution that reads and writes nChw16c activations (K = 1, b > 1).

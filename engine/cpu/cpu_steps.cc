@@ -68,6 +68,8 @@ std::vector<Eltwise> eltwise_of(const model::LayerSpec& l) {
       return {{dnnl::algorithm::eltwise_tanh, 0.0f, 0.0f}};
     case LayerKind::kElu:
       return {{dnnl::algorithm::eltwise_elu, l.elu_alpha, 0.0f}};
+    case LayerKind::kGelu:  // x * (1 + erf(x / sqrt 2)) / 2, PyTorch's exact GELU
+      return {{dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f}};
     default:
       return {{dnnl::algorithm::eltwise_relu, 0.0f, 0.0f}};
   }
@@ -141,9 +143,12 @@ Operand StepBuilder::read(const LayerStep& s, size_t k, const dnnl::memory::dims
     // Batch 1, or an element-wise step's flat view of its part: any layout will do.
     if (batch_ == 1 || (dims.size() == 2 && dims[0] == 1)) {
       op.md = plain(dims);
-    } else if (st.dims().size() == dims.size()) {
-      op.md = canon(dims);  // the part, channel-major
-    } else {                // rows of a flattened tensor (read whole): made plain in staging
+    } else if (st.dims().size() == dims.size() ||
+               (dims.size() == 4 && dims[2] == 1 && dims[3] == 1)) {
+      // The part, channel-major. A [b, F] tensor read as C x 1 x 1 channels (batchnorm or prelu
+      // after a fully_connected) is the same floats: its part is a block of [c][b].
+      op.md = canon(dims);
+    } else {  // rows of a flattened tensor (read whole): made plain in staging
       op.md = st;
       Operand flat = staging(plain(st.dims()));
       reorder(op, flat, out);
@@ -292,6 +297,8 @@ Status StepBuilder::build(const LayerStep& s, CpuStep* out) {
     switch (s.kind) {
       case LayerKind::kConv2d:
         return conv(s, out);
+      case LayerKind::kConvTranspose2d:
+        return conv_transpose(s, out);
       case LayerKind::kFullyConnected:
         return fully_connected(s, out);
       case LayerKind::kMaxPool:
@@ -307,9 +314,16 @@ Status StepBuilder::build(const LayerStep& s, CpuStep* out) {
       case LayerKind::kLeakyRelu:
       case LayerKind::kTanh:
       case LayerKind::kElu:
+      case LayerKind::kGelu:
         return activation(s, out);
       case LayerKind::kBatchNorm:
         return batchnorm(s, out);
+      case LayerKind::kPrelu:
+        return prelu(s, out);
+      case LayerKind::kUpsample:
+        return upsample(s, out);
+      case LayerKind::kPad:
+        return pad(s, out);
       case LayerKind::kLrn:
         return lrn(s, out);
       case LayerKind::kAdd:

@@ -216,8 +216,15 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
     case LayerKind::kLeakyRelu:
     case LayerKind::kTanh:
     case LayerKind::kElu:
+    case LayerKind::kGelu:
       SERF_CUDA(launch_channel_affine(in, out, nullptr, nullptr, 1, s.elements, g.act, st));
       break;
+    case LayerKind::kConvTranspose2d:
+    case LayerKind::kPrelu:
+    case LayerKind::kUpsample:
+    case LayerKind::kPad:
+      return Internal("cuda: no kernel for a " + std::string(model::to_string(s.kind)) +
+                      " layer (prepare refuses it)");
     case LayerKind::kBatchNorm:
       SERF_CUDA(launch_channel_affine(in, out, g.weights.floats(), g.bias.floats(),
                                       s.channels.count, g.out_per_channel, Activation{}, st));

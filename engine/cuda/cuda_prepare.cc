@@ -71,6 +71,8 @@ Activation activation_of(const model::LayerSpec& l) {
       return {Act::kTanh, 0.0f, 0.0f};
     case LayerKind::kElu:
       return {Act::kElu, l.elu_alpha, 0.0f};
+    case LayerKind::kGelu:
+      return {Act::kGelu, 0.0f, 0.0f};
     default:
       return {};
   }
@@ -264,8 +266,16 @@ Status CudaPreparedModel::build_step(GpuStep& g, const model::Weights& weights,
     case LayerKind::kLeakyRelu:
     case LayerKind::kTanh:
     case LayerKind::kElu:
+    case LayerKind::kGelu:
       g.act = activation_of(spec);
       return Status::Ok();
+    case LayerKind::kConvTranspose2d:
+    case LayerKind::kPrelu:
+    case LayerKind::kUpsample:
+    case LayerKind::kPad:
+      return InvalidArgument(layer_name(spec, step.layer) + ": " + model::to_string(step.kind) +
+                             " layers are not supported by the cuda backend yet (use --backend "
+                             "cpu for this model)");
     case LayerKind::kLrn: {
       if (spec.lrn_size < CUDNN_LRN_MIN_N || spec.lrn_size > CUDNN_LRN_MAX_N ||
           spec.lrn_k < CUDNN_LRN_MIN_K || spec.lrn_beta < CUDNN_LRN_MIN_BETA) {

@@ -31,6 +31,8 @@ __device__ inline float activate(float v, Activation a) {
       return tanhf(v);
     case Act::kElu:
       return v > 0.0f ? v : a.lo * expm1f(v);
+    case Act::kGelu:
+      return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
     case Act::kNone:
       break;
   }

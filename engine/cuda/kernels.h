@@ -9,7 +9,8 @@ namespace serf::engine::cuda {
 
 // An element-wise activation: none, relu, clip to [lo, hi] (ReLU6: [0, 6]), sigmoid,
 // hardsigmoid min(max(lo * x + hi, 0), 1) (lo, hi: alpha, beta), hardswish x * relu6(x + 3) / 6,
-// silu x * sigmoid(x), leaky relu (slope lo below 0), tanh, or elu lo * (exp(x) - 1) below 0.
+// silu x * sigmoid(x), leaky relu (slope lo below 0), tanh, elu lo * (exp(x) - 1) below 0, or
+// gelu x * (1 + erf(x / sqrt 2)) / 2.
 enum class Act {
   kNone,
   kRelu,
@@ -20,7 +21,8 @@ enum class Act {
   kSilu,
   kLeakyRelu,
   kTanh,
-  kElu
+  kElu,
+  kGelu
 };
 struct Activation {
   Act act = Act::kNone;

@@ -15,6 +15,7 @@ using namespace serf::engine;
 using serf::engine::testing::kEveryOp;
 using serf::engine::testing::kGates;
 using serf::engine::testing::kShuffle;
+using serf::engine::testing::kUserOps;
 using serf::engine::testing::load_shipped;
 using serf::engine::testing::max_relative_error;
 using serf::engine::testing::plan_from;
@@ -149,6 +150,10 @@ TEST_CASE("a batch's rows equal the rows run alone: gates and scales, K = 1..3",
 TEST_CASE("a batch's rows equal the rows run alone: slices and channel shuffles, K = 1..3",
           "[engine]") {
   check_rows(plan_from(kShuffle), {1, 2, 3}, {2, 5});
+}
+
+TEST_CASE("a batch's rows equal the rows run alone: gelu, prelu, upsample, K = 1..3", "[engine]") {
+  check_rows(plan_from(kUserOps), {1, 2, 3}, {2, 5});
 }
 
 TEST_CASE("a batch's rows equal the rows run alone: dense layers, cifar10", "[engine]") {

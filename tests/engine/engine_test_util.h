@@ -101,6 +101,35 @@ inline constexpr const char* kGates =
   {"name": "fc2", "type": "fully_connected", "out": 6},
   {"name": "prob", "type": "softmax"}]})";
 
+// The layers users' networks add (issue 15): gelu fused into a conv2d and standalone, prelu on
+// a conv2d's sliced output, after an upsample and on a fully_connected's (flat), nearest and
+// bilinear upsampling by integer scales (2 and 2 x 3), reflect and edge pads, conv_transpose2d
+// with output padding and a fused relu, and grouped with a dilation and uneven strides and pads
+// (4 groups: replicated for K > 4).
+inline constexpr const char* kUserOps =
+    R"({"name": "user_ops", "input": {"channels": 6, "height": 5, "width": 5},
+ "layers": [
+  {"name": "c1", "type": "conv2d", "out_channels": 16, "kernel": 3, "pad": 1},
+  {"name": "g1", "type": "gelu"},
+  {"name": "p1", "type": "prelu"},
+  {"name": "up", "type": "upsample", "scale": 2},
+  {"name": "c2", "type": "conv2d", "out_channels": 12, "kernel": 3, "stride": 2, "pad": 1},
+  {"name": "ub", "type": "upsample", "scale": [2, 3], "mode": "bilinear"},
+  {"name": "p2", "type": "prelu"},
+  {"name": "g2", "type": "gelu"},
+  {"name": "rp", "type": "pad", "pad": [1, 2, 2, 1]},
+  {"name": "ep", "type": "pad", "pad": [0, 1], "mode": "edge"},
+  {"name": "t1", "type": "conv_transpose2d", "out_channels": 8, "kernel": 3, "stride": 2,
+   "pad": 1, "output_padding": 1},
+  {"name": "t1r", "type": "relu"},
+  {"name": "t2", "type": "conv_transpose2d", "out_channels": 8, "kernel": [2, 3],
+   "stride": [2, 1], "pad": [0, 1], "dilation": [1, 2], "groups": 4},
+  {"name": "gap", "type": "global_avgpool"},
+  {"name": "fl", "type": "flatten"},
+  {"name": "fc", "type": "fully_connected", "out": 8},
+  {"name": "pf", "type": "prelu"},
+  {"name": "fc2", "type": "fully_connected", "out": 4}]})";
+
 // ShuffleNetV2's units: a stride-2 unit (two branches, concat, channel_shuffle), a stride-1 unit
 // (the shuffled tensor split by two slices, one through a branch, concat, shuffle), uneven slices
 // and shuffles of 4 and 8 groups.

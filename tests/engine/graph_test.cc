@@ -16,6 +16,7 @@ using namespace serf::engine;
 using serf::engine::testing::kEveryOp;
 using serf::engine::testing::kGates;
 using serf::engine::testing::kShuffle;
+using serf::engine::testing::kUserOps;
 using serf::engine::testing::max_relative_error;
 using serf::engine::testing::plan_from;
 
@@ -196,6 +197,43 @@ TEST_CASE("a shuffle after a concat and the slices after it exchange nothing mor
         "layers[0] (s): slice of channels [4, 7) needs 0 <= begin < end <= the input's 6 channels");
   CHECK(bad(R"({"name": "s", "type": "slice", "begin": 3, "end": 3})") ==
         "layers[0] (s): slice of channels [3, 3) needs 0 <= begin < end <= the input's 6 channels");
+}
+
+TEST_CASE("gelu, prelu, upsample, pad and conv_transpose2d match the reference over K ranks",
+          "[engine]") {
+  const model::ModelPlan plan = plan_from(kUserOps);
+  CHECK(plan.layers[static_cast<size_t>(layer(plan, "rp"))].out == model::Shape{12, 13, 18});
+  CHECK(plan.layers[static_cast<size_t>(layer(plan, "ep"))].out == model::Shape{12, 13, 20});
+  CHECK(plan.layers[static_cast<size_t>(layer(plan, "t1"))].out == model::Shape{8, 26, 40});
+  CHECK(plan.layers[static_cast<size_t>(layer(plan, "t2"))].out == model::Shape{8, 52, 42});
+  CHECK(plan.layers[static_cast<size_t>(layer(plan, "t2"))].parameters == 8 * 2 * 2 * 3 + 8);
+  CHECK(max_ranks(plan) == 16);
+  CHECK(plan.layers[static_cast<size_t>(layer(plan, "up"))].out == model::Shape{16, 10, 10});
+  CHECK(plan.layers[static_cast<size_t>(layer(plan, "ub"))].out == model::Shape{12, 10, 15});
+  CHECK(plan.layers[static_cast<size_t>(layer(plan, "p1"))].parameters == 16);
+  check_against_reference(plan, 13);
+  // gelu runs inside the conv2d before it; prelu and upsample on each rank's channels, so K = 3
+  // gathers nothing before the global pooling's flatten reaches the fully_connected.
+  auto steps = plan_layer_steps(plan, Partition{2, 3});
+  REQUIRE(steps.ok());
+  auto step = [&](const char* name) {
+    return steps->steps[static_cast<size_t>(layer(plan, name))];
+  };
+  CHECK(step("c1").activation_layer == layer(plan, "g1"));
+  CHECK(step("p1").sliced_output);
+  CHECK(step("p1").gathers.empty());
+  CHECK(step("up").gathers.empty());
+  CHECK(step("up").channels.count == 5);  // 16 channels over 3 ranks: 6, 5, 5
+  CHECK(step("ub").sliced_output);
+  CHECK(step("g2").gathers.empty());
+  CHECK(step("rp").gathers.empty());
+  CHECK(step("ep").sliced_output);
+  CHECK(step("t1").gathers.size() == 1);  // a whole input, like a conv2d
+  CHECK(step("t1").activation_layer == layer(plan, "t1r"));
+  CHECK(step("t1").out_slice.count == 2);    // 8 output channels over 3 ranks: 3, 3, 2
+  CHECK(step("t2").group_slice.count == 1);  // 4 groups over 3 ranks: 2, 1, 1
+  CHECK(step("pf").gathers.empty());
+  CHECK(step("fc2").gathers.size() == 1);
 }
 
 TEST_CASE("a last layer smaller than K runs whole on every rank", "[engine]") {

@@ -37,6 +37,8 @@ inline float activate(const model::LayerSpec& s, double v) {
       return static_cast<float>(std::tanh(v));
     case model::LayerKind::kElu:
       return static_cast<float>(v > 0 ? v : s.elu_alpha * std::expm1(v));
+    case model::LayerKind::kGelu:
+      return static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
     default:
       return static_cast<float>(v);
   }
@@ -70,6 +72,38 @@ inline Tensor conv(const model::LayerSpec& s, const model::LayerInfo& info,
       }
   }
   return y;
+}
+
+// conv_transpose2d: each input element scattered through the kernel, weights [I, O/g, kh, kw].
+inline Tensor conv_transpose(const model::LayerSpec& s, const model::LayerInfo& info,
+                             const model::Weights& weights, const Tensor& x) {
+  const model::Shape in = info.in, out = info.out;
+  const model::Window& w = s.window;
+  const auto& W = weights.find(s.name + ".weight")->data;
+  const auto& B = weights.find(s.name + ".bias")->data;
+  const int per_in = in.channels / s.groups, per_out = out.channels / s.groups;
+  std::vector<double> acc(static_cast<size_t>(out.elements()));
+  for (int o = 0; o < out.channels; ++o)
+    for (int64_t j = 0; j < int64_t{out.height} * out.width; ++j)
+      acc[static_cast<size_t>(o * int64_t{out.height} * out.width + j)] = B[o];
+  for (int c = 0; c < in.channels; ++c) {
+    const int g = c / per_in;
+    for (int ih = 0; ih < in.height; ++ih)
+      for (int iw = 0; iw < in.width; ++iw) {
+        const double v = x[(int64_t{c} * in.height + ih) * in.width + iw];
+        for (int oo = 0; oo < per_out; ++oo)
+          for (int kh = 0; kh < w.kernel_h; ++kh)
+            for (int kw = 0; kw < w.kernel_w; ++kw) {
+              const int h = ih * w.stride_h - w.pad_top + kh * w.dilation_h;
+              const int v2 = iw * w.stride_w - w.pad_left + kw * w.dilation_w;
+              if (h < 0 || v2 < 0 || h >= out.height || v2 >= out.width) continue;
+              const int o = g * per_out + oo;
+              acc[static_cast<size_t>((int64_t{o} * out.height + h) * out.width + v2)] +=
+                  v * W[((int64_t{c} * per_out + oo) * w.kernel_h + kh) * w.kernel_w + kw];
+            }
+      }
+  }
+  return Tensor(acc.begin(), acc.end());
 }
 
 inline Tensor pool(const model::LayerSpec& s, const model::LayerInfo& info, const Tensor& x) {
@@ -119,6 +153,41 @@ inline Tensor lrn(const model::LayerSpec& s, const model::LayerInfo& info, const
   return y;
 }
 
+// upsample: nearest (input h / s, rounded down) or bilinear with half-pixel centres clamped at
+// the edges (PyTorch's align_corners false), written out per output element.
+inline Tensor upsample(const model::LayerSpec& s, const model::LayerInfo& info, const Tensor& x) {
+  const model::Shape in = info.in, out = info.out;
+  Tensor y(static_cast<size_t>(out.elements()));
+  // Source coordinate and weight of the upper neighbour along one axis of scale `k`.
+  auto source = [&](int o, int k, int size, int* lo, int* hi, double* t) {
+    if (!s.upsample_bilinear) {
+      *lo = *hi = o / k;
+      *t = 0.0;
+      return;
+    }
+    const double c = std::max((o + 0.5) / k - 0.5, 0.0);
+    *lo = std::min(static_cast<int>(c), size - 1);
+    *hi = std::min(*lo + 1, size - 1);
+    *t = c - *lo;
+  };
+  for (int c = 0; c < out.channels; ++c)
+    for (int oh = 0; oh < out.height; ++oh)
+      for (int ow = 0; ow < out.width; ++ow) {
+        int h0 = 0, h1 = 0, w0 = 0, w1 = 0;
+        double th = 0, tw = 0;
+        source(oh, s.upsample_h, in.height, &h0, &h1, &th);
+        source(ow, s.upsample_w, in.width, &w0, &w1, &tw);
+        auto at = [&](int h, int w) {
+          return double{x[(int64_t{c} * in.height + h) * in.width + w]};
+        };
+        const double top = at(h0, w0) * (1 - tw) + at(h0, w1) * tw;
+        const double bottom = at(h1, w0) * (1 - tw) + at(h1, w1) * tw;
+        y[(int64_t{c} * out.height + oh) * out.width + ow] =
+            static_cast<float>(top * (1 - th) + bottom * th);
+      }
+  return y;
+}
+
 inline Tensor layer(const model::ModelPlan& plan, size_t l, const model::Weights& weights,
                     const std::vector<const Tensor*>& xs) {
   using model::LayerKind;
@@ -129,6 +198,8 @@ inline Tensor layer(const model::ModelPlan& plan, size_t l, const model::Weights
   switch (s.kind) {
     case LayerKind::kConv2d:
       return conv(s, info, weights, x);
+    case LayerKind::kConvTranspose2d:
+      return conv_transpose(s, info, weights, x);
     case LayerKind::kMaxPool:
     case LayerKind::kAvgPool:
     case LayerKind::kGlobalAvgPool:
@@ -142,8 +213,33 @@ inline Tensor layer(const model::ModelPlan& plan, size_t l, const model::Weights
     case LayerKind::kLeakyRelu:
     case LayerKind::kTanh:
     case LayerKind::kElu:
+    case LayerKind::kGelu:
       for (size_t i = 0; i < y.size(); ++i) y[i] = activate(s, x[i]);
       return y;
+    case LayerKind::kPrelu: {  // x below 0 times its channel's slope
+      const auto& a = weights.find(s.name + ".weight")->data;
+      const size_t per = y.size() / a.size();
+      for (size_t i = 0; i < y.size(); ++i) y[i] = x[i] >= 0 ? x[i] : a[i / per] * x[i];
+      return y;
+    }
+    case LayerKind::kUpsample:
+      return upsample(s, info, x);
+    case LayerKind::kPad: {  // each output pixel from its mirrored (reflect) or clamped (edge) one
+      const model::Shape in = info.in, out = info.out;
+      auto from = [&](int o, int before, int n) {
+        const int i = o - before;
+        if (i < 0) return s.pad_reflect ? -i : 0;
+        if (i >= n) return s.pad_reflect ? 2 * (n - 1) - i : n - 1;
+        return i;
+      };
+      for (int c = 0; c < out.channels; ++c)
+        for (int oh = 0; oh < out.height; ++oh)
+          for (int ow = 0; ow < out.width; ++ow)
+            y[(int64_t{c} * out.height + oh) * out.width + ow] =
+                x[(int64_t{c} * in.height + from(oh, s.window.pad_top, in.height)) * in.width +
+                  from(ow, s.window.pad_left, in.width)];
+      return y;
+    }
     case LayerKind::kMul: {  // element-wise, or by a per-channel scale (C x 1 x 1)
       const Tensor& b = *xs[1];
       const size_t per = y.size() / b.size();

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "model/weights.h"
 #include "serf/io/json_fields.h"
 
 using namespace serf::model;
@@ -120,10 +121,10 @@ TEST_CASE("defaults: layer names, strides, lrn", "[model]") {
 TEST_CASE("bad specs: one line naming the layer", "[model]") {
   CHECK(error_of(R"({"name": "t", "input": )").find("test.json: malformed JSON") == 0);
   CHECK(error_of(with_layers(R"({"type": "relu"}, {"type": "conv3d"})")) ==
-        "test.json: layers[1].type: unknown layer type 'conv3d' (known: conv2d, maxpool, "
-        "avgpool, global_avgpool, relu, clip, sigmoid, hardsigmoid, hardswish, silu, leaky_relu, "
-        "tanh, elu, batchnorm, lrn, flatten, fully_connected, add, mul, concat, slice, "
-        "channel_shuffle, softmax)");
+        "test.json: layers[1].type: unknown layer type 'conv3d' (known: conv2d, "
+        "conv_transpose2d, maxpool, avgpool, global_avgpool, relu, clip, sigmoid, hardsigmoid, "
+        "hardswish, silu, leaky_relu, tanh, elu, gelu, prelu, batchnorm, lrn, flatten, "
+        "fully_connected, add, mul, concat, slice, channel_shuffle, upsample, pad, softmax)");
   CHECK(
       error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 4, "kernel": 9})")) ==
       "layers[0] (c): kernel 9 larger than its input 8x8 (use a smaller kernel or fewer "
@@ -294,6 +295,112 @@ TEST_CASE("gates and mul: fields, shapes, written back", "[model]") {
         "per-channel scale 3x1x1 as its second input)");
   CHECK(error_of(with_layers(R"({"name": "s", "type": "silu", "alpha": 1})")) ==
         "test.json: layers[0] (s): unknown field 'alpha' for a silu layer (allowed: inputs)");
+}
+
+TEST_CASE("gelu, prelu, upsample: fields, shapes, weights, written back", "[model]") {
+  auto plan = plan_from(with_layers(R"(
+      {"name": "c", "type": "conv2d", "out_channels": 4, "kernel": 3, "pad": 1},
+      {"name": "g", "type": "gelu"}, {"name": "p", "type": "prelu"},
+      {"name": "u", "type": "upsample", "scale": [2, 3]},
+      {"name": "b", "type": "upsample", "scale": 2, "mode": "bilinear"})"));
+  REQUIRE(plan.ok());
+  CHECK(is_activation(LayerKind::kGelu));
+  CHECK_FALSE(is_activation(LayerKind::kPrelu));
+  CHECK(has_weights(LayerKind::kPrelu));
+  CHECK(plan->layers[2].parameters == 4);  // one slope per channel
+  CHECK(plan->layers[2].connections == 0);
+  CHECK(plan->layers[3].out == Shape{4, 16, 24});
+  CHECK(plan->layers[4].out == Shape{4, 32, 48});
+  CHECK_FALSE(plan->spec.layers[3].upsample_bilinear);  // nearest by default
+  CHECK(plan->spec.layers[4].upsample_bilinear);
+  const auto tensors = expected_tensors(*plan);
+  REQUIRE(tensors.size() == 3);  // c.weight, c.bias, p.weight
+  CHECK(tensors[2].name == "p.weight");
+  CHECK(tensors[2].shape == std::vector<int64_t>{4});
+  auto again =
+      model_spec_from_json(nlohmann::json::parse(model_spec_to_json(plan->spec).dump()), "x");
+  REQUIRE(again.ok());
+  CHECK(again->layers[1].kind == LayerKind::kGelu);
+  CHECK(again->layers[2].kind == LayerKind::kPrelu);
+  CHECK(again->layers[3].upsample_h == 2);
+  CHECK(again->layers[3].upsample_w == 3);
+  CHECK_FALSE(again->layers[3].upsample_bilinear);
+  CHECK(again->layers[4].upsample_h == 2);
+  CHECK(again->layers[4].upsample_bilinear);
+  CHECK(error_of(with_layers(R"({"name": "u", "type": "upsample"})")) ==
+        "test.json: layers[0] (u).scale: missing field");
+  CHECK(error_of(with_layers(R"({"name": "u", "type": "upsample", "scale": 0})")) ==
+        "layers[0] (u): scale must be positive (got 0)");
+  CHECK(error_of(with_layers(R"({"name": "u", "type": "upsample", "scale": 1.5})")) ==
+        "test.json: layers[0] (u).scale: expected an integer or [height, width]");
+  CHECK(error_of(with_layers(R"({"name": "u", "type": "upsample", "scale": 2,
+                                 "mode": "cubic"})")) ==
+        "test.json: layers[0] (u).mode: 'cubic' is not an upsampling mode (nearest or bilinear)");
+  CHECK(error_of(with_layers(R"({"name": "u", "type": "upsample", "scale": 1000000})")) ==
+        "layers[0] (u): upsampled output 8000000x8000000 exceeds 1048576 per side");
+  CHECK(error_of(with_layers(R"({"name": "p", "type": "prelu", "alpha": 0.2})")) ==
+        "test.json: layers[0] (p): unknown field 'alpha' for a prelu layer (allowed: inputs)");
+}
+
+TEST_CASE("pad: reflect and edge, sizes, written back", "[model]") {
+  auto plan = plan_from(with_layers(R"(
+      {"name": "r", "type": "pad", "pad": 2}, {"name": "e", "type": "pad", "pad": [1, 0, 3, 2],
+       "mode": "edge"})"));
+  REQUIRE(plan.ok());
+  CHECK(plan->layers[0].out == Shape{3, 12, 12});
+  CHECK(plan->layers[1].out == Shape{3, 16, 14});
+  CHECK(plan->spec.layers[0].pad_reflect);
+  CHECK_FALSE(plan->spec.layers[1].pad_reflect);
+  auto again =
+      model_spec_from_json(nlohmann::json::parse(model_spec_to_json(plan->spec).dump()), "x");
+  REQUIRE(again.ok());
+  CHECK(again->layers[1].window.pad_bottom == 3);
+  CHECK(again->layers[1].window.pad_right == 2);
+  CHECK_FALSE(again->layers[1].pad_reflect);
+  CHECK(error_of(with_layers(R"({"name": "r", "type": "pad", "pad": 8})")) ==
+        "layers[0] (r): reflect pad 8 must be smaller than the input's 8x8");
+  CHECK(error_of(with_layers(R"({"name": "r", "type": "pad", "pad": [1, -1]})")) ==
+        "layers[0] (r): pads must be in [0, 1048576]");
+  CHECK(error_of(with_layers(R"({"name": "r", "type": "pad", "pad": 1, "mode": "wrap"})")) ==
+        "test.json: layers[0] (r).mode: 'wrap' is not a padding mode (reflect or edge)");
+  CHECK(error_of(with_layers(R"({"name": "r", "type": "pad"})")) ==
+        "test.json: layers[0] (r).pad: missing field");
+}
+
+TEST_CASE("conv_transpose2d: output size, counts, weights, written back", "[model]") {
+  auto plan = plan_from(with_layers(R"(
+      {"name": "t", "type": "conv_transpose2d", "out_channels": 6, "kernel": 3, "stride": 2,
+       "pad": 1, "output_padding": 1},
+      {"name": "g", "type": "conv_transpose2d", "out_channels": 4, "kernel": [4, 2],
+       "stride": 2, "pad": [1, 0], "groups": 2})"));
+  REQUIRE(plan.ok());
+  CHECK(plan->layers[0].out == Shape{6, 16, 16});  // (8 - 1) * 2 - 2 + 3 + 1
+  CHECK(plan->layers[0].parameters == 3 * 6 * 9 + 6);
+  CHECK(plan->layers[0].connections == 3 * 8 * 8 * 6 * 9);  // every input times its kernel
+  CHECK(plan->layers[1].out == Shape{4, 32, 32});  // (16 - 1) * 2 - 2 + 4, (16 - 1) * 2 + 2
+  CHECK(plan->layers[1].parameters == 6 * 2 * 4 * 2 + 4);
+  const auto tensors = expected_tensors(*plan);
+  REQUIRE(tensors.size() == 4);
+  CHECK(tensors[0].shape == std::vector<int64_t>{3, 6, 3, 3});  // PyTorch's [I, O/groups, kh, kw]
+  CHECK(tensors[2].shape == std::vector<int64_t>{6, 2, 4, 2});
+  auto again =
+      model_spec_from_json(nlohmann::json::parse(model_spec_to_json(plan->spec).dump()), "x");
+  REQUIRE(again.ok());
+  CHECK(again->layers[0].kind == LayerKind::kConvTranspose2d);
+  CHECK(again->layers[0].output_padding_h == 1);
+  CHECK(again->layers[0].output_padding_w == 1);
+  CHECK(again->layers[1].groups == 2);
+  CHECK(again->layers[1].output_padding_h == 0);
+  CHECK(error_of(with_layers(R"({"name": "t", "type": "conv_transpose2d", "out_channels": 2,
+                                 "kernel": 3, "stride": 2, "output_padding": 1})")) ==
+        "layers[0] (t): needs pads >= 0 and 0 <= output_padding <= the bottom / right pad (got "
+        "output_padding 1x1, pad bottom 0, right 0)");
+  CHECK(error_of(with_layers(R"({"name": "t", "type": "conv_transpose2d", "out_channels": 2,
+                                 "kernel": 2, "pad": 5})")) ==
+        "layers[0] (t): output -1x-1 is empty or exceeds 1048576 per side");
+  CHECK(error_of(with_layers(R"({"name": "t", "type": "conv_transpose2d", "out_channels": 4,
+                                 "kernel": 2, "groups": 2})")) ==
+        "layers[0] (t): groups 2 must divide the input channels 3 and out_channels 4");
 }
 
 TEST_CASE("leaky_relu, tanh, elu, log softmax: fields, defaults, written back", "[model]") {
