@@ -11,7 +11,7 @@ namespace serf::engine {
 namespace {
 
 // Rows per pass: eight concurrent weight streams keep more cache-line fills in flight than four
-// (bench/fc_bench on a Zen 4 core: 4 rows 78-90 % of triad, 8 rows 90-108 %, 12 and 16 fewer).
+// (bench/fc_bench on a Zen 5 core: 4 rows 78-90 % of triad, 8 rows 90-108 %, 12 and 16 fewer).
 constexpr int kRows = 8;
 // Each stream also prefetches into L2 4 KiB ahead: the hardware prefetcher stops at 4 KiB page
 // ends, the software one does not. A prefetch past the weights' end is harmless (no fault).
@@ -80,7 +80,8 @@ void gemv_rows(const float* w, const float* x, const float* b, float* y, int64_t
 // zero-padded to in_p, a multiple of 16. A register tile holds R weight rows x C batch rows of
 // accumulators (8 x 3: 24 of the 32 zmm registers, 11 loads per 24 FMAs). The weights are walked
 // once per batch, panel by panel and, within a panel, in blocks of kBlock columns (R x kBlock
-// floats: 16 KiB, in L1): the batch's first tile reads the block from memory, the others from L1.
+// floats: 16 KiB, in L1): the batch's first tile reads the block from memory, the others from L1
+// (a large batch walks sets of panels block by block instead: kSetGroups below).
 // Why panels: the whole walk is one linear stream (the plain rows were R streams 8-32 KiB apart,
 // and the old kernel copied each block into a pack before reuse), which the hardware prefetcher
 // follows across pages and the software prefetch below runs ahead of with one pointer. The lines
@@ -109,18 +110,30 @@ constexpr int kInterleaveBatch = 4;
 constexpr int kInterleaveStreams = 2;
 constexpr int64_t kInterleaveBlock = 128;
 constexpr int64_t kAheadBlocks = 1;
+// Batches of more than kSetMinBatch rows whose x is at least kSetMinXFloats (half of this CPU's
+// 1 MiB L2) walk sets of kSetGroups groups, block by block (gemm_set_rows), on a packed copy of
+// x in blocks of kSetBlock columns: walked group by group, the whole x went through L2 once per
+// group of 8 rows and no longer stayed there. fc_bench, the two walks alternating, six rounds
+// under the measurement lock (load 11.4-12.9, docs/engine.md): fc2 (4096 x 8192) at b = 16 and
+// 32, T = 1 and 2, faster in 22 of 24 pairs, by 3-26 % (b = 32 T = 1 17.7-26.1 -> 15.6-22.7 ms);
+// b = 8 and 12, and fc1 (8192 x 2048, x of 256 KiB at b = 32) at b = 32, 0-20 % slower. Blocks
+// of 128, 384 or 512 columns and sets of 4 or 16 groups were within the noise of these.
+constexpr int64_t kSetMinBatch = 8;
+constexpr int64_t kSetMinXFloats = int64_t{128} << 10;
+constexpr int64_t kSetGroups = 8;
+constexpr int64_t kSetBlock = 256;
 
 int64_t padded(int64_t in) { return (in + 15) / 16 * 16; }
 
 struct Tile {
   const float* w;      // the block in the panel, [chunks][R][16]
-  const float* ahead;  // the block kAheadBlocks on in the walk
+  const float* ahead;  // the next block of the walk
   int64_t pf_begin;    // this tile prefetches lines [pf_begin, pf_end) of `ahead`,
   int64_t pf_end;      // pf_per a column step
   int pf_per;
-  const float* x;  // the tile's first batch row, column 0
+  const float* x;  // the tile's first batch row at the block's first column
   float* acc;      // partial sums of (row 0, batch row 0): [R][batch][16]
-  int64_t in;
+  int64_t ldx;     // floats from one batch row of x to the next
   int64_t batch;
 };
 
@@ -151,10 +164,9 @@ __attribute__((target("avx512f,fma"))) void tile(const Tile& t, int64_t k0, int6
                                                  __mmask16 tail, bool first, bool last,
                                                  const float* b, float* y, int64_t ldy, int64_t o,
                                                  bool relu) {
-  const float* x = t.x;
   const float* ahead = t.ahead;
   float* acc = t.acc;
-  const int64_t in = t.in, ld_acc = t.batch * 16, pf_end = t.pf_end;
+  const int64_t ldx = t.ldx, ld_acc = t.batch * 16, pf_end = t.pf_end;
   const int pf_per = t.pf_per;
   __m512 a[R][C];
 #pragma GCC unroll 8
@@ -165,18 +177,19 @@ __attribute__((target("avx512f,fma"))) void tile(const Tile& t, int64_t k0, int6
   }
   int64_t q = t.pf_begin;
   const float* wp = t.w;
-  for (int64_t i = k0; i < k1; i += 16, wp += R * 16) {
+  const float* xp = t.x;
+  for (int64_t i = k0; i < k1; i += 16, wp += R * 16, xp += 16) {
     for (int s = 0; s < pf_per && q < pf_end; ++s, ++q)
       _mm_prefetch(reinterpret_cast<const char*>(ahead + q * 16), _MM_HINT_T0);
     __m512 xv[C];
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) xv[c] = _mm512_loadu_ps(x + c * in + i);
+    for (int c = 0; c < C; ++c) xv[c] = _mm512_loadu_ps(xp + c * ldx);
     tile_chunk<R, C>(wp, xv, a);
   }
   if (tail != 0) {
     __m512 xv[C];
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) xv[c] = _mm512_maskz_loadu_ps(tail, x + c * in + k1);
+    for (int c = 0; c < C; ++c) xv[c] = _mm512_maskz_loadu_ps(tail, xp + c * ldx);
     tile_chunk<R, C>(wp, xv, a);
   }
 #pragma GCC unroll 8
@@ -205,55 +218,145 @@ void tile_of(const Tile& t, int64_t left, int64_t k0, int64_t k1, __mmask16 tail
   }
 }
 
+// What every block of one walk over the weights shares: the batch (its x rows, plain or packed),
+// the outputs, the block size.
+struct Sweep {
+  const float* x;  // plain rows [batch, in], or packed_x's blocks when `packed`
+  int64_t ldx;     // floats from one x row of a block to the next
+  bool packed;
+  const float* b;
+  float* y;
+  int64_t out, batch;
+  bool relu;
+  int64_t full;  // columns in whole 16-column chunks
+  __mmask16 tail;
+  int64_t block, blocks;
+};
+
+Sweep sweep(const float* x, const float* b, float* y, int64_t out, int64_t in, int64_t batch,
+            bool relu, int64_t block) {
+  Sweep s{};
+  s.x = x, s.ldx = in, s.packed = false, s.b = b, s.y = y, s.out = out, s.batch = batch;
+  s.relu = relu, s.full = in / 16 * 16, s.block = block;
+  s.tail = static_cast<__mmask16>((1u << (in - s.full)) - 1u);
+  s.blocks = std::max<int64_t>(1, (s.full + block - 1) / block);
+  return s;
+}
+
+// Block k of one group's panel (R rows from `row`) against every tile of the batch; the lines of
+// the block at `ahead` (the walk's next) are prefetched once each, spread over the tiles.
+template <int R>
+void block_tiles(const Sweep& s, const float* panel, const float* ahead, float* sums, int64_t row,
+                 int64_t k) {
+  const int64_t k0 = k * s.block, k1 = std::min(s.full, k0 + s.block);
+  const bool first = k == 0, last = k + 1 == s.blocks;
+  const int64_t tiles = (s.batch + kTileBatch - 1) / kTileBatch;
+  const int64_t lines = R * s.block / 16;  // 64-byte lines of a whole block
+  const int64_t per_tile = (lines + tiles - 1) / tiles;
+  const int per = static_cast<int>((per_tile + s.block / 16 - 1) / (s.block / 16));
+  const float* x = s.packed ? s.x + k * s.batch * s.ldx : s.x + k0;
+  for (int64_t n = 0, m = 0; n < s.batch; n += kTileBatch, ++m) {
+    const Tile t{panel + k0 * R,
+                 ahead,
+                 std::min(m * per_tile, lines),
+                 std::min((m + 1) * per_tile, lines),
+                 per,
+                 x + n * s.ldx,
+                 sums + n * 16,
+                 s.ldx,
+                 s.batch};
+    tile_of<R>(t, s.batch - n, k0, k1, last ? s.tail : __mmask16{0}, first, last, s.b,
+               s.y + n * s.out, s.out, row, s.relu);
+  }
+}
+
 // Rows [o[p], o[p] + R) of P groups against the whole batch, block by block; panel[p] is group
 // p's panel. With P > 1 the groups' blocks alternate (block k of each group in turn), so the walk
 // reads P streams at once, each group's partial sums in its own part of `acc`.
 template <int R, int P>
 void gemm_group(const float* const* panel, const float* x, const float* b, float* y, float* acc,
                 const int64_t* o, int64_t out, int64_t in, int64_t batch, bool relu) {
-  const int64_t full = in / 16 * 16;
-  const __mmask16 tail = static_cast<__mmask16>((1u << (in - full)) - 1u);
-  const int64_t tiles = (batch + kTileBatch - 1) / kTileBatch;
+  const int64_t full = in / 16 * 16, tiles = (batch + kTileBatch - 1) / kTileBatch;
   // One group and one tile covering the batch: no reuse to keep in L1, so one block (no partial
   // sums stored).
   const int64_t block = P > 1 ? kInterleaveBlock : tiles > 1 ? kBlock : std::max<int64_t>(16, full);
-  const int64_t blocks = std::max<int64_t>(1, (full + block - 1) / block);
-  const int64_t lines = R * block / 16;  // 64-byte lines of a whole block
-  const int64_t per_tile = (lines + tiles - 1) / tiles;
-  const int per = static_cast<int>((per_tile + block / 16 - 1) / (block / 16));
-  for (int64_t k = 0; k < blocks; ++k) {
-    const int64_t k0 = k * block, k1 = std::min(full, k0 + block);
-    const bool first = k == 0, last = k + 1 == blocks;
+  const Sweep s = sweep(x, b, y, out, in, batch, relu, block);
+  for (int64_t k = 0; k < s.blocks; ++k) {
     for (int p = 0; p < P; ++p) {
-      const float* w = panel[p] + k0 * R;
       // kAheadBlocks blocks on in the group's linear walk (past this panel: into the next one;
       // a prefetch past the weights' end or into another thread's rows is harmless).
-      const float* ahead = w + kAheadBlocks * R * block;
-      float* sums = acc + p * R * batch * 16;
-      for (int64_t n = 0, m = 0; n < batch; n += kTileBatch, ++m) {
-        const Tile t{w,
-                     ahead,
-                     std::min(m * per_tile, lines),
-                     std::min((m + 1) * per_tile, lines),
-                     per,
-                     x + n * in,
-                     sums + n * 16,
-                     in,
-                     batch};
-        tile_of<R>(t, batch - n, k0, k1, last ? tail : __mmask16{0}, first, last, b, y + n * out,
-                   out, o[p], relu);
-      }
+      const float* ahead = panel[p] + (k + kAheadBlocks) * block * R;
+      block_tiles<R>(s, panel[p], ahead, acc + p * R * batch * 16, o[p], k);
     }
   }
 }
 
-// The partial sums of one group, [kTileRows][batch][16] floats, per thread, grown on demand
-// (allocated at a slot's first batch, then reused: the request path allocates nothing after it).
+// The partial sums of up to kSetGroups groups, [kSetGroups][kTileRows][batch][16] floats, per
+// thread, grown on demand (allocated at a slot's first batch, then reused: the request path
+// allocates nothing after it).
 float* partial_sums(int64_t batch) {
   thread_local AlignedFloats buffer;
-  const int64_t want = kTileRows * batch * 16 * kInterleaveStreams;
+  const int64_t want = kTileRows * batch * 16 * std::max<int64_t>(kInterleaveStreams, kSetGroups);
   if (buffer.size() < want) buffer = AlignedFloats(want);
   return buffer.data();
+}
+
+// x [batch, in] copied per thread block by block, each block's rows side by side: block k's row n
+// at (k * batch + n) * ldx floats, ldx = block + 16 (the last block's masked tail chunk fits).
+// One block of x is then one contiguous run, where the plain rows, in x 4 bytes apart (often a
+// multiple of 4 KiB), fall into the same few cache sets.
+float* packed_x(const float* x, int64_t in, int64_t batch, int64_t block, int64_t blocks) {
+  thread_local AlignedFloats buffer;
+  const int64_t ldx = block + 16, want = blocks * batch * ldx;
+  if (buffer.size() < want) buffer = AlignedFloats(want);
+  float* xp = buffer.data();
+  for (int64_t k = 0; k < blocks; ++k) {
+    const int64_t k0 = k * block, k1 = k + 1 == blocks ? in : std::min(in, k0 + block);
+    for (int64_t n = 0; n < batch; ++n)
+      std::copy(x + n * in + k0, x + n * in + k1, xp + (k * batch + n) * ldx);
+  }
+  return xp;
+}
+
+// n consecutive groups of R rows from `row` (their panels from `first` on, R x in_p floats each)
+// against the batch: block k of every group in turn, then block k + 1, so that one block of x
+// (the batch over s.block columns) serves all n groups from the caches, where a walk group by
+// group reads the whole x once per group. The walk's next block is prefetched.
+template <int R>
+void gemm_set(const Sweep& s, const float* first, int64_t n, int64_t row, int64_t in_p,
+              float* acc) {
+  const int64_t step = R * in_p;
+  for (int64_t k = 0; k < s.blocks; ++k) {
+    for (int64_t g = 0; g < n; ++g) {
+      const float* panel = first + g * step;
+      // Next: the next group's block k, else the first group's block k + 1, else (the set's
+      // last block) the next set's first, right after this set's panels.
+      const float* ahead = g + 1 < n          ? panel + step + k * s.block * R
+                           : k + 1 < s.blocks ? first + (k + 1) * s.block * R
+                                              : first + n * step;
+      block_tiles<R>(s, panel, ahead, acc + g * R * s.batch * 16, row + g * R, k);
+    }
+  }
+}
+
+// Rows [begin, end) against a batch of more than kSetMinBatch rows and kSetMinXFloats of x, in
+// sets of kSetGroups groups (gemm_set), on x packed once per call (packed_x); the last (end -
+// begin) % kTileRows rows, a panel of one row each, as one set.
+void gemm_set_rows(const float* panels, const float* x, const float* b, float* y, int64_t begin,
+                   int64_t end, int64_t out, int64_t in, int64_t batch, bool relu) {
+  Sweep s = sweep(x, b, y, out, in, batch, relu, kSetBlock);
+  s.x = packed_x(x, in, batch, s.block, s.blocks);
+  s.ldx = s.block + 16;
+  s.packed = true;
+  float* acc = partial_sums(batch);
+  const int64_t in_p = padded(in), groups = (end - begin) / kTileRows;
+  for (int64_t g = 0; g < groups; g += kSetGroups) {
+    const int64_t row = begin + g * kTileRows;
+    gemm_set<kTileRows>(s, panels + row * in_p, std::min<int64_t>(kSetGroups, groups - g), row,
+                        in_p, acc);
+  }
+  const int64_t o = begin + groups * kTileRows;
+  if (o < end) gemm_set<1>(s, panels + o * in_p, end - o, o, in_p, acc);
 }
 
 // Batch 1 on the panels: P groups of kTileRows rows walked side by side (P streams through
@@ -382,6 +485,8 @@ void gemm_f32(const float* panels, const float* x, const float* b, float* y, int
       gemv_panel_rows<kPanelStreams>(panels, x, b, y, begin, end, in, relu);
     } else if (batch <= kInterleaveBatch) {
       gemm_rows<kInterleaveStreams>(panels, x, b, y, begin, end, out, in, batch, relu);
+    } else if (batch > kSetMinBatch && batch * in >= kSetMinXFloats) {
+      gemm_set_rows(panels, x, b, y, begin, end, out, in, batch, relu);
     } else {
       gemm_rows<1>(panels, x, b, y, begin, end, out, in, batch, relu);
     }

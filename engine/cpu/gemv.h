@@ -24,8 +24,10 @@ void gemv_f32(const float* w, const float* x, const float* b, float* y, int64_t 
 // A batch: Y = X W^T + b for `batch` input rows X [batch, in] and outputs Y [batch, out], both
 // row-major, with W given as `panels` (pack_gemm_panels): each group of 8 rows one contiguous
 // panel, so that a batch reads W from memory once, in one linear stream (8 rows x 512 columns at
-// a time, swept from L1 by 8 x 3 register tiles over the batch); at batch 1, three panels side by
-// side (three streams, faster than gemv_f32 on plain rows). The panels do not depend on the
+// a time, swept from L1 by 8 x 3 register tiles over the batch; a batch of more than 8 rows whose
+// x is 512 KiB or more walks 8 panels at a time in blocks of 256 columns on a packed copy of x, so
+// that x stays in the caches); at batch 1, three panels side by side (three streams, faster than
+// gemv_f32 on plain rows). The panels do not depend on the
 // batch, so one packed copy serves every b. `threads` split the output columns (rows of W),
 // never the batch. Row n of Y equals gemv_f32 on row n of X bit for bit.
 void gemm_f32(const float* panels, const float* x, const float* b, float* y, int64_t out,

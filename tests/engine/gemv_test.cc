@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "test_skip.h"
@@ -132,6 +133,35 @@ TEST_CASE("gemm_f32: each row of a batch equals gemv_f32 on that row, bit for bi
             CHECK(std::vector<float>(y.begin() + n * out, y.begin() + (n + 1) * out) == one);
           }
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("gemm_f32 walks sets of groups over a packed x, each row still gemv_f32's bit for bit",
+          "[engine][avx512]") {
+  if (!gemv_supported()) SERF_SKIP(kNoAvx512);
+  // Batches of more than 8 rows with batch x in >= 128 Ki floats walk up to 8 groups of 8 rows
+  // block by block (256 columns) on a per-call copy of x (gemv.cc gemm_set_rows). 283 rows: per
+  // thread at T = 2 two whole sets, a partial one and, on the second, the 3 single rows at the
+  // end. Columns: the last block whole with the masked tail right after it (2056 = 8 x 256 + 8),
+  // one chunk past a block (4112), a ragged last block (4100); b = 9 on both sides of the
+  // threshold (14560 x 9 below it: the group-by-group walk).
+  const int64_t out = 283;
+  const std::pair<int64_t, int64_t> cases[] = {
+      {2056, 64}, {4112, 40}, {4100, 33}, {14570, 9}, {14560, 9}};
+  for (const auto& [in, batch] : cases) {
+    const std::vector<float> w = values(static_cast<size_t>(out * in), 11), b = values(out, 12);
+    std::vector<float> panels(static_cast<size_t>(gemm_panel_floats(out, in)), NAN);
+    pack_gemm_panels(w.data(), out, in, panels.data());
+    const std::vector<float> x = values(static_cast<size_t>(batch * in), 13);
+    for (int threads : {1, 2}) {
+      std::vector<float> y(static_cast<size_t>(batch * out), NAN), one(out, NAN);
+      gemm_f32(panels.data(), x.data(), b.data(), y.data(), out, in, batch, false, threads);
+      for (int64_t n = 0; n < batch; ++n) {
+        gemv_f32(w.data(), x.data() + n * in, b.data(), one.data(), out, in, false, 1);
+        INFO("in " << in << " batch " << batch << " threads " << threads << " row " << n);
+        CHECK(std::vector<float>(y.begin() + n * out, y.begin() + (n + 1) * out) == one);
       }
     }
   }
