@@ -79,8 +79,9 @@ void add_frontend_flags(CLI::App* sub, FrontendFlags* f) {
                   "(default 64)")
       ->check(int_range(1, 4096));
   sub->add_option("--read-timeout", f->read_timeout_s,
-                  "seconds a client may take to send one whole HTTP request, headers and body "
-                  "(default 10)")
+                  "seconds a client may take to send one whole HTTP request, headers and body; "
+                  "a request still incomplete then is answered 408 and its connection closed "
+                  "(gRPC: to open a connection, its HTTP/2 preface and settings) (default 10)")
       ->check(finite_range(0.01, 3600));
   sub->add_option("--profile", f->profile,
                   "tuple profile (serf-profile/1) for /metrics' predicted mean latency (default: "
@@ -140,6 +141,7 @@ StatusOr<std::unique_ptr<ServeFrontends>> ServeFrontends::Start(
     serve::GrpcOptions o;
     SERF_RETURN_IF_ERROR(serve::parse_listen_address(flags.grpc, "--grpc", &o.host, &o.port));
     o.max_message_bytes = static_cast<size_t>(flags.max_body_mb * (1 << 20));
+    o.read_timeout_s = flags.read_timeout_s;
     SERF_ASSIGN_OR_RETURN(state->grpc, serve::GrpcFrontend::Start(*state->service, o));
     std::cout << "serf: KServe v2 gRPC on " << o.host << ":" << state->grpc->port() << " (model "
               << model.name << "; rank 0 is pid " << getpid() << ")" << std::endl;

@@ -343,6 +343,11 @@ class GrpcFrontend::Impl {
     // No limit of gRPC's own: ModelInfer sees the size of every message before parsing it, and
     // refuses and counts one over the limit (above).
     builder.SetMaxReceiveMessageSize(-1);
+    // A slow client: the callback API gives no call a thread of its own, so a call whose bytes
+    // trickle in holds only its connection's buffers; a connection that never completes its
+    // HTTP/2 preface and settings is closed after the read timeout, as HTTP's slow heads are.
+    builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                               static_cast<int>(std::ceil(options_.read_timeout_s * 1e3)));
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) {
       return InvalidArgument("--grpc " + address +

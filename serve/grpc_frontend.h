@@ -21,6 +21,9 @@ struct GrpcOptions {
   // A larger ModelInfer message is refused with RESOURCE_EXHAUSTED and a reason, and counted as
   // invalid, whatever its size (gRPC hands the message over unparsed; it sets no limit itself).
   size_t max_message_bytes = 64u << 20;
+  // A connection that has not sent its HTTP/2 preface and settings this long after it opened is
+  // closed (gRPC's server handshake timeout; its default is 120 s). A slow call holds no thread.
+  double read_timeout_s = 10;
 };
 
 // Whether this build has the gRPC front end (Debian's libgrpc++ found at configure time).

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 namespace serf::serve {
 
@@ -83,6 +84,7 @@ void DeadlineStream::start_request() {
   deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(read_timeout_s_));
   in_head_ = true;
+  timed_out_ = false;
   line_.clear();
   line_colon_ = line_bad_ = false;
   lines_ = 0;
@@ -134,7 +136,55 @@ void DeadlineStream::scan_head(const char* ptr, size_t n) {
 
 bool DeadlineStream::is_readable() const {
   if (pos_ < end_) return true;
-  return wait_fd(fd_, POLLIN, std::chrono::duration<double>(deadline_ - Clock::now()).count());
+  if (wait_fd(fd_, POLLIN, std::chrono::duration<double>(deadline_ - Clock::now()).count())) {
+    return true;
+  }
+  timed_out_ = Clock::now() >= deadline_;  // else the wait itself failed
+  return false;
+}
+
+namespace {
+// The status of the answer that starts at `at` in `out` (0: none there).
+int status_at(const std::string& out, size_t at) {
+  // "HTTP/1.1 400 Bad Request\r\n...": the three digits after the version.
+  const size_t space = out.find(' ', at);
+  if (out.compare(at, 5, "HTTP/") != 0 || space == std::string::npos || out.size() < space + 4) {
+    return 0;
+  }
+  int status = 0;
+  for (size_t i = space + 1; i < space + 4; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(out[i]))) return 0;
+    status = status * 10 + (out[i] - '0');
+  }
+  return status;
+}
+}  // namespace
+
+size_t DeadlineStream::final_answer_at() const {
+  // Past interim answers ("100 Continue", held while the body's first bytes were buffered).
+  size_t at = 0;
+  for (int status = status_at(out_, at); status >= 100 && status < 200;
+       status = status_at(out_, at)) {
+    const size_t end = out_.find("\r\n\r\n", at);
+    if (end == std::string::npos) break;
+    at = end + 4;
+  }
+  return at;
+}
+
+int DeadlineStream::held_status() const { return status_at(out_, final_answer_at()); }
+
+void DeadlineStream::replace_held(const std::string& answer) {
+  out_.replace(final_answer_at(), std::string::npos, answer);
+}
+
+bool DeadlineStream::held_closes() const {
+  // In the answer's head only (its headers, up to the empty line), not its body.
+  const size_t at = final_answer_at();
+  const size_t head_end = out_.find("\r\n\r\n", at);
+  if (head_end == std::string::npos) return false;
+  const std::string_view head(out_.data() + at, head_end + 2 - at);
+  return head.find("\r\nConnection: close\r\n") != std::string_view::npos;
 }
 
 bool DeadlineStream::peer_closed() const {
@@ -324,6 +374,9 @@ bool BoundedServer::process_and_close_socket(socket_t sock) {
   bool answered_last = false;
   for (size_t left = keep_alive_max_count_; left > 0; --left) {
     if (!stream.buffered() && !wait_for_request(sock)) {
+      // A connection that sent nothing at all (not one that went idle after its requests).
+      const bool silent = left == keep_alive_max_count_ && svr_sock_ != INVALID_SOCKET;
+      if (silent && on_silent_) on_silent_();
       answered_last = false;
       break;
     }
@@ -331,6 +384,14 @@ bool BoundedServer::process_and_close_socket(socket_t sock) {
     bool closed = false;
     answered_last = true;
     ok = process_request(stream, left == 1 || svr_sock_ == INVALID_SOCKET, closed, nullptr);
+    if (stream.timed_out()) {
+      // Too slow: the rest of the request is not read, so the connection cannot go on.
+      if (on_slow_) on_slow_(stream);
+      ok = false;
+    }
+    // httplib writes "Connection: close" where asked but serves the connection on: what follows
+    // (an unread body) would be read as the next request, and wait for the read timeout.
+    if (stream.held_closes()) closed = true;
     if (!stream.flush()) ok = false;
     if (on_sent_) on_sent_();
     if (!ok || closed) break;

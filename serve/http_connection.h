@@ -2,7 +2,7 @@
 // The connection layer under the HTTP front end: cpp-httplib parses and routes, this decides how
 // long a client may take and how many are served at once. httplib's own socket reads time out
 // per read only, so a client that trickles its headers a byte at a time would hold a thread for
-// ever; here each request must arrive whole within a deadline.
+// ever; here each request must arrive whole within a deadline (else the front end answers 408).
 
 #include <httplib.h>
 
@@ -24,6 +24,17 @@ class DeadlineStream : public httplib::Stream {
       : fd_(fd), read_timeout_s_(read_timeout_s), write_timeout_s_(write_timeout_s) {}
   // A new request begins: it must be read whole within the read timeout from now.
   void start_request();
+  // Whether a read of the current request waited past its deadline (the client sent too slowly),
+  // and whether that was in its head (request line and headers) or its body.
+  bool timed_out() const { return timed_out_; }
+  bool in_head() const { return in_head_; }
+  // The status of the final answer write() holds and has not sent (0: none), and its
+  // replacement (an interim "100 Continue" before it stays).
+  int held_status() const;
+  void replace_held(const std::string& answer);
+  // Whether the final answer held says "Connection: close" (the server closes after it: the
+  // request's body, or what follows it, was not read).
+  bool held_closes() const;
   bool is_readable() const override;
   bool is_writable() const override;
   ssize_t read(char* ptr, size_t size) override;
@@ -62,6 +73,8 @@ class DeadlineStream : public httplib::Stream {
   // two wake-ups of the client) each after a poll.
   std::string out_;
   bool send_all(const char* ptr, size_t size);
+  mutable bool timed_out_ = false;  // set by is_readable()
+  size_t final_answer_at() const;   // where in out_ the final answer starts
   // The request head as it is read: in it, the current line (its first bytes), whether that line
   // holds a colon (or whitespace before it), the lines seen, the first bad line.
   bool in_head_ = false;
@@ -112,6 +125,12 @@ class BoundedServer : public httplib::Server {
   bool widen_backlog();
   // Called on the connection's thread once each answer has been handed to the socket.
   void on_sent(std::function<void()> fn) { on_sent_ = std::move(fn); }
+  // Called on the connection's thread for a request that did not arrive whole within the read
+  // timeout (DeadlineStream::timed_out), with httplib's answer held: it may replace it. The
+  // connection is closed after it.
+  void on_slow_request(std::function<void(DeadlineStream&)> fn) { on_slow_ = std::move(fn); }
+  // Called for a connection closed because it sent nothing within the keep-alive time.
+  void on_silent(std::function<void()> fn) { on_silent_ = std::move(fn); }
 
  private:
   bool process_and_close_socket(socket_t sock) override;
@@ -121,6 +140,8 @@ class BoundedServer : public httplib::Server {
   ConnectionLimits limits_;
   std::function<void()> on_reject_;
   std::function<void()> on_sent_;
+  std::function<void(DeadlineStream&)> on_slow_;
+  std::function<void()> on_silent_;
 };
 
 }  // namespace serf::serve

@@ -1,10 +1,13 @@
 #include "serve/http_frontend.h"
 
+#include <strings.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "serve/http_connection.h"
 #include "serve/kserve.h"
@@ -116,8 +119,12 @@ class HttpFrontend::Impl {
   void routes();
   // POST .../infer: the body read under --max-body-mb (chunked too), then infer().
   void read_infer(const Request& req, Response& res, const httplib::ContentReader& read);
-  // Why a request's framing or head is refused before any route ("" when it is not).
-  std::string framing_error(const Request& req) const;
+  // Why a request's framing or head is refused before any route, and with which status (0 and
+  // "" when it is not). Its body is not read: it is refused at once, not after the read timeout.
+  std::pair<int, std::string> framing_error(const Request& req) const;
+  std::string body_limit_error() const;
+  // A request not whole within the read timeout (BoundedServer::on_slow_request).
+  void answer_slow(DeadlineStream& stream);
   void infer(const Request& req, const std::string& body, Response& res);
   void handle_error(const Request& req, Response& res);
   // The model named by the path; false (and a 400 written) when it is not the served one.
@@ -180,12 +187,16 @@ void HttpFrontend::Impl::routes() {
                  read_infer(req, res, read);
                });
   server_.set_pre_routing_handler([&](const Request& req, Response& res) {
-    const std::string why = framing_error(req);
-    if (why.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    const auto [status, why] = framing_error(req);
+    if (status == 0) return httplib::Server::HandlerResponse::Unhandled;
     invalid();
-    json_error(res, 400, why);
+    json_error(res, status, why);
     res.set_header("Connection", "close");  // the body, whatever its length, is not read
     return httplib::Server::HandlerResponse::Handled;
+  });
+  server_.on_slow_request([&](DeadlineStream& stream) { answer_slow(stream); });
+  server_.on_silent([&] {
+    if (service_.metrics()) service_.metrics()->count_silent_connection();
   });
   server_.set_error_handler([&](const Request& req, Response& res) { handle_error(req, res); });
   server_.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
@@ -234,36 +245,81 @@ void HttpFrontend::Impl::read_infer(const Request& req, Response& res,
 
 // Framing httplib would read one way and a proxy in front another (request smuggling): two
 // different Content-Lengths (httplib takes the first), or a Content-Length beside chunked; and
-// a header line that is no field line, which httplib drops (RFC 9112: 400, and close).
-std::string HttpFrontend::Impl::framing_error(const Request& req) const {
+// a header line that is no field line, which httplib drops (RFC 9112: 400, and close). Framing
+// httplib would wait on until the read timeout: a Content-Length that is no byte count (httplib
+// read "-1" as 2^64 - 1 and "1 2" as 1), one over --max-body-mb (httplib reads and drops that
+// many bytes before answering 413), a body with neither Content-Length nor chunked coding
+// (httplib reads it to the end of the connection), a transfer coding other than chunked.
+std::pair<int, std::string> HttpFrontend::Impl::framing_error(const Request& req) const {
   const size_t lengths = req.get_header_value_count("Content-Length");
+  const std::string length = req.get_header_value("Content-Length");
   for (size_t i = 1; i < lengths; ++i) {
-    if (req.get_header_value("Content-Length", i) != req.get_header_value("Content-Length")) {
-      return "two different Content-Length headers (" + req.get_header_value("Content-Length") +
-             " and " + req.get_header_value("Content-Length", i) + "): give one";
+    if (req.get_header_value("Content-Length", i) != length) {
+      return {400, "two different Content-Length headers (" + length + " and " +
+                       req.get_header_value("Content-Length", i) + "): give one"};
     }
   }
-  if (lengths > 0 && req.has_header("Transfer-Encoding")) {
-    return "both Content-Length and Transfer-Encoding: give one";
-  }
+  const bool coded = req.has_header("Transfer-Encoding");
+  if (lengths > 0 && coded) return {400, "both Content-Length and Transfer-Encoding: give one"};
   const DeadlineStream* stream = DeadlineStream::current();
   if (stream && !stream->bad_header_line().empty()) {
-    return "the header line \"" + stream->bad_header_line() +
-           "\" is not NAME: VALUE (a token, a colon right after it, the value; no line folding)";
+    return {400, "the header line \"" + stream->bad_header_line() +
+                     "\" is not NAME: VALUE (a token, a colon right after it, the value; no "
+                     "line folding)"};
   }
-  return "";
+  if (coded && strcasecmp(req.get_header_value("Transfer-Encoding").c_str(), "chunked") != 0) {
+    return {501, "Transfer-Encoding: " + req.get_header_value("Transfer-Encoding") +
+                     ": only chunked is served"};
+  }
+  if (lengths > 0) {
+    // RFC 9110 section 8.6: 1*DIGIT. Past 2^64 - 1 strtoull saturates: over any limit too.
+    if (length.empty() || length.find_first_not_of("0123456789") != std::string::npos) {
+      return {400, "Content-Length: \"" + length + "\" is not a byte count"};
+    }
+    if (std::strtoull(length.c_str(), nullptr, 10) > options_.max_body_bytes) {
+      return {413, body_limit_error()};
+    }
+  } else if (!coded && (req.method == "POST" || req.method == "PUT" || req.method == "PATCH")) {
+    return {411, "a " + req.method + " without Content-Length (or Transfer-Encoding: chunked)"};
+  }
+  return {0, ""};
+}
+
+std::string HttpFrontend::Impl::body_limit_error() const {
+  // In bytes: a limit under 1 MiB printed in whole MiB read "over 0 MiB".
+  char mib[32];
+  std::snprintf(mib, sizeof(mib), "%g", static_cast<double>(options_.max_body_bytes) / (1 << 20));
+  return "request body over " + std::to_string(options_.max_body_bytes) + " bytes (--max-body-mb " +
+         mib + ")";
+}
+
+void HttpFrontend::Impl::answer_slow(DeadlineStream& stream) {
+  // httplib's own refusal of what it read in time stands (414: a request line too long); its 400
+  // for the read that timed out becomes a 408 naming the part that was late.
+  const int held = stream.held_status();
+  if (held != 0 && held != 400) return;
+  const char* part = stream.in_head() ? "head" : "body";
+  if (service_.metrics()) service_.metrics()->count_read_timeout(part);
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%g", options_.read_timeout_s);
+  const std::string body =
+      error_body(std::string("the request's ") +
+                 (stream.in_head() ? "head (request line and headers)" : "body") +
+                 " did not arrive within the read timeout (--read-timeout " + seconds +
+                 " s for a whole request): send it at once");
+  stream.replace_held(
+      "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n"
+      "Connection: close\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body);
 }
 
 void HttpFrontend::Impl::handle_error(const Request& req, Response& res) {
   if (!res.body.empty()) return;  // a handler's own {"error": ...}
+  const DeadlineStream* stream = DeadlineStream::current();
+  if (res.status == 400 && stream != nullptr && stream->timed_out()) return;  // answer_slow's
   if (res.status == 413) {
     invalid();
-    // In bytes: a limit under 1 MiB printed in whole MiB read "over 0 MiB".
-    char mib[32];
-    std::snprintf(mib, sizeof(mib), "%g", static_cast<double>(options_.max_body_bytes) / (1 << 20));
-    return json_error(res, 413,
-                      "request body over " + std::to_string(options_.max_body_bytes) +
-                          " bytes (--max-body-mb " + mib + ")");
+    return json_error(res, 413, body_limit_error());
   }
   if (res.status == 404) {
     return json_error(res, 404,

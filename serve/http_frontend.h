@@ -3,7 +3,7 @@
 // classification), Triton's statistics, Prometheus /metrics, and a status page at /
 // (serve/status_page.h). Each connection is served by one thread of a bounded pool; one more
 // connection is answered 503 and closed; a client must send a whole request within the read
-// timeout (headers sent slowly byte by byte included).
+// timeout (headers or body sent slowly byte by byte included), else it is answered 408.
 
 #include <memory>
 #include <string>

@@ -167,6 +167,16 @@ void ServeMetrics::count_refused_connection() {
   ++refused_connections_;
 }
 
+void ServeMetrics::count_read_timeout(const std::string& part) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++read_timeouts_[part];
+}
+
+void ServeMetrics::count_silent_connection() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++silent_connections_;
+}
+
 void ServeMetrics::observe_frontend(double seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   frontend_s_.observe(seconds);
@@ -361,6 +371,19 @@ std::string ServeMetrics::prometheus_text(const LiveStatus& live) const {
   family("serf_refused_connections_total", "counter",
          "HTTP connections answered 503 because every connection thread was busy.", &out);
   sample("serf_refused_connections_total", static_cast<double>(refused_connections_), &out);
+  family("serf_http_read_timeouts_total", "counter",
+         "HTTP requests not whole within --read-timeout (answered 408, connection closed), by "
+         "the part that was late: head (request line and headers) or body.",
+         &out);
+  for (const char* part : {"head", "body"}) {
+    auto it = read_timeouts_.find(part);
+    sample("serf_http_read_timeouts_total",
+           it == read_timeouts_.end() ? 0.0 : static_cast<double>(it->second), &out,
+           std::string("part=\"") + part + "\"");
+  }
+  family("serf_http_silent_connections_total", "counter",
+         "HTTP connections closed because they sent nothing within the keep-alive time.", &out);
+  sample("serf_http_silent_connections_total", static_cast<double>(silent_connections_), &out);
   family("serf_recalibrations_total", "counter",
          "Tuples whose observed service time drifted beyond the profile's and were recalibrated "
          "(serf serve --recalibrate on).",

@@ -95,6 +95,10 @@ class ServeMetrics {
   void record(const RequestRecord& r);
   void count_invalid(const std::string& protocol);  // "http", "grpc": 400 / INVALID_ARGUMENT
   void count_refused_connection();                  // too many connections
+  // An HTTP request not whole within --read-timeout (408), by the part that was late: "head"
+  // (request line and headers) or "body"; a connection closed for sending nothing.
+  void count_read_timeout(const std::string& part);
+  void count_silent_connection();
   // The gate that declines switches costing more than they gain (serf_switches_declined_total,
   // serf_switch_cost_seconds); none: both read 0 and NaN.
   void set_switch_gate(std::shared_ptr<const SwitchGate> gate);
@@ -140,6 +144,8 @@ class ServeMetrics {
   std::map<Outcome, uint64_t> outcomes_;
   std::map<std::string, uint64_t> invalid_;
   uint64_t refused_connections_ = 0;
+  std::map<std::string, uint64_t> read_timeouts_;  // by part: "head", "body"
+  uint64_t silent_connections_ = 0;
   uint64_t recalibrations_ = 0;
   Histogram request_s_, queue_s_, compute_s_, frontend_s_;
   Histogram batch_size_;             // once per batch served: its requests

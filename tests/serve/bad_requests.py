@@ -20,6 +20,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SERF, MPIEXEC, ROOT = os.environ["SERF"], os.environ["MPIEXEC"], os.environ["ROOT"]
@@ -419,6 +420,100 @@ if answer is not None and answer[0] not in (400, 408):
 if took > READ_TIMEOUT_S + 10:
     fail("a slow header", "the connection stayed open %.1f s, read timeout %d s" % (took, READ_TIMEOUT_S))
 still_serving("a slow header")
+
+# Slow clients (issue 14). A head sent a byte a second, and a body sent a byte a second after a
+# whole head, on two connections at once: each is answered 408 naming the late part and the read
+# timeout, within it plus slack, and counted in serf_http_read_timeouts_total{part}; good requests
+# on other connections are answered meanwhile. A third connection sends nothing: it is closed
+# without an answer after the keep-alive time (5 s) and counted in
+# serf_http_silent_connections_total.
+def metric(name):
+    answer = get("/metrics")
+    m = re.search(r"^%s (\S+)$" % re.escape(name), answer[2].decode(), re.M) if answer else None
+    return float(m.group(1)) if m else None
+
+
+def trickle(first, rest, result):
+    """Sends `first`, then `rest` a byte a second until the server answers or closes; stores the
+    answer (None: closed without one) and the seconds it took."""
+    s = connect(timeout=READ_TIMEOUT_S + 20)
+    start = time.monotonic()
+    answer = None
+    try:
+        s.sendall(first)
+        for byte in rest:
+            if select.select([s], [], [], 1.0)[0] or time.monotonic() - start > READ_TIMEOUT_S + 10:
+                break  # answered or closed: stop sending
+            s.sendall(bytes([byte]))
+        answer = read_response(s)
+    except OSError:
+        pass
+    finally:
+        s.close()
+    result.extend([answer, time.monotonic() - start])
+
+
+def silent(result):
+    """Connects and sends nothing: the answer (None: closed without one) and the seconds it took."""
+    s = connect(timeout=READ_TIMEOUT_S + 20)
+    start = time.monotonic()
+    answer = read_response(s)
+    s.close()
+    result.extend([answer, time.monotonic() - start])
+
+
+HEAD_TIMEOUTS = 'serf_http_read_timeouts_total{part="head"}'
+BODY_TIMEOUTS = 'serf_http_read_timeouts_total{part="body"}'
+SILENT = "serf_http_silent_connections_total"
+before = {m: metric(m) for m in (HEAD_TIMEOUTS, BODY_TIMEOUTS, SILENT)}
+slow = {"a head sent a byte a second": ("head", (request[:1], request[1:] + GOOD, [])),
+        "a body sent a byte a second": ("body", (request + GOOD[:1], GOOD[1:], [])),
+        "a connection that sends nothing": (None, ([],))}
+threads = [threading.Thread(target=trickle if part else silent, args=args)
+           for part, args in slow.values()]
+for t in threads:
+    t.start()
+served = 0
+while any(t.is_alive() for t in threads[:2]):
+    reached += 1
+    expect_good("a good request beside slow clients", post(GOOD))
+    served += 1
+    time.sleep(0.2)
+for t in threads:
+    t.join()
+cases += 1
+if served < 2:
+    fail("slow clients", "only %d good requests answered while they held on" % served)
+for name, (part, args) in slow.items():
+    answer, took = args[-1]
+    cases += 1
+    if part is None:
+        if answer is not None or not 3 <= took <= 15:
+            fail(name, "answered %r after %.1f s; want closed without an answer after the "
+                 "keep-alive time (5 s)" % (answer and answer[0], took))
+        continue
+    expect_error(name, answer, [408], [part, "read timeout", "--read-timeout %d s" % READ_TIMEOUT_S])
+    if took > READ_TIMEOUT_S + 5:
+        fail(name, "answered after %.1f s, read timeout %d s" % (took, READ_TIMEOUT_S))
+after = {m: metric(m) for m in before}
+for m, want in ((HEAD_TIMEOUTS, 1), (BODY_TIMEOUTS, 1), (SILENT, 1)):
+    cases += 1
+    if before[m] is None or after[m] != before[m] + want:
+        fail("slow clients", "%s %s -> %s, want %d more" % (m, before[m], after[m], want))
+still_serving("slow clients")
+
+# Framing that httplib would wait on until the read timeout is refused from the head at once:
+# the request's connection stays open, its body never comes, and the answer is not a 408.
+for name, head, statuses, words in [
+        ("a Content-Length over --max-body-mb, no body sent", "Content-Length: %d" % (1 << 63), [413], ["body"]),
+        ("Content-Length -1, no body sent", "Content-Length: -1", [400], ["Content-Length"]),
+        ("Content-Length 2^64, no body sent", "Content-Length: %d" % (1 << 64), [413], ["body"]),
+        ("a POST without Content-Length, its connection open", "Content-Type: application/json", [411],
+         ["Content-Length"]),
+        ("a transfer coding other than chunked", "Transfer-Encoding: gzip", [501], ["chunked"])]:
+    expect_error(name, raw(("POST %s HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n" % (PATH, head)).encode(),
+                           timeout=READ_TIMEOUT_S + 15), statuses, words)
+still_serving("framing refused from the head")
 
 # A client that disconnects mid-request: the request never reaches the model.
 for cut in (10, len(request) + len(GOOD) // 2):

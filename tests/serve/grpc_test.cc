@@ -2,8 +2,10 @@
 // health and metadata, raw and typed tensors, classification, bad requests, UNAVAILABLE and
 // DEADLINE_EXCEEDED.
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <map>
@@ -11,18 +13,21 @@
 
 #include "fake_transport.h"
 #include "kserve_v2.grpc.pb.h"
+#include "raw_socket.h"
 #include "serve/grpc_frontend.h"
 #include "serve/metrics.h"
 #include "serve/service.h"
 
 using namespace serf;
 using namespace serf::serve;
+using serf::serve::testing::connect_to;
+using serf::serve::testing::read_all;
 
 namespace {
 
 struct Server {
   explicit Server(double service_s = 1e-3, size_t max_queue = kUnboundedQueue, int nodes = 2,
-                  size_t max_message_bytes = 64u << 20)
+                  size_t max_message_bytes = 64u << 20, double read_timeout_s = 10)
       : transport(nodes, service_s), controller(transport, options(max_queue)) {
     REQUIRE(controller.configure({1, 1, 1}).ok());
     controller.add_answer_hook([this](const RequestRecord& r) { metrics.record(r); });
@@ -35,6 +40,7 @@ struct Server {
     GrpcOptions o;
     o.port = 0;
     o.max_message_bytes = max_message_bytes;
+    o.read_timeout_s = read_timeout_s;
     auto started = GrpcFrontend::Start(*service, o);
     REQUIRE(started.ok());
     grpc = std::move(started).value();
@@ -327,4 +333,36 @@ TEST_CASE("gRPC: every message over --max-body-mb is refused by SERF and counted
   REQUIRE(raw_output(res) == std::vector<float>{2, 3, 4, 5});
   const std::string text = s.metrics.prometheus_text(s.controller.live());
   REQUIRE(text.find("serf_invalid_requests_total{protocol=\"grpc\"} 3") != std::string::npos);
+}
+
+TEST_CASE("gRPC: a connection that does not open within the read timeout is closed; calls go on",
+          "[serve][grpc]") {
+  // HTTP's slow heads have gRPC's like in a connection's opening: its HTTP/2 preface and settings
+  // (gRPC's server handshake timeout, set to --read-timeout). One connection sends nothing, one
+  // the preface a byte every 200 ms (4.8 s for 24 bytes): both are closed after the read timeout
+  // (0.5 s), and a call on a channel of its own is answered meanwhile. A slow call past its
+  // opening holds no thread (the callback API), so it cannot hold the others.
+  Server s(1e-3, kUnboundedQueue, 2, 64u << 20, 0.5);
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  const int idle = connect_to(s.grpc->port()), slow = connect_to(s.grpc->port());
+  std::thread trickle([slow] {
+    for (char ch : std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")) {
+      if (::send(slow, &ch, 1, MSG_NOSIGNAL) <= 0) return;  // closed by the server
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  inference::ModelInferResponse res;
+  REQUIRE(s.infer(request({1, 2, 3, 4}), &res).ok());
+  REQUIRE(raw_output(res) == std::vector<float>{2, 3, 4, 5});
+  for (const int fd : {idle, slow}) {
+    read_all(fd, 10.0);  // until the server closes (or resets) it
+    const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+    INFO((fd == idle ? "silent" : "slow preface") << ": closed after " << took << " s");
+    REQUIRE(took >= 0.45);
+    REQUIRE(took < 2.5);
+  }
+  trickle.join();
+  ::close(idle);
+  ::close(slow);
 }

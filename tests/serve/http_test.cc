@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fake_transport.h"
+#include "raw_socket.h"
 #include "serve/http_frontend.h"
 #include "serve/metrics.h"
 #include "serve/service.h"
@@ -27,7 +28,9 @@
 using namespace serf;
 using namespace serf::serve;
 using nlohmann::json;
+using serf::serve::testing::connect_to;
 using serf::serve::testing::model_2x2;
+using serf::serve::testing::read_all;
 
 namespace {
 
@@ -92,36 +95,6 @@ void expect_error(httplib::Result& r, int status, const std::string& text) {
   REQUIRE(r->status == status);
   json doc = json::parse(r->body);
   REQUIRE(doc["error"].get<std::string>().find(text) != std::string::npos);
-}
-
-int connect_to(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
-  return fd;
-}
-
-// Everything the server sends until it closes the connection (or `limit_s` passes); a reset
-// ends it too, and sets *reset.
-std::string read_all(int fd, double limit_s, bool* reset = nullptr) {
-  timeval tv{0, 100000};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  std::string got;
-  const auto end = Clock::now() + std::chrono::duration<double>(limit_s);
-  char buf[4096];
-  while (Clock::now() < end) {
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n == 0) break;
-    if (n > 0) got.append(buf, static_cast<size_t>(n));
-    if (n < 0 && errno == ECONNRESET) {
-      if (reset) *reset = true;
-      break;
-    }
-  }
-  return got;
 }
 
 }  // namespace
@@ -349,6 +322,88 @@ TEST_CASE("a client that sends its headers slowly is cut off; others are served 
   REQUIRE(took < 2.0);  // the read timeout, not the 4.4 s the trickle would take
   trickle.join();
   ::close(fd);
+}
+
+TEST_CASE("a request not whole within the read timeout: 408 naming the late part, counted",
+          "[serve][http]") {
+  // The head (or the body) arrives in part and no more: answered 408 once the read timeout
+  // passed, not 400 (malformed: it was not) and not nothing; counted by part; the connection is
+  // closed. With Expect: 100-continue the interim 100 stays before the 408. A connection that
+  // sends nothing is closed without an answer after the keep-alive time, counted apart.
+  HttpOptions o;
+  o.read_timeout_s = 0.5;
+  o.keep_alive_s = 1;
+  Server s(1e-3, o);
+  const std::string body = infer_body({1, 2, 3, 4}).dump();
+  const std::string head = "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n";
+  struct Case {
+    std::string sent, part, before_408;
+  };
+  const Case cases[] = {{head.substr(0, 20), "head", ""},
+                        {head + "\r\n" + body.substr(0, 10), "body", ""},
+                        {head + "Expect: 100-continue\r\n\r\n" + body.substr(0, 10), "body",
+                         "HTTP/1.1 100 Continue\r\n\r\n"}};
+  for (const Case& c : cases) {
+    INFO(c.sent);
+    const int fd = connect_to(s.http->port());
+    const auto t0 = Clock::now();
+    REQUIRE(::send(fd, c.sent.data(), c.sent.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(c.sent.size()));
+    const std::string got = read_all(fd, 5.0);  // until the server closes
+    const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+    ::close(fd);
+    INFO(got);
+    REQUIRE(got.rfind(c.before_408 + "HTTP/1.1 408 Request Timeout\r\n", 0) == 0);
+    REQUIRE(got.find("Connection: close") != std::string::npos);
+    REQUIRE(got.find("the request's " + c.part) != std::string::npos);
+    REQUIRE(got.find("(--read-timeout 0.5 s for a whole request)") != std::string::npos);
+    REQUIRE(took >= 0.45);
+    REQUIRE(took < 3.0);
+  }
+  const int idle = connect_to(s.http->port());
+  const auto t0 = Clock::now();
+  REQUIRE(read_all(idle, 5.0).empty());
+  REQUIRE(std::chrono::duration<double>(Clock::now() - t0).count() >= 0.9);
+  ::close(idle);
+  auto c = s.client();
+  REQUIRE(post(c, body)->status == 200);
+  const std::string text = s.metrics.prometheus_text(s.controller.live());
+  REQUIRE(text.find("serf_http_read_timeouts_total{part=\"head\"} 1\n") != std::string::npos);
+  REQUIRE(text.find("serf_http_read_timeouts_total{part=\"body\"} 2\n") != std::string::npos);
+  REQUIRE(text.find("serf_http_silent_connections_total 1\n") != std::string::npos);
+  REQUIRE(text.find("serf_invalid_requests_total{protocol=\"http\"} 0\n") != std::string::npos);
+}
+
+TEST_CASE("framing httplib would wait on is refused from the head, not after the read timeout",
+          "[serve][http]") {
+  // Each head is sent whole and its body never: an answer from the head alone comes at once.
+  HttpOptions o;
+  o.read_timeout_s = 5;
+  o.max_body_bytes = 4096;
+  Server s(1e-3, o);
+  const std::string line = "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {line + "Content-Length: 4097\r\n\r\n", "HTTP/1.1 413"},
+      {line + "Content-Length: 18446744073709551616\r\n\r\n", "HTTP/1.1 413"},
+      {line + "Content-Length: -1\r\n\r\n", "HTTP/1.1 400"},
+      {line + "Content-Length: 1 2\r\n\r\n", "HTTP/1.1 400"},
+      {line + "Content-Length: 0x10\r\n\r\n", "HTTP/1.1 400"},
+      {line + "\r\n", "HTTP/1.1 411"},
+      {line + "Transfer-Encoding: gzip\r\n\r\n", "HTTP/1.1 501"}};
+  for (const auto& [sent, status] : cases) {
+    INFO(sent);
+    const int fd = connect_to(s.http->port());
+    const auto t0 = Clock::now();
+    REQUIRE(::send(fd, sent.data(), sent.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(sent.size()));
+    const std::string got = read_all(fd, 10.0);
+    ::close(fd);
+    INFO(got);
+    REQUIRE(got.rfind(status, 0) == 0);
+    REQUIRE(got.find("{\"error\":") != std::string::npos);
+    REQUIRE(std::chrono::duration<double>(Clock::now() - t0).count() < 4.0);
+  }
 }
 
 TEST_CASE("requests pipelined on one connection in one send are all answered, in order",
