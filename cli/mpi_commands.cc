@@ -49,6 +49,7 @@ struct ServeOptions {
   // Real nodes prepare every configuration of the table at the start and hold it: every switch
   // warm (docs/serving.md: start-up time and memory with and without).
   std::string prepare_ahead = "on";
+  double ahead_memory_mb = 0;     // what a node rank may hold ahead; 0: MemAvailable alone
   double max_batch_delay_us = 0;  // with b > 1: a free slot waits this long for a full batch
 };
 
@@ -186,6 +187,11 @@ Status plan_serve(const ServeOptions& o, const RuntimeSession& session, ServePla
   SERF_ASSIGN_OR_RETURN(plan->arrivals, o.arrivals.resolve());
   if (!(o.min_dwell_s >= 0)) return InvalidArgument("--min-dwell: must be >= 0 seconds");
   if (!(o.rate_window_s > 0)) return InvalidArgument("--rate-window: must be > 0 seconds");
+  if (o.ahead_memory_mb > 0 && o.prepare_ahead != "on") {
+    return InvalidArgument(
+        "--ahead-memory-mb: only with --prepare-ahead on (it bounds what the "
+        "nodes prepare ahead)");
+  }
   SERF_RETURN_IF_ERROR(read_serve_files(o, plan));
   SERF_RETURN_IF_ERROR(session.check_configuration(plan->first, "--config"));
   for (const auto& s : plan->schedule) {
@@ -379,6 +385,7 @@ Status run_serve(const ServeOptions& o) {
     ServePlan plan;
     SERF_RETURN_IF_ERROR(plan_serve(o, session, &plan));
     session.prepare_ahead = ahead_configurations(o, plan);
+    session.ahead_memory_bytes = o.ahead_memory_mb * (1 << 20);
     return session.run_controller([&](serve::Controller& controller) -> Status {
       return serve_on_controller(o, plan, session, controller);
     });
@@ -517,6 +524,13 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
                   "table at the start and hold them, so no switch prepares any (while memory "
                   "allows; docs/serving.md); off: each at its first switch (default on)")
       ->check(CLI::IsMember({"on", "off"}))
+      ->needs(table);
+  sub->add_option("--ahead-memory-mb", serve->ahead_memory_mb,
+                  "with --prepare-ahead on: MiB of weights each node rank may hold ahead, for a "
+                  "machine shared with other jobs: a (K, T, b) is prepared ahead only while this "
+                  "less what the rank holds is at least twice what it may add, as MemAvailable "
+                  "must be; the rest at their first switch (default: MemAvailable alone)")
+      ->check(finite_range(0.001, 1 << 30))
       ->needs(table);
   sub->add_option("--min-dwell", serve->min_dwell_s,
                   "with --table: seconds at least between two switches (hysteresis)")

@@ -263,7 +263,7 @@ class MpiSession : public RuntimeSession {
           emulation ? mpi::emulated_worker_factory() : engine_->factory();
       if (!emulation && !prepare_ahead.empty()) {
         options.prepare_ahead = [this](int node, int nodes) {
-          return engine_->prepare_ahead(prepare_ahead, node, nodes);
+          return engine_->prepare_ahead(prepare_ahead, node, nodes, ahead_memory_bytes);
         };
       }
       // The hidden test hook: one rank's workers misbehave on purpose.

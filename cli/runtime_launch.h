@@ -89,6 +89,8 @@ class RuntimeSession {
   // Real nodes: the configurations they prepare ahead, before the first (serve's table), and
   // hold for the run (mpi::EngineSlots::prepare_ahead); empty: each prepared at its switch.
   std::vector<Configuration> prepare_ahead;
+  // What each node rank may hold ahead, bytes (serve --ahead-memory-mb); 0: MemAvailable alone.
+  double ahead_memory_bytes = 0;
   // Where the nodes run: one line per node rank ("rank 1: pinned to cores 0-1").
   virtual std::string placement() const = 0;
 };

@@ -144,8 +144,8 @@ class CpuEngineSlots final : public EngineSlots {
     };
   }
 
-  std::string prepare_ahead(const std::vector<Configuration>& configs, int node,
-                            int nodes) override {
+  std::string prepare_ahead(const std::vector<Configuration>& configs, int node, int nodes,
+                            double budget_bytes) override {
     std::set<Key> keys;
     for (const Configuration& c : configs) {
       const int inter = std::max(c.inter, 1);
@@ -157,7 +157,7 @@ class CpuEngineSlots final : public EngineSlots {
     size_t held = 0, sizes = 0;
     std::string stopped;
     for (const Key& key : keys) {
-      stopped = ahead_memory_refusal(key);
+      stopped = ahead_memory_refusal(key, budget_bytes);
       if (!stopped.empty()) break;
       auto prepared = prepare_sizes(key);
       if (!prepared.ok()) {
@@ -207,20 +207,31 @@ class CpuEngineSlots final : public EngineSlots {
     return sizes;
   }
 
-  // The rule of prepare_ahead: a (K, T, b) is held ahead only while the machine's available
-  // memory (MemAvailable) is at least kAheadHeadroom times what it may add, this rank's slice of
-  // the weights once per batch size (every size in its own layout, the worst case): the other
-  // node ranks of the machine prepare at the same time. Empty when it fits, else why not.
-  std::string ahead_memory_refusal(const Key& key) const {
+  // The rule of prepare_ahead: a (K, T, b) is held ahead only while the memory it may take is at
+  // least kAheadHeadroom times what it may add, this rank's slice of the weights once per batch
+  // size (every size in its own layout, the worst case): the other node ranks of the machine
+  // prepare at the same time. The memory it may take: the machine's available memory
+  // (MemAvailable) and, with a budget (`budget_bytes` > 0), the budget less the weights this
+  // rank's backend holds already. Empty when it fits, else why not.
+  std::string ahead_memory_refusal(const Key& key, double budget_bytes) const {
     constexpr double kAheadHeadroom = 2;
     const int inter = std::get<1>(key), intra = std::get<2>(key), b = std::get<3>(key);
     const double may_add = static_cast<double>(plan_.weight_bytes) / inter * b;
     const long long available_kb = proc_kb("/proc/meminfo", "MemAvailable");
-    if (available_kb < 0 || available_kb * 1024.0 >= kAheadHeadroom * may_add) return "";
-    char text[160];
-    std::snprintf(text, sizeof(text),
-                  "MemAvailable %.0f MiB < %.0f x %.0f MiB (K = %d, T = %d, b = %d may add)",
-                  available_kb / 1024.0, kAheadHeadroom, may_add / (1 << 20), inter, intra, b);
+    char text[200];
+    char what[80];
+    std::snprintf(what, sizeof(what), "%.0f x %.1f MiB (K = %d, T = %d, b = %d may add)",
+                  kAheadHeadroom, may_add / (1 << 20), inter, intra, b);
+    if (available_kb >= 0 && available_kb * 1024.0 < kAheadHeadroom * may_add) {
+      std::snprintf(text, sizeof(text), "MemAvailable %.0f MiB < %s", available_kb / 1024.0, what);
+      return text;
+    }
+    if (budget_bytes <= 0) return "";
+    const double held = static_cast<double>(backend_->resident_weight_bytes());
+    if (budget_bytes - held >= kAheadHeadroom * may_add) return "";
+    std::snprintf(text, sizeof(text), "--ahead-memory-mb %g less %.1f MiB held = %.1f MiB < %s",
+                  budget_bytes / (1 << 20), held / (1 << 20), (budget_bytes - held) / (1 << 20),
+                  what);
     return text;
   }
 

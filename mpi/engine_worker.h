@@ -27,10 +27,12 @@ class EngineSlots {
   // Prepares, for node `node` of `nodes`, the kernels of every distinct (K, T, b) of `configs`
   // this node computes in (a unit of K: node / K < nodes / K), and holds them for the run, so a
   // switch to one of them prepares nothing (Preparation::kHeld). While memory allows (see
-  // engine_worker.cc); the rest are prepared at their first switch, as without this. Returns a
-  // line saying what was prepared, in how long, and the resident memory after.
-  virtual std::string prepare_ahead(const std::vector<Configuration>& configs, int node,
-                                    int nodes) = 0;
+  // engine_worker.cc); the rest are prepared at their first switch, as without this.
+  // `budget_bytes` > 0: this rank holds at most that much ahead (serve --ahead-memory-mb, for a
+  // machine shared with other jobs). Returns a line saying what was prepared, in how long, and
+  // the resident memory after.
+  virtual std::string prepare_ahead(const std::vector<Configuration>& configs, int node, int nodes,
+                                    double budget_bytes) = 0;
   // The input of `rows` requests, one after another: row r seeded from `seed + r` when `path` is
   // empty (as `serf infer --batch`), else `rows` rows of the safetensors file.
   virtual StatusOr<std::vector<float>> input(const std::string& path, uint64_t seed,

@@ -7,6 +7,9 @@
 #                  K = 1 and 2); GRPC_CLIENT empty (a build without gRPC): HTTP only
 #   table_ahead    a table served on cifar10 with --prepare-ahead on (every switch held) and off
 #                  (a first switch cold): the same switches and answers
+#   ahead_memory   --ahead-memory-mb below what the whole table needs: the nodes fall back (one
+#                  stderr line each), the rest prepared at its first switch; the same switches
+#                  and answers as without the budget
 source "$(dirname "${BASH_SOURCE[0]}")/serve_lib.sh"
 fail() { echo "FAIL: $*"; [ -f "$out/o" ] && cat "$out/o" "$out/e"; exit 1; }
 client() { /usr/bin/python3 "$ROOT/tests/serve/kserve_client.py" "$@"; }
@@ -137,6 +140,70 @@ assert "cold" in kinds(off), kinds(off)
 assert answered(on) == answered(off) == 300, (answered(on), answered(off))
 print("ok: %d switches %s; prepared ahead: %s; at each switch: %s" % (
     len(path(on)), path(on), kinds(on), kinds(off)))
+PY
+    ;;
+  ahead_memory)
+    # The memory rule of --prepare-ahead made to bind without a test hook: --ahead-memory-mb, the
+    # budget an operator gives the nodes on a machine shared with other jobs. cifar10 on 2 nodes,
+    # a table of (1,1,1,1) up to 20 requests/s and (1,1,2,2) above, a load of 4 -> 60 -> 4
+    # requests/s (far from the level: no switch on noise); the budget 2.5 W (W: the
+    # model's weights). The first (K, T, b) may add W (2 W <= 2.5 W): prepared ahead. The second
+    # may add 2 W (b = 2; 4 W > 2.5 W less what is held): each node says so once on stderr, and
+    # prepares it at its first switch (cold). Without the budget every switch is held; the
+    # switches and the answers are the same.
+    model="$ROOT/configs/models/cifar10.json"
+    "$SERF" serve --model "$model" --cores-per-node 2 --table "$out/none.json" --prepare-ahead off --ahead-memory-mb 5 \
+      --rate 1 >"$out/o" 2>"$out/e"
+    rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$out/e")" -eq 1 ] && grep -q -- "--ahead-memory-mb: only with --prepare-ahead on" "$out/e" \
+      || fail "--ahead-memory-mb with --prepare-ahead off: exit $rc (want 2 and one line)"
+    w=$("$SERF" model info "$model" --json | /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['weight_bytes'])") \
+      || fail "serf model info"
+    budget=$(/usr/bin/python3 -c "print('%.6f' % (2.5 * $w / 2**20))")
+    /usr/bin/python3 - "$out/table.json" <<'PY'
+import json, sys
+entries = [{"rate": rate, "stable": True, "service": 1, "inter": 1, "intra": t, "batch": b, "units": 2,
+            "unit_rate_per_s": rate / 2, "score_ms": 1.0, "latency_ms": 1.0, "wait_ms": 0.0,
+            "service_ms": 1.0, "utilization": 0.5} for rate, t, b in ((20.0, 1, 1), (1000.0, 2, 2))]
+json.dump({"format": "serf-table/1", "model": "cifar10", "queue": "mg-interf", "objective": "mean",
+           "nodes": 2, "cores_per_node": 2, "illustrative": True, "entries": entries}, open(sys.argv[1], "w"))
+PY
+    for run in budget whole; do
+      limit=()
+      [ "$run" = budget ] && limit=(--ahead-memory-mb "$budget")
+      timeout 150 "$MPIEXEC" --oversubscribe -np 3 "$SERF" serve --model "$model" --cores-per-node 2 \
+        --config 1,1,1 --table "$out/table.json" "${limit[@]}" --recalibrate off \
+        --load "0:4;2:60;4:4" --requests 152 --rate-window 1 --min-dwell 1 \
+        --out "$out/$run.json" >"$out/o" 2>"$out/e" || fail "serve ($run)"
+      cat "$out/o" "$out/e"
+      grep -q "requests: 152 answered of 152" "$out/o" || fail "$run: not every request answered"
+      if [ "$run" = budget ]; then
+        for rank in 1 2; do
+          [ "$(grep -c "^serf: rank $rank: prepared ahead 1 of 2 (K, T, b).*; the rest at their first switch: --ahead-memory-mb [0-9.]* less .* MiB held = .* MiB < 2 x .* MiB (K = 1, T = 2, b = 2 may add)$" "$out/e")" -eq 1 ] \
+            || fail "rank $rank did not say once on stderr that it fell back at (K, T, b) = (1, 2, 2)"
+        done
+      else
+        grep -q "rank 1: .*; prepared ahead 2 of 2 (K, T, b)" "$out/o" || fail "without a budget: not the whole table"
+        ! grep -q "the rest at their first switch" "$out/e" || fail "without a budget: a fallback"
+      fi
+    done
+    /usr/bin/python3 - "$out/budget.json" "$out/whole.json" <<'PY' || fail "the runs with and without the budget differ"
+import json, sys
+budget, whole = (json.load(open(p)) for p in sys.argv[1:3])
+path = lambda run: [(tuple(s["from"]), tuple(s["to"])) for s in run["switches"]]
+kinds = lambda run: [s["preparation"] for s in run["switches"]]
+answered = lambda run: sum(1 for r in run["requests"] if r.get("answered"))
+high = (1, 1, 2, 2)
+assert high in [to for _, to in path(budget)], ("never switched to %s: the case is void" % (high,), path(budget))
+assert path(budget) == path(whole), (path(budget), path(whole))
+assert set(kinds(whole)) == {"held"}, kinds(whole)
+first_high = [to for _, to in path(budget)].index(high)
+for i, ((_, to), kind) in enumerate(zip(path(budget), kinds(budget))):
+    want = "cold" if i == first_high else "held" if to != high else kind
+    assert kind == want, (i, to, kind, kinds(budget))
+assert answered(budget) == answered(whole) == 152, (answered(budget), answered(whole))
+print("ok: %d switches %s; with the budget: %s; without: %s" % (
+    len(path(budget)), path(budget), kinds(budget), kinds(whole)))
 PY
     ;;
   *) fail "unknown case $1" ;;
