@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <sstream>
@@ -231,8 +233,14 @@ Status check_output_path(const std::string& flag, const std::string& out) {
                           : slash == 0               ? "/"
                                                      : out.substr(0, slash);
   if (access(dir.c_str(), W_OK) != 0) {
+    // Why, not a guess: a read-only file system (root may write anywhere else) is not a
+    // missing folder.
+    const int err = errno;
     return InvalidArgument(flag + ": cannot write " + out + ": directory " + dir +
-                           " does not exist or is not writable");
+                           (err == ENOENT || err == ENOTDIR ? " does not exist"
+                            : err == EROFS                  ? " is on a read-only file system"
+                            : err == EACCES                 ? " is not writable (permission denied)"
+                                            : std::string(": ") + std::strerror(err)));
   }
   struct stat st;
   if (stat(out.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {

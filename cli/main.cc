@@ -1,15 +1,19 @@
 // serf: one executable, subcommands per task. Parsing errors and user errors print one line on
 // stderr and exit with 2 (3 where the question has no answer, e.g. an SLO no cluster meets).
 
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <new>
 #include <string>
@@ -128,6 +132,53 @@ std::string empty_value_flag(const CLI::App& app) {
   return "";
 }
 
+// The standard descriptors a command may find closed (`serf plan ... >&-`): the first file it
+// opened then took that number, and what it printed went into that file (a run's CSV journal
+// took stdout's lines). Each closed one is held open on /dev/null. A closed standard output is
+// refused (its results would be lost): false, the line said.
+// A pipe whose reader left (`serf ... | head -1`) is a write error the command reports (exit 4),
+// not a SIGPIPE that kills it mid-way without a word.
+bool hold_standard_descriptors() {
+  std::signal(SIGPIPE, SIG_IGN);
+  bool stdout_closed = false;
+  for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; ++fd) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    stdout_closed = stdout_closed || fd == STDOUT_FILENO;
+    // The lowest free number: this one, as the lower ones are open (or held) by now.
+    (void)open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
+  }
+  if (stdout_closed) {
+    std::cerr << "serf: error: standard output is closed (>&-): the results would be lost; send "
+                 "it to a file, or to /dev/null to discard it\n";
+  }
+  return !stdout_closed;
+}
+
+// Why standard output took no more: one more byte is tried for the errno (EPIPE: its reader left,
+// as `| head -1` does; ENOSPC: a full disk or /dev/full).
+std::string stdout_error() {
+  if (write(STDOUT_FILENO, "\n", 1) == 1) return "a write failed";
+  return std::strerror(errno);
+}
+
+// SIGINT, SIGTERM or SIGHUP stops a command that runs without MPI (the runtime's commands handle
+// them themselves: docs/runtime.md). It says so in one line and ends by the signal, as the shell
+// expects (exit status 128 + n); an output file being written is unnamed until whole
+// (io::write_file_atomically), so none is left half-written.
+extern "C" void on_stop_signal(int signal) {
+  const char* name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "SIGHUP";
+  char line[160] = "serf: error: stopped by ";
+  std::strncat(line, name, 16);
+  std::strncat(line, " before the end; no output file is left half-written\n", 100);
+  (void)!write(STDERR_FILENO, line, std::strlen(line));
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
+void handle_stop_signals() {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, on_stop_signal);
+}
+
 }  // namespace
 
 }  // namespace serf::cli
@@ -157,6 +208,7 @@ void precise_sleeps() { prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); }
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!serf::cli::hold_standard_descriptors()) return 2;
   keep_freed_memory();
   precise_sleeps();
   CLI::App app{
@@ -218,10 +270,12 @@ int main(int argc, char** argv) {
   if (serf::cli::quiet_rank() && !registry.selected_uses_mpi()) return 0;
   // A file past the size limit (ulimit -f) is a write error the command reports, not a crash.
   std::signal(SIGXFSZ, SIG_IGN);
+  if (!registry.selected_uses_mpi()) serf::cli::handle_stop_signals();
   serf::Status status = serf::cli::run_guarded(*run);
   // Results printed to a full disk or a closed pipe are lost: say so instead of exiting 0.
   if (status.ok() && (!std::cout.flush() || std::fflush(stdout) != 0 || std::ferror(stdout))) {
-    status = serf::Unavailable("cannot write the results to standard output");
+    status = serf::Unavailable("cannot write the results to standard output (" +
+                               serf::cli::stdout_error() + "); what it printed is incomplete");
   }
   if (!status.ok()) {
     // Under mpirun every rank returns the same Status (launch_runtime agrees on it): rank 0 says

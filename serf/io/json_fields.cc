@@ -180,6 +180,105 @@ bool write_all(std::ofstream& out, const std::function<bool(std::ostream&)>& bod
   return wrote && !out.fail();
 }
 
+// A stream buffer over a file descriptor that keeps the errno of its first failed write, so the
+// error names the cause (a full disk, a file size limit) instead of guessing.
+class FdStreamBuf : public std::streambuf {
+ public:
+  explicit FdStreamBuf(int fd) : fd_(fd) { setp(buffer_, buffer_ + sizeof(buffer_)); }
+  int error() const { return error_; }
+
+ protected:
+  int_type overflow(int_type ch) override {
+    if (!drain()) return traits_type::eof();
+    if (!traits_type::eq_int_type(ch, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(ch);
+      pbump(1);
+    }
+    return traits_type::not_eof(ch);
+  }
+  int sync() override { return drain() ? 0 : -1; }
+
+ private:
+  bool drain() {
+    if (error_ != 0) return false;
+    const char* p = pbase();
+    auto left = static_cast<size_t>(pptr() - pbase());
+    while (left > 0) {
+      const ssize_t n = ::write(fd_, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error_ = n < 0 ? errno : EIO;
+        return false;
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    setp(buffer_, buffer_ + sizeof(buffer_));
+    return true;
+  }
+  int fd_;
+  int error_ = 0;
+  char buffer_[1 << 16];
+};
+
+// The file a write makes, named only once it is whole. It starts unnamed (O_TMPFILE) in the
+// target's folder, so a process stopped in the middle (SIGINT, SIGKILL, a dead node's teardown)
+// leaves nothing behind; it was TARGET.tmp, left half-written. Where the file system has no
+// unnamed files, a temporary named for this process, removed unless replace() renamed it.
+class NewFile {
+ public:
+  explicit NewFile(const std::string& target) {
+    const size_t slash = target.rfind('/');
+    const std::string dir = slash == std::string::npos ? "."
+                            : slash == 0               ? "/"
+                                                       : target.substr(0, slash);
+    temp_ = target + ".tmp." + std::to_string(::getpid());
+    fd_ = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    if (fd_ >= 0) return;
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+      error_ = errno;
+      return;
+    }
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd_ < 0) {
+      error_ = errno;
+      return;
+    }
+    named_ = true;
+  }
+  ~NewFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (named_) ::unlink(temp_.c_str());
+  }
+  NewFile(const NewFile&) = delete;
+  NewFile& operator=(const NewFile&) = delete;
+  int fd() const { return fd_; }
+  int error() const { return error_; }
+  // Names the whole file `target` (over what was there); 0 or the errno of the failure.
+  int replace(const std::string& target) {
+    if (!named_) {  // linkat cannot replace a file: the temporary name first, then rename
+      const std::string self = "/proc/self/fd/" + std::to_string(fd_);
+      int linked = ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, temp_.c_str(), AT_SYMLINK_FOLLOW);
+      if (linked != 0 && errno == EEXIST && ::unlink(temp_.c_str()) == 0)
+        linked = ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, temp_.c_str(), AT_SYMLINK_FOLLOW);
+      if (linked != 0) return errno;
+      named_ = true;
+    }
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) return errno;  // a network file system reports a failed write here
+    if (::rename(temp_.c_str(), target.c_str()) != 0) return errno;
+    named_ = false;
+    return 0;
+  }
+
+ private:
+  std::string temp_;
+  int fd_ = -1;
+  int error_ = 0;
+  bool named_ = false;
+};
+
 // A device or a pipe (no rename). A pipe no process reads would block the open for good: opened
 // without blocking first (ENXIO when no reader), that descriptor is held until the stream is open.
 Status write_in_place(const std::string& path, const std::string& target, bool fifo,
@@ -217,18 +316,24 @@ Status write_file_atomically(const std::string& path,
   if (fs::exists(st) && !fs::is_regular_file(st)) {
     return write_in_place(path, target, fs::is_fifo(st), body);
   }
-  const std::string tmp = target + ".tmp";
+  NewFile file(target);
+  if (file.fd() < 0) {
+    return InvalidArgument(path + ": cannot write file (" + std::strerror(file.error()) +
+                           (file.error() == ENOENT ? ": its folder does not exist" : "") + ")");
+  }
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return InvalidArgument(path + ": cannot write file (does its folder exist?)");
-    if (!write_all(out, body)) {
-      std::remove(tmp.c_str());
-      return InvalidArgument(path + ": write error (disk full?); the file was left as it was");
+    FdStreamBuf buf(file.fd());
+    std::ostream out(&buf);
+    if (!body(out) || !out.flush()) {
+      return InvalidArgument(path + ": write error (" +
+                             std::strerror(buf.error() != 0 ? buf.error() : EIO) +
+                             "); the file was left as it was");
     }
   }
-  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return InvalidArgument(path + ": cannot replace file");
+  const int err = file.replace(target);
+  if (err != 0) {
+    return InvalidArgument(path + ": cannot replace file (" + std::strerror(err) +
+                           "); the file was left as it was");
   }
   return Status::Ok();
 }
