@@ -320,18 +320,27 @@ Status measure_tuples(const ProfileFlags& f, const ProfilePlan& plan, RuntimeSes
                                   plan.warmup,        f.passes, plan.batches};
   o.side_by_side = f.side_by_side;
   Profile partial;
-  // First thing on SIGTERM (a node died, the job is cancelled): the finished tuples go to disk
-  // before mpirun's SIGKILL can come. Overwritten below when there is time.
-  controller.set_terminated_hook([&] {
+  auto save_finished = [&](const std::string& note) {
     if (partial.tuples.empty()) return;
     Profile done = partial;
-    done.note = "incomplete: the job was terminated";
+    done.note = "incomplete: " + note;
     done.incomplete = true;
     done.reindex();
     (void)io::save_profile(done, f.out);
-  });
-  auto profile =
-      profiler::run_tuple_profile(controller, o, make_progress("profile", f.progress), &partial);
+  };
+  // The finished tuples reach the disk as each one ends, marked incomplete until the last: a rank
+  // 0 killed outright (Ctrl-C to mpirun: its SIGKILL follows within milliseconds) left nothing.
+  const ProgressFn shown = make_progress("profile", f.progress);
+  auto progress = [&](size_t done, size_t total, const std::string& what) {
+    if (shown) shown(done, total, what);
+    if (done < total)
+      save_finished("measuring: " + std::to_string(done) + " of " + std::to_string(total) +
+                    " steps finished");
+  };
+  // First thing on SIGTERM (a node died, the job is cancelled): the finished tuples go to disk
+  // before mpirun's SIGKILL can come. Overwritten below when there is time.
+  controller.set_terminated_hook([&] { save_finished("the job was terminated"); });
+  auto profile = profiler::run_tuple_profile(controller, o, progress, &partial);
   controller.set_terminated_hook(nullptr);
   double total = 0;
   for (const TupleStats& t : partial.tuples) total += t.wall_s;
@@ -404,24 +413,37 @@ Status measure_exhaustive(const ProfileFlags& f, const ProfilePlan& plan, Runtim
   return Status::Ok();
 }
 
+// A refresh's files (--refresh, --drift), read and parsed before the nodes load the model (their
+// fields against each other and the model: run_refresh, in that order).
+Status read_refresh_files(const ProfileFlags& f) {
+  if (f.refresh.empty()) return Status::Ok();  // --drift alone: refused in run_refresh
+  SERF_RETURN_IF_ERROR(io::load_profile(f.refresh).status());
+  if (f.drift.empty()) return Status::Ok();
+  return io::read_json_file(f.drift).status();
+}
+
 Status run_profile(const ProfileFlags& f) {
   // Flags are checked inside the runtime, on every rank, so only rank 0 prints the error.
-  return launch_runtime(f.runtime, [&](RuntimeSession& session) -> Status {
-    if (f.samples < 1)
-      return InvalidArgument("--samples: give at least 1 measured request per tuple");
-    if (f.passes < 1 || f.passes > f.samples)
-      return InvalidArgument("--passes: give 1.." + std::to_string(f.samples) +
-                             " (each pass measures at least one of the --samples)");
-    ProfilePlan plan;
-    // Tuples: 2 closed-loop requests; exhaustive: 10% of --requests more, left out of the stats.
-    plan.warmup = f.warmup >= 0 ? f.warmup : f.exhaustive ? f.requests / 10 : 2;
-    if (!f.refresh.empty() || !f.drift.empty()) return run_refresh(f, session, plan.warmup);
-    SERF_RETURN_IF_ERROR(plan_profile(f, session, &plan));
-    return session.run_controller([&](serve::Controller& controller) -> Status {
-      return f.exhaustive ? measure_exhaustive(f, plan, session, controller)
-                          : measure_tuples(f, plan, session, controller);
-    });
-  });
+  return launch_runtime(
+      f.runtime,
+      [&](RuntimeSession& session) -> Status {
+        if (f.samples < 1)
+          return InvalidArgument("--samples: give at least 1 measured request per tuple");
+        if (f.passes < 1 || f.passes > f.samples)
+          return InvalidArgument("--passes: give 1.." + std::to_string(f.samples) +
+                                 " (each pass measures at least one of the --samples)");
+        ProfilePlan plan;
+        // Tuples: 2 closed-loop requests; exhaustive: 10% of --requests more, left out of the
+        // stats.
+        plan.warmup = f.warmup >= 0 ? f.warmup : f.exhaustive ? f.requests / 10 : 2;
+        if (!f.refresh.empty() || !f.drift.empty()) return run_refresh(f, session, plan.warmup);
+        SERF_RETURN_IF_ERROR(plan_profile(f, session, &plan));
+        return session.run_controller([&](serve::Controller& controller) -> Status {
+          return f.exhaustive ? measure_exhaustive(f, plan, session, controller)
+                              : measure_tuples(f, plan, session, controller);
+        });
+      },
+      [&] { return read_refresh_files(f); });
 }
 
 // The exhaustive run's flags: each only with --exhaustive (alone it would be silently ignored).

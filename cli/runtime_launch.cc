@@ -127,7 +127,8 @@ Status RuntimeSession::check_configuration(const Configuration& config,
 
 #ifndef SERF_HAVE_MPI
 
-Status launch_runtime(const RuntimeFlags&, const std::function<Status(RuntimeSession&)>&) {
+Status launch_runtime(const RuntimeFlags&, const std::function<Status(RuntimeSession&)>&,
+                      const std::function<Status()>&) {
   return InvalidArgument(
       "this serf was built without MPI (SERF_HAVE_MPI is OFF); install Open MPI "
       "(scripts/setup) and rebuild to use the distributed runtime");
@@ -375,8 +376,8 @@ void finalize_check_in(mpi::Environment& env, double timeout_s) {
 
 }  // namespace
 
-Status launch_runtime(const RuntimeFlags& flags,
-                      const std::function<Status(RuntimeSession&)>& body) {
+Status launch_runtime(const RuntimeFlags& flags, const std::function<Status(RuntimeSession&)>& body,
+                      const std::function<Status()>& read_files) {
   // The bound of every wait on the other ranks; a bad flag is reported below, after the agreement.
   const double timeout_s = flags.node_timeout_s >= 0.01 && flags.node_timeout_s <= 86400
                                ? flags.node_timeout_s
@@ -394,6 +395,7 @@ Status launch_runtime(const RuntimeFlags& flags,
     mpi::arm_phase_fault(session.fault_plan(), rank);  // the hidden test hook (hang-at-start)
     // An exception (std::bad_alloc) becomes this rank's Status, so it still reaches the agreement.
     status = run_guarded([&] {
+      if (read_files) SERF_RETURN_IF_ERROR(read_files());
       SERF_RETURN_IF_ERROR(session.prepare());
       return body(session);
     });
@@ -453,8 +455,9 @@ StatusOr<std::unique_ptr<RunJournal>> RunJournal::Open(const std::string& path) 
   const std::string csv = path + ".csv";
   const int fd = ::open(csv.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return InvalidArgument(csv + ": cannot write file (" + std::strerror(errno) +
-                           "; does its folder exist?)");
+    const int err = errno;
+    return InvalidArgument(csv + ": cannot write file (" + std::strerror(err) +
+                           (err == ENOENT ? ": its folder does not exist" : "") + ")");
   }
   std::unique_ptr<RunJournal> journal(new RunJournal(fd, csv));
   if (!journal->write_whole(kRunCsvHeader)) return journal->status();

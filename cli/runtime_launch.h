@@ -99,9 +99,12 @@ class RuntimeSession {
 // (the start-up agreement's verdict on bad input, or the run's), MPI finalised: main() prints it on
 // rank 0 only and exits with its code. The exception is a fault after the start (a node dead or
 // hung, or a rank missing at the agreement): the rank that found it prints one line and tears the
-// job down (MPI_Abort) with the Status's exit code, as MPI needs there.
-Status launch_runtime(const RuntimeFlags& flags,
-                      const std::function<Status(RuntimeSession&)>& body);
+// job down (MPI_Abort) with the Status's exit code, as MPI needs there. `read_files`, when
+// given, runs first on every rank, before the nodes' model and weights are loaded: the command's
+// own input files are refused before that work (a bad --drift file waited for imagenet22k's
+// weights).
+Status launch_runtime(const RuntimeFlags& flags, const std::function<Status(RuntimeSession&)>& body,
+                      const std::function<Status()>& read_files = {});
 
 // Measurements of an open-loop run: JSON at `path` and CSV at `path` + ".csv" (nothing when empty).
 // `overloads`: the table scheduler's notes that the load exceeded every configuration of its table.

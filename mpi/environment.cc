@@ -18,9 +18,12 @@ namespace serf::mpi {
 
 namespace {
 
+// The rank variables of the launchers (Open MPI's mpirun, PMIx: srun --mpi=pmix, PMI: hydra).
+constexpr const char* kRankVariables[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+
 // The rank mpirun gave this process, before MPI knows it (0 when not under a launcher).
 int launcher_rank() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+  for (const char* name : kRankVariables) {
     const char* v = std::getenv(name);
     if (v != nullptr && *v != '\0') return std::atoi(v);
   }
@@ -123,18 +126,22 @@ std::string ranks_text(const std::vector<int>& ranks) {
 
 }  // namespace
 
+bool under_launcher() {
+  for (const char* name : kRankVariables) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return true;
+  }
+  return false;
+}
+
 StatusOr<std::unique_ptr<Environment>> Environment::Create(double start_bound_s) {
+  // A job of this process alone: a bad --drift file took 0.68 s to refuse (load 11; 0.13 s
+  // without MPI), past 20 s at load 16, nearly all of it the singleton's MPI_Init and Finalize.
+  if (!under_launcher()) return std::unique_ptr<Environment>(new Environment());
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) return Internal("MPI is already initialised in this process");
   int provided = 0;
-  // A rank stopped or killed inside MPI_Init while it held the lock of PMIx's shared-memory store
-  // (gds ds21: a process-shared mutex) left mpirun deadlocked in its own teardown, after every
-  // rank had exited and rank 0 had said which one did not start (test_mpi_cli_fault_stop_start
-  // at load 9-15, 1 run of 12: mpiexec in PMIx_server_finalize, its progress thread in
-  // pthread_mutex_lock; every serf rank a zombie). With the hash store a rank maps no shared
-  // segment and takes no such lock; a user's own PMIX_MCA_gds is kept.
-  setenv("PMIX_MCA_gds", "hash", /*overwrite=*/0);
   {
     Watchdog watchdog(start_bound_s,
                       "MPI did not start within " + seconds_text(start_bound_s) +
@@ -146,6 +153,7 @@ StatusOr<std::unique_ptr<Environment>> Environment::Create(double start_bound_s)
   // Failures come back as error codes (and become a Status), they do not abort inside MPI.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   std::unique_ptr<Environment> env(new Environment());
+  env->started_ = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &env->rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &env->size_);
   if (provided < MPI_THREAD_MULTIPLE) {
@@ -157,6 +165,7 @@ StatusOr<std::unique_ptr<Environment>> Environment::Create(double start_bound_s)
 }
 
 Environment::~Environment() {
+  if (!started_) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
@@ -253,6 +262,7 @@ Status Environment::check_in(const std::string& where, double timeout_s) {
 }
 
 void Environment::abort(int code) {
+  if (!started_) std::_Exit(code);
   // MPI_Abort asks mpirun to end the job. With a node stopped (SIGSTOP) the job ran on past 60 s
   // now and then (test_mpi_cli_fault_stop_phases, "bye" and "finalize"): past a grace this rank
   // leaves with its code on its own, and mpirun ends the job when it sees it gone.

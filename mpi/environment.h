@@ -20,12 +20,18 @@ namespace serf::mpi {
 // A node's bound expires only when rank 0 itself is dead or hung.
 inline double node_bound_s(double rank0_bound_s) { return 2 * rank0_bound_s + 5; }
 
+// Whether a launcher (mpirun, srun, hydra) started this process: its rank variable is set.
+bool under_launcher();
+
 class Environment {
  public:
   // MPI_Init waits for every rank of the job; past `start_bound_s` (> 0) rank 0 says a rank did
   // not start, and the process exits 1 (mpirun then ends the job). Node ranks wait
   // node_bound_s(start_bound_s) and exit 1 without a word (rank 0 did not report: it is the one
   // dead or hung).
+  // Without a launcher the job is this process alone: rank 0 of 1, and MPI is not started (a
+  // singleton's MPI_Init starts a PMIx server, seconds on a loaded machine, for a job that has no
+  // node rank to run anything on; every runtime command then stops at its need for nodes).
   static StatusOr<std::unique_ptr<Environment>> Create(double start_bound_s = 0);
   // MPI_Finalize, unless abort() was called; bounded by set_finish_bound_s as MPI_Init is
   // (node ranks by node_bound_s of it).
@@ -57,6 +63,7 @@ class Environment {
   Status agree_as_node(const Status& mine, double timeout_s, bool* complete);
   int rank_ = 0;
   int size_ = 1;
+  bool started_ = false;  // MPI_Init ran (under a launcher)
   double finish_bound_s_ = 0;
 };
 

@@ -872,5 +872,102 @@ PY
     grep -q "rank 1: pinned to cores [0-9]*-[0-9]*" "$out/o" "$out/e" || fail "the node is not on 2 cores"
     grep -q "requests: 20 answered of 20" "$out/o" || fail "not every request answered"
     ;;
+  fault_sigkill)
+    # A node killed outright from outside (SIGKILL, not the test hook's own exit) with requests in
+    # flight: 2 slots per node at 150 requests/s. Rank 0 names it, counts every request it
+    # received once (received = answered + rejected + timed out + failed, as run.json holds them)
+    # and leaves files that parse.
+    start_job -np 5 "$SERF" serve --emulate "$profile" --config 2,1,1 --rate 150 --requests 3000 \
+      --node-timeout 10 --out "$out/run.json"
+    wait_serving
+    sleep 1
+    stop_at=$(date +%s.%N)
+    kill -KILL "$(rank_pid 2)"
+    wait_job 60
+    [ $rc -ne 0 ] || fail "serve: exit 0 with a node killed"
+    one_error_line "serve, node rank 2 killed"
+    echo "$line" | grep -q "node rank 2 died" || fail "serve: the error does not name rank 2: $line"
+    n=$(echo "$line" | sed -n 's/.*wrote partial measurements of \([0-9]*\) answered requests to.*/\1/p')
+    [ -n "$n" ] || fail "serve: the error does not say what it wrote: $line"
+    python3 - "$out/run.json" "$n" "$(grep '^received ' "$out/o")" <<'PY' || { cat "$out/o"; fail "serve: the accounting does not hold"; }
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+m = re.match(r"received (\d+) = answered (\d+) \+ rejected (\d+) \+ timed out (\d+) \+ failed (\d+)$", sys.argv[3])
+assert m, "no accounting line: %r" % sys.argv[3]
+received, answered, rejected, timed_out, failed = map(int, m.groups())
+assert received == answered + rejected + timed_out + failed, m.groups()
+outcomes = [r["outcome"] for r in d["requests"]]
+assert set(outcomes) <= {"answered", "rejected", "timed_out", "failed"}, set(outcomes)
+assert len(outcomes) == received, (len(outcomes), received)
+assert outcomes.count("answered") == answered == int(sys.argv[2]), (outcomes.count("answered"), answered, sys.argv[2])
+assert (outcomes.count("rejected"), outcomes.count("timed_out"), outcomes.count("failed")) == (rejected, timed_out, failed)
+print("ok: %s" % sys.argv[3])
+PY
+    [ "$(grep -c ',1$' "$out/run.json.csv")" -eq "$n" ] || fail "serve: run.json.csv does not hold $n answered requests"
+    echo "ok: $line ($error_after s)"
+    # serf profile: rank 1 serves every K = 1 tuple; killed in the middle of one, after the first
+    # (the finished tuples are on disk as each ends, marked incomplete).
+    start_job -np 3 "$SERF" profile --emulate "$profile" --inter 1 --samples 100 --node-timeout 10 \
+      --out "$out/p.json"
+    wait_serving
+    for _ in $(seq 1 600); do [ -s "$out/p.json" ] && break; sleep 0.1; done
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['incomplete'] and d['note'].startswith('incomplete: measuring'), d" \
+      "$out/p.json" || fail "profile: no whole profile marked incomplete after the first tuple"
+    sleep 0.5
+    stop_at=$(date +%s.%N)
+    kill -KILL "$(rank_pid 1)"
+    wait_job 60
+    [ $rc -ne 0 ] || fail "profile: exit 0 with a node killed"
+    one_error_line "profile, node rank 1 killed"
+    echo "$line" | grep -q "node rank 1 died" || fail "profile: the error does not name rank 1: $line"
+    k=$(echo "$line" | sed -n 's/.*wrote the \([0-9]*\) finished tuple(s) to.*/\1/p')
+    [ -n "$k" ] || fail "profile: the error does not say what it wrote: $line"
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['tuples']) == int(sys.argv[2]) and d['note'].startswith('incomplete'), d" \
+      "$out/p.json" "$k" || fail "profile: p.json does not hold the $k tuples, marked incomplete"
+    [ -z "$(find "$out" -name '*.tmp*')" ] || fail "temporaries left: $(find "$out" -name '*.tmp*')"
+    echo "ok: $line ($error_after s)"
+    ;;
+  interrupt)
+    # SIGINT in the middle of serf profile, sent to mpirun (which sends every rank SIGTERM, and
+    # SIGKILL 1 s later) and to the whole process group (Ctrl-C at a terminal): one line saying
+    # so, a non-zero exit, and the finished tuples written whole, marked incomplete, or nothing.
+    for target in mpirun group; do
+      rm -f "$out/p.json"
+      # mpirun leads its own process group (setsid), as a job at a terminal does.
+      setsid "$MPIEXEC" --oversubscribe -np 3 "$SERF" profile --emulate "$profile" --inter 1 \
+        --samples 100 --out "$out/p.json" >"$out/o" 2>"$out/e" &
+      job=$!
+      wait_serving
+      sleep 1
+      stop_at=$(date +%s.%N)
+      if [ $target = mpirun ]; then kill -INT "$job"; else kill -INT -- "-$job"; fi
+      wait_job 60
+      [ $rc -ne 0 ] || fail "$target: exit 0 after SIGINT"
+      one_error_line "SIGINT to $target"
+      echo "$line" | grep -q "SIGINT\|SIGTERM" || fail "SIGINT to $target: the line does not name the signal: $line"
+      if [ -e "$out/p.json" ]; then
+        python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['note'].startswith('incomplete'), d['note']" \
+          "$out/p.json" || fail "SIGINT to $target: p.json is not a whole profile marked incomplete"
+      fi
+      [ -z "$(find "$out" -name '*.tmp*')" ] || fail "temporaries left: $(find "$out" -name '*.tmp*')"
+      echo "ok: SIGINT to $target: $line ($error_after s)"
+    done
+    ;;
+  out_disk)
+    # serf profile --out on a read-only file system: refused before anything runs (root may write
+    # anywhere else); on a full disk: measured, then the write error named, nothing half-written.
+    mkdir -p "$out/ro" "$out/full"
+    if ! mount -t tmpfs -o ro,size=8k tmpfs "$out/ro" 2>/dev/null; then
+      echo "skipped: this user may not mount a tmpfs"; exit 0
+    fi
+    trap '[ -n "$stopped" ] && kill -KILL "$stopped" 2>/dev/null; umount "$out/ro" "$out/full" 2>/dev/null; rm -rf "$out"' EXIT
+    mount -t tmpfs -o size=8k tmpfs "$out/full" || fail "cannot mount the full tmpfs"
+    expect_error 3 "directory $out/ro is on a read-only file system" profile --emulate "$profile" --inter 1 --samples 5 --out "$out/ro/p.json"
+    expect_error 3 "directory $out/ro is on a read-only file system" serve --emulate "$profile" --rate 50 --requests 20 --out "$out/ro/run.json"
+    dd if=/dev/zero of="$out/full/filler" bs=1k count=16 2>/dev/null  # fills it (the write fails at 8 KiB)
+    expect_error 3 "$out/full/p.json: write error (No space left on device); the file was left as it was" \
+      profile --emulate "$profile" --inter 1 --samples 5 --out "$out/full/p.json"
+    [ "$(ls -A "$out/full")" = filler ] || fail "full disk: left $(ls -A "$out/full")"
+    ;;
   *) fail "unknown case $1" ;;
 esac
