@@ -3,6 +3,7 @@
 // trivially copyable struct sent as bytes; ranks of one job run the same binary, so layouts match.
 // No MPI here: the dispatcher is tested against a fake transport with these same messages.
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -49,13 +50,21 @@ inline const char* preparation_name(Preparation p) {
   }
 }
 
+// A message into a fixed field: whole when it fits, else cut with "..." at its end, so that a
+// reader sees the line was cut (the node prints the whole line on its stderr where it matters).
+inline void copy_message(const std::string& m, char* field, size_t size) {
+  std::strncpy(field, m.c_str(), size - 1);
+  field[size - 1] = '\0';
+  if (m.size() > size - 1 && size > 4) std::memcpy(field + size - 4, "...", 3);
+}
+
 struct NodeReply {
   ReplyKind kind{};
   int32_t rank = 0;
   int32_t generation = 0;
   Preparation preparation = Preparation::kUnknown;  // kReady: the most costly of its slots'
   char message[232] = {};
-  void set_message(const std::string& m) { std::strncpy(message, m.c_str(), sizeof(message) - 1); }
+  void set_message(const std::string& m) { copy_message(m, message, sizeof(message)); }
 };
 
 // Controller -> unit leader (tag = slot), then leader -> the unit (broadcast on the slot's
@@ -94,7 +103,7 @@ struct RunResult {
   int32_t timed_layers = 0;    // LayerTiming records that follow the output
   double service_ms = 0;       // started -> finished on the leader's clock
   char message[200] = {};
-  void set_message(const std::string& m) { std::strncpy(message, m.c_str(), sizeof(message) - 1); }
+  void set_message(const std::string& m) { copy_message(m, message, sizeof(message)); }
 };
 
 static_assert(std::is_trivially_copyable_v<ControlMessage>);

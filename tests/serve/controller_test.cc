@@ -624,3 +624,22 @@ TEST_CASE("the gain is the running configuration's observed latency against the 
   for (int k = 0; k < 20; ++k) gate.observe(answer(29.0 + 0.01 * k, 500, c2));
   REQUIRE(!gate.observed_ms(30.5, c2));
 }
+
+TEST_CASE("a node's message is copied whole, or cut with a visible mark", "[controller]") {
+  serf::serve::NodeReply reply;
+  reply.set_message("pinned to cores 0-1");
+  CHECK(std::string(reply.message) == "pinned to cores 0-1");
+  const std::string fits(sizeof(reply.message) - 1, 'x');  // exactly the field: not cut
+  reply.set_message(fits);
+  CHECK(std::string(reply.message) == fits);
+  const std::string longer = fits + "y";
+  reply.set_message(longer);
+  const std::string got = reply.message;
+  CHECK(got.size() == sizeof(reply.message) - 1);
+  CHECK(got.substr(got.size() - 3) == "...");
+  CHECK(got.substr(0, got.size() - 3) == longer.substr(0, got.size() - 3));
+  serf::serve::RunResult result;
+  result.set_message(std::string(500, 'e'));
+  CHECK(std::string(result.message).size() == sizeof(result.message) - 1);
+  CHECK(std::string(result.message).substr(sizeof(result.message) - 4) == "...");
+}
