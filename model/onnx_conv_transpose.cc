@@ -17,18 +17,9 @@ Status Importer::conv_transpose(const onnx::NodeProto& node) {
   if (a.has("output_shape")) {
     return unsupported(node, "output_shape (only pads and output_padding; export with them)");
   }
-  SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
-  if (x->rank != 4)
-    return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only 2-D images)");
-  SERF_ASSIGN_OR_RETURN(const Value* w, weight_input(node, 1, 4));
-  SERF_ASSIGN_OR_RETURN(int64_t group, a.integer("group", 1));
-  const int c = x->shape.channels;
-  if (group < 1 || c % group != 0 || w->dims[0] != c || w->dims[1] < 1) {
-    return unsupported(node, "weight '" + node.input(1) + "' has shape " + dims_str(w->dims) +
-                                 " but the input has " + std::to_string(c) +
-                                 " channels and group " + std::to_string(group) + " (needs [" +
-                                 std::to_string(c) + ", M/group, kh, kw])");
-  }
+  SERF_ASSIGN_OR_RETURN(ConvInputs in, conv_inputs(node, a, true));
+  const Value* w = in.w;
+  const int64_t group = in.group;
   const int64_t o = w->dims[1] * group;
   SERF_ASSIGN_OR_RETURN(auto kernel, a.integers("kernel_shape", {w->dims[2], w->dims[3]}));
   SERF_ASSIGN_OR_RETURN(auto strides, a.integers("strides", {1, 1}));
@@ -58,21 +49,13 @@ Status Importer::conv_transpose(const onnx::NodeProto& node) {
               static_cast<int>(dilations[0]), static_cast<int>(dilations[1])};
   l.output_padding_h = static_cast<int>(extra[0]);
   l.output_padding_w = static_cast<int>(extra[1]);
-  std::vector<float> bias(static_cast<size_t>(o), 0.0f);
-  if (has_input(node, 2)) {
-    SERF_ASSIGN_OR_RETURN(const Value* b, weight_input(node, 2, 1));
-    if (b->elements() != o) {
-      return unsupported(node, "bias '" + node.input(2) + "' has shape " + dims_str(b->dims) +
-                                   ", the weight needs [" + std::to_string(o) + "]");
-    }
-    bias.assign(b->data.begin(), b->data.end());
-  }
+  SERF_ASSIGN_OR_RETURN(std::vector<double> bias, conv_bias(node, o));
   const std::vector<float> wdata(w->data.begin(), w->data.end());
   const std::vector<int64_t> wdims = w->dims;
-  SERF_RETURN_IF_ERROR(add_layer(node, l, {x}, 4, w->origin));
+  SERF_RETURN_IF_ERROR(add_layer(node, l, {in.x}, 4, w->origin));
   const std::string& name = layers_.back().name;
   weights_.set(name + ".weight", Tensor{wdims, wdata});
-  weights_.set(name + ".bias", Tensor{{o}, std::move(bias)});
+  weights_.set(name + ".bias", Tensor{{o}, std::vector<float>(bias.begin(), bias.end())});
   return Status::Ok();
 }
 

@@ -78,6 +78,13 @@ std::vector<double> channel_factors(const Value& c, int n, int rank);
 std::vector<int64_t> ints_of(const Value& v);
 // The name of a tensor data type ("FLOAT16").
 std::string dtype_name(int dtype);
+
+// A Conv's or ConvTranspose's image input, weight and group, checked against each other.
+struct ConvInputs {
+  const Value* x = nullptr;
+  const Value* w = nullptr;
+  int64_t group = 1;
+};
 // A constant from a TensorProto (initializer or Constant's value); unsupported types keep their
 // dtype and no data (an error where they are used).
 StatusOr<Value> constant_from(const onnx::TensorProto& t, const std::string& where);
@@ -106,6 +113,11 @@ class Importer {
   // Operators (onnx_ops.cc).
   Status conv(const onnx::NodeProto& node);
   Status conv_transpose(const onnx::NodeProto& node);  // onnx_conv_transpose.cc
+  // Input 0 (rank 4), weight 1 and `group` of a Conv ([O, C/group, kh, kw]) or, `transposed`, a
+  // ConvTranspose ([C, M/group, kh, kw]); bias 2 of `o` elements (zeros when absent).
+  StatusOr<ConvInputs> conv_inputs(const onnx::NodeProto& node, const Attributes& a,
+                                   bool transposed) const;
+  StatusOr<std::vector<double>> conv_bias(const onnx::NodeProto& node, int64_t o) const;
   Status batchnorm(const onnx::NodeProto& node);
   Status gemm(const onnx::NodeProto& node);
   Status matmul(const onnx::NodeProto& node);

@@ -123,23 +123,47 @@ Status Importer::translate(const onnx::NodeProto& node) {
                          "Reshape, and constant subgraphs)");
 }
 
-Status Importer::conv(const onnx::NodeProto& node) {
-  const Attributes a(node, where(node));
-  SERF_RETURN_IF_ERROR(
-      a.only({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}));
+StatusOr<ConvInputs> Importer::conv_inputs(const onnx::NodeProto& node, const Attributes& a,
+                                           bool transposed) const {
   SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
   if (x->rank != 4)
     return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only 2-D images)");
   SERF_ASSIGN_OR_RETURN(const Value* w, weight_input(node, 1, 4));
   SERF_ASSIGN_OR_RETURN(int64_t group, a.integer("group", 1));
-  const int c = x->shape.channels;
-  const int64_t o = w->dims[0];
-  if (group < 1 || c % group != 0 || o % group != 0 || w->dims[1] * group != c) {
+  const int64_t c = x->shape.channels;
+  const bool fits = group >= 1 && c % group == 0 &&
+                    (transposed ? w->dims[0] == c && w->dims[1] >= 1
+                                : w->dims[0] % group == 0 && w->dims[1] * group == c);
+  if (!fits) {
+    const std::string needs = transposed ? std::to_string(c) + ", M/group"
+                                         : "O, " + std::to_string(group > 0 ? c / group : c);
     return unsupported(node, "weight '" + node.input(1) + "' has shape " + dims_str(w->dims) +
                                  " but the input has " + std::to_string(c) +
-                                 " channels and group " + std::to_string(group) + " (needs [O, " +
-                                 std::to_string(group > 0 ? c / group : c) + ", kh, kw])");
+                                 " channels and group " + std::to_string(group) + " (needs [" +
+                                 needs + ", kh, kw])");
   }
+  return ConvInputs{x, w, group};
+}
+
+StatusOr<std::vector<double>> Importer::conv_bias(const onnx::NodeProto& node, int64_t o) const {
+  if (!has_input(node, 2)) return std::vector<double>(static_cast<size_t>(o), 0.0);
+  SERF_ASSIGN_OR_RETURN(const Value* b, weight_input(node, 2, 1));
+  if (b->elements() != o) {
+    return unsupported(node, "bias '" + node.input(2) + "' has shape " + dims_str(b->dims) +
+                                 ", the weight needs [" + std::to_string(o) + "]");
+  }
+  return b->data;
+}
+
+Status Importer::conv(const onnx::NodeProto& node) {
+  const Attributes a(node, where(node));
+  SERF_RETURN_IF_ERROR(
+      a.only({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}));
+  SERF_ASSIGN_OR_RETURN(ConvInputs in, conv_inputs(node, a, false));
+  const Value* x = in.x;
+  const Value* w = in.w;
+  const int64_t group = in.group;
+  const int64_t o = w->dims[0];
   SERF_ASSIGN_OR_RETURN(auto kernel, a.integers("kernel_shape", {w->dims[2], w->dims[3]}));
   if (kernel != std::vector<int64_t>{w->dims[2], w->dims[3]}) {
     return unsupported(node, "kernel_shape " + dims_str(kernel) + " disagrees with weight '" +
@@ -152,15 +176,7 @@ Status Importer::conv(const onnx::NodeProto& node) {
   SERF_ASSIGN_OR_RETURN(l.window, window_from(a, where(node), x->shape.height, x->shape.width,
                                               w->dims[2], w->dims[3], true));
   SERF_RETURN_IF_ERROR(fold_pad(node, *x, a, &l.window));
-  std::vector<double> bias(static_cast<size_t>(o), 0.0);
-  if (has_input(node, 2)) {
-    SERF_ASSIGN_OR_RETURN(const Value* b, weight_input(node, 2, 1));
-    if (b->elements() != o) {
-      return unsupported(node, "bias '" + node.input(2) + "' has shape " + dims_str(b->dims) +
-                                   ", the weight needs [" + std::to_string(o) + "]");
-    }
-    bias = b->data;
-  }
+  SERF_ASSIGN_OR_RETURN(std::vector<double> bias, conv_bias(node, o));
   const std::vector<float> wdata = to_floats(w->data);
   const std::vector<int64_t> wdims = w->dims;
   SERF_RETURN_IF_ERROR(add_layer(node, l, {x}, 4, w->origin));
