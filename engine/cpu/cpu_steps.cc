@@ -141,10 +141,20 @@ Operand StepBuilder::read(const LayerStep& s, size_t k, const dnnl::memory::dims
   if (!flow_) {
     const md_t& st = stored(s, k);
     // Batch 1, or an element-wise step's flat view of its part: any layout will do.
+    const dnnl::memory::dims& sd = st.dims();
     if (batch_ == 1 || (dims.size() == 2 && dims[0] == 1)) {
       op.md = plain(dims);
-    } else if (st.dims().size() == dims.size() ||
-               (dims.size() == 4 && dims[2] == 1 && dims[3] == 1)) {
+    } else if (dims.size() == 4 && dims[2] * dims[3] == 1 && sd.size() == 4 && sd[2] * sd[3] > 1) {
+      // Features of a flattened conv output read as F x 1 x 1 channels (batchnorm or prelu after
+      // flatten): the part is [c][b][h][w], the step wants feature c*h*w + ... as [f][b].
+      const int64_t hw = sd[2] * sd[3];
+      const dnnl::memory::dims part{batch_, dims[1] / hw, sd[2], sd[3]};
+      op.md = canon(part);
+      Operand features = staging(md_t(part, dt::f32, {1, hw * batch_, sd[3] * batch_, batch_}));
+      reorder(op, features, out);
+      features.md = canon(dims);
+      return features;
+    } else if (sd.size() == dims.size() || (dims.size() == 4 && dims[2] == 1 && dims[3] == 1)) {
       // The part, channel-major. A [b, F] tensor read as C x 1 x 1 channels (batchnorm or prelu
       // after a fully_connected) is the same floats: its part is a block of [c][b].
       op.md = canon(dims);
