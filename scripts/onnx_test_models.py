@@ -4,7 +4,9 @@
   onnx_test_models.py DIR
 
 Good models, each with DIR/NAME.onnx, DIR/NAME.input.safetensors and DIR/NAME.ref.json (the
-output PyTorch computes for that input, {"output": [...], "top5": [...]}):
+output PyTorch computes for that input, {"output": [...], "top5": [...], "outputs": [[...]]}),
+and the same for a batch of BATCH (3) images as DIR/NAME.bBATCH.input.safetensors and
+DIR/NAME.bBATCH.ref.json ("outputs" holds every row; the first image is the batch-1 input):
   every_op   a PyTorch module exported with torch.onnx: Conv (strides, pads, dilation, groups,
              depthwise) + BatchNormalization (folded), a BatchNormalization after an Add (kept),
              Relu, Clip (ReLU6), Sigmoid, Add, MaxPool (ceil_mode), AveragePool (without the
@@ -62,12 +64,30 @@ def write_input(path, x):
         f.write(struct.pack("<Q", len(header)) + header + data)
 
 
+BATCH = 3  # the batch every good model also runs at (odd: no halves to hide a layout mix-up)
+
+
+def batch_of(x, n=BATCH):
+    """x's rows, then rows made from its first (mirrored, negated) up to n rows: the same range
+    of values, each row different."""
+    extra = [x[0].flip(-1), -x[0]]
+    rows = list(x[:n]) + [extra[k % 2] for k in range(max(0, n - x.shape[0]))]
+    return torch.stack(rows)
+
+
 def save_good(out, name, x, y):
-    write_input(os.path.join(out, name + ".input.safetensors"), x)
-    y = y.reshape(-1).double().numpy()
-    with open(os.path.join(out, name + ".ref.json"), "w") as f:
-        json.dump({"output": [float(v) for v in y],
-                   "top5": [int(i) for i in np.argsort(-y, kind="stable")[:5]]}, f)
+    """The input x (BATCH rows: batch_of) and PyTorch's output y for it: the first row as
+    NAME.input.safetensors / NAME.ref.json, every row as NAME.bBATCH.*; a y of one row is
+    written for batch 1 only (a model whose reference is not of the whole batch)."""
+    rows = y.reshape(y.shape[0], -1).double().numpy()
+    batches = [1] if rows.shape[0] == 1 else [1, x.shape[0]]
+    for n in batches:
+        stem = os.path.join(out, name if n == 1 else f"{name}.b{n}")
+        write_input(stem + ".input.safetensors", x[:n])
+        with open(stem + ".ref.json", "w") as f:
+            json.dump({"output": [float(v) for v in rows[0]],
+                       "top5": [int(i) for i in np.argsort(-rows[0], kind="stable")[:5]],
+                       "outputs": [[float(v) for v in row] for row in rows[:n]]}, f)
 
 
 def randomize_batchnorm(bns, g):
@@ -116,6 +136,7 @@ def export_good(out, name, model, x):
     torch.onnx.export(model, x, path, opset_version=13, input_names=["x"], output_names=["y"],
                       dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
                       training=torch.onnx.TrainingMode.PRESERVE)
+    x = batch_of(x)
     with torch.inference_mode():
         save_good(out, name, x, model(x))
 
@@ -173,14 +194,14 @@ def helper_model(out):
              init("m1", m1), init("a1", a1), init("g1", g1), init("c1", c1),
              numpy_helper.from_array(np.array([1, -1], dtype=np.int64), "shape")]
     save_model(os.path.join(out, "helper.onnx"), nodes, inits, [1, 3, 13, 13])
-    x = torch.rand(1, 3, 13, 13, generator=torch.Generator().manual_seed(2)) * 2 - 1
+    x = batch_of(torch.rand(1, 3, 13, 13, generator=torch.Generator().manual_seed(2)) * 2 - 1)
     t = torch.from_numpy
     ph = same_pads(13, 3, 2)
     c = F.conv2d(F.pad(x, (ph[0], ph[1], ph[0], ph[1])), t(w1).float(), t(b1).float(), stride=2)
     k = torch.clamp(F.local_response_norm(c, 3, alpha=0.02, beta=0.75, k=1.5), -0.5, 0.8)
     pp = same_pads(k.shape[2], 2, 2)  # SAME_LOWER: the odd padding before
     p = F.max_pool2d(F.pad(k, (pp[1], pp[0], pp[1], pp[0]), value=float("-inf")), 2, 2)
-    r = torch.relu(p.reshape(1, -1) @ t(m1).float() + t(a1).float())
+    r = torch.relu(p.flatten(1) @ t(m1).float() + t(a1).float())
     y = 0.5 * (r @ t(g1).float()) + 2.0 * t(c1).float()
     save_good(out, "helper", x, y)
 
@@ -205,12 +226,12 @@ def opset10_model(out):
     inits = [init(n, v) for n, v in [("w", w), ("gamma", gamma), ("beta", beta), ("mean", mean),
                                       ("var", var), ("fw", fw), ("fb", fb)]]
     save_model(os.path.join(out, "opset10.onnx"), nodes, inits, [1, 2, 6, 6], opset=10)
-    x = torch.rand(1, 2, 6, 6, generator=torch.Generator().manual_seed(4)) * 2 - 1
+    x = batch_of(torch.rand(1, 2, 6, 6, generator=torch.Generator().manual_seed(4)) * 2 - 1)
     t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float32))
     c = F.conv2d(x, t(w), padding=1)
     b = F.batch_norm(c, t(mean), t(var), t(gamma), t(beta), eps=1e-3)
     p = F.avg_pool2d(torch.clamp(b, 0, 6), 3, 2, padding=1, count_include_pad=True)
-    save_good(out, "opset10", x, p.reshape(1, -1) @ t(fw).T + t(fb))
+    save_good(out, "opset10", x, p.flatten(1) @ t(fw).T + t(fb))
 
 
 def pads_model(out):
@@ -240,7 +261,7 @@ def pads_model(out):
              init("zero", 0.0), init("w1", w1), init("b1", b1),
              i64("pads2", [0, 0, 1, 1, 0, 0, 1, 1]), init("g", g), init("gb", gb)]
     save_model(os.path.join(out, "pads.onnx"), nodes, inits, [1, 3, 9, 9])
-    x = torch.rand(1, 3, 9, 9, generator=torch.Generator().manual_seed(6)) * 2 - 1
+    x = batch_of(torch.rand(1, 3, 9, 9, generator=torch.Generator().manual_seed(6)) * 2 - 1)
     t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float32))
     a0 = F.avg_pool2d(x, 2, 1)
     c1 = F.conv2d(F.pad(F.pad(a0, (2, 1, 1, 2)), (0, 1, 1, 0)), t(w1), t(b1))
@@ -349,7 +370,7 @@ def gates14_model(out):
     ]
     inits = [init(n, v) for n, v in [("w", w), ("b", b), ("fw", fw), ("fb", fb)]]
     save_model(os.path.join(out, "gates14.onnx"), nodes, inits, [1, 3, 7, 7], opset=14)
-    x = torch.rand(1, 3, 7, 7, generator=torch.Generator().manual_seed(8)) * 4 - 2
+    x = batch_of(torch.rand(1, 3, 7, 7, generator=torch.Generator().manual_seed(8)) * 4 - 2)
     t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float32))
     h = F.hardswish(F.conv2d(x, t(w), t(b), padding=1))
     m = h * torch.clamp(0.2 * h + 0.4, 0.0, 1.0)

@@ -12,15 +12,15 @@ Constant and Identity chains, initializers listed as inputs, dynamic spatial dim
 tensors, several outputs, unused initializers and unnamed nodes.
 
 Writes, like scripts/onnx_test_models.py (whose helpers it uses):
-  DIR/user_good.txt   one "NAME [BATCH]" a line: DIR/NAME.onnx imports, and `serf infer` of
-                      DIR/NAME.input.safetensors (BATCH rows, 1 when absent) must match
-                      DIR/NAME.ref.json (PyTorch's output; "outputs" holds every row)
+  DIR/user_good.txt   one NAME a line: DIR/NAME.onnx imports, and `serf infer` of
+                      DIR/NAME.input.safetensors (one image) must match DIR/NAME.ref.json
+                      (PyTorch's output), and of DIR/NAME.b3.input.safetensors (a batch of 3)
+                      DIR/NAME.b3.ref.json ("outputs" holds every row)
   DIR/user_bad.tsv    "FILE<TAB>expected error text": refused with one line, exit 2, nothing written
 
 Needs Debian's python3-torch and python3-onnx (run with /usr/bin/python3); exit 77 without them.
 """
 
-import json
 import os
 import sys
 import warnings
@@ -62,28 +62,17 @@ class Book:
         if expect is not None:
             self.bad.append(f"{name}.onnx\t{expect}")
             return
+        x = base.batch_of(x)
         with torch.inference_mode():
             y = model(x)
-        self.save(name, x, y)
-
-    def save(self, name, x, y):
-        """The input and PyTorch's output; a batch of rows (x.shape[0] > 1) runs with --batch."""
-        if x.shape[0] == 1:
-            base.save_good(self.out, name, x, y)
-            self.good.append(name)
-            return
-        base.write_input(os.path.join(self.out, name + ".input.safetensors"), x)
-        rows = y.reshape(x.shape[0], -1).double().numpy()
-        with open(os.path.join(self.out, name + ".ref.json"), "w") as f:
-            json.dump({"output": [float(v) for v in rows[0]],
-                       "top5": [int(i) for i in np.argsort(-rows[0], kind="stable")[:5]],
-                       "outputs": [[float(v) for v in row] for row in rows]}, f)
-        self.good.append(f"{name} {x.shape[0]}")
+        base.save_good(self.out, name, x, y)
+        self.good.append(name)
 
     def helper(self, name, nodes, inits, x, y=None, expect=None, opset=13,
                elem=TensorProto.FLOAT, outputs=("y",), inputs_extra=()):
-        """A graph made with onnx.helper; good (its reference `y`) when `expect` is None."""
-        shape = list(x.shape) if hasattr(x, "shape") else list(x)
+        """A graph made with onnx.helper; good (its reference `y` for the rows of `x`, made by
+        base.batch_of) when `expect` is None. The graph's input has a batch of 1."""
+        shape = [1] + list(x.shape[1:]) if hasattr(x, "shape") else list(x)
         ins = [helper.make_tensor_value_info("x", elem, shape)] + list(inputs_extra)
         outs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs]
         graph = helper.make_graph(nodes, "g", ins, outs, inits)
@@ -285,7 +274,7 @@ def padding(book):
     ]
     inits = [base.init(n, v) for n, v in
              [("w1", w1), ("w2", w2), ("b2", b2), ("w3", w3), ("g", g), ("gb", gb)]]
-    x = image((1, 3, 10, 10), 62)
+    x = base.batch_of(image((1, 3, 10, 10), 62))
     c1 = F.conv2d(F.pad(x, (1, 1, 0, 2)), t(w1))  # F.pad: (left, right, top, bottom)
     lo = same_pads(10, 3, 2)
     c2 = F.conv2d(F.pad(c1, (lo[1], lo[0], lo[1], lo[0])), t(w2), t(b2), stride=2)
@@ -297,7 +286,7 @@ def padding(book):
           F.avg_pool2d(F.pad(torch.ones_like(a1), pad_a2), 2, 1))  # over the input part only
     mp = same_pads(a2.shape[2], 3, 2)
     m = F.max_pool2d(F.pad(a2, (mp[0], mp[1], mp[0], mp[1]), value=float("-inf")), 3, 2)
-    book.helper("user_pads", nodes, inits, x, m.reshape(1, -1) @ t(g).T + t(gb))
+    book.helper("user_pads", nodes, inits, x, m.flatten(1) @ t(g).T + t(gb))
 
 
 class Groups(nn.Module):
@@ -342,7 +331,7 @@ def gemm(book):
         helper.make_node("Softmax", ["m"], ["y"], name="softmax", axis=-1),
     ]
     inits = [base.init(n, v) for n, v in [("b1", b1), ("c1", c1), ("b2", b2), ("w3", w3)]]
-    x = image((1, 6), 82)
+    x = base.batch_of(image((1, 6), 82))
     r = torch.relu(0.7 * (x @ t(b1)) + 0.3 * t(c1))
     book.helper("user_gemm", nodes, inits, x, torch.softmax((r @ t(b2).T) @ t(w3), -1))
     book.helper("user_gemm_transa",
@@ -373,10 +362,10 @@ def shapes(book):
     inits = [base.init("w", w), base.init("b", b), base.init("g", g), base.init("w2", w2),
              ints("keep_rest", [0, -1]), ints("m1_6", [-1, 6]), ints("hw", [2, 3]),
              ints("to4", [0, -1, 1, 1])]
-    x = image((1, 4, 3, 3), 92)
-    m = F.conv2d(x, t(w), t(b)).reshape(1, -1) @ t(g)
-    c2 = F.conv2d(m.reshape(1, 6, 1, 1), t(w2))
-    book.helper("user_reshape", nodes, inits, x, torch.sigmoid(c2).reshape(1, -1))
+    x = base.batch_of(image((1, 4, 3, 3), 92))
+    m = F.conv2d(x, t(w), t(b)).flatten(1) @ t(g)
+    c2 = F.conv2d(m.reshape(-1, 6, 1, 1), t(w2))
+    book.helper("user_reshape", nodes, inits, x, torch.sigmoid(c2).flatten(1))
     for axis in (0, 2):
         book.helper(f"user_flatten_axis{axis}",
                     [helper.make_node("Flatten", ["x"], ["y"], name="flat", axis=axis)], [],
@@ -527,8 +516,8 @@ def randomize_prelu(model, seed):
 
 def activations(book):
     """LeakyRelu, Tanh, Elu; PRelu (one slope, one per channel, on [N, C, H, W] and [N, F]) and
-    GELU (torch.onnx's Div-Erf-Add-Mul-Mul) at a batch of 2; GELU's near misses and its tanh
-    approximation refused."""
+    GELU (torch.onnx's Div-Erf-Add-Mul-Mul), from two images (batch_of adds a third); GELU's near
+    misses and its tanh approximation refused."""
     for opset in (9, 13):
         torch.manual_seed(121)
         book.export(f"user_lenet{opset}", LeNet(), image((1, 1, 28, 28), 122), opset=opset)
@@ -613,7 +602,7 @@ class Upsampled(nn.Module):
 
 def unsupported_layers(book):
     """Upsample and Resize by integer scales (nearest at opsets 9, 11, 13; bilinear at 11, 13;
-    to a size) and ConvTranspose (with output_padding, grouped) run at a batch of 2; a fractional
+    to a size) and ConvTranspose (with output_padding, grouped) run from two images; a fractional
     scale, align_corners, opset 9's linear, cubic, an output_padding beyond the pad and the
     non-zero pads are refused."""
     torch.manual_seed(131)
@@ -690,9 +679,28 @@ class SeparableSE(nn.Module):
         return self.fc(torch.flatten(self.out(x), 1))
 
 
+class FlatNorm(nn.Module):
+    """A conv's output flattened, then a BatchNorm1d and a PReLU per feature (C*H*W of them):
+    each feature is one channel of the conv at one pixel, so over K ranks and a batch > 1 the
+    features must be read in the flattened order, not in the conv's channel-major layout."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 6, 3, padding=1)
+        self.bn = nn.BatchNorm1d(6 * 5 * 5)
+        self.act = nn.PReLU(6 * 5 * 5)
+        self.fc = nn.Linear(6 * 5 * 5, 7)
+
+    def forward(self, x):
+        return self.fc(self.act(self.bn(torch.flatten(self.c(x), 1))))
+
+
 def blocks(book):
     torch.manual_seed(151)
     book.export("user_separable_se", bn_all(SeparableSE(), 152), image((2, 3, 6, 6), 153))
+    torch.manual_seed(154)
+    book.export("user_flat_batchnorm", randomize_prelu(bn_all(FlatNorm(), 155), 156),
+                image((1, 3, 5, 5), 157))
 
 
 class WidthBias(nn.Module):
@@ -743,7 +751,7 @@ def graphs(book):
     unused = [base.init("unused_f32", rng.uniform(size=(3, 3))), ints("unused_i64", [1, 2, 3]),
               numpy_helper.from_array(np.ones((2, 2), np.float16), "unused_f16"),
               numpy_helper.from_array(np.ones((2,), np.float64), "unused_f64")]
-    x = image((1, 3, 6, 6), 142)
+    x = base.batch_of(image((1, 3, 6, 6), 142))
     r = torch.relu(F.conv2d(x, t(w), padding=1))
     y = r.mean(dim=(2, 3)) @ t(g)
     listed = [helper.make_tensor_value_info("g", TensorProto.FLOAT, [4, 5]),

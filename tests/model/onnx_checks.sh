@@ -4,9 +4,10 @@
 
 # check_good MODEL ARGS...: `serf model import` of $tmp/MODEL.onnx, then `serf infer` of its input
 # with each ARGS; the outputs are compared with PyTorch's by compare_all, in one Python process for
-# every case (one numpy import: a Python per case cost seconds each under load).
+# every case (one numpy import: a Python per case cost seconds each under load). ARGS with
+# `--batch B`, B > 1, read MODEL.bB.input.safetensors and compare with MODEL.bB.ref.json.
 check_good() {
-  local model="$1" args n=0
+  local model="$1" args n=0 stem
   shift
   if ! "$serf" model import "$tmp/$model.onnx" --out "$tmp/$model.json" \
       --weights "$tmp/$model.safetensors" > "$tmp/$model.import.txt"; then
@@ -14,10 +15,13 @@ check_good() {
   fi
   for args in "$@"; do
     n=$((n + 1))
+    stem="$tmp/$model"
+    [[ " $args " =~ \ --batch\ ([0-9]+)\  ]] && [ "${BASH_REMATCH[1]}" != 1 ] &&
+      stem="$tmp/$model.b${BASH_REMATCH[1]}"
     # shellcheck disable=SC2086
     if "$serf" infer --model "$tmp/$model.json" --weights "$tmp/$model.safetensors" \
-        --input "$tmp/$model.input.safetensors" $args --json > "$tmp/$model.out$n.json"; then
-      printf '%s\t%s\t%s\n' "$tmp/$model.out$n.json" "$tmp/$model.ref.json" "$model ($args)" \
+        --input "$stem.input.safetensors" $args --json > "$tmp/$model.out$n.json"; then
+      printf '%s\t%s\t%s\n' "$tmp/$model.out$n.json" "$stem.ref.json" "$model ($args)" \
         >> "$tmp/compare.tsv"
     else
       echo "FAIL: infer $model $args"; fail=1

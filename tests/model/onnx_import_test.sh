@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # serf model import on small ONNX models made at test time (scripts/onnx_test_models.py): every
 # supported operator imports and runs like PyTorch (max relative error <= 1e-4, top-5 equal;
-# unpartitioned and over K = 2, 3), and every bad model is one line, exit 2, nothing written.
+# unpartitioned and over K = 2, 3; batch 1 and 3, every row compared), and every bad model is one
+# line, exit 2, nothing written.
 # onnx_user_test.sh does the same for models a user might export.
 # Exit 77 (CTest skip) without python3-torch / python3-onnx.
 set -uo pipefail
@@ -14,7 +15,8 @@ if [ $rc = 77 ]; then echo "skipped: $(tail -1 "$tmp/gen.err")"; exit 77; fi
 source "$root/tests/model/onnx_checks.sh"
 fail=0
 for model in every_op helper opset10 pads gates gates14 shuffle; do
-  check_good "$model" "--threads 1" "--threads 2 --inter-sim 2" "--threads 1 --inter-sim 3"
+  check_good "$model" "--threads 1" "--threads 1 --batch 3" "--threads 2 --inter-sim 2" \
+    "--threads 2 --inter-sim 2 --batch 3" "--threads 1 --inter-sim 3 --batch 3"
 done
 compare_all
 grep -q "2 batchnorms folded" "$tmp/every_op.import.txt" || { cat "$tmp/every_op.import.txt"; echo "FAIL: folding"; fail=1; }

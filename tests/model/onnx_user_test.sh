@@ -3,8 +3,8 @@
 # time: opsets, control flow, pooling and padding corners, grouped convs, Gemm forms, shapes,
 # softmax heads, clips, activations, PRelu, GELU, Upsample / Resize, types, outputs ...): each
 # either imports and runs like PyTorch (max relative error <= 1e-4, top-5 equal; unpartitioned and
-# over K = 2, every row of a batch where the model lists one) or is refused with one line naming
-# the node and what is unsupported, exit 2, nothing written.
+# over K = 2, each at batch 1 and 3, every row of the batch compared) or is refused with one line
+# naming the node and what is unsupported, exit 2, nothing written.
 # Exit 77 (CTest skip) without python3-torch / python3-onnx.
 set -uo pipefail
 serf="$1"; root="$2"
@@ -15,8 +15,9 @@ if [ $rc = 77 ]; then echo "skipped: $(tail -1 "$tmp/gen.err")"; exit 77; fi
 [ $rc = 0 ] || { cat "$tmp/gen.err"; echo "FAIL: making the user models"; exit 1; }
 source "$root/tests/model/onnx_checks.sh"
 fail=0
-while read -r model batch; do
-  check_good "$model" "--threads 1 --batch ${batch:-1}" "--threads 2 --inter-sim 2 --batch ${batch:-1}"
+while read -r model; do
+  check_good "$model" "--threads 1" "--threads 1 --batch 3" "--threads 2 --inter-sim 2" \
+    "--threads 2 --inter-sim 2 --batch 3"
 done < "$tmp/user_good.txt"
 compare_all
 check_bad "$tmp/user_bad.tsv"
