@@ -48,8 +48,22 @@ if(NOT SERF_WITH_MPI STREQUAL "OFF")
 endif()
 
 # CUDA: AUTO builds the backend when nvcc and cuDNN/cuBLAS are found; ON insists.
+# nvcc is found where CMake's own FindCUDAToolkit looks, in its order: CMAKE_CUDA_COMPILER or the
+# CUDACXX environment variable when given; else CUDAToolkit_ROOT (CMake or environment variable),
+# then PATH, then the CUDA_PATH environment variable, then /usr/local/cuda (the toolkit's default
+# symlink on Linux, so AUTO finds it when nvcc is not on PATH).
 set(SERF_HAVE_CUDA OFF)
 if(NOT SERF_WITH_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
+    find_program(SERF_NVCC nvcc
+                 HINTS ${CUDAToolkit_ROOT} ENV CUDAToolkit_ROOT
+                 PATHS ENV CUDA_PATH /usr/local/cuda
+                 PATH_SUFFIXES bin
+                 DOC "nvcc, found as FindCUDAToolkit would (CUDAToolkit_ROOT, PATH, CUDA_PATH, /usr/local/cuda)")
+    if(SERF_NVCC)
+      set(CMAKE_CUDA_COMPILER ${SERF_NVCC} CACHE FILEPATH "CUDA compiler")
+    endif()
+  endif()
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
@@ -59,15 +73,18 @@ if(NOT SERF_WITH_CUDA STREQUAL "OFF")
     endif()
     enable_language(CUDA)
     find_package(CUDAToolkit)
-    find_library(SERF_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
-    find_path(SERF_CUDNN_INCLUDE cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+    # cuDNN beside the toolkit that was found (or where CUDNN_ROOT / CUDNN_PATH say).
+    find_library(SERF_CUDNN_LIBRARY cudnn HINTS ${CUDNN_ROOT} ENV CUDNN_ROOT ENV CUDNN_PATH
+                 ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib64 lib)
+    find_path(SERF_CUDNN_INCLUDE cudnn.h HINTS ${CUDNN_ROOT} ENV CUDNN_ROOT ENV CUDNN_PATH
+              ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
     if(CUDAToolkit_FOUND AND SERF_CUDNN_LIBRARY AND SERF_CUDNN_INCLUDE AND TARGET CUDA::cublas)
       set(SERF_HAVE_CUDA ON)
     endif()
   endif()
   if(SERF_WITH_CUDA STREQUAL "ON" AND NOT SERF_HAVE_CUDA)
     message(FATAL_ERROR "SERF_WITH_CUDA=ON but nvcc, cuDNN or cuBLAS was not found "
-                        "(set CMAKE_CUDA_COMPILER, or use SERF_WITH_CUDA=AUTO)")
+                        "(set CUDAToolkit_ROOT or CMAKE_CUDA_COMPILER, or use SERF_WITH_CUDA=AUTO)")
   endif()
 endif()
 
