@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "serf/core/statistics.h"
+
 namespace serf::serve {
 
 namespace {
@@ -252,10 +254,7 @@ std::optional<double> ServeMetrics::window_p99_s(size_t* answers) const {
   }
   *answers = window.size();
   if (window.empty()) return std::nullopt;
-  // Nearest rank: the smallest latency at or above 99 % of the window's answers.
-  const size_t rank = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(window.size())));
-  std::nth_element(window.begin(), window.begin() + static_cast<long>(rank - 1), window.end());
-  return window[rank - 1];
+  return quantile(std::move(window), 0.99);  // the one definition (serf/core/statistics.h)
 }
 
 StatusSnapshot ServeMetrics::snapshot(const LiveStatus& live) const {
@@ -421,8 +420,8 @@ std::string ServeMetrics::prometheus_text(const LiveStatus& live) const {
             window + " (NaN: no prediction, or unstable at that rate).",
         predicted_ms ? *predicted_ms / 1e3 : NAN, &out);
   gauge("serf_observed_p99_latency_seconds",
-        "99th percentile (nearest rank) of the latencies answered over the last " + window +
-            " (at most the last " + std::to_string(kLatencySamples) + " answers).",
+        "99th percentile (interpolated, numpy's default) of the latencies answered over the last " +
+            window + " (at most the last " + std::to_string(kLatencySamples) + " answers).",
         observed_p99_s.value_or(NAN), &out);
   gauge("serf_predicted_p99_latency_seconds",
         "The planner's tail approximation of the 99th percentile latency for the running "

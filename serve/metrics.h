@@ -126,7 +126,7 @@ class ServeMetrics {
   Second& bucket(double at_s);
   double window_span_s() const;
   void totals(uint64_t* ended, uint64_t* answered, double* latency_sum_s) const;
-  // The p99 (nearest rank) of the answers over the window and how many there were; under mutex_.
+  // The p99 (serf::quantile) of the answers over the window and how many there were; under mutex_.
   std::optional<double> window_p99_s(size_t* answers) const;
   void write_configuration(const LiveStatus& live, std::string* out) const;
   void note_generation(const RequestRecord& r);

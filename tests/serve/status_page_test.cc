@@ -53,7 +53,7 @@ TEST_CASE("the snapshot counts outcomes, takes the window's p99 and sees switche
   REQUIRE(s.timed_out == 1);
   REQUIRE(s.received == 103);
   REQUIRE(s.window_answered == 101);
-  // Nearest rank: the 100th of 101 sorted answers is 100 ms.
+  // serf::quantile at 0.99 of 101 sorted answers: h = 0.99 * 100 = 99, the 100th, 100 ms.
   REQUIRE(s.observed_p99_ms.value() == Approx(100.0));
   REQUIRE(s.observed_mean_ms.value() == Approx((5050.0 + 200.0) / 101.0));
   REQUIRE(!s.predicted_mean_ms);  // no profile or table
