@@ -381,7 +381,7 @@ Status serve_on_controller(const ServeOptions& o, const ServePlan& plan, Runtime
 
 Status run_serve(const ServeOptions& o) {
   // Flags are checked inside the runtime, on every rank, so only rank 0 prints the error.
-  return launch_runtime(o.runtime, [&](RuntimeSession& session) -> Status {
+  return end_runtime(launch_runtime(o.runtime, [&](RuntimeSession& session) -> Status {
     ServePlan plan;
     SERF_RETURN_IF_ERROR(plan_serve(o, session, &plan));
     session.prepare_ahead = ahead_configurations(o, plan);
@@ -389,7 +389,7 @@ Status run_serve(const ServeOptions& o) {
     return session.run_controller([&](serve::Controller& controller) -> Status {
       return serve_on_controller(o, plan, session, controller);
     });
-  });
+  }));
 }
 
 // One timed run's answers (b rows, in order) into `p`: the batch's service time, its per-layer
@@ -424,7 +424,7 @@ Status add_infer_run(const std::vector<serve::InferAnswer>& answers, double serv
 
 Status run_infer_inter(const RuntimeFlags& flags, const Configuration& config, int repeat,
                        bool json, const std::string& output_out) {
-  return launch_runtime(flags, [&](RuntimeSession& session) -> Status {
+  return end_runtime(launch_runtime(flags, [&](RuntimeSession& session) -> Status {
     SERF_RETURN_IF_ERROR(session.check_configuration(config, "--inter"));
     if (config.inter != session.nodes) {
       return InvalidArgument("--inter " + std::to_string(config.inter) +
@@ -466,7 +466,7 @@ Status run_infer_inter(const RuntimeFlags& flags, const Configuration& config, i
       }
       return print_infer(p, json);
     });
-  });
+  }));
 }
 
 void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {

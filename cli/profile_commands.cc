@@ -424,7 +424,7 @@ Status read_refresh_files(const ProfileFlags& f) {
 
 Status run_profile(const ProfileFlags& f) {
   // Flags are checked inside the runtime, on every rank, so only rank 0 prints the error.
-  return launch_runtime(
+  return end_runtime(launch_runtime(
       f.runtime,
       [&](RuntimeSession& session) -> Status {
         if (f.samples < 1)
@@ -443,7 +443,7 @@ Status run_profile(const ProfileFlags& f) {
                               : measure_tuples(f, plan, session, controller);
         });
       },
-      [&] { return read_refresh_files(f); });
+      [&] { return read_refresh_files(f); }));
 }
 
 // The exhaustive run's flags: each only with --exhaustive (alone it would be silently ignored).

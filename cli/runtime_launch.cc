@@ -127,12 +127,14 @@ Status RuntimeSession::check_configuration(const Configuration& config,
 
 #ifndef SERF_HAVE_MPI
 
-Status launch_runtime(const RuntimeFlags&, const std::function<Status(RuntimeSession&)>&,
-                      const std::function<Status()>&) {
-  return InvalidArgument(
-      "this serf was built without MPI (SERF_HAVE_MPI is OFF); install Open MPI "
-      "(scripts/setup) and rebuild to use the distributed runtime");
+RuntimeOutcome launch_runtime(const RuntimeFlags&, const std::function<Status(RuntimeSession&)>&,
+                              const std::function<Status()>&) {
+  return {
+      InvalidArgument("this serf was built without MPI (SERF_HAVE_MPI is OFF); install Open MPI "
+                      "(scripts/setup) and rebuild to use the distributed runtime")};
 }
+
+Status end_runtime(const RuntimeOutcome& outcome) { return outcome.status; }
 
 #else
 
@@ -362,69 +364,78 @@ void write_error_line(int rank, const Status& status) {
   }
 }
 
-// MPI_Finalize's own bound can only say that some rank hung: the nodes check in first, so rank 0
-// names the missing one. Its results are out by then; it says so and exits, without MPI_Finalize
-// (which would wait for that rank) and without MPI_Abort: with a node stopped, rank 0's MPI_Abort
-// left the job running past 60 s in one CI run of three (mpirun's kill sends the stopped rank a
-// SIGCONT first). mpirun sees rank 0 end before MPI_Finalize and ends the job.
-void finalize_check_in(mpi::Environment& env, double timeout_s) {
-  const Status in = env.check_in("MPI_Finalize after the nodes' bye", timeout_s);
-  if (in.ok()) return;
-  write_error_line(env.rank(), in);
-  std::_Exit(in.exit_code());
-}
-
 }  // namespace
 
-Status launch_runtime(const RuntimeFlags& flags, const std::function<Status(RuntimeSession&)>& body,
-                      const std::function<Status()>& read_files) {
+RuntimeOutcome launch_runtime(const RuntimeFlags& flags,
+                              const std::function<Status(RuntimeSession&)>& body,
+                              const std::function<Status()>& read_files) {
   // The bound of every wait on the other ranks; a bad flag is reported below, after the agreement.
   const double timeout_s = flags.node_timeout_s >= 0.01 && flags.node_timeout_s <= 86400
                                ? flags.node_timeout_s
                                : RuntimeFlags().node_timeout_s;
   // MPI_Init also waits for mpirun to start every rank, which takes seconds for dozens of ranks
   // on a loaded machine: a longer bound.
-  SERF_ASSIGN_OR_RETURN(g_environment, mpi::Environment::Create(std::max(3 * timeout_s, 10.0)));
+  StatusOr<std::unique_ptr<mpi::Environment>> created =
+      mpi::Environment::Create(std::max(3 * timeout_s, 10.0));
+  if (!created.ok()) return {created.status()};
+  g_environment = std::move(created).value();
   mpi::Environment* env = g_environment.get();
   env->set_finish_bound_s(timeout_s);
   const int rank = env->rank();
   Status status;
   bool started = false;
   {
-    MpiSession session(*env, flags, timeout_s);
-    mpi::arm_phase_fault(session.fault_plan(), rank);  // the hidden test hook (hang-at-start)
+    auto session = std::make_unique<MpiSession>(*env, flags, timeout_s);
+    mpi::arm_phase_fault(session->fault_plan(), rank);  // the hidden test hook (hang-at-start)
     // An exception (std::bad_alloc) becomes this rank's Status, so it still reaches the agreement.
     status = run_guarded([&] {
       if (read_files) SERF_RETURN_IF_ERROR(read_files());
-      SERF_RETURN_IF_ERROR(session.prepare());
-      return body(session);
+      SERF_RETURN_IF_ERROR(session->prepare());
+      return body(*session);
     });
     // Every rank takes part in the agreement once: in run_controller when its checks passed,
     // here when they failed.
-    if (!session.agreed) status = session.agree(status);
-    started = session.started;
+    if (!session->agreed) status = session->agree(status);
+    started = session->started;
     // Rank 0 never sent the verdict (dead or hung): rank 1 gives up first (Environment::agree)
     // and alone says so, so the user reads one line. The nodes exit (mpirun then ends the job)
-    // instead of MPI_Abort, which leaves a process's last output for mpirun to forward.
-    if (rank != 0 && !session.complete) {
-      if (rank == 1) std::cerr << "serf: error: rank 1: " << status.message() << "\n";
-      std::cerr.flush();
-      std::fflush(nullptr);
-      std::_Exit(status.exit_code());
+    // instead of MPI_Abort, which leaves a process's last output for mpirun to forward. The
+    // session is left as it is: the process ends at once, and its teardown could wait on rank 0.
+    if (rank != 0 && !session->complete) {
+      session.release();  // NOLINT(bugprone-unused-return-value): deliberately never torn down
+      return {status, JobEnd::kExit, rank == 1};
     }
   }
   if (status.ok()) mpi::at_phase("finalize");
-  if (status.ok() && started) finalize_check_in(*env, timeout_s);
-  if (status.ok() || !started) {
-    // The one way out: the same Status on every rank; main() prints it on rank 0 only and exits
-    // with its code, and MPI is finalised at that exit (bounded).
-    return status;
+  // MPI_Finalize's own bound can only say that some rank hung: the nodes check in first, so rank
+  // 0 names the missing one. Its results are out by then; it says so and exits, without
+  // MPI_Finalize (which would wait for that rank) and without MPI_Abort: with a node stopped,
+  // rank 0's MPI_Abort left the job running past 60 s in one CI run of three (mpirun's kill sends
+  // the stopped rank a SIGCONT first).
+  if (status.ok() && started) {
+    Status in = env->check_in("MPI_Finalize after the nodes' bye", timeout_s);
+    if (!in.ok()) return {std::move(in), JobEnd::kExit, true};
   }
-  // A fault after the start: a peer may be dead or hung, so MPI_Finalize (which waits for every
-  // rank) could block and nodes inside collectives cannot be told to stop. The rank that found it
-  // reports it and MPI_Abort ends every process of the job with its code.
-  write_error_line(rank, status);
-  env->abort(status.exit_code());
+  // The one way out when every rank agrees: the same Status on every rank.
+  if (status.ok() || !started) return {status};
+  // A fault after the start: a peer may be dead or hung (MPI_Finalize could block) and nodes
+  // inside collectives cannot be told to stop.
+  return {status, JobEnd::kAbortJob, true};
+}
+
+Status end_runtime(const RuntimeOutcome& outcome) {
+  if (outcome.end == JobEnd::kFinalize) return outcome.status;
+  const int rank = g_environment ? g_environment->rank() : 0;
+  if (outcome.say) {
+    write_error_line(rank, outcome.status);
+  } else {
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+  }
+  if (outcome.end == JobEnd::kAbortJob && g_environment)
+    g_environment->abort(outcome.status.exit_code());
+  std::_Exit(outcome.status.exit_code());
 }
 
 #endif

@@ -95,16 +95,39 @@ class RuntimeSession {
   virtual std::string placement() const = 0;
 };
 
-// Starts MPI, checks the flags on every rank, runs `body`. Returns on every rank the same Status
-// (the start-up agreement's verdict on bad input, or the run's), MPI finalised: main() prints it on
-// rank 0 only and exits with its code. The exception is a fault after the start (a node dead or
-// hung, or a rank missing at the agreement): the rank that found it prints one line and tears the
-// job down (MPI_Abort) with the Status's exit code, as MPI needs there. `read_files`, when
-// given, runs first on every rank, before the nodes' model and weights are loaded: the command's
-// own input files are refused before that work (a bad --drift file waited for imagenet22k's
-// weights).
-Status launch_runtime(const RuntimeFlags& flags, const std::function<Status(RuntimeSession&)>& body,
-                      const std::function<Status()>& read_files = {});
+// How a rank leaves the job after launch_runtime (end_runtime carries it out).
+enum class JobEnd {
+  // Every rank has the same Status (the start-up agreement's verdict on bad input, or the run's):
+  // main() prints it on rank 0 only and exits with its code; MPI is finalised at that exit.
+  kFinalize,
+  // A peer is dead or hung, so MPI_Finalize (which waits for every rank) could block: this rank
+  // prints its line when `say` and leaves at once with the Status's code; mpirun, seeing a rank
+  // end before MPI_Finalize, ends the job. (A node when rank 0 never sent the verdict: rank 1
+  // alone says so. Rank 0 when a node did not check in before MPI_Finalize: its results are out.)
+  kExit,
+  // A fault after the start (a node dead or hung): nodes inside collectives cannot be told to
+  // stop, so this rank prints its line and MPI_Abort ends every process with the Status's code.
+  kAbortJob,
+};
+
+struct RuntimeOutcome {
+  Status status;
+  JobEnd end = JobEnd::kFinalize;
+  bool say = false;  // kExit: this rank prints the error line before it leaves
+};
+
+// Starts MPI, checks the flags on every rank, runs `body`, and returns this rank's Status and how
+// it must leave the job (JobEnd); it never ends the process itself. `read_files`, when given,
+// runs first on every rank, before the nodes' model and weights are loaded: the command's own
+// input files are refused before that work (a bad --drift file waited for imagenet22k's weights).
+[[nodiscard]] RuntimeOutcome launch_runtime(const RuntimeFlags& flags,
+                                            const std::function<Status(RuntimeSession&)>& body,
+                                            const std::function<Status()>& read_files = {});
+
+// The caller's side of launch_runtime: returns the Status for kFinalize (main() reports it); for
+// kExit and kAbortJob prints the line this rank owes and ends the process (or the job) with the
+// Status's exit code, the exit codes docs/runtime.md lists.
+Status end_runtime(const RuntimeOutcome& outcome);
 
 // Measurements of an open-loop run: JSON at `path` and CSV at `path` + ".csv" (nothing when empty).
 // `overloads`: the table scheduler's notes that the load exceeded every configuration of its table.
