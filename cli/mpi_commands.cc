@@ -469,21 +469,11 @@ Status run_infer_inter(const RuntimeFlags& flags, const Configuration& config, i
   }));
 }
 
-void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
-  auto serve = std::make_shared<ServeOptions>();
-  auto* sub = app.add_subcommand(
-      "serve",
-      "Serve Poisson arrivals on N nodes under mpirun (rank 0 controls, ranks 1..N compute), "
-      "switching\n"
-      "configuration online per --schedule; writes every request's latency (from its scheduled "
-      "arrival).\n"
-      "  mpirun -np 5 serf serve --emulate profile.json --config 1,1,1 --rate 50 --requests 500");
-  add_runtime_flags(sub, &serve->runtime);
-  serve->runtime.graceful_stop = true;
-  // serve --emulate P --model M: emulated nodes, the front ends take M's tensor shapes.
-  sub->get_option("--model")->remove_excludes(sub->get_option("--emulate"));
-  sub->get_option("--emulate")->remove_excludes(sub->get_option("--model"));
-  add_frontend_flags(sub, &serve->frontends);
+namespace {
+
+// serve's workload: the initial configuration and its switches (--schedule, or --table by the
+// measured rate), and the generated arrivals (--rate or --load). Returns the --table option.
+CLI::Option* add_serve_workload_flags(CLI::App* sub, ServeOptions* serve) {
   sub->add_option(
       "--config", serve->config,
       "initial configuration c,K,T or c,K,T,b (batches at once, nodes per batch, threads per "
@@ -507,12 +497,11 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
                       "to the table's configuration for the measured arrival rate");
   table->excludes("--schedule");
   serve->arrivals.add(sub, "");
-  sub->add_option("--recalibrate", serve->recalibrate,
-                  "on: follow the machine's service time while serving (a CUSUM per tuple; a "
-                  "sustained drift updates the profile and re-plans the --table in the "
-                  "background; docs/calibration.md); off: keep the profile as given (default on)")
-      ->check(CLI::IsMember({"on", "off"}));
-  // Each of these alone would be silently ignored: refused instead.
+  return table;
+}
+
+// What --table switching may do (each needs --table: alone it would be silently ignored).
+void add_serve_table_flags(CLI::App* sub, ServeOptions* serve, CLI::Option* table) {
   sub->add_option("--switch-cost", serve->switch_cost,
                   "with --table: on: take a switch only when the latency it saves over its "
                   "expected dwell exceeds the wait its measured drain and reconfiguration add "
@@ -536,6 +525,15 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
                   "with --table: seconds at least between two switches (hysteresis)")
       ->check(finite_range(0, 86400))
       ->needs(table);
+}
+
+// The rate monitor, the self-calibration, the generated requests' count and the files serve writes.
+void add_serve_output_flags(CLI::App* sub, ServeOptions* serve) {
+  sub->add_option("--recalibrate", serve->recalibrate,
+                  "on: follow the machine's service time while serving (a CUSUM per tuple; a "
+                  "sustained drift updates the profile and re-plans the --table in the "
+                  "background; docs/calibration.md); off: keep the profile as given (default on)")
+      ->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--rate-window", serve->rate_window_s,
                   "seconds of arrivals the rate monitor averages over")
       ->check(positive_finite());
@@ -554,6 +552,28 @@ void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
              "also draw latency over time, the arrival rate and every switch to this PNG "
              "(scripts/plot_serve.py; needs --out)",
              false);
+}
+
+}  // namespace
+
+void register_mpi_commands(CLI::App& app, CommandRegistry& registry) {
+  auto serve = std::make_shared<ServeOptions>();
+  auto* sub = app.add_subcommand(
+      "serve",
+      "Serve Poisson arrivals on N nodes under mpirun (rank 0 controls, ranks 1..N compute), "
+      "switching\n"
+      "configuration online per --schedule; writes every request's latency (from its scheduled "
+      "arrival).\n"
+      "  mpirun -np 5 serf serve --emulate profile.json --config 1,1,1 --rate 50 --requests 500");
+  add_runtime_flags(sub, &serve->runtime);
+  serve->runtime.graceful_stop = true;
+  // serve --emulate P --model M: emulated nodes, the front ends take M's tensor shapes.
+  sub->get_option("--model")->remove_excludes(sub->get_option("--emulate"));
+  sub->get_option("--emulate")->remove_excludes(sub->get_option("--model"));
+  add_frontend_flags(sub, &serve->frontends);
+  CLI::Option* table = add_serve_workload_flags(sub, serve.get());
+  add_serve_table_flags(sub, serve.get(), table);
+  add_serve_output_flags(sub, serve.get());
   registry.add(
       sub, [serve] { return run_serve(*serve); }, [] { return true; });
 

@@ -261,92 +261,109 @@ CLI::Option* add_slo(CLI::App* sub, double* slo_ms) {
       ->required();
 }
 
+// serf predict: one configuration's mean latency at a rate.
+void register_predict(CLI::App& app, CommandRegistry& registry) {
+  auto f = std::make_shared<PredictFlags>();
+  auto* sub = app.add_subcommand(
+      "predict",
+      "Predict the mean latency of one configuration (c, K, T) at a cluster arrival rate\n"
+      "(exit 3 when the load is unstable)");
+  f->common.add(sub, true, true, false);
+  f->configuration.add(sub);
+  add_rate(sub, &f->rate,
+           "cluster-wide arrival rate in requests/s (a unit of K nodes sees R / floor(N/K))")
+      ->required();
+  f->common.tail.add_percentile(sub);
+  registry.add(sub, [f] { return run_predict(*f); });
+}
+
+// plan --cost-of-exhaustive and the flags that need it (PlanFlags::cost_flags).
+void add_cost_flags(CLI::App* sub, PlanFlags* f) {
+  sub->add_flag("--cost-of-exhaustive", f->cost_of_exhaustive,
+                "also project what measuring every configuration at every --rates level would "
+                "cost (each run to --precision), against the tuple profile (Table II)");
+  f->cost_flags.push_back(
+      sub->add_option("--precision", f->cost.target.precision,
+                      "with --cost-of-exhaustive: the 95% CI half-width each point must reach, a "
+                      "fraction of its mean (default 0.03)")
+          ->check(finite_range(1e-4, 0.5)));
+  f->cost_flags.push_back(
+      sub->add_option("--min-duration", f->cost.target.min_duration_s,
+                      "with --cost-of-exhaustive: the shortest point, seconds (default 10)")
+          ->check(finite_range(0, 86400)));
+  f->cost_flags.push_back(
+      sub->add_option("--min-requests", f->cost.target.min_requests,
+                      "with --cost-of-exhaustive: answers after the warm-up a VALID point needs "
+                      "(default 100, as serf profile --exhaustive)")
+          ->check(int_range(1, 100000000)));
+  f->cost_flags.push_back(
+      sub->add_option("--percentile", f->cost.target.percentile,
+                      "with --cost-of-exhaustive: the percentile each point must bound, as serf "
+                      "profile --exhaustive (default 99: at least 368 answers per point)")
+          ->check(finite_range(50, 99.99)));
+  f->cost_flags.push_back(
+      sub->add_option("--switch-s", f->cost.switch_s,
+                      "with --cost-of-exhaustive: reconfiguration time per point, seconds "
+                      "(default 0)")
+          ->check(finite_range(0, 86400)));
+}
+
+// serf plan: the configuration table over load levels.
+void register_plan(CLI::App& app, CommandRegistry& registry) {
+  auto f = std::make_shared<PlanFlags>();
+  auto* sub = app.add_subcommand(
+      "plan",
+      "Build the configuration reference table: the best configuration at each load level\n"
+      "(exit 3, after writing the table, when some load levels are unstable)");
+  f->common.add(sub, true, false);
+  sub->add_option("--rates", f->rates,
+                  "cluster-wide load levels in requests/s: a,b,c or start:stop:step (inclusive)")
+      ->required();
+  sub->add_flag("--all", f->all, "also keep every configuration's predicted latency (for plots)");
+  add_cost_flags(sub, f.get());
+  add_output(sub, "--out", &f->out,
+             "table file to write (serf-table/1 JSON; a CSV is written beside it)", true);
+  f->common.tail.add_objective(sub);
+  registry.add(sub, [f] { return run_plan(*f); });
+}
+
+// serf size: the fewest nodes for an SLO.
+void register_size(CLI::App& app, CommandRegistry& registry) {
+  auto f = std::make_shared<SizeFlags>();
+  auto* sub = app.add_subcommand("size",
+                                 "Fewest nodes whose best configuration meets a mean-latency SLO "
+                                 "at a load (exit 3 if none)");
+  f->common.add(sub, false, true);
+  f->rate_opt = add_rate(sub, &f->rate, "cluster-wide arrival rate in requests/s");
+  f->rates_opt = sub->add_option("--rates", f->rates,
+                                 "size for several loads (requests/s): a,b,c or start:stop:step");
+  add_slo(sub, &f->slo_ms);
+  sub->add_option("--max-nodes", f->max_nodes,
+                  "largest cluster to consider, in nodes (default 1024)")
+      ->check(int_range(1, kMaxNodes));
+  f->common.tail.add_percentile(sub);
+  registry.add(sub, [f] { return run_size(*f); });
+}
+
+// serf capacity: the highest rate within an SLO.
+void register_capacity(CLI::App& app, CommandRegistry& registry) {
+  auto f = std::make_shared<CapacityFlags>();
+  auto* sub = app.add_subcommand(
+      "capacity",
+      "Highest cluster arrival rate (requests/s) whose best configuration meets the SLO");
+  f->common.add(sub, true, true);
+  add_slo(sub, &f->slo_ms);
+  f->common.tail.add_percentile(sub);
+  registry.add(sub, [f] { return run_capacity(*f); });
+}
+
 }  // namespace
 
 void register_queue_commands(CLI::App& app, CommandRegistry& registry) {
-  {
-    auto f = std::make_shared<PredictFlags>();
-    auto* sub = app.add_subcommand(
-        "predict",
-        "Predict the mean latency of one configuration (c, K, T) at a cluster arrival rate\n"
-        "(exit 3 when the load is unstable)");
-    f->common.add(sub, true, true, false);
-    f->configuration.add(sub);
-    add_rate(sub, &f->rate,
-             "cluster-wide arrival rate in requests/s (a unit of K nodes sees R / floor(N/K))")
-        ->required();
-    f->common.tail.add_percentile(sub);
-    registry.add(sub, [f] { return run_predict(*f); });
-  }
-  {
-    auto f = std::make_shared<PlanFlags>();
-    auto* sub = app.add_subcommand(
-        "plan",
-        "Build the configuration reference table: the best configuration at each load level\n"
-        "(exit 3, after writing the table, when some load levels are unstable)");
-    f->common.add(sub, true, false);
-    sub->add_option("--rates", f->rates,
-                    "cluster-wide load levels in requests/s: a,b,c or start:stop:step (inclusive)")
-        ->required();
-    sub->add_flag("--all", f->all, "also keep every configuration's predicted latency (for plots)");
-    sub->add_flag("--cost-of-exhaustive", f->cost_of_exhaustive,
-                  "also project what measuring every configuration at every --rates level would "
-                  "cost (each run to --precision), against the tuple profile (Table II)");
-    f->cost_flags.push_back(
-        sub->add_option("--precision", f->cost.target.precision,
-                        "with --cost-of-exhaustive: the 95% CI half-width each point must reach, a "
-                        "fraction of its mean (default 0.03)")
-            ->check(finite_range(1e-4, 0.5)));
-    f->cost_flags.push_back(
-        sub->add_option("--min-duration", f->cost.target.min_duration_s,
-                        "with --cost-of-exhaustive: the shortest point, seconds (default 10)")
-            ->check(finite_range(0, 86400)));
-    f->cost_flags.push_back(
-        sub->add_option("--min-requests", f->cost.target.min_requests,
-                        "with --cost-of-exhaustive: answers after the warm-up a VALID point needs "
-                        "(default 100, as serf profile --exhaustive)")
-            ->check(int_range(1, 100000000)));
-    f->cost_flags.push_back(
-        sub->add_option("--percentile", f->cost.target.percentile,
-                        "with --cost-of-exhaustive: the percentile each point must bound, as serf "
-                        "profile --exhaustive (default 99: at least 368 answers per point)")
-            ->check(finite_range(50, 99.99)));
-    f->cost_flags.push_back(
-        sub->add_option("--switch-s", f->cost.switch_s,
-                        "with --cost-of-exhaustive: reconfiguration time per point, seconds "
-                        "(default 0)")
-            ->check(finite_range(0, 86400)));
-    add_output(sub, "--out", &f->out,
-               "table file to write (serf-table/1 JSON; a CSV is written beside it)", true);
-    f->common.tail.add_objective(sub);
-    registry.add(sub, [f] { return run_plan(*f); });
-  }
-  {
-    auto f = std::make_shared<SizeFlags>();
-    auto* sub = app.add_subcommand("size",
-                                   "Fewest nodes whose best configuration meets a mean-latency SLO "
-                                   "at a load (exit 3 if none)");
-    f->common.add(sub, false, true);
-    f->rate_opt = add_rate(sub, &f->rate, "cluster-wide arrival rate in requests/s");
-    f->rates_opt = sub->add_option("--rates", f->rates,
-                                   "size for several loads (requests/s): a,b,c or start:stop:step");
-    add_slo(sub, &f->slo_ms);
-    sub->add_option("--max-nodes", f->max_nodes,
-                    "largest cluster to consider, in nodes (default 1024)")
-        ->check(int_range(1, kMaxNodes));
-    f->common.tail.add_percentile(sub);
-    registry.add(sub, [f] { return run_size(*f); });
-  }
-  {
-    auto f = std::make_shared<CapacityFlags>();
-    auto* sub = app.add_subcommand(
-        "capacity",
-        "Highest cluster arrival rate (requests/s) whose best configuration meets the SLO");
-    f->common.add(sub, true, true);
-    add_slo(sub, &f->slo_ms);
-    f->common.tail.add_percentile(sub);
-    registry.add(sub, [f] { return run_capacity(*f); });
-  }
+  register_predict(app, registry);
+  register_plan(app, registry);
+  register_size(app, registry);
+  register_capacity(app, registry);
 }
 
 }  // namespace serf::cli
