@@ -2,6 +2,7 @@
 # No target sees the source root: a room's headers reach only the targets that link its library
 # (serf_room_headers below), so an include across the layering fails to build.
 # SERF_WERROR makes every warning an error, the CUDA target's (nvcc and its host compiler) too.
+# SERF_SANITIZE (e.g. address,undefined) and SERF_SANITIZE_THREAD instrument every SERF target.
 function(serf_target_defaults tgt)
   target_compile_options(${tgt} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-unused-parameter>
@@ -13,6 +14,12 @@ function(serf_target_defaults tgt)
   if(SERF_SANITIZE_THREAD)
     target_compile_options(${tgt} PRIVATE -fsanitize=thread -g)
     target_link_options(${tgt} PUBLIC -fsanitize=thread)
+  endif()
+  if(SERF_SANITIZE)
+    # C++ only: nvcc does not take -fsanitize (the CUDA backend is off in a sanitizer build).
+    target_compile_options(${tgt} PRIVATE
+      $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${SERF_SANITIZE} -fno-omit-frame-pointer -g>)
+    target_link_options(${tgt} PUBLIC -fsanitize=${SERF_SANITIZE})
   endif()
 endfunction()
 
