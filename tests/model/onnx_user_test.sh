@@ -5,9 +5,12 @@
 # either imports and runs like PyTorch (max relative error <= 1e-4, top-5 equal; unpartitioned and
 # over K = 2, each at batch 1 and 3, every row of the batch compared) or is refused with one line
 # naming the node and what is unsupported, exit 2, nothing written.
+#   onnx_user_test.sh SERF ROOT [BATCH]   BATCH 1 (default): the batch-1 runs and the refusals;
+#                                         3: the batch-3 runs (CTest onnx_user_models_b3; two
+#                                         tests halve each one's time under a loaded machine)
 # Exit 77 (CTest skip) without python3-torch / python3-onnx.
 set -uo pipefail
-serf="$1"; root="$2"
+serf="$1"; root="$2"; batch="${3:-1}"
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 /usr/bin/python3 "$root/scripts/onnx_user_models.py" "$tmp" 2>"$tmp/gen.err"
 rc=$?
@@ -16,10 +19,13 @@ if [ $rc = 77 ]; then echo "skipped: $(tail -1 "$tmp/gen.err")"; exit 77; fi
 source "$root/tests/model/onnx_checks.sh"
 fail=0
 while read -r model; do
-  check_good "$model" "--threads 1" "--threads 1 --batch 3" "--threads 2 --inter-sim 2" \
-    "--threads 2 --inter-sim 2 --batch 3"
+  check_good "$model" "--threads 1 --batch $batch" "--threads 2 --inter-sim 2 --batch $batch"
 done < "$tmp/user_good.txt"
 compare_all
-check_bad "$tmp/user_bad.tsv"
-[ $fail = 0 ] && echo "ok: $(wc -l < "$tmp/user_good.txt") models run like PyTorch, $(wc -l < "$tmp/user_bad.tsv") refused"
+if [ "$batch" = 1 ]; then
+  check_bad "$tmp/user_bad.tsv"
+  [ $fail = 0 ] && echo "ok: $(wc -l < "$tmp/user_good.txt") models run like PyTorch, $(wc -l < "$tmp/user_bad.tsv") refused"
+else
+  [ $fail = 0 ] && echo "ok: $(wc -l < "$tmp/user_good.txt") models run like PyTorch at batch $batch"
+fi
 exit $fail
