@@ -38,7 +38,7 @@ struct LoadFlags {
   PrecisionFlags precision;  // off: a fixed run (--requests/--duration), no verdict
 };
 
-constexpr int kHttpConnections = 64;  // the server's default --http-connections
+constexpr int kHttpConnections = 64;  // the server's default --http-threads
 constexpr int kGrpcChannels = 1;      // HTTP/2 multiplexes the calls
 constexpr double kDefaultDuration_s = 10;
 constexpr double kPrecisionCap_s = 300;  // --precision without --duration/--requests

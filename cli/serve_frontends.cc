@@ -75,14 +75,25 @@ void add_frontend_flags(CLI::App* sub, FrontendFlags* f) {
                   "largest request body (HTTP) or message (gRPC), MiB; larger: 413 (default 64)")
       ->check(finite_range(0.001, 4096));
   sub->add_option("--http-connections", f->http_connections,
-                  "HTTP connections served at once (one thread each); one more is answered 503 "
-                  "(default 64)")
+                  "HTTP connections open at once, idle and slow ones included (they wait in one "
+                  "poller thread, not in a serving thread); one more is answered 503 and closed, "
+                  "counted in serf_refused_connections_total (default 1024)")
+      ->check(int_range(1, 65536));
+  sub->add_option("--http-threads", f->http_threads,
+                  "HTTP requests served at once: a request takes a thread only once it arrived "
+                  "whole, and holds it until its answer is sent (default 64)")
       ->check(int_range(1, 4096));
   sub->add_option("--read-timeout", f->read_timeout_s,
                   "seconds a client may take to send one whole HTTP request, headers and body; "
                   "a request still incomplete then is answered 408 and its connection closed "
                   "(gRPC: to open a connection, its HTTP/2 preface and settings) (default 10)")
       ->check(finite_range(0.01, 3600));
+  sub->add_option("--grpc-max-connection-age", f->grpc_max_connection_age_s,
+                  "seconds a gRPC connection lives before it is told to go away (GOAWAY; its "
+                  "clients reconnect; +-10 % jitter); the calls still open on it get "
+                  "--read-timeout more, then the connection is closed. This bounds a gRPC call "
+                  "whose message trickles in or never ends (default 60)")
+      ->check(finite_range(0.1, 86400));
   sub->add_option("--profile", f->profile,
                   "tuple profile (serf-profile/1) for /metrics' predicted mean latency (default: "
                   "the --emulate profile; else the --table entry's prediction)");
@@ -130,6 +141,7 @@ StatusOr<std::unique_ptr<ServeFrontends>> ServeFrontends::Start(
     serve::HttpOptions o;
     SERF_RETURN_IF_ERROR(serve::parse_listen_address(flags.http, "--http", &o.host, &o.port));
     o.connections = flags.http_connections;
+    o.threads = flags.http_threads;
     o.read_timeout_s = flags.read_timeout_s;
     o.max_body_bytes = static_cast<size_t>(flags.max_body_mb * (1 << 20));
     SERF_ASSIGN_OR_RETURN(state->http, serve::HttpFrontend::Start(*state->service, o));
@@ -142,6 +154,7 @@ StatusOr<std::unique_ptr<ServeFrontends>> ServeFrontends::Start(
     SERF_RETURN_IF_ERROR(serve::parse_listen_address(flags.grpc, "--grpc", &o.host, &o.port));
     o.max_message_bytes = static_cast<size_t>(flags.max_body_mb * (1 << 20));
     o.read_timeout_s = flags.read_timeout_s;
+    o.max_connection_age_s = flags.grpc_max_connection_age_s;
     SERF_ASSIGN_OR_RETURN(state->grpc, serve::GrpcFrontend::Start(*state->service, o));
     std::cout << "serf: KServe v2 gRPC on " << o.host << ":" << state->grpc->port() << " (model "
               << model.name << "; rank 0 is pid " << getpid() << ")" << std::endl;

@@ -19,7 +19,9 @@ struct FrontendFlags {
   std::string grpc;         // HOST:PORT, empty: no gRPC front end
   int max_queue = -1;       // per unit; -1: 64 with a front end, no bound for generated load alone
   double max_body_mb = 64;  // larger HTTP bodies / gRPC messages are refused (413)
-  int http_connections = 64;   // served at once
+  int http_connections = 1024;  // open at once
+  int http_threads = 64;        // serving whole requests
+  double grpc_max_connection_age_s = 60;
   double read_timeout_s = 10;  // a whole request must arrive within this
   std::string profile;         // optional: tuple profile for the predicted latency
   double metrics_window_s = 30;

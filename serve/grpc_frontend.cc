@@ -348,6 +348,15 @@ class GrpcFrontend::Impl {
     // HTTP/2 preface and settings is closed after the read timeout, as HTTP's slow heads are.
     builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
                                static_cast<int>(std::ceil(options_.read_timeout_s * 1e3)));
+    // A slow call after the opening (its message a byte at a time, or no half-close): gRPC hands
+    // a unary call to no handler before its message is whole, so nothing of SERF's can time it,
+    // and gRPC's defaults never end it (no idle or age limit; keep-alive pings every 2 h only
+    // find dead peers). Its connection's age does: GOAWAY at the age, the open calls closed
+    // --read-timeout later.
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               static_cast<int>(std::ceil(options_.max_connection_age_s * 1e3)));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                               static_cast<int>(std::ceil(options_.read_timeout_s * 1e3)));
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) {
       return InvalidArgument("--grpc " + address +

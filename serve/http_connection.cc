@@ -21,15 +21,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-thread_local bool t_rejecting = false;
-
 // Writes up to this size are held and sent together (an answer's headers and body).
 constexpr size_t kHeldBytes = 64 * 1024;
 
-// How long a connection the server closes after an answer may still send before it is closed.
-constexpr double kLingerS = 2.0;
+}  // namespace
 
-// Waits until `fd` is ready for `events` or `timeout_s` passed (EINTR resumes the wait).
 bool wait_fd(int fd, short events, double timeout_s) {
   const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(std::max(timeout_s, 0.0)));
@@ -41,6 +37,8 @@ bool wait_fd(int fd, short events, double timeout_s) {
     if (n == 0 || errno != EINTR || left <= 0) return false;
   }
 }
+
+namespace {
 
 void address_of(const sockaddr_storage& addr, std::string& ip, int& port) {
   char buf[INET6_ADDRSTRLEN] = {};
@@ -56,7 +54,9 @@ void address_of(const sockaddr_storage& addr, std::string& ip, int& port) {
   ip = buf;
 }
 
-// Closes a connection without resetting it. close() with unread data in the socket, or data
+}  // namespace
+
+// Why not close() alone: close() with unread data in the socket, or data
 // arriving after it, makes the kernel answer with a TCP reset, which can discard an answer the
 // client has not read yet (a client still sending a body the server refused, or pipelining past
 // the last request). So: end our side (FIN after the answer), read and drop what the client still
@@ -78,13 +78,12 @@ void close_gracefully(int fd, double linger_s) {
   ::close(fd);
 }
 
-}  // namespace
-
 void DeadlineStream::start_request() {
   deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(read_timeout_s_));
   in_head_ = true;
   timed_out_ = false;
+  continue_sent_ = false;
   line_.clear();
   line_colon_ = line_bad_ = false;
   lines_ = 0;
@@ -206,19 +205,14 @@ ssize_t DeadlineStream::read(char* ptr, size_t size) {
     if (!flush()) return -1;
     // A large read goes straight to the caller; a small one fills the buffer. The socket is
     // tried first and waited on (poll, up to the deadline) only when it has nothing.
-    const bool direct = size >= sizeof(buf_);
+    const bool direct = size >= kBufferBytes;
     for (;;) {
-      const ssize_t n =
-          ::recv(fd_, direct ? ptr : buf_, direct ? size : sizeof(buf_), MSG_DONTWAIT);
+      const ssize_t n = direct ? ::recv(fd_, ptr, size, MSG_DONTWAIT) : fill();
       if (n > 0 && direct) {
         if (in_head_) scan_head(ptr, static_cast<size_t>(n));
         return n;
       }
-      if (n > 0) {
-        pos_ = 0;
-        end_ = static_cast<size_t>(n);
-        break;
-      }
+      if (n > 0) break;
       if (n == 0) return 0;
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
@@ -226,13 +220,41 @@ ssize_t DeadlineStream::read(char* ptr, size_t size) {
     }
   }
   const size_t k = std::min(size, end_ - pos_);
-  std::memcpy(ptr, buf_ + pos_, k);
+  std::memcpy(ptr, buf_.data() + pos_, k);
   pos_ += k;
   if (in_head_) scan_head(ptr, k);
   return static_cast<ssize_t>(k);
 }
 
+ssize_t DeadlineStream::fill() {
+  if (pos_ == end_) pos_ = end_ = 0;
+  if (buf_.size() - end_ < kBufferBytes) {
+    std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+    end_ -= pos_;
+    pos_ = 0;
+    if (buf_.size() - end_ < kBufferBytes)
+      buf_.resize(std::max(2 * buf_.size(), end_ + kBufferBytes));
+  }
+  for (;;) {
+    const ssize_t n = ::recv(fd_, buf_.data() + end_, buf_.size() - end_, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n > 0) end_ += static_cast<size_t>(n);
+    return n;
+  }
+}
+
+void DeadlineStream::shrink() {
+  if (pos_ == end_ && buf_.size() > 4 * kBufferBytes) {
+    buf_ = std::vector<char>(kBufferBytes);
+    pos_ = end_ = 0;
+  }
+}
+
 ssize_t DeadlineStream::write(const char* ptr, size_t size) {
+  if (continue_sent_ && std::string_view(ptr, size).rfind("HTTP/1.1 100 ", 0) == 0) {
+    continue_sent_ = false;  // the poller asked for the body already
+    return static_cast<ssize_t>(size);
+  }
   if (out_.size() + size <= kHeldBytes) {
     out_.append(ptr, size);
     return static_cast<ssize_t>(size);
@@ -275,80 +297,18 @@ void DeadlineStream::get_local_ip_and_port(std::string& ip, int& port) const {
   if (getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) address_of(addr, ip, port);
 }
 
-ConnectionPool::ConnectionPool(int workers) : workers_(workers) {
-  for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { work(false); });
-  threads_.emplace_back([this] { work(true); });
-}
-
-ConnectionPool::~ConnectionPool() { shutdown(); }
-
-bool ConnectionPool::rejecting_connection() { return t_rejecting; }
-
-void ConnectionPool::enqueue(std::function<void()> fn) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (busy_ + static_cast<int>(jobs_.size()) < workers_) {
-      jobs_.push_back(std::move(fn));
-    } else {
-      overflow_.push_back(std::move(fn));
-    }
-  }
-  cv_.notify_all();
-}
-
-void ConnectionPool::shutdown() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_ && threads_.empty()) return;
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  for (auto& t : threads_) t.join();
-  threads_.clear();
-}
-
-void ConnectionPool::work(bool rejecter) {
-  t_rejecting = rejecter;
-  auto& queue = rejecter ? overflow_ : jobs_;
-  for (;;) {
-    std::function<void()> fn;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [&] { return stopping_ || !queue.empty(); });
-      if (queue.empty()) return;  // stopping, nothing left
-      fn = std::move(queue.front());
-      queue.pop_front();
-      if (!rejecter) ++busy_;
-    }
-    fn();
-    if (!rejecter) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      --busy_;
-    }
-  }
-}
-
 BoundedServer::BoundedServer(ConnectionLimits limits, std::function<void()> on_reject)
     : limits_(limits), on_reject_(std::move(on_reject)) {
-  new_task_queue = [connections = limits_.connections] { return new ConnectionPool(connections); };
-}
-
-bool BoundedServer::wait_for_request(int fd) const {
-  // In slices, so that a stopping server closes idle connections at once.
-  constexpr double kSliceS = 0.05;
-  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(limits_.keep_alive_s));
-  while (Clock::now() < end) {
-    if (svr_sock_ == INVALID_SOCKET) return false;
-    if (wait_fd(fd, POLLIN, kSliceS)) return true;
-  }
-  return false;
+  new_task_queue = [this] {
+    pool_ = new ConnectionPool(*this, limits_);
+    return pool_;
+  };
 }
 
 void BoundedServer::reject(int fd) const {
-  const std::string body = "{\"error\":\"too many connections: the server serves " +
+  const std::string body = "{\"error\":\"too many connections: the server holds " +
                            std::to_string(limits_.connections) +
-                           " at once (--http-connections); retry later\"}";
+                           " open at once (--http-connections); retry later\"}";
   const std::string response =
       "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
       "application/json\r\nConnection: close\r\nContent-Length: " +
@@ -362,43 +322,64 @@ bool BoundedServer::process_and_close_socket(socket_t sock) {
   if (ConnectionPool::rejecting_connection()) {
     if (on_reject_) on_reject_();
     reject(sock);
-    return true;
+  } else {
+    pool_->adopt(sock);  // on the accept thread: the poller waits for its first request
   }
-  const int one = 1;
-  setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // small answers leave at once
-  DeadlineStream stream(sock, limits_.read_timeout_s, limits_.write_timeout_s);
-  current_stream = &stream;
-  bool ok = true;
-  // True when the loop ends right after an answer: the client may still be sending (a body the
-  // server did not read, pipelined requests) and gets time to finish; an idle end has nothing.
-  bool answered_last = false;
-  for (size_t left = keep_alive_max_count_; left > 0; --left) {
-    if (!stream.buffered() && !wait_for_request(sock)) {
-      // A connection that sent nothing at all (not one that went idle after its requests).
-      const bool silent = left == keep_alive_max_count_ && svr_sock_ != INVALID_SOCKET;
-      if (silent && on_silent_) on_silent_();
-      answered_last = false;
-      break;
-    }
-    stream.start_request();
+  return true;
+}
+
+namespace {
+// Waits for the connection's next request to be whole, for `window_s` at most and only while no
+// other connection waits for a thread (a request's head and body often come in two segments).
+Connection::Progress follow(Connection& c, ConnectionPool& pool, double window_s, double slice_s) {
+  Connection::Progress p = Connection::Progress::kWaiting;
+  if (c.stream.buffered()) p = c.receive();  // pipelined
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(window_s));
+  while (p == Connection::Progress::kWaiting && Clock::now() < until && !pool.others_ready()) {
+    if (wait_fd(c.fd, POLLIN, slice_s)) p = c.receive();
+  }
+  return p;
+}
+}  // namespace
+
+BoundedServer::After BoundedServer::serve(Connection& c, ConnectionPool& pool) {
+  // A client that sends its next request soon (within this time of its answer) is served by the
+  // same thread, not handed back to the poller and on to another thread: the path of a busy
+  // keep-alive client stays one wake-up per request. The thread waits in slices and stops as
+  // soon as another connection waits for a thread.
+  constexpr double kFollowS = 0.02, kFollowSliceS = 0.002;
+  current_stream = &c.stream;
+  After after = After::kWait;
+  for (;;) {
     bool closed = false;
-    answered_last = true;
-    ok = process_request(stream, left == 1 || svr_sock_ == INVALID_SOCKET, closed, nullptr);
-    if (stream.timed_out()) {
+    const bool last = c.served + 1 >= keep_alive_max_count_ || stopping();
+    bool ok = process_request(c.stream, last, closed, nullptr);
+    ++c.served;
+    if (c.stream.timed_out()) {
       // Too slow: the rest of the request is not read, so the connection cannot go on.
-      if (on_slow_) on_slow_(stream);
+      if (on_slow_) on_slow_(c.stream);
       ok = false;
     }
     // httplib writes "Connection: close" where asked but serves the connection on: what follows
     // (an unread body) would be read as the next request, and wait for the read timeout.
-    if (stream.held_closes()) closed = true;
-    if (!stream.flush()) ok = false;
+    if (c.stream.held_closes()) closed = true;
+    if (!c.stream.flush()) ok = false;
     if (on_sent_) on_sent_();
-    if (!ok || closed) break;
+    c.begun = c.continued = false;
+    c.scan.reset();
+    if (!ok || closed || last) {
+      after = After::kLinger;
+      break;
+    }
+    c.stream.shrink();
+    const Connection::Progress p = follow(c, pool, kFollowS, kFollowSliceS);
+    if (p == Connection::Progress::kReady) continue;
+    if (p == Connection::Progress::kClosed) after = After::kClose;
+    break;
   }
   current_stream = nullptr;
-  close_gracefully(sock, answered_last ? kLingerS : 0.0);
-  return ok;
+  return after;
 }
 
 bool BoundedServer::widen_backlog() {

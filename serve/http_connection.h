@@ -3,19 +3,34 @@
 // long a client may take and how many are served at once. httplib's own socket reads time out
 // per read only, so a client that trickles its headers a byte at a time would hold a thread for
 // ever; here each request must arrive whole within a deadline (else the front end answers 408).
+// A connection waits for its request in one poller thread (epoll), not in a serving thread:
+// only a whole request (RequestScan) takes a thread, so clients that send slowly, or keep idle
+// connections open, hold a socket and a buffer each, never the threads the others need.
 
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "serve/request_scan.h"
+
 namespace serf::serve {
+
+// Waits until `fd` is ready for `events` or `timeout_s` passed (EINTR resumes the wait).
+bool wait_fd(int fd, short events, double timeout_s);
+// Closes a connection without resetting it (an answer the client has not read yet would be lost):
+// ends our side, drops what the client still sends until it closes or `linger_s` passes.
+void close_gracefully(int fd, double linger_s);
+// How long a connection the server closes after an answer may still send before it is closed.
+constexpr double kLingerS = 2.0;
 
 // A socket stream whose reads share one deadline per request.
 class DeadlineStream : public httplib::Stream {
@@ -44,6 +59,16 @@ class DeadlineStream : public httplib::Stream {
   socket_t socket() const override { return fd_; }
   // Bytes already read from the socket and not yet taken (the next request's, when pipelined).
   bool buffered() const { return pos_ < end_; }
+  std::string_view pending() const { return {buf_.data() + pos_, end_ - pos_}; }
+  // Reads what the socket holds into the buffer without waiting: the bytes read, 0 at the end of
+  // the stream, -1 on an error or when there is nothing (errno EAGAIN).
+  ssize_t fill();
+  // The buffer back to its small size once a large request is taken (an idle connection keeps
+  // no body's worth of memory).
+  void shrink();
+  // "100 Continue" was sent for the current request already: httplib's own is not sent again.
+  void continue_sent() { continue_sent_ = true; }
+  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
   // Sends what write() held back; false when the client did not take it in time.
   bool flush();
   // The first header line of the current request that is not a field line (RFC 9112 section 5:
@@ -66,8 +91,11 @@ class DeadlineStream : public httplib::Stream {
   std::chrono::steady_clock::time_point deadline_;
   // cpp-httplib reads header lines one byte at a time: without a buffer each byte cost a poll and
   // a recv (two system calls), the front end's largest cost in the VM (bench_frontend).
-  char buf_[16384];
+  // It grows to hold a whole request while the connection waits for it in the poller.
+  static constexpr size_t kBufferBytes = 16384;
+  std::vector<char> buf_ = std::vector<char>(kBufferBytes);
   size_t pos_ = 0, end_ = 0;
+  bool continue_sent_ = false;
   // httplib writes an answer's headers and its body in two calls: held here and sent in one
   // send() when the answer is complete (or before the next read), not two sends (two segments,
   // two wake-ups of the client) each after a poll.
@@ -84,37 +112,86 @@ class DeadlineStream : public httplib::Stream {
   std::string bad_header_;
 };
 
-// httplib's task queue: `workers` threads serve one connection each; a connection that finds
-// them all busy is handed to a thread that answers 503 and closes it (handlers see
-// rejecting_connection() true there).
-class ConnectionPool : public httplib::TaskQueue {
- public:
-  explicit ConnectionPool(int workers);
-  ~ConnectionPool() override;
-  void enqueue(std::function<void()> fn) override;
-  void shutdown() override;
-  static bool rejecting_connection();
-
- private:
-  void work(bool rejecter);
-  int workers_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_, overflow_;
-  int busy_ = 0;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
-};
-
 struct ConnectionLimits {
-  int connections = 64;
+  int connections = 1024;  // open at once
+  int threads = 64;        // serving whole requests (one waits for its answer on each)
   double read_timeout_s = 10;
   double write_timeout_s = 10;
   double keep_alive_s = 5;
+  size_t max_body_bytes = 64u << 20;
+};
+
+// A client's connection and where its next request stands.
+struct Connection {
+  Connection(int fd, const ConnectionLimits& l)
+      : fd(fd), stream(fd, l.read_timeout_s, l.write_timeout_s), scan(l.max_body_bytes) {}
+  enum class Progress { kWaiting, kReady, kClosed };
+  // Reads what the client sent: kReady when the request is whole (or can go no further: its
+  // framing is refused, its deadline passed, its client closed after part of it), kClosed when
+  // the client closed (or failed) between requests, else kWaiting. The first byte of a request
+  // starts its deadline; a body awaited behind "Expect: 100-continue" is asked for here.
+  Progress receive();
+  int fd;
+  DeadlineStream stream;
+  RequestScan scan;
+  std::chrono::steady_clock::time_point idle_until;  // closed then if no request has begun
+  bool begun = false;       // a request's first byte is here: its read deadline runs
+  bool continued = false;   // "100 Continue" sent for it
+  bool registered = false;  // known to the poller's epoll set
+  size_t slot = 0;          // its place in the poller's list
+  size_t served = 0;        // requests answered on it
+  // Closed after an answer: the client may still send (a body not read); it is read and dropped
+  // until the client closes or this time passes.
+  bool closing = false;
+  std::chrono::steady_clock::time_point closing_until;
+};
+
+class BoundedServer;
+
+// httplib's task queue. The accept thread hands each connection to a poller thread (epoll) that
+// reads what its client sends until a request is whole (or its deadline passes), then to one of
+// `threads` serving threads; after the answer the connection goes back to the poller. A
+// connection over `connections` open at once is handed to a thread that answers 503 and closes
+// it (handlers see rejecting_connection() true there).
+class ConnectionPool : public httplib::TaskQueue {
+ public:
+  ConnectionPool(BoundedServer& server, const ConnectionLimits& limits);
+  ~ConnectionPool() override;
+  void enqueue(std::function<void()> fn) override;
+  void shutdown() override;
+  // The accept thread's new connection (BoundedServer::process_and_close_socket).
+  void adopt(int fd);
+  static bool rejecting_connection();
+  // Whether connections wait for a serving thread (a thread then takes the next at once).
+  bool others_ready();
+
+ private:
+  void poll_loop();
+  void work();
+  void reject_loop();
+  void wait_in_poller(Connection* c);  // from a serving thread
+  void ready(Connection* c);           // to a serving thread
+  void close_now(Connection* c);
+  void linger(Connection* c);  // closes gracefully, in the poller unless the client closed already
+  void remove(Connection* c);  // from the poller's list
+  // The poller's own: arm a connection, and hand over or close those past their times.
+  void arm(Connection* c);
+  void expire(std::chrono::steady_clock::time_point now, bool stopping);
+  BoundedServer& server_;
+  ConnectionLimits limits_;
+  int epoll_fd_ = -1, wake_fd_ = -1;
+  std::atomic<int> open_{0}, ready_count_{0};
+  std::mutex mutex_;
+  std::condition_variable cv_, reject_cv_;
+  std::deque<Connection*> ready_, arriving_;
+  std::deque<std::function<void()>> overflow_;
+  bool stopping_ = false, poller_done_ = false;
+  std::vector<Connection*> waiting_;  // the poller's own
+  std::vector<std::thread> threads_;
 };
 
 // httplib's server with the connection loop above; `on_reject` is called for each connection
-// answered 503 for lack of a thread.
+// answered 503 for lack of room.
 class BoundedServer : public httplib::Server {
  public:
   BoundedServer(ConnectionLimits limits, std::function<void()> on_reject);
@@ -131,13 +208,22 @@ class BoundedServer : public httplib::Server {
   void on_slow_request(std::function<void(DeadlineStream&)> fn) { on_slow_ = std::move(fn); }
   // Called for a connection closed because it sent nothing within the keep-alive time.
   void on_silent(std::function<void()> fn) { on_silent_ = std::move(fn); }
+  void silent() const {
+    if (on_silent_) on_silent_();
+  }
+  bool stopping() const { return svr_sock_ == INVALID_SOCKET; }
+  // On a serving thread: answers the connection's whole request, and the next ones its client
+  // sends at once. Then the connection waits in the poller for its next request (kWait), or is
+  // closed: after an answer that closes it (kLinger: the client may still be sending), or as its
+  // client closed (kClose).
+  enum class After { kWait, kLinger, kClose };
+  After serve(Connection& c, ConnectionPool& pool);
 
  private:
   bool process_and_close_socket(socket_t sock) override;
-  // Waits for the next request on a keep-alive connection; false: idle too long or stopping.
-  bool wait_for_request(int fd) const;
   void reject(int fd) const;
   ConnectionLimits limits_;
+  ConnectionPool* pool_ = nullptr;
   std::function<void()> on_reject_;
   std::function<void()> on_sent_;
   std::function<void(DeadlineStream&)> on_slow_;

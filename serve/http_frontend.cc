@@ -1,6 +1,7 @@
 #include "serve/http_frontend.h"
 
 #include <strings.h>
+#include <sys/resource.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -81,13 +82,14 @@ class HttpFrontend::Impl {
   Impl(InferenceService& service, const HttpOptions& o)
       : service_(service),
         options_(o),
-        server_(
-            ConnectionLimits{o.connections, o.read_timeout_s, o.write_timeout_s, o.keep_alive_s},
-            [this] {
-              if (service_.metrics()) service_.metrics()->count_refused_connection();
-            }) {}
+        server_(ConnectionLimits{o.connections, o.threads, o.read_timeout_s, o.write_timeout_s,
+                                 o.keep_alive_s, o.max_body_bytes},
+                [this] {
+                  if (service_.metrics()) service_.metrics()->count_refused_connection();
+                }) {}
 
   Status start() {
+    SERF_RETURN_IF_ERROR(fit_file_limit());
     server_.set_payload_max_length(options_.max_body_bytes);
     server_.set_keep_alive_timeout(static_cast<time_t>(std::max(1.0, options_.keep_alive_s)));
     server_.set_keep_alive_max_count(kRequestsPerConnection);
@@ -117,6 +119,8 @@ class HttpFrontend::Impl {
 
  private:
   void routes();
+  // Each open connection is a file descriptor: --http-connections must fit the process's limit.
+  Status fit_file_limit() const;
   // POST .../infer: the body read under --max-body-mb (chunked too), then infer().
   void read_infer(const Request& req, Response& res, const httplib::ContentReader& read);
   // Why a request's framing or head is refused before any route, and with which status (0 and
@@ -145,6 +149,21 @@ class HttpFrontend::Impl {
   int port_ = -1;
   std::thread thread_;
 };
+
+Status HttpFrontend::Impl::fit_file_limit() const {
+  constexpr rlim_t kOthers = 256;  // MPI, gRPC, files, the poller
+  const rlim_t need = static_cast<rlim_t>(options_.connections) + kOthers;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= need) return Status::Ok();
+  if (limit.rlim_max >= need) {
+    limit.rlim_cur = need;  // the soft limit up to what the connections need
+    if (setrlimit(RLIMIT_NOFILE, &limit) == 0) return Status::Ok();
+  }
+  return InvalidArgument("--http-connections " + std::to_string(options_.connections) +
+                         ": this process may open only " + std::to_string(limit.rlim_max) +
+                         " files (ulimit -Hn), and needs " + std::to_string(need) +
+                         ": fewer connections, or a higher limit");
+}
 
 void HttpFrontend::Impl::routes() {
   auto health = [](bool ok, Response& res) { res.status = ok ? 200 : 400; };

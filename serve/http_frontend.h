@@ -1,9 +1,11 @@
 #pragma once
 // KServe v2 over HTTP/1.1 (cpp-httplib): health, metadata, infer (JSON or binary tensors,
 // classification), Triton's statistics, Prometheus /metrics, and a status page at /
-// (serve/status_page.h). Each connection is served by one thread of a bounded pool; one more
-// connection is answered 503 and closed; a client must send a whole request within the read
-// timeout (headers or body sent slowly byte by byte included), else it is answered 408.
+// (serve/status_page.h). A connection waits for its request in one poller thread and takes a
+// thread of a bounded pool only once the request is whole (serve/http_connection.h), so slow or
+// idle clients hold no thread; connections over a cap are answered 503 and closed; a client must
+// send a whole request within the read timeout (headers or body sent slowly byte by byte
+// included), else it is answered 408.
 
 #include <memory>
 #include <string>
@@ -16,7 +18,8 @@ namespace serf::serve {
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8000;                    // 0: any free port (port() says which)
-  int connections = 64;               // served at once, one thread each
+  int connections = 1024;             // open at once (idle, arriving or served); more: 503
+  int threads = 64;                   // serving whole requests, each until its answer
   double read_timeout_s = 10;         // to receive one whole request (headers and body)
   double write_timeout_s = 10;        // to send one response
   double keep_alive_s = 5;            // an idle keep-alive connection is closed after this

@@ -1,6 +1,7 @@
 // The KServe v2 gRPC front end over loopback, against a controller on a fake transport (no MPI):
 // health and metadata, raw and typed tensors, classification, bad requests, UNAVAILABLE and
 // DEADLINE_EXCEEDED.
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
@@ -27,7 +28,8 @@ namespace {
 
 struct Server {
   explicit Server(double service_s = 1e-3, size_t max_queue = kUnboundedQueue, int nodes = 2,
-                  size_t max_message_bytes = 64u << 20, double read_timeout_s = 10)
+                  size_t max_message_bytes = 64u << 20, double read_timeout_s = 10,
+                  double max_connection_age_s = 60)
       : transport(nodes, service_s), controller(transport, options(max_queue)) {
     REQUIRE(controller.configure({1, 1, 1}).ok());
     controller.add_answer_hook([this](const RequestRecord& r) { metrics.record(r); });
@@ -41,6 +43,7 @@ struct Server {
     o.port = 0;
     o.max_message_bytes = max_message_bytes;
     o.read_timeout_s = read_timeout_s;
+    o.max_connection_age_s = max_connection_age_s;
     auto started = GrpcFrontend::Start(*service, o);
     REQUIRE(started.ok());
     grpc = std::move(started).value();
@@ -365,4 +368,45 @@ TEST_CASE("gRPC: a connection that does not open within the read timeout is clos
   trickle.join();
   ::close(idle);
   ::close(slow);
+}
+
+TEST_CASE("gRPC: a call that opens and never sends its message is ended by the connection's age",
+          "[serve][grpc]") {
+  // Past the opening a unary call reaches no handler before its message is whole, and gRPC's
+  // defaults never end such a call (before session 30 this one stayed open for as long as the
+  // client liked). Now its connection is told GOAWAY at --grpc-max-connection-age (1 s here,
+  // gRPC adds up to 10 % jitter) and closed --read-timeout (0.5 s) later, which ends the call.
+  // Good calls on the same server are answered before, during and after.
+  Server s(1e-3, kUnboundedQueue, 2, 64u << 20, 0.5, 1.0);
+  using Clock = std::chrono::steady_clock;
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc->port()),
+                                     grpc::InsecureChannelCredentials());
+  grpc::GenericStub generic(channel);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  const auto t0 = Clock::now();
+  auto call = generic.PrepareCall(&ctx, "/inference.GRPCInferenceService/ModelInfer", &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  call->StartCall(reinterpret_cast<void*>(1));  // its headers; no message, no half-close
+  REQUIRE(cq.Next(&tag, &ok));
+  REQUIRE(ok);
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(2));
+  inference::ModelInferResponse res;
+  REQUIRE(s.infer(request({1, 2, 3, 4}), &res).ok());
+  const auto limit = std::chrono::system_clock::now() + std::chrono::seconds(10);
+  REQUIRE(cq.AsyncNext(&tag, &ok, limit) == grpc::CompletionQueue::GOT_EVENT);
+  REQUIRE(tag == reinterpret_cast<void*>(2));
+  const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+  INFO("the call ended after " << took << " s: " << status.error_code() << " "
+                               << status.error_message());
+  REQUIRE(!status.ok());
+  REQUIRE(took >= 0.85);  // not before the age (less the jitter)
+  REQUIRE(took < 3.0);    // the age, its jitter and the 0.5 s grace, with room for a loaded host
+  REQUIRE(s.infer(request({1, 2, 3, 4}), &res).ok());  // its client reconnects
+  REQUIRE(raw_output(res) == std::vector<float>{2, 3, 4, 5});
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
@@ -22,6 +23,7 @@
 #include "raw_socket.h"
 #include "serve/http_frontend.h"
 #include "serve/metrics.h"
+#include "serve/request_scan.h"
 #include "serve/service.h"
 #include "test_models.h"
 
@@ -322,6 +324,121 @@ TEST_CASE("a client that sends its headers slowly is cut off; others are served 
   REQUIRE(took < 2.0);  // the read timeout, not the 4.4 s the trickle would take
   trickle.join();
   ::close(fd);
+}
+
+TEST_CASE("many clients trickling at once, more than the threads: good requests are served at once",
+          "[serve][http]") {
+  // Issue 14: with a thread per connection, clients that send a byte now and then held every
+  // thread, and a good client waited until a read timeout freed one (or was refused 503). Now a
+  // connection takes a thread only once its request is whole. 4 threads; 24 connections trickle
+  // a byte every 100 ms (8 heads, 8 Content-Length bodies, 8 chunked bodies), 8 more sit idle
+  // after a request, 8 send nothing. Meanwhile each good request (a new connection, and one
+  // kept alive) is answered in < 1 s; the tricklers get 408 at the read timeout (3 s).
+  HttpOptions o;
+  o.threads = 4;
+  o.connections = 64;
+  o.read_timeout_s = 3;
+  o.keep_alive_s = 5;
+  Server s(1e-3, o);
+  const std::string body = infer_body({1, 2, 3, 4}).dump();
+  const std::string head = "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\n";
+  std::vector<std::string> sends;
+  for (int i = 0; i < 8; ++i) {
+    sends.push_back(head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    sends.push_back(head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    sends.push_back(head + "Transfer-Encoding: chunked\r\n\r\n" + "1\r\n{\r\n1\r\n\"\r\n1\r\n");
+  }
+  std::vector<int> fds;
+  std::vector<size_t> sent(sends.size(), 0);
+  for (size_t i = 0; i < sends.size(); ++i) {
+    fds.push_back(connect_to(s.http->port()));
+    // Heads trickle from their first byte; bodies from their first byte after a whole head.
+    if (i % 3 != 0) {
+      sent[i] = sends[i].find("\r\n\r\n") + 4;
+      REQUIRE(::send(fds[i], sends[i].data(), sent[i], MSG_NOSIGNAL) ==
+              static_cast<ssize_t>(sent[i]));
+    }
+  }
+  std::vector<int> idle, silent;
+  for (int i = 0; i < 8; ++i) {
+    idle.push_back(connect_to(s.http->port()));
+    const std::string get = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n";
+    REQUIRE(::send(idle.back(), get.data(), get.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(get.size()));
+    silent.push_back(connect_to(s.http->port()));
+  }
+  std::atomic<bool> stop{false};
+  std::thread trickle([&] {
+    while (!stop) {
+      for (size_t i = 0; i < fds.size(); ++i) {
+        if (sent[i] < sends[i].size() - 1 &&  // never the last byte
+            ::send(fds[i], sends[i].data() + sent[i], 1, MSG_NOSIGNAL) == 1) {
+          ++sent[i];
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // every trickler has begun
+  auto kept = s.client();
+  double slowest = 0;
+  for (int i = 0; i < 10; ++i) {
+    const auto t0 = Clock::now();
+    auto fresh = s.client();
+    REQUIRE(post(fresh, body)->status == 200);
+    REQUIRE(post(kept, body)->status == 200);
+    slowest = std::max(slowest, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  INFO("the slowest pair of good requests took " << slowest << " s");
+  REQUIRE(slowest < 1.0);
+  stop = true;
+  trickle.join();
+  int timed_out = 0;
+  for (int fd : fds) {
+    const std::string got = read_all(fd, 8.0);
+    timed_out += got.rfind("HTTP/1.1 408", 0) == 0;
+    ::close(fd);
+  }
+  REQUIRE(timed_out == static_cast<int>(fds.size()));
+  for (int fd : idle) ::close(fd);
+  for (int fd : silent) ::close(fd);
+  const std::string text = s.metrics.prometheus_text(s.controller.live());
+  REQUIRE(text.find("serf_http_read_timeouts_total{part=\"head\"} 8\n") != std::string::npos);
+  REQUIRE(text.find("serf_http_read_timeouts_total{part=\"body\"} 16\n") != std::string::npos);
+  REQUIRE(text.find("serf_refused_connections_total 0\n") != std::string::npos);
+}
+
+TEST_CASE("connections over --http-connections are refused 503 and counted, each at once",
+          "[serve][http]") {
+  // The cap counts open connections, however they wait: trickling, idle or being served.
+  HttpOptions o;
+  o.threads = 2;
+  o.connections = 6;
+  o.keep_alive_s = 5;
+  Server s(1e-3, o);
+  std::vector<int> held;
+  for (int i = 0; i < 6; ++i) {
+    held.push_back(connect_to(s.http->port()));
+    if (i % 2 == 0) REQUIRE(::send(held.back(), "POST /v2", 8, MSG_NOSIGNAL) == 8);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (int i = 0; i < 3; ++i) {
+    const int extra = connect_to(s.http->port());
+    const auto t0 = Clock::now();
+    const std::string got = read_all(extra, 3.0);
+    ::close(extra);
+    INFO(got);
+    REQUIRE(got.rfind("HTTP/1.1 503", 0) == 0);
+    REQUIRE(got.find("too many connections: the server holds 6 open at once") != std::string::npos);
+    REQUIRE(std::chrono::duration<double>(Clock::now() - t0).count() < 1.0);
+  }
+  for (int fd : held) ::close(fd);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the poller sees them closed
+  auto c = s.client();
+  REQUIRE(post(c, infer_body({1, 2, 3, 4}).dump())->status == 200);
+  REQUIRE(
+      s.metrics.prometheus_text(s.controller.live()).find("serf_refused_connections_total 3\n") !=
+      std::string::npos);
 }
 
 TEST_CASE("a request not whole within the read timeout: 408 naming the late part, counted",
@@ -626,4 +743,57 @@ TEST_CASE("timeouts of 0 and of days are served; one past the clock's range is r
   REQUIRE(s.controller.counts().answered == 3);
   REQUIRE(s.controller.counts().timed_out == 0);
   REQUIRE(s.controller.counts().balanced());
+}
+
+TEST_CASE("RequestScan: a request is whole once its head and body (by its framing) are there",
+          "[serve][http]") {
+  using State = RequestScan::State;
+  RequestScan scan(100);
+  // Fed byte by byte: whole exactly at the last byte, never before.
+  auto first_whole = [&](const std::string& request) {
+    scan.reset();
+    for (size_t n = 1; n <= request.size(); ++n) {
+      const State st = scan.scan(std::string_view(request).substr(0, n));
+      if (st != State::kIncomplete) return std::make_pair(st, n);
+    }
+    return std::make_pair(State::kIncomplete, request.size() + 1);
+  };
+  const std::string get = "GET /v2 HTTP/1.1\r\nHost: x\r\n\r\n";
+  REQUIRE(first_whole(get) == std::make_pair(State::kWhole, get.size()));
+  const std::string length = "POST /i HTTP/1.1\r\ncontent-length:  5 \r\n\r\nhello";
+  REQUIRE(first_whole(length) == std::make_pair(State::kWhole, length.size()));
+  const std::string chunked =
+      "POST /i HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n5;x=y\r\nhello\r\nA\r\n0123456789\r\n"
+      "0\r\nTrailer: t\r\n\r\n";
+  REQUIRE(first_whole(chunked) == std::make_pair(State::kWhole, chunked.size()));
+  // Pipelined bytes past the request do not matter.
+  scan.reset();
+  REQUIRE(scan.scan(length + get) == State::kWhole);
+  // Expect: 100-continue is seen once the head is whole and the body awaited.
+  scan.reset();
+  REQUIRE(scan.scan("POST /i HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n") ==
+          State::kIncomplete);
+  REQUIRE(scan.expects_continue());
+  // Framing the front end refuses from the head is handed over as soon as the head is whole:
+  // no use waiting for a body.
+  for (const char* head :
+       {"POST /i HTTP/1.1\r\nContent-Length: 101\r\n\r\n",  // over the limit: 413
+        "POST /i HTTP/1.1\r\nContent-Length: -1\r\n\r\n",   // no byte count: 400
+        "POST /i HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+        "POST /i HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "POST /i HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",  // 501
+        "POST /i HTTP/1.1\r\nno colon\r\nContent-Length: 5\r\n\r\n"}) {
+    INFO(head);
+    scan.reset();
+    REQUIRE(scan.scan(head) == State::kHandOver);
+  }
+  // Chunks over the limit, or malformed, are handed over too; a head that never ends as well.
+  for (const std::string body : {"65\r\n", "zz\r\n", "3\r\nabcde"}) {
+    INFO(body);
+    scan.reset();
+    REQUIRE(scan.scan("POST /i HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + body) ==
+            State::kHandOver);
+  }
+  scan.reset();
+  REQUIRE(scan.scan("GET /" + std::string(RequestScan::kMaxHeadBytes, 'a')) == State::kHandOver);
 }
