@@ -30,8 +30,9 @@ struct ProfileFlags {
   std::string batches = "1";  // --batches: b of the tuples (i, K, T, b)
   int samples = 10;
   int passes = 1;
-  bool side_by_side = false;  // --side-by-side: each tuple on every unit of K nodes at once
-  int warmup = -1;            // < 0: the mode's default
+  bool side_by_side = false;      // --side-by-side: each tuple on every unit of K nodes at once
+  std::string idle_probe = "on";  // --idle-probe: each tuple's idle-arrival penalty measured
+  int warmup = -1;                // < 0: the mode's default
   std::string out;
   bool exhaustive = false;
   std::string rates;
@@ -129,6 +130,7 @@ Status run_refresh(const ProfileFlags& f, RuntimeSession& session, int warmup) {
     profiler::TupleProfileOptions o{session.model_name, hw, {}, f.samples, warmup, f.passes};
     o.tuples = tuples;
     o.side_by_side = f.side_by_side;
+    o.idle_probe = f.idle_probe == "on";
     Profile measured;
     SERF_RETURN_IF_ERROR(
         profiler::run_tuple_profile(controller, o, make_progress("refresh", f.progress), &measured)
@@ -319,6 +321,7 @@ Status measure_tuples(const ProfileFlags& f, const ProfilePlan& plan, RuntimeSes
   profiler::TupleProfileOptions o{session.model_name, hw,       plan.inter,  f.samples,
                                   plan.warmup,        f.passes, plan.batches};
   o.side_by_side = f.side_by_side;
+  o.idle_probe = f.idle_probe == "on";
   Profile partial;
   auto save_finished = [&](const std::string& note) {
     if (partial.tuples.empty()) return;
@@ -518,6 +521,14 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
       "measure each tuple of K nodes on all floor(N/K) units at once, pooling their "
       "samples (about N/K times faster; warm-up per unit). Only where each node is its "
       "own machine: units on one host share its cores and would slow each other");
+  auto* idle_probe =
+      sub->add_option(
+             "--idle-probe", f->idle_probe,
+             "on (default) or off: after the closed loop, send each tuple of batch 1 a few "
+             "requests open loop after idle gaps of 0.1-10 ms and record what they pay "
+             "beyond the closed-loop time (\"idle\" in the profile; the queue model adds it "
+             "for arrivals that find a free slot; about 0.4 s per tuple)")
+          ->check(CLI::IsMember({"on", "off"}));
   f->warmup_flag =
       sub->add_option("--warmup", f->warmup,
                       "requests run before measuring (count): per tuple and pass (default 2); with "
@@ -534,6 +545,7 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
   samples->excludes(exhaustive);
   passes->excludes(exhaustive);
   side_by_side->excludes(exhaustive);  // an exhaustive point runs on the whole cluster
+  idle_probe->excludes(exhaustive);
   add_exhaustive_flags(sub, f.get(), exhaustive);
   sub->add_option("--refresh", f->refresh,
                   "serf-profile/1 to refresh: re-measure some of its tuples on these nodes (the "

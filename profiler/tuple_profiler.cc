@@ -115,6 +115,20 @@ StatusOr<PassSamples> measure_tuple(serve::Controller& controller, const Paralle
   return p;
 }
 
+namespace {
+// Every batch-1 tuple of `profile` probed for its idle-arrival penalty; its wall time counted.
+Status probe_idle(serve::Controller& controller, const ProgressFn& progress, Profile* profile) {
+  for (size_t n = 0; n < profile->tuples.size(); ++n) {
+    TupleStats& t = profile->tuples[n];
+    if (progress) progress(n, profile->tuples.size(), to_string(t.tuple) + " idle arrivals");
+    const auto t0 = std::chrono::steady_clock::now();
+    SERF_ASSIGN_OR_RETURN(t.idle, probe_idle_penalty(controller, t.tuple, t.mean_ms));
+    t.wall_s += seconds_since(t0);
+  }
+  return Status::Ok();
+}
+}  // namespace
+
 StatusOr<Profile> run_tuple_profile(serve::Controller& controller,
                                     const TupleProfileOptions& options, const ProgressFn& progress,
                                     Profile* partial) {
@@ -161,6 +175,7 @@ StatusOr<Profile> run_tuple_profile(serve::Controller& controller,
       }
     }
   }
+  if (options.idle_probe) SERF_RETURN_IF_ERROR(probe_idle(controller, progress, partial));
   if (progress) progress(steps, steps, "done");
   partial->reindex();
   return *partial;

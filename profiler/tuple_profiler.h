@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/idle_probe.h"
 #include "profiler/precision.h"
 #include "profiler/validation.h"
 #include "serf/core/arrivals.h"
@@ -66,6 +67,9 @@ struct TupleProfileOptions {
   // unit's own warm-up left out): about N/K times fewer seconds per tuple. Right only when the
   // units do not share a machine (on one host they share its cores and memory bandwidth).
   bool side_by_side = false;
+  // After the closed-loop passes, each tuple of batch 1 is probed for its idle-arrival penalty
+  // (idle_probe.h), which the queue model adds for arrivals that find a free slot.
+  bool idle_probe = true;
 };
 
 // Closed loop per tuple: exactly i batches of b requests running on one unit; records each service

@@ -197,14 +197,15 @@ Status predict_fresh(const Profile& profile, int nodes, QueueKind queue, const M
     if (it == fresh.tuples.end()) {
       fresh.tuples.push_back(t);
     } else {
+      std::vector<IdlePoint> idle = std::move(it->idle);  // the probe's, not re-measured
       *it = t;
+      it->idle = std::move(idle);
     }
   }
   fresh.reindex();
-  SERF_ASSIGN_OR_RETURN(QueueModel model, model_for(fresh, p.config, nodes, queue));
-  Prediction prediction = model.predict(p.config.service, r->unit_rate_per_s);
-  if (!prediction.stable) return Status::Ok();
   SERF_ASSIGN_OR_RETURN(ConfigurationFamily family, family_for(fresh, p.config, nodes, queue));
+  Prediction prediction = family.predict(p.config.service, r->unit_rate_per_s);
+  if (!prediction.stable) return Status::Ok();
   LatencyObjectiveOptions o;
   o.arrival_scv = p.arrival_scv;
   o.nodes = nodes;
@@ -394,11 +395,13 @@ StatusOr<ModelValidation> validate_model(const Profile& profile,
     r.units = units_for(nodes, p.config.inter);
     r.unit_rate_per_s = p.rate_per_s / r.units;
     r.utilization = r.unit_rate_per_s / model->max_rate_per_s(p.config.service);
-    r.prediction = model->predict(p.config.service, r.unit_rate_per_s);
     const ConfigurationFamily* family = nullptr;
     for (const ConfigurationFamily& f : families) {
       if (f.inter == p.config.inter && f.intra == p.config.intra) family = &f;
     }
+    // The family's prediction adds the idle-arrival penalty where the profile measured it.
+    r.prediction = family != nullptr ? family->predict(p.config.service, r.unit_rate_per_s)
+                                     : model->predict(p.config.service, r.unit_rate_per_s);
     if (r.prediction.stable && family != nullptr) {
       SERF_RETURN_IF_ERROR(apply_objectives(profile, *model, *family, nodes, p, &r, &errors));
     }

@@ -58,7 +58,32 @@ StatusOr<int> resolve_nodes(const Profile& profile, int nodes) {
 }
 
 Prediction ConfigurationFamily::predict(int c, double unit_rate_per_s) const {
-  if (batch == 1) return model.predict(c, unit_rate_per_s);
+  if (batch == 1) {
+    Prediction p = model.predict(c, unit_rate_per_s);
+    if (!p.stable || c > static_cast<int>(tuples.size())) return p;
+    const auto& idle = tuples[static_cast<size_t>(c - 1)].idle;
+    if (idle.empty()) return p;
+    // An arrival that finds a free slot (1 - P_wait) pays the idle-arrival penalty E[delta]
+    // (idle_penalty.h), and holds its slot that much longer: every service time scaled by s =
+    // 1 + penalty / S is the same queue at rate lambda * s in units s times longer (the
+    // fixed point converges in a few steps: the penalty shrinks as the load grows).
+    const double penalty = idle_penalty_mean_ms(idle, unit_rate_per_s / c);
+    double s = 1;
+    Prediction scaled = p;
+    for (int step = 0; step < 6; ++step) {
+      const double p_free = scaled.wait_probability >= 0 ? 1.0 - scaled.wait_probability : 1.0;
+      const double next = 1.0 + p_free * penalty / scaled.service_ms;
+      const bool done = std::fabs(next - s) <= 1e-4 * s;
+      s = next;
+      scaled = model.predict(c, unit_rate_per_s * s);
+      if (!scaled.stable) return scaled;
+      if (done) break;
+    }
+    scaled.service_ms *= s;
+    scaled.wait_ms *= s;
+    scaled.latency_ms *= s;
+    return scaled;
+  }
   if (c < 1 || c > max_service) return {};
   return batched[static_cast<size_t>(c - 1)].predict(unit_rate_per_s);
 }
@@ -183,8 +208,17 @@ StatusOr<ConfigurationFamily> family_for(const Profile& profile, const Configura
   Configuration single = config;
   single.batch = 1;
   SERF_ASSIGN_OR_RETURN(QueueModel model, model_for(profile, single, nodes, queue));
-  ConfigurationFamily fam{
-      config.inter, config.intra, config.service, std::move(model), {}, config.batch, {}, {}};
+  SERF_ASSIGN_OR_RETURN(auto levels, profile.tuples_for(single));
+  std::vector<TupleStats> tuples;
+  for (const TupleStats* s : levels) tuples.push_back(*s);
+  ConfigurationFamily fam{config.inter,
+                          config.intra,
+                          config.service,
+                          std::move(model),
+                          std::move(tuples),
+                          config.batch,
+                          {},
+                          {}};
   if (config.batch == 1) return fam;
   for (int c = 1; c <= config.service; ++c) {
     SERF_ASSIGN_OR_RETURN(ServiceTable table,

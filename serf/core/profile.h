@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "serf/core/configuration.h"
+#include "serf/core/idle_penalty.h"
 #include "serf/core/status.h"
 
 namespace serf {
@@ -36,6 +37,9 @@ struct TupleStats {
   // its neighbours (0: not scaled).
   std::string refreshed_at = {};
   double drift_scale = 0;
+  // The idle-arrival penalty measured at a few gaps, sorted by gap (serf/core/idle_penalty.h);
+  // empty: not measured (the model then adds nothing).
+  std::vector<IdlePoint> idle = {};
 };
 
 // The hardware a profile was measured on: N nodes of F cores.

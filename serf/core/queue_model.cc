@@ -188,6 +188,7 @@ Prediction QueueModel::finish(int c, double lambda, double s0, double s1, double
       return predict_exact_mdc(c, lambda);
   }
   p.utilization = rho;
+  p.wait_probability = wait_probability;
   p.service_ms = 1000.0 * service_s;
   p.wait_ms = 1000.0 * wait_s;
   p.latency_ms = p.service_ms + p.wait_ms;

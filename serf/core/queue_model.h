@@ -53,6 +53,8 @@ struct Prediction {
   double wait_ms = 0;      // Wq, time queued before service starts (Eq. 10)
   double service_ms = 0;   // S, mean service time seen by an arrival (Eq. 11)
   double utilization = 0;  // rho = lambda / (c mu_c)
+  // P_wait: the probability that an arrival finds every slot busy (-1: the model does not say).
+  double wait_probability = -1;
 };
 
 class QueueModel {

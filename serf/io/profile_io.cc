@@ -10,6 +10,34 @@ using nlohmann::json;
 
 namespace {
 
+// "idle": [{"gap_ms", "delta_ms", "samples"}, ...], gaps > 0 and increasing, deltas >= 0.
+StatusOr<std::vector<IdlePoint>> parse_idle(const json& t, const std::string& where) {
+  SERF_ASSIGN_OR_RETURN(const json* arr, get_array(t, "idle", where));
+  std::vector<IdlePoint> out;
+  for (size_t j = 0; j < arr->size(); ++j) {
+    const json& q = (*arr)[j];
+    const std::string at = index_path(field_path(where, "idle"), j);
+    if (!q.is_object())
+      return InvalidArgument(at + ": must be an object {gap_ms, delta_ms, samples}");
+    SERF_RETURN_IF_ERROR(refuse_unknown_fields(q, {"gap_ms", "delta_ms", "samples"}, at));
+    IdlePoint point;
+    SERF_ASSIGN_OR_RETURN(point.gap_ms, get_number(q, "gap_ms", at));
+    SERF_ASSIGN_OR_RETURN(point.delta_ms, get_number(q, "delta_ms", at));
+    SERF_ASSIGN_OR_RETURN(point.samples, get_int(q, "samples", at));
+    if (!(std::isfinite(point.gap_ms) && point.gap_ms > 0 && point.gap_ms <= kMaxServiceMs))
+      return InvalidArgument(at + ".gap_ms: must be a number of milliseconds in (0, 1e9]");
+    if (!out.empty() && !(point.gap_ms > out.back().gap_ms))
+      return InvalidArgument(at + ".gap_ms: the gaps must increase (" +
+                             std::to_string(point.gap_ms) + " after " +
+                             std::to_string(out.back().gap_ms) + ")");
+    if (!(std::isfinite(point.delta_ms) && point.delta_ms >= 0 && point.delta_ms <= kMaxServiceMs))
+      return InvalidArgument(at + ".delta_ms: must be a number of milliseconds in [0, 1e9]");
+    if (point.samples < 1) return InvalidArgument(at + ".samples: must be >= 1");
+    out.push_back(point);
+  }
+  return out;
+}
+
 StatusOr<Profile> parse(const json& doc) {
   Profile p;
   SERF_ASSIGN_OR_RETURN(std::string format, get_string(doc, "format", ""));
@@ -46,7 +74,7 @@ StatusOr<Profile> parse(const json& doc) {
     SERF_RETURN_IF_ERROR(refuse_unknown_fields(
         t,
         {"service", "inter", "intra", "batch", "mean_ms", "scv", "samples", "wall_s", "node_ms",
-         "passes", "passes_kept", "refreshed_at", "drift_scale"},
+         "passes", "passes_kept", "refreshed_at", "drift_scale", "idle"},
         where));
     SERF_ASSIGN_OR_RETURN(s.tuple.service, get_int(t, "service", where));
     SERF_ASSIGN_OR_RETURN(s.tuple.inter, get_int(t, "inter", where));
@@ -81,6 +109,9 @@ StatusOr<Profile> parse(const json& doc) {
         return InvalidArgument(where + ".drift_scale: must be a finite number > 0, got " +
                                std::to_string(s.drift_scale));
     }
+    if (t.contains("idle")) {
+      SERF_ASSIGN_OR_RETURN(s.idle, parse_idle(t, where));
+    }
     p.tuples.push_back(s);
   }
   SERF_RETURN_IF_ERROR(p.validate());
@@ -110,6 +141,13 @@ json profile_to_json(const Profile& profile) {
     }
     if (!s.refreshed_at.empty()) t["refreshed_at"] = s.refreshed_at;
     if (s.drift_scale > 0) t["drift_scale"] = s.drift_scale;
+    if (!s.idle.empty()) {
+      json idle = json::array();
+      for (const IdlePoint& q : s.idle) {
+        idle.push_back({{"gap_ms", q.gap_ms}, {"delta_ms", q.delta_ms}, {"samples", q.samples}});
+      }
+      t["idle"] = std::move(idle);
+    }
     tuples.push_back(std::move(t));
   }
   json doc = {

@@ -181,3 +181,39 @@ TEST_CASE("a field the format does not have is refused, not ignored", "[core][io
                            {"drift_scale", 1.1}});
   CHECK(serf::io::profile_from_json(doc, "p.json").ok());
 }
+
+TEST_CASE("a tuple's idle-arrival points round-trip and bad ones are refused", "[core][io]") {
+  json doc = good_profile();
+  doc["tuples"][0]["idle"] = json::array({{{"gap_ms", 0.2}, {"delta_ms", 0.05}, {"samples", 9}},
+                                          {{"gap_ms", 3.0}, {"delta_ms", 0.2}, {"samples", 8}}});
+  auto p = serf::io::profile_from_json(doc, "p.json");
+  REQUIRE(p.ok());
+  REQUIRE(p->tuples[0].idle.size() == 2);
+  CHECK(p->tuples[0].idle[1].gap_ms == 3.0);
+  CHECK(p->tuples[0].idle[1].delta_ms == 0.2);
+  CHECK(p->tuples[0].idle[1].samples == 8);
+  CHECK(serf::io::profile_to_json(*p)["tuples"][0]["idle"] == doc["tuples"][0]["idle"]);
+  CHECK_FALSE(serf::io::profile_to_json(*p)["tuples"][1].contains("idle"));
+
+  json bad = doc;
+  bad["tuples"][0]["idle"][1]["gap_ms"] = 0.1;
+  CHECK_THAT(error_of(bad), Catch::Contains("tuples[0].idle[1].gap_ms: the gaps must increase"));
+  bad = doc;
+  bad["tuples"][0]["idle"][0]["delta_ms"] = -0.1;
+  CHECK_THAT(error_of(bad), Catch::Contains("tuples[0].idle[0].delta_ms: must be a number"));
+  bad = doc;
+  bad["tuples"][0]["idle"][0]["gap_ms"] = 0;
+  CHECK_THAT(error_of(bad), Catch::Contains("tuples[0].idle[0].gap_ms"));
+  bad = doc;
+  bad["tuples"][0]["idle"][0]["samples"] = 0;
+  CHECK_THAT(error_of(bad), Catch::Contains("tuples[0].idle[0].samples: must be >= 1"));
+  bad = doc;
+  bad["tuples"][0]["idle"][0]["gap"] = 1;
+  CHECK_THAT(error_of(bad), Catch::Contains("tuples[0].idle[0]: unknown field 'gap'"));
+  bad = doc;
+  bad["tuples"][0]["idle"] = 3;
+  CHECK_FALSE(serf::io::profile_from_json(bad, "p.json").ok());
+  bad = doc;
+  bad["tuples"][0]["idle"][0] = 3;
+  CHECK_THAT(error_of(bad), Catch::Contains("tuples[0].idle[0]: must be an object"));
+}
