@@ -117,10 +117,13 @@ StatusOr<PassSamples> measure_tuple(serve::Controller& controller, const Paralle
 
 namespace {
 // Every batch-1 tuple of `profile` probed for its idle-arrival penalty; its wall time counted.
-Status probe_idle(serve::Controller& controller, const ProgressFn& progress, Profile* profile) {
+// The probes are the last `profile->tuples.size()` of the progress's `steps`.
+Status probe_idle(serve::Controller& controller, const ProgressFn& progress, size_t steps,
+                  Profile* profile) {
+  const size_t first = steps - profile->tuples.size();
   for (size_t n = 0; n < profile->tuples.size(); ++n) {
     TupleStats& t = profile->tuples[n];
-    if (progress) progress(n, profile->tuples.size(), to_string(t.tuple) + " idle arrivals");
+    if (progress) progress(first + n, steps, to_string(t.tuple) + " idle arrivals");
     const auto t0 = std::chrono::steady_clock::now();
     SERF_ASSIGN_OR_RETURN(t.idle, probe_idle_penalty(controller, t.tuple, t.mean_ms));
     t.wall_s += seconds_since(t0);
@@ -149,7 +152,8 @@ StatusOr<Profile> run_tuple_profile(serve::Controller& controller,
   partial->tuples.clear();
   std::vector<std::vector<PassSamples>> measured(tuples.size());
   std::vector<double> wall_s(tuples.size(), 0.0);
-  const size_t steps = tuples.size() * static_cast<size_t>(options.passes);
+  const size_t steps = tuples.size() * static_cast<size_t>(options.passes) +
+                       (options.idle_probe ? tuples.size() : 0);
   for (int pass = 0; pass < options.passes; ++pass) {
     // --samples split as evenly as the passes allow.
     const int samples =
@@ -175,7 +179,7 @@ StatusOr<Profile> run_tuple_profile(serve::Controller& controller,
       }
     }
   }
-  if (options.idle_probe) SERF_RETURN_IF_ERROR(probe_idle(controller, progress, partial));
+  if (options.idle_probe) SERF_RETURN_IF_ERROR(probe_idle(controller, progress, steps, partial));
   if (progress) progress(steps, steps, "done");
   partial->reindex();
   return *partial;
