@@ -69,8 +69,8 @@ StatusOr<std::vector<IdlePoint>> probe_idle_penalty(serve::Controller& controlle
   SERF_RETURN_IF_ERROR(controller.configure(config));
   double round_ms = 0;
   for (double g : o.gaps_ms) round_ms += room_ms(closed_ms) + g;
-  // A tuple too slow for min_bursts per gap within the budget (requests of ~60 ms and more) is
-  // not probed: a wake-up's fraction of a millisecond is below the noise of so few of them.
+  // A tuple whose one round of all the gaps takes longer than the budget (requests of ~60 ms and
+  // more) is not probed: a wake-up's fraction of a millisecond is below the noise of so few.
   if (round_ms > o.budget_s * 1e3) return std::vector<IdlePoint>{};
   const int bursts = std::clamp(static_cast<int>(std::lround(o.budget_s * 1e3 / round_ms)),
                                 o.min_bursts, o.max_bursts);
