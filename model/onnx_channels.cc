@@ -28,6 +28,7 @@ std::vector<int64_t> onnx_dims_of(const Value& v) {
     return {1, v.shuffle_transposed ? per : g, v.shuffle_transposed ? g : per, s.height, s.width};
   }
   if (v.rank == 4) return {1, s.channels, s.height, s.width};
+  if (v.rank == 3) return {1, s.channels, 1};  // a Squeeze's step (onnx_ops.cc)
   return {1, s.channels};
 }
 

@@ -2,7 +2,8 @@
 //   d = Div(x, sqrt 2); e = Erf(d); a = Add(e, 1); m = Mul(x, a); y = Mul(m, 0.5)
 // (either operand order in the Add and the Muls). The Div starts the pattern and each later node
 // reads the step before it (Value::gelu_stage); the last Mul becomes one gelu layer (oneDNN's
-// gelu_erf, run inside the convolution before it). A node that departs from the pattern (another
+// gelu_erf, run inside the convolution before it); a Div that no Erf reads is a scale
+// (onnx_affine.cc). A node that departs from the pattern (another
 // constant, another operator, another tensor than x) is refused naming it, so a near miss never
 // imports as GELU.
 #include <cmath>
@@ -58,11 +59,15 @@ Status Importer::div(const onnx::NodeProto& node) {
   SERF_RETURN_IF_ERROR(Attributes(node, where(node)).only({}));
   SERF_ASSIGN_OR_RETURN(const Value* x, value(node, 0));
   SERF_ASSIGN_OR_RETURN(const Value* c, value(node, 1));
+  // A Div no Erf reads is x / c of a scale: folded or a batchnorm (onnx_affine.cc).
+  if (x->constant != c->constant && !read_by_erf(node.output(0)))
+    return affine_constant(node, x->constant ? *c : *x, x->constant ? *x : *c, x->constant);
   if (x->constant || std::isnan(scalar_of(*c))) {
-    return unsupported(node, "operator Div is supported only as x / sqrt(2) in " +
-                                 std::string(kPattern) + " (a tensor by a constant scalar; got " +
-                                 describe(*x, node.input(0)) + " / " + describe(*c, node.input(1)) +
-                                 ")");
+    return unsupported(node,
+                       "operator Div is supported only as a tensor by a constant, or as x / "
+                       "sqrt(2) in " +
+                           std::string(kPattern) + " (a tensor by a constant scalar; got " +
+                           describe(*x, node.input(0)) + " / " + describe(*c, node.input(1)) + ")");
   }
   Value v = *x;
   v.gelu_stage = 1;
@@ -71,6 +76,15 @@ Status Importer::div(const onnx::NodeProto& node) {
   alias(node, 0, v);
   --dropped;  // a step of a fused layer, not dropped
   return Status::Ok();
+}
+
+bool Importer::read_by_erf(const std::string& value) const {
+  for (const onnx::NodeProto& n : model_.graph().node()) {
+    if (n.op_type() != "Erf") continue;
+    for (const std::string& in : n.input())
+      if (in == value) return true;
+  }
+  return false;
 }
 
 bool Importer::reads_gelu_step(const onnx::NodeProto& node) const {

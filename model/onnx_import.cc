@@ -209,6 +209,14 @@ StatusOr<const Value*> Importer::value(const onnx::NodeProto& node, int k) const
                            "', supported only as a channel shuffle (Reshape [N, C, H, W] to [N, "
                            "g, C/g, H, W], Transpose perm (0, 2, 1, 3, 4), Reshape back)");
   }
+  static const std::set<std::string> view_readers = {"Squeeze", "Unsqueeze", "Identity", "Dropout",
+                                                     "Shape"};
+  if (v.rank == 3 && !v.constant && (k != 0 || view_readers.count(node.op_type()) == 0)) {
+    return InvalidArgument(where(node) + ": input '" + node.input(k) + "' is the view " +
+                           dims_str(onnx_dims_of(v)) +
+                           " between two Squeezes or Unsqueezes, which only another Squeeze or "
+                           "Unsqueeze may read (to [N, C] or [N, C, 1, 1])");
+  }
   if (v.gelu_stage > 0 && !(k == 0 && node.op_type() == "Shape")) {
     return InvalidArgument(where(node) + ": input '" + node.input(k) +
                            "' is a step of the GELU pattern begun by Div '" + v.gelu_node +

@@ -18,7 +18,7 @@ namespace serf::model::onnx_import {
 struct Value {
   bool constant = false;
   // Activation: the spec tensor ("input" or a layer's name), its shape and ONNX rank (4: N, C,
-  // H, W; 2: N, F, held as F x 1 x 1).
+  // H, W; 2: N, F, held as F x 1 x 1; 3: N, C, 1, a view between two Squeezes or Unsqueezes).
   std::string tensor;
   Shape shape;
   int rank = 4;
@@ -68,7 +68,7 @@ class Attributes {
   std::string where_;
 };
 
-// The ONNX shape of an activation: [1, C, H, W], [1, F], or a shuffle's 5-D view.
+// The ONNX shape of an activation: [1, C, H, W], [1, F], [1, C, 1], or a shuffle's 5-D view.
 std::vector<int64_t> onnx_dims_of(const Value& v);
 // A scalar or per-channel constant `c` against a tensor of `n` channels and ONNX rank `rank`, as
 // n factors (onnx_mul.cc); empty when `c` broadcasts any other way.
@@ -124,7 +124,14 @@ class Importer {
   Status add(const onnx::NodeProto& node);
   Status mul(const onnx::NodeProto& node);  // onnx_mul.cc
   bool fuse_gate(const onnx::NodeProto& node, const Value& x, const Value& gate);
-  Status mul_constant(const onnx::NodeProto& node, const Value& x, const Value& c);
+  // onnx_affine.cc: Add, Sub, Mul, Div of a tensor `x` and a scalar or per-channel constant `c`
+  // (`constant_first`: c - x, c / x) as y = a x + b per channel, folded into the layer that wrote
+  // x, or a batchnorm layer of its own.
+  Status sub(const onnx::NodeProto& node);
+  Status affine_constant(const onnx::NodeProto& node, const Value& x, const Value& c,
+                         bool constant_first);
+  Status fold_affine(const onnx::NodeProto& node, const Value& x, const std::vector<double>& a,
+                     const std::vector<double>& b);
   Status hardsigmoid(const onnx::NodeProto& node);
   Status sloped(const onnx::NodeProto& node);  // LeakyRelu, Elu
   Status pool(const onnx::NodeProto& node);
@@ -145,6 +152,7 @@ class Importer {
   // it (and refuses the node when it departs from the pattern).
   Status div(const onnx::NodeProto& node);
   bool reads_gelu_step(const onnx::NodeProto& node) const;
+  bool read_by_erf(const std::string& value) const;  // some Erf node reads `value`
   Status gelu_step(const onnx::NodeProto& node);
   // onnx_resize.cc: Resize and Upsample by integer scales, nearest or bilinear.
   Status resize(const onnx::NodeProto& node);

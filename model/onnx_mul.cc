@@ -1,8 +1,9 @@
 // Mul and the gates built from it. Exporters write SiLU as x * Sigmoid(x) and, before opset 14,
 // hardswish as x * HardSigmoid(x); when the gate's output is read by the Mul alone, the gate
 // layer becomes one silu (hardswish) activation. Squeeze-and-excitation multiplies a tensor by a
-// per-channel [N, C, 1, 1] scale: a mul layer. A constant factor is folded into the Conv, Gemm or
-// MatMul that wrote the tensor. Any other broadcast is refused with what it would need.
+// per-channel [N, C, 1, 1] scale: a mul layer. A constant factor is folded into the layer that
+// wrote the tensor, or becomes a batchnorm (onnx_affine.cc). Any other broadcast is refused with
+// what it would need.
 #include <cmath>
 
 #include "onnx_importer.h"
@@ -32,7 +33,7 @@ Status Importer::mul(const onnx::NodeProto& node) {
   SERF_ASSIGN_OR_RETURN(const Value* a, value(node, 0));
   SERF_ASSIGN_OR_RETURN(const Value* b, value(node, 1));
   if (a->constant || b->constant)
-    return mul_constant(node, a->constant ? *b : *a, a->constant ? *a : *b);
+    return affine_constant(node, a->constant ? *b : *a, a->constant ? *a : *b, a->constant);
   if (fuse_gate(node, *a, *b) || fuse_gate(node, *b, *a)) return Status::Ok();
   const Value* x = a;
   const Value* s = b;
@@ -75,37 +76,6 @@ bool Importer::fuse_gate(const onnx::NodeProto& node, const Value& x, const Valu
   --dropped;  // fused into the gate, not dropped
   ++fused_gates;
   return true;
-}
-
-// x * c for a constant c: a per-channel (or scalar) factor folded into the weights and bias of
-// the Conv / Gemm / MatMul whose output this Mul alone reads.
-Status Importer::mul_constant(const onnx::NodeProto& node, const Value& x, const Value& c) {
-  if (x.constant) return unsupported(node, "both inputs constant but not folded");
-  if (c.dtype != onnx::TensorProto_DataType_FLOAT) {
-    return unsupported(node, "constant of type " + dtype_name(c.dtype) + " (only FLOAT)");
-  }
-  LayerSpec* writer = sole_writer(x, LayerKind::kConv2d, LayerKind::kFullyConnected);
-  const std::vector<double> f = channel_factors(c, x.shape.channels, x.rank);
-  if (writer == nullptr || f.empty()) {
-    return unsupported(node, "multiplying " + dims_str(onnx_dims_of(x)) +
-                                 " by a constant of shape " + dims_str(c.dims) +
-                                 " (supported only as a scalar or per-channel factor folded "
-                                 "into the Conv, Gemm or MatMul whose output it alone reads)");
-  }
-  Tensor& w = weights_.at(writer->name + ".weight");
-  Tensor& b = weights_.at(writer->name + ".bias");
-  const int64_t per = w.elements() / x.shape.channels;
-  for (size_t o = 0; o < f.size(); ++o) {
-    for (int64_t i = 0; i < per; ++i) {
-      float& v = w.data[o * static_cast<size_t>(per) + static_cast<size_t>(i)];
-      v = static_cast<float>(v * f[o]);
-    }
-    b.data[o] = static_cast<float>(b.data[o] * f[o]);
-  }
-  alias(node, 0, x);
-  --dropped;  // folded, not dropped
-  ++folded_constants;
-  return Status::Ok();
 }
 
 }  // namespace serf::model::onnx_import

@@ -88,6 +88,7 @@ Status Importer::translate(const onnx::NodeProto& node) {
   if (op == "LeakyRelu" || op == "Elu") return sloped(node);
   if (op == "PRelu") return prelu(node);
   if (op == "Div") return div(node);
+  if (op == "Sub") return sub(node);
   if (op == "Resize" || op == "Upsample") return resize(node);
   if (op == "Mul") return mul(node);
   if (op == "Clip") return clip(node);
@@ -115,7 +116,8 @@ Status Importer::translate(const onnx::NodeProto& node) {
                          "GELU's Div-Erf-Add-Mul-Mul, MaxPool, AveragePool, "
                          "GlobalAveragePool, ReduceMean "
                          "(over height and width), Gemm, "
-                         "MatMul, Add, Mul, Concat, Flatten, Reshape, Squeeze, Unsqueeze, "
+                         "MatMul, Add, Sub, Mul, Div (of a tensor and a constant), Concat, "
+                         "Flatten, Reshape, Squeeze, Unsqueeze, "
                          "Softmax, LogSoftmax, LRN, Dropout, "
                          "Identity, Pad (zeros before a Conv or AveragePool), Resize and "
                          "Upsample (integer scales), Slice and "
@@ -327,25 +329,8 @@ Status Importer::add(const onnx::NodeProto& node) {
     l.kind = LayerKind::kAdd;
     return add_layer(node, l, {a, b}, a->rank);
   }
-  // A tensor plus a constant: the bias of the conv2d / fully_connected that wrote the tensor.
-  const Value* x = a->constant ? b : a;
-  const Value* c = a->constant ? a : b;
-  if (c->dtype != onnx::TensorProto_DataType_FLOAT) {
-    return unsupported(node, "constant of type " + dtype_name(c->dtype) + " (only FLOAT)");
-  }
-  LayerSpec* writer = sole_writer(*x, LayerKind::kConv2d, LayerKind::kFullyConnected);
-  // Aligned from the right as ONNX broadcasts: a [C] constant on [N, C, H, W] runs along W.
-  const std::vector<double> bias = channel_factors(*c, x->shape.channels, x->rank);
-  if (writer == nullptr || bias.empty()) {
-    return unsupported(node, "adding " + dims_str(onnx_dims_of(*x)) + " and a constant of shape " +
-                                 dims_str(c->dims) +
-                                 " (supported only as a scalar or per-channel bias of the Conv, "
-                                 "Gemm or MatMul whose output it alone reads)");
-  }
-  Tensor& t = weights_.at(writer->name + ".bias");
-  for (size_t o = 0; o < t.data.size(); ++o) t.data[o] = static_cast<float>(t.data[o] + bias[o]);
-  alias(node, 0, *x);
-  return Status::Ok();
+  // A tensor plus a constant: folded into the layer before, or a batchnorm (onnx_affine.cc).
+  return affine_constant(node, a->constant ? *b : *a, a->constant ? *a : *b, a->constant);
 }
 
 Status Importer::pool(const onnx::NodeProto& node) {
@@ -593,8 +578,9 @@ Status Importer::flatten(const onnx::NodeProto& node) {
   return add_layer(node, l, {x}, 2);
 }
 
-// Squeeze of [N, C, 1, 1] to [N, C] and Unsqueeze back, over axes 2 and 3 (x.squeeze(3).squeeze(2)
-// is two nodes, the first of rank 3: refused): views.
+// Squeeze of [N, C, 1, 1] to [N, C] and Unsqueeze back, over axes 2 and 3 at once or one at a
+// time (x.squeeze(-1).squeeze(-1): the [N, C, 1] between is a view of rank 3 that only another
+// Squeeze or Unsqueeze may read): views.
 Status Importer::squeeze(const onnx::NodeProto& node) {
   const bool unsqueeze = node.op_type() == "Unsqueeze";
   const Attributes a(node, where(node));
@@ -611,17 +597,24 @@ Status Importer::squeeze(const onnx::NodeProto& node) {
     }
   }
   SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
-  const int out_rank = unsqueeze ? x->rank + static_cast<int>(axes.size()) : x->rank;
-  for (int64_t& axis : axes) axis += axis < 0 ? out_rank : 0;
+  const int n = static_cast<int>(axes.size());
+  const int out_rank = unsqueeze ? x->rank + n : x->rank - n;
+  const int wide = std::max(x->rank, out_rank);  // the rank the axes index
+  for (int64_t& axis : axes) axis += axis < 0 ? wide : 0;
   std::sort(axes.begin(), axes.end());
-  const bool flat = x->shape.height == 1 && x->shape.width == 1;
-  if (axes != std::vector<int64_t>{2, 3} || !flat || x->rank != (unsqueeze ? 2 : 4)) {
+  // Only the trailing ones of [N, C, 1, 1] come and go: axes in [2, wide), each once.
+  bool trailing = n > 0 && out_rank >= 2 && wide <= 4 && x->shape.height == 1 &&
+                  x->shape.width == 1 && x->rank != 5;
+  for (int k = 0; k < n && trailing; ++k)
+    trailing = axes[k] >= 2 && axes[k] < wide && (k == 0 || axes[k] != axes[k - 1]);
+  if (!trailing) {
     return unsupported(node, std::string(unsqueeze ? "unsqueeze" : "squeeze") + " of " +
                                  dims_str(onnx_dims_of(*x)) + " over axes " + dims_str(axes) +
-                                 " (only [N, C, 1, 1] to [N, C] and back, over axes [2, 3])");
+                                 " (only [N, C, 1, 1] to [N, C] and back, over axes [2, 3] or "
+                                 "one of them at a time)");
   }
   Value v = *x;
-  v.rank = unsqueeze ? 4 : 2;
+  v.rank = out_rank;
   alias(node, 0, v);
   return Status::Ok();
 }
@@ -642,7 +635,7 @@ Status Importer::reshape(const onnx::NodeProto& node) {
   std::vector<int64_t> target;
   int64_t known = 1, infer = -1;
   for (size_t k = 0; k < shape->data.size(); ++k) {
-    int64_t d = static_cast<int64_t>(shape->data[k]);
+    auto d = static_cast<int64_t>(shape->data[k]);
     if (d == 0 && allowzero == 0) d = k < in.size() ? in[k] : 0;
     if (d == -1) {
       if (infer >= 0) return unsupported(node, "two -1 dims in the target shape");

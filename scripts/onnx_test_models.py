@@ -461,9 +461,14 @@ def bad_models(out):
     bad("mul_scalar", "node 'm' (Mul): broadcast of [1, 3, 8, 8] by [1, 1, 1, 1]",
         [helper.make_node("Conv", ["x", "w1"], ["s"], name="c"),
          helper.make_node("Mul", ["x", "s"], ["y"], name="m")], [one])
-    bad("mul_const_input", "node 'm' (Mul): multiplying [1, 3, 8, 8] by a constant of shape "
-        "[1, 3, 1, 1] (supported only as a scalar or per-channel factor folded into the Conv",
-        [helper.make_node("Mul", ["x", "k"], ["y"], name="m")], [init("k", np.ones((1, 3, 1, 1)))])
+    # A per-channel Mul of the input runs since session 31 (a batchnorm layer: onnx_user_models'
+    # user_blocks); a constant divided by a tensor, or two tensors subtracted, are no scale.
+    bad("div_by_tensor", "node 'd' (Div): dividing a constant by a tensor (supported: a tensor by "
+        "a constant)", [helper.make_node("Div", ["k", "x"], ["y"], name="d")],
+        [init("k", np.ones((1, 3, 1, 1)))])
+    bad("sub_tensors", "node 's' (Sub): subtracting two tensors [1, 3, 8, 8] and [1, 3, 8, 8]",
+        [helper.make_node("Relu", ["x"], ["r"], name="r"),
+         helper.make_node("Sub", ["x", "r"], ["y"], name="s")])
     bad("mul_const_height", "node 'm' (Mul): multiplying [1, 4, 6, 6] by a constant of shape "
         "[1, 1, 6, 1]", [helper.make_node("Conv", ["x", "w"], ["c"], name="c"),
                          helper.make_node("Mul", ["c", "k"], ["y"], name="m")],

@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Models a user might export, for tests/model/onnx_import_test.sh (made at test time).
 
-  onnx_user_models.py DIR
+  onnx_user_models.py DIR [--each]
+
+--each writes instead each building block of HandBlocks alone at opsets 11, 13 and 17 (the
+survey of docs/models.md; CTest onnx_user_blocks_each, labelled slow), good models only.
 
 Each is built to hit a variant the zoo does not: opsets 9, 11, 13, 17 and torch 1.13's default,
 dynamic and fixed batch, torch.jit.script control flow, pooling corner cases (ceil_mode,
@@ -373,8 +376,8 @@ def shapes(book):
                     expect=f"node 'flat' (Flatten): axis {axis} (only axis 1")
     book.helper("user_squeeze_one", [helper.make_node("GlobalAveragePool", ["x"], ["p"], name="gap"),
                                      helper.make_node("Squeeze", ["p", "ax"], ["y"], name="sq")],
-                [ints("ax", [3])], (1, 3, 4, 4),
-                expect="node 'sq' (Squeeze): squeeze of [1, 3, 1, 1] over axes [3]")
+                [ints("ax", [0])], (1, 3, 4, 4),
+                expect="node 'sq' (Squeeze): squeeze of [1, 3, 1, 1] over axes [0]")
 
 
 class Heads(nn.Module):
@@ -530,8 +533,9 @@ def activations(book):
         torch.manual_seed(123)
         book.export(f"user_{name}", randomize_prelu(model, 125), x, opset=opset)
     torch.manual_seed(123)
-    book.export("user_gelu_tanh", Act(nn.GELU(approximate="tanh")), x,
-                expect="(Mul): multiplying [1, 4, 6, 6] by a constant")
+    # GELU's tanh approximation is no gelu layer: its Muls, Add and Tanh import one by one
+    # (refused at its first Mul by a constant before session 31).
+    book.export("user_gelu_tanh", Act(nn.GELU(approximate="tanh")), x)
     gelu_near_misses(book)
 
 
@@ -564,11 +568,25 @@ def gelu_near_misses(book):
     book.helper("user_div_tensors",
                 [helper.make_node("Relu", ["x"], ["r"], name="relu"),
                  helper.make_node("Div", ["x", "r"], ["y"], name="div")], [], (1, 3, 4, 4),
-                expect="node 'div' (Div): operator Div is supported only as x / sqrt(2) in GELU's")
-    book.helper("user_div_unfinished",
+                expect="node 'div' (Div): operator Div is supported only as a tensor by a "
+                       "constant, or as x / sqrt(2) in GELU's")
+    # A Div by a constant that no Erf reads is a scale (a batchnorm layer since session 31; it
+    # was refused at its reader before); one an Erf reads stays GELU's and departs from it here.
+    x = base.batch_of(image((1, 3, 6, 6), 128))
+    w2 = rng.uniform(-0.5, 0.5, (4, 4, 3, 3))
+    book.helper("user_div_scale",
+                [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+                 helper.make_node("Relu", ["c"], ["r"], name="relu"),
+                 helper.make_node("Div", ["r", "k"], ["d"], name="div"),
+                 helper.make_node("Conv", ["d", "w2"], ["y"], name="conv2")],
+                [base.init("w", w), base.init("w2", w2), base.init("k", 2.0)], x,
+                F.conv2d(torch.relu(F.conv2d(x, t(w), padding=1)) / 2.0, t(w2)))
+    book.helper("user_div_erf_and_relu",
                 [helper.make_node("Div", ["x", "k"], ["d"], name="div"),
-                 helper.make_node("Relu", ["d"], ["y"], name="relu")], [base.init("k", 2.0)],
-                (1, 3, 4, 4),
+                 helper.make_node("Erf", ["d"], ["e"], name="erf"),
+                 helper.make_node("Relu", ["d"], ["r"], name="relu"),
+                 helper.make_node("Add", ["e", "r"], ["y"], name="add")],
+                [base.init("k", 1.4142135)], (1, 3, 4, 4),
                 expect="node 'relu' (Relu): reads x / c (Div 'div'), which GELU's x * (1 + "
                        "Erf(x / sqrt(2))) * 0.5 gives only to an Erf")
 
@@ -726,6 +744,128 @@ class TwoOut(nn.Module):
         return h, self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
 
 
+class HandBlocks(nn.Module):
+    """What users write by hand beside torchvision's modules (session 31): a normalisation of the
+    input, (x - mean) / std (Sub, Div of per-channel constants: one batchnorm layer); a constant
+    subtracted after a conv (folded into its bias) and divided (into its weights); a per-channel
+    scale and shift after a pool (Mul, Add: a batchnorm); nn.Hardswish, nn.SiLU, nn.LeakyReLU,
+    nn.ELU, nn.Tanh; MaxPool with ceil_mode; a Pad of 0 width; F.interpolate(mode="nearest");
+    nn.Identity; x.mean((2, 3)), nn.AdaptiveAvgPool2d((1, 1)) then torch.flatten(x, 1),
+    x.view(x.size(0), -1), x.reshape(-1, C) and x.squeeze(-1).squeeze(-1), each into a Linear
+    (one without bias); 1 - h and h / scale on [N, F] (a batchnorm), unsqueezed back one axis at
+    a time."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1))
+        self.register_buffer("scale", torch.linspace(0.5, 1.5, 8).view(1, 8, 1, 1))
+        self.register_buffer("per_feature", torch.linspace(1.0, 2.0, 5))
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.c3 = nn.Conv2d(8, 8, 1)
+        self.c4 = nn.Conv2d(8, 8, 3, padding=1)
+        self.acts = nn.ModuleList([nn.Hardswish(), nn.SiLU(), nn.LeakyReLU(0.2), nn.ELU(),
+                                   nn.Tanh(), nn.Identity()])
+        self.pool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.ModuleList([nn.Linear(8, 5, bias=k != 0) for k in range(5)])
+
+    def forward(self, x):
+        hardswish, silu, leaky, elu, tanh, identity = self.acts
+        x = (x - self.mean) / self.std
+        x = F.max_pool2d(hardswish(self.c1(x) - 0.2), 2, ceil_mode=True)
+        x = x * self.scale + 0.1
+        x = leaky(silu(self.c2(F.pad(x, (0, 0, 0, 0)))))
+        x = F.interpolate(elu(self.c3(x)), scale_factor=2, mode="nearest")
+        x = identity(tanh(self.c4(x) / 3.0))
+        p = self.pool(x)
+        flat = [x.mean((2, 3)), torch.flatten(p, 1), p.view(p.size(0), -1), p.reshape(-1, 8),
+                p.squeeze(-1).squeeze(-1)]
+        h = sum(fc(f) for fc, f in zip(self.fc, flat))
+        return ((1 - h) / self.per_feature).unsqueeze(-1).unsqueeze(-1)
+
+
+# Each building block of HandBlocks alone (onnx_user_models.py DIR --each: the survey of
+# docs/models.md, CTest onnx_user_blocks_each, slow): NAME -> (forward, modules, input size).
+def conv(i=3, o=4):
+    return nn.Conv2d(i, o, 3, padding=1)
+
+
+MEAN, STD = HandBlocks().mean, HandBlocks().std
+EACH = {
+    "mean23": (lambda m, x: m.fc(F.relu(m.c(x)).mean((2, 3))), dict(c=conv(), fc=nn.Linear(4, 5))),
+    "mean23_keepdim": (lambda m, x: F.relu(m.c(x)).mean((2, 3), keepdim=True).flatten(1),
+                       dict(c=conv())),
+    "flatten": (lambda m, x: m.fc(torch.flatten(F.relu(m.c(x)), 1)),
+                dict(c=conv(), fc=nn.Linear(144, 5))),
+    "view": (lambda m, x: m.fc(F.relu(m.c(x)).view(x.size(0), -1)),
+             dict(c=conv(), fc=nn.Linear(144, 5))),
+    "reshape_c": (lambda m, x: m.fc(m.p(F.relu(m.c(x))).reshape(-1, 4)),
+                  dict(c=conv(), p=nn.AdaptiveAvgPool2d((1, 1)), fc=nn.Linear(4, 5))),
+    "normalise_input": (lambda m, x: m.c((x - MEAN) / STD), dict(c=conv())),
+    "scale_shift": (lambda m, x: m.c2(F.relu(m.c(x)) * 0.5 + 0.1), dict(c=conv(), c2=conv(4, 4))),
+    "sub_scalar": (lambda m, x: m.c2(F.relu(m.c(x)) - 0.25), dict(c=conv(), c2=conv(4, 4))),
+    "div_scalar": (lambda m, x: m.c2(F.relu(m.c(x)) / 3.0), dict(c=conv(), c2=conv(4, 4))),
+    "mul_channels": (lambda m, x: m.c2(F.relu(m.c(x)) * torch.linspace(0.5, 2, 4).view(1, 4, 1, 1)),
+                     dict(c=conv(), c2=conv(4, 4))),
+    "rsub_flat": (lambda m, x: m.fc2(1 - F.relu(m.fc(torch.flatten(x, 1))) * 2.0),
+                  dict(fc=nn.Linear(108, 6), fc2=nn.Linear(6, 5))),
+    "squeeze_linear": (lambda m, x: m.fc(m.p(F.relu(m.c(x))).squeeze(-1).squeeze(-1))
+                       .unsqueeze(-1).unsqueeze(-1),
+                       dict(c=conv(), p=nn.AdaptiveAvgPool2d((1, 1)), fc=nn.Linear(4, 5))),
+    "hardswish": (lambda m, x: m.a(m.c(x)), dict(c=conv(), a=nn.Hardswish())),
+    "silu": (lambda m, x: m.a(m.c(x)), dict(c=conv(), a=nn.SiLU())),
+    "leaky_relu": (lambda m, x: m.a(m.c(x)), dict(c=conv(), a=nn.LeakyReLU(0.2))),
+    "elu": (lambda m, x: m.a(m.c(x)), dict(c=conv(), a=nn.ELU())),
+    "tanh": (lambda m, x: m.a(m.c(x)), dict(c=conv(), a=nn.Tanh())),
+    "interpolate_nearest": (lambda m, x: F.interpolate(F.relu(m.c(x)), scale_factor=2,
+                                                       mode="nearest"), dict(c=conv())),
+    "adaptive_avgpool_7x7": (lambda m, x: m.fc(torch.flatten(m.p(F.relu(m.c(x))), 1)),
+                             dict(c=conv(), p=nn.AdaptiveAvgPool2d((1, 1)), fc=nn.Linear(4, 5)),
+                             (1, 3, 7, 7)),
+    "identity": (lambda m, x: m.i(F.relu(m.c(x))), dict(c=conv(), i=nn.Identity())),
+    "linear_nobias": (lambda m, x: m.fc(torch.flatten(F.relu(m.c(x)), 1)),
+                      dict(c=conv(), fc=nn.Linear(144, 5, bias=False))),
+    "maxpool_ceil": (lambda m, x: F.max_pool2d(F.relu(m.c(x)), 2, ceil_mode=True),
+                     dict(c=conv()), (1, 3, 7, 7)),
+    "pad_zero_width": (lambda m, x: F.max_pool2d(F.pad(F.relu(m.c(x)), (0, 0, 0, 0)), 2),
+                       dict(c=conv())),
+}
+
+
+class Each(nn.Module):
+    def __init__(self, forward, modules):
+        super().__init__()
+        self.f = forward
+        for k, v in modules.items():
+            setattr(self, k, v)
+
+    def forward(self, x):
+        return self.f(self, x)
+
+
+def building_blocks(book, each=False):
+    if not each:
+        for opset in (11, 13, 17):
+            torch.manual_seed(161)
+            book.export(f"user_blocks_o{opset}", HandBlocks(), image((1, 3, 9, 9), 162),
+                        opset=opset)
+        book.helper("user_squeeze_rank3",
+                    [helper.make_node("Squeeze", ["x", "ax"], ["s"], name="sq"),
+                     helper.make_node("Relu", ["s"], ["y"], name="relu")], [ints("ax", [3])],
+                    (1, 4, 1, 1), expect="node 'relu' (Relu): input 's' is the view [1, 4, 1] "
+                                         "between two Squeezes or Unsqueezes")
+        return
+    for opset in (11, 13, 17):
+        for name, (forward, modules, *size) in EACH.items():
+            torch.manual_seed(163)
+            for m in modules.values():
+                for p in m.parameters():
+                    p.data.uniform_(-0.5, 0.5)
+            book.export(f"each_{name}_o{opset}", Each(forward, modules),
+                        image(size[0] if size else (1, 3, 6, 6), 164), opset=opset)
+
+
 def graphs(book):
     """Constant nodes, Identity chains, unnamed nodes, unused initializers of other types,
     initializers listed as inputs; two outputs; FP16 and INT64 tensors."""
@@ -783,14 +923,18 @@ def graphs(book):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: onnx_user_models.py DIR", file=sys.stderr)
+    if len(sys.argv) not in (2, 3) or sys.argv[2:] not in ([], ["--each"]):
+        print("usage: onnx_user_models.py DIR [--each]", file=sys.stderr)
         return 2
     book = Book(sys.argv[1])
     os.makedirs(book.out, exist_ok=True)
     torch.set_num_threads(1)
+    if sys.argv[2:] == ["--each"]:
+        building_blocks(book, each=True)
+        book.write()
+        return 0
     for make in (opsets, control_flow, pools, padding, groups, gemm, shapes, softmax, clips,
-                 activations, unsupported_layers, blocks, graphs):
+                 activations, unsupported_layers, blocks, building_blocks, graphs):
         make(book)
     book.write()
     return 0

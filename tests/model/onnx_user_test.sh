@@ -8,21 +8,31 @@
 #   onnx_user_test.sh SERF ROOT [BATCH]   BATCH 1 (default): the batch-1 runs and the refusals;
 #                                         3: the batch-3 runs (CTest onnx_user_models_b3; two
 #                                         tests halve each one's time under a loaded machine)
+#   onnx_user_test.sh SERF ROOT 1 --each  each hand-written building block alone at opsets 11, 13
+#                                         and 17, batch 1 and 3 (CTest onnx_user_blocks_each, slow)
 # Exit 77 (CTest skip) without python3-torch / python3-onnx.
 set -uo pipefail
-serf="$1"; root="$2"; batch="${3:-1}"
+serf="$1"; root="$2"; batch="${3:-1}"; each="${4:-}"
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
-/usr/bin/python3 "$root/scripts/onnx_user_models.py" "$tmp" 2>"$tmp/gen.err"
+# shellcheck disable=SC2086
+/usr/bin/python3 "$root/scripts/onnx_user_models.py" "$tmp" $each 2>"$tmp/gen.err"
 rc=$?
 if [ $rc = 77 ]; then echo "skipped: $(tail -1 "$tmp/gen.err")"; exit 77; fi
 [ $rc = 0 ] || { cat "$tmp/gen.err"; echo "FAIL: making the user models"; exit 1; }
 source "$root/tests/model/onnx_checks.sh"
 fail=0
 while read -r model; do
-  check_good "$model" "--threads 1 --batch $batch" "--threads 2 --inter-sim 2 --batch $batch"
+  if [ -n "$each" ]; then
+    check_good "$model" "--threads 1" "--threads 2 --inter-sim 2" "--threads 1 --batch 3" \
+      "--threads 2 --inter-sim 2 --batch 3"
+  else
+    check_good "$model" "--threads 1 --batch $batch" "--threads 2 --inter-sim 2 --batch $batch"
+  fi
 done < "$tmp/user_good.txt"
 compare_all
-if [ "$batch" = 1 ]; then
+if [ -n "$each" ]; then
+  [ $fail = 0 ] && echo "ok: $(wc -l < "$tmp/user_good.txt") building blocks run like PyTorch"
+elif [ "$batch" = 1 ]; then
   check_bad "$tmp/user_bad.tsv"
   [ $fail = 0 ] && echo "ok: $(wc -l < "$tmp/user_good.txt") models run like PyTorch, $(wc -l < "$tmp/user_bad.tsv") refused"
 else
