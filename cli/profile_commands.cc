@@ -527,8 +527,8 @@ void register_profile_command(CLI::App& app, CommandRegistry& registry) {
              "on (default) or off: after the closed loop, send each tuple of batch 1 a few "
              "requests open loop after idle gaps of 0.1-10 ms and record what they pay "
              "beyond the closed-loop time (\"idle\" in the profile; the queue model adds it "
-             "for arrivals that find a free slot; 0.3-1.2 s per tuple: off for slow models, whose "
-             "wake-up is lost in their noise)")
+             "for arrivals that find a free slot; about 1 s per tuple; tuples whose noise would "
+             "hide a 0.1 ms penalty, or of about 150 ms and more, are not probed)")
           ->check(CLI::IsMember({"on", "off"}));
   f->warmup_flag =
       sub->add_option("--warmup", f->warmup,

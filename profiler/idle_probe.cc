@@ -61,19 +61,38 @@ void make_monotone(std::vector<IdlePoint>* pts) {
 
 }  // namespace
 
-StatusOr<std::vector<IdlePoint>> probe_idle_penalty(serve::Controller& controller,
-                                                    const ParallelismTuple& tuple, double closed_ms,
-                                                    const IdleProbeOptions& o) {
-  if (tuple.batch != 1 || o.gaps_ms.empty() || !(closed_ms > 0)) return std::vector<IdlePoint>{};
-  const Configuration config{tuple.service, tuple.inter, tuple.intra, 1};
-  SERF_RETURN_IF_ERROR(controller.configure(config));
+double significant_mean(const std::vector<double>& deltas) {
+  if (deltas.size() < 2) return 0;
+  const auto n = static_cast<double>(deltas.size());
+  const double m = mean(deltas);
+  const double se = std::sqrt(variance(deltas) / (n - 1));  // variance() divides by n
+  return m > 2 * se ? m : 0.0;
+}
+
+int idle_probe_bursts(const IdleProbeOptions& o, int service, double closed_ms, double scv) {
+  if (o.gaps_ms.empty() || !(closed_ms > 0) || service < 1) return 0;
   double round_ms = 0;
   for (double g : o.gaps_ms) round_ms += room_ms(closed_ms) + g;
-  // A tuple whose one round of all the gaps takes longer than the budget (requests of ~60 ms and
-  // more) is not probed: a wake-up's fraction of a millisecond is below the noise of so few.
-  if (round_ms > o.budget_s * 1e3) return std::vector<IdlePoint>{};
+  // One round of all the gaps over the budget (requests of ~150 ms and more): not probed.
+  if (round_ms > o.budget_s * 1e3) return 0;
   const int bursts = std::clamp(static_cast<int>(std::lround(o.budget_s * 1e3 / round_ms)),
                                 o.min_bursts, o.max_bursts);
+  // Two standard errors of one gap's mean over its bursts x i requests, the requests' spread
+  // taken from the closed loop (the open loop's is no smaller): above the resolution, the probe
+  // would report noise, so the tuple is left unprobed.
+  const double sd_ms = closed_ms * std::sqrt(std::max(0.0, scv));
+  const double two_se_ms = 2 * sd_ms / std::sqrt(static_cast<double>(bursts) * service);
+  return two_se_ms > o.resolution_ms ? 0 : bursts;
+}
+
+StatusOr<std::vector<IdlePoint>> probe_idle_penalty(serve::Controller& controller,
+                                                    const ParallelismTuple& tuple, double closed_ms,
+                                                    double scv, const IdleProbeOptions& o) {
+  if (tuple.batch != 1) return std::vector<IdlePoint>{};
+  const int bursts = idle_probe_bursts(o, tuple.service, closed_ms, scv);
+  if (bursts == 0) return std::vector<IdlePoint>{};
+  const Configuration config{tuple.service, tuple.inter, tuple.intra, 1};
+  SERF_RETURN_IF_ERROR(controller.configure(config));
   std::vector<double> arrival_s;
   std::vector<int> gap_index;
   schedule(o, tuple.service, closed_ms, bursts, &arrival_s, &gap_index);
@@ -113,13 +132,7 @@ StatusOr<std::vector<IdlePoint>> probe_idle_penalty(serve::Controller& controlle
   std::vector<IdlePoint> out;
   for (size_t g = 0; g < gaps.size(); ++g) {
     if (deltas[g].size() < 3) continue;  // too few for a standard error
-    // What the probe shows for sure: the mean less two standard errors (a slow model's service
-    // jitter would otherwise enter the prediction as a penalty), and never below 0 (a wake-up
-    // costs, it never saves).
-    const auto n = static_cast<double>(deltas[g].size());
-    const double se = std::sqrt(variance(deltas[g]) / (n - 1));  // variance() divides by n
-    IdlePoint p{median(gaps[g]), std::max(0.0, mean(deltas[g]) - 2 * se),
-                static_cast<int>(deltas[g].size())};
+    IdlePoint p{median(gaps[g]), significant_mean(deltas[g]), static_cast<int>(deltas[g].size())};
     // Medians of neighbouring gaps may cross when a burst ran long: keep the gaps increasing.
     if (!out.empty() && !(p.gap_ms > out.back().gap_ms)) continue;
     out.push_back(p);

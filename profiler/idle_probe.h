@@ -18,16 +18,35 @@ struct IdleProbeOptions {
   std::vector<double> gaps_ms = {0.1, 0.3, 1, 3, 10};
   // Time the probe of one tuple may take, about (seconds): bursts per gap are fitted into it,
   // between min_bursts and max_bursts each.
-  double budget_s = 0.4;
+  double budget_s = 1.0;
   int min_bursts = 3;
-  int max_bursts = 16;
+  int max_bursts = 64;
+  // The smallest penalty worth resolving (ms): a tuple whose requests are so noisy that two
+  // standard errors of a gap's mean, over the requests the budget affords, exceed it is not
+  // probed (a slow model: the probe could not tell its wake-up from its jitter, and the
+  // wake-up is a negligible part of its request).
+  double resolution_ms = 0.1;
 };
 
-// The probe of one tuple of batch 1 whose closed-loop mean is `closed_ms`: one IdlePoint per gap
-// (its gap the median idle time the requests actually saw; bursts that found a slot busy are left
-// out), the deltas made non-decreasing in the gap. Reconfigures the controller to (i, K, T).
+// Whether a tuple of closed-loop mean `closed_ms` and squared coefficient of variation `scv`,
+// run with `service` slots, is probed (the budget and resolution rules of IdleProbeOptions), and
+// with how many bursts per gap (0: not probed).
+int idle_probe_bursts(const IdleProbeOptions& options, int service, double closed_ms, double scv);
+
+// A gap's penalty from its requests' deltas (latency less the closed-loop mean, ms): their mean
+// when it lies more than two standard errors above 0, else 0 (a wake-up costs, it never saves; a
+// mean within the noise of 0 is taken as none). The mean itself, not the mean less its noise:
+// that estimate (session 30) was biased low by two standard errors at every gap, and cifar10's
+// probe showed 0.08 ms where its serving traces showed 0.14-0.26 ms.
+double significant_mean(const std::vector<double>& deltas);
+
+// The probe of one tuple of batch 1 whose closed-loop mean is `closed_ms` (SCV `scv`): one
+// IdlePoint per gap (its gap the median idle time the requests actually saw; bursts that found a
+// slot busy are left out), the deltas made non-decreasing in the gap; empty when
+// idle_probe_bursts() says the tuple is not probed. Reconfigures the controller to (i, K, T).
 StatusOr<std::vector<IdlePoint>> probe_idle_penalty(serve::Controller& controller,
                                                     const ParallelismTuple& tuple, double closed_ms,
+                                                    double scv,
                                                     const IdleProbeOptions& options = {});
 
 }  // namespace serf::profiler

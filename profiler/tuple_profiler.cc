@@ -125,7 +125,7 @@ Status probe_idle(serve::Controller& controller, const ProgressFn& progress, siz
     TupleStats& t = profile->tuples[n];
     if (progress) progress(first + n, steps, to_string(t.tuple) + " idle arrivals");
     const auto t0 = std::chrono::steady_clock::now();
-    SERF_ASSIGN_OR_RETURN(t.idle, probe_idle_penalty(controller, t.tuple, t.mean_ms));
+    SERF_ASSIGN_OR_RETURN(t.idle, probe_idle_penalty(controller, t.tuple, t.mean_ms, t.scv));
     t.wall_s += seconds_since(t0);
   }
   return Status::Ok();

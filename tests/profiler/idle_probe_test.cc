@@ -1,0 +1,156 @@
+// The idle-arrival probe (profiler/idle_probe.h): which tuples it probes, and what it measures
+// against a fake node whose slot pays a known wake-up when it has been idle.
+
+#include "profiler/idle_probe.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "profiler/tuple_profiler.h"
+#include "serf/core/statistics.h"
+
+namespace serf::profiler {
+namespace {
+
+// One unit, one slot at a time; a request costs service_s, plus wake_s when its slot was idle
+// for more than idle_after_s since its last answer (or never ran): the penalty the probe is for.
+class WakingTransport : public serve::Transport {
+ public:
+  WakingTransport(double service_s, double wake_s, double idle_after_s)
+      : service_s_(service_s), wake_s_(wake_s), idle_after_s_(idle_after_s) {}
+  int nodes() const override { return 1; }
+  Status configure(const Configuration&) override { return Status::Ok(); }
+  Status send_run(int, const serve::RunAction& a, const std::vector<float>&) override {
+    const auto now = clock::now();
+    const bool idle = !last_done_ || seconds(now - *last_done_) > idle_after_s_;
+    running_.push_back({a, now, service_s_ + (idle ? wake_s_ : 0)});
+    return Status::Ok();
+  }
+  StatusOr<std::optional<serve::RunResult>> poll_result() override {
+    const auto now = clock::now();
+    for (size_t k = 0; k < running_.size(); ++k) {
+      if (seconds(now - running_[k].at) < running_[k].cost_s) continue;
+      serve::RunResult r;
+      r.request_id = running_[k].action.request_id;
+      r.slot = running_[k].action.slot;
+      r.service_ms = running_[k].cost_s * 1e3;
+      running_.erase(running_.begin() + static_cast<long>(k));
+      last_done_ = now;
+      return std::optional<serve::RunResult>(r);
+    }
+    return std::optional<serve::RunResult>();
+  }
+  Status probe(int, double) override { return Status::Ok(); }
+  Status shutdown() override { return Status::Ok(); }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  static double seconds(clock::duration d) { return std::chrono::duration<double>(d).count(); }
+  struct Running {
+    serve::RunAction action;
+    clock::time_point at;
+    double cost_s;
+  };
+  double service_s_, wake_s_, idle_after_s_;
+  std::optional<clock::time_point> last_done_;
+  std::vector<Running> running_;
+};
+
+}  // namespace
+
+TEST_CASE("the probe's bursts fill its budget; noisy and slow tuples are not probed", "[idle]") {
+  const IdleProbeOptions o;  // gaps 0.1, 0.3, 1, 3, 10 ms; 1 s; 3-64 bursts; 0.1 ms resolution
+  // cifar10's (1, 1, 1): 0.4 ms, SCV 0.036. A round of the five gaps: 5 x (1.25 x 0.4 + 0.15)
+  // + 14.4 = 17.65 ms, so 1000 / 17.65 = 56.7 -> 57 bursts; 2 x 0.076 / sqrt(57) = 0.02 ms.
+  CHECK(idle_probe_bursts(o, 1, 0.4, 0.036) == 57);
+  // Faster still: the cap of 64 bursts per gap.
+  CHECK(idle_probe_bursts(o, 1, 0.05, 0.036) == 64);
+  // imagenet1k's (1, 1, 1): 17.64 ms, SCV 0.007 (sd 1.48 ms): round 126.3 ms, 8 bursts, two
+  // standard errors 1.04 ms > 0.1 ms: its wake-up would be lost in its noise, not probed.
+  CHECK(idle_probe_bursts(o, 1, 17.64, 0.007) == 0);
+  // A steady slow tuple (SCV 1e-8, sd 0.015 ms) of 150 ms: round 5 x 187.65 + 14.4 = 952.65 ms:
+  // 1 burst, at least 3, 2 x 0.015 / sqrt(3) = 0.017 ms: probed; at SCV 1e-6 (sd 0.15 ms) 0.17 ms:
+  // not; 200 ms: one round exceeds the budget, not probed.
+  CHECK(idle_probe_bursts(o, 1, 150, 1e-8) == 3);
+  CHECK(idle_probe_bursts(o, 1, 150, 1e-6) == 0);
+  CHECK(idle_probe_bursts(o, 1, 200, 1e-8) == 0);
+  // More slots, more requests per burst: i = 4 at sd 0.3 ms and 20 bursts is 2 x 0.3 / sqrt(80)
+  // = 0.067 ms (probed), i = 1 would be 0.134 ms (not).
+  IdleProbeOptions few = o;
+  few.max_bursts = 20;
+  CHECK(idle_probe_bursts(few, 4, 1.0, 0.09) == 20);
+  CHECK(idle_probe_bursts(few, 1, 1.0, 0.09) == 0);
+  // No gaps, no time: nothing to probe.
+  IdleProbeOptions none = o;
+  none.gaps_ms.clear();
+  CHECK(idle_probe_bursts(none, 1, 0.4, 0.036) == 0);
+  CHECK(idle_probe_bursts(o, 1, 0, 0.036) == 0);
+}
+
+TEST_CASE("a gap's penalty is its mean when it stands above the noise, else none", "[idle]") {
+  // Mean 0.1, population variance 0.0002 (deviations +-0.02, -0.01, +0.01, 0 ... below), so a
+  // standard error of sqrt(0.0002 / 3) = 0.0082: 0.1 > 2 x 0.0082, kept whole (not 0.1 - 0.016).
+  CHECK(significant_mean({0.08, 0.12, 0.09, 0.11}) == Approx(0.1));
+  // Mean 0.01 with deviations of 0.1: SE 0.058, within the noise: none.
+  CHECK(significant_mean({0.11, -0.09, 0.11, -0.09}) == 0.0);
+  // A negative mean (faster than the closed loop) is no penalty either.
+  CHECK(significant_mean({-0.05, -0.04, -0.06}) == 0.0);
+  // Constant deltas: no noise at all, the value itself; fewer than two: nothing to judge.
+  CHECK(significant_mean({0.2, 0.2, 0.2}) == Approx(0.2));
+  CHECK(significant_mean({0.3}) == 0.0);
+  CHECK(significant_mean({}) == 0.0);
+}
+
+TEST_CASE("the probe measures a known wake-up penalty against a fake node", "[idle]") {
+  // A 2 ms request pays 1 ms more when its slot slept over 2.5 ms: the 3 and 10 ms gaps see the
+  // penalty, the short ones do not (the probe's bursts are spaced by 1.25x the closed-loop time
+  // + 0.15 ms plus the gap, so a slot sleeps about 0.7 ms + the gap). Load on the host can only add
+  // to a latency (a late generator or poll), so the checks below bound what the penalty cannot fall
+  // under.
+  WakingTransport t(2e-3, 1e-3, 2.5e-3);
+  serve::Controller c(t, {});
+  const ParallelismTuple tuple{1, 1, 1};
+  // The closed loop first, as the profiler runs it: back to back, so no request pays the wake-up
+  // (the mean is the 2 ms plus the controller's own time, as the profile's mean_ms).
+  auto closed = measure_tuple(c, tuple, 2, 20, false);
+  REQUIRE(closed.ok());
+  const double closed_ms = median(closed->occupancy_ms);  // a load spike on the host moves it less
+  REQUIRE(closed_ms >= 2.0);
+  IdleProbeOptions o;
+  o.budget_s = 0.5;
+  o.resolution_ms = 1.0;  // the fake node has no jitter to speak of; SCV 0 probes anyway
+  auto pts = probe_idle_penalty(c, tuple, closed_ms, 0.0, o);
+  REQUIRE(pts.ok());
+  std::string seen;
+  for (const IdlePoint& p : *pts) {
+    seen += std::to_string(p.gap_ms) + " ms: " + std::to_string(p.delta_ms) + " ms (" +
+            std::to_string(p.samples) + "); ";
+  }
+  INFO("gap: delta (samples): " << seen);
+  REQUIRE(pts->size() >= 3);  // gaps seen increasing; crossing medians are dropped
+  for (size_t k = 1; k < pts->size(); ++k) {
+    CHECK((*pts)[k].gap_ms > (*pts)[k - 1].gap_ms);
+    CHECK((*pts)[k].delta_ms >= (*pts)[k - 1].delta_ms);  // made non-decreasing
+  }
+  for (const IdlePoint& p : *pts) {
+    CHECK(p.delta_ms >= 0);
+    CHECK(p.samples >= 3);
+  }
+  // The 10 ms gap pays the 1 ms more than the shortest gap, which pays none. Compared with each
+  // other, not with the closed loop's mean alone: load on the host moves the controller's own
+  // time in both (0.3 ms spared for it).
+  CHECK(pts->front().gap_ms < 2.5);
+  CHECK(pts->back().gap_ms > 5);
+  CHECK(pts->back().delta_ms - pts->front().delta_ms >= 0.7);
+  // A tuple of batch 2 is not probed here (the probe is for batch-1 tuples).
+  const ParallelismTuple batched{1, 1, 1, 2};
+  auto none = probe_idle_penalty(c, batched, 2.0, 0.0, o);
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+}
+
+}  // namespace serf::profiler
