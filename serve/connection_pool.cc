@@ -85,7 +85,6 @@ ConnectionPool::ConnectionPool(BoundedServer& server, const ConnectionLimits& li
     std::abort();  // no file descriptors left at start: nothing could be served
   }
   threads_.emplace_back([this] { poll_loop(); });
-  threads_.emplace_back([this] { reject_loop(); });
   for (int i = 0; i < limits_.threads; ++i) threads_.emplace_back([this] { work(); });
 }
 
@@ -100,15 +99,11 @@ bool ConnectionPool::rejecting_connection() { return t_rejecting; }
 bool ConnectionPool::others_ready() { return ready_count_.load(std::memory_order_relaxed) > 0; }
 
 void ConnectionPool::enqueue(std::function<void()> fn) {
-  if (open_.load() >= limits_.connections) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      overflow_.push_back(std::move(fn));
-    }
-    reject_cv_.notify_one();
-    return;
-  }
-  fn();  // BoundedServer::process_and_close_socket: adopt()
+  // BoundedServer::process_and_close_socket, on the accept thread: adopt() or, over the cap, a
+  // 503 written at once and refuse(); neither waits on the client.
+  t_rejecting = open_.load() >= limits_.connections;
+  fn();
+  t_rejecting = false;
 }
 
 void ConnectionPool::adopt(int fd) {
@@ -123,6 +118,19 @@ void ConnectionPool::adopt(int fd) {
   }
   const uint64_t one_event = 1;
   (void)::write(wake_fd_, &one_event, sizeof(one_event));
+}
+
+void ConnectionPool::refuse(int fd) {
+  ::shutdown(fd, SHUT_WR);  // the 503, then our end
+  if (drained(fd) || refused_.load() >= kRefusedLingering) {
+    ::close(fd);  // the client closed already (or too many linger: what it sends later is reset)
+    return;
+  }
+  ++refused_;
+  auto* c = new Connection(fd, limits_);
+  c->refused = c->closing = true;
+  c->closing_until = after_s(kLingerS);
+  wait_in_poller(c);
 }
 
 void ConnectionPool::wait_in_poller(Connection* c) {
@@ -146,8 +154,12 @@ void ConnectionPool::ready(Connection* c) {
 
 void ConnectionPool::close_now(Connection* c) {
   ::close(c->fd);  // leaves the epoll set with it
+  if (c->refused) {
+    --refused_;
+  } else {
+    --open_;
+  }
   delete c;
-  --open_;
 }
 
 void ConnectionPool::linger(Connection* c) {
@@ -221,7 +233,7 @@ void ConnectionPool::poll_loop() {
       expire(now, stopping);
       next_tick = now + std::chrono::milliseconds(kTickMs);
     }
-    if (stop && open_.load() == 0) break;
+    if (stop && open_.load() == 0 && refused_.load() == 0) break;
     const int n = ::epoll_wait(epoll_fd_, events, 64, kTickMs);
     for (int i = 0; i < n; ++i) {
       auto* c = static_cast<Connection*>(events[i].data.ptr);
@@ -284,21 +296,6 @@ void ConnectionPool::work() {
   }
 }
 
-void ConnectionPool::reject_loop() {
-  t_rejecting = true;
-  for (;;) {
-    std::function<void()> fn;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      reject_cv_.wait(lock, [&] { return stopping_ || !overflow_.empty(); });
-      if (overflow_.empty()) return;  // stopping, nothing left
-      fn = std::move(overflow_.front());
-      overflow_.pop_front();
-    }
-    fn();  // BoundedServer::process_and_close_socket: 503, closed
-  }
-}
-
 void ConnectionPool::shutdown() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -307,7 +304,6 @@ void ConnectionPool::shutdown() {
   }
   const uint64_t one_event = 1;
   (void)::write(wake_fd_, &one_event, sizeof(one_event));
-  reject_cv_.notify_all();
   for (auto& t : threads_) t.join();
   threads_.clear();
 }

@@ -56,28 +56,6 @@ void address_of(const sockaddr_storage& addr, std::string& ip, int& port) {
 
 }  // namespace
 
-// Why not close() alone: close() with unread data in the socket, or data
-// arriving after it, makes the kernel answer with a TCP reset, which can discard an answer the
-// client has not read yet (a client still sending a body the server refused, or pipelining past
-// the last request). So: end our side (FIN after the answer), read and drop what the client still
-// sends until it closes or `linger_s` passes (0: only what is already there), then close.
-void close_gracefully(int fd, double linger_s) {
-  ::shutdown(fd, SHUT_WR);
-  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(linger_s));
-  char sink[4096];
-  for (;;) {
-    const ssize_t n = ::recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
-    if (n > 0) continue;
-    if (n == 0) break;  // the client closed: it has read the answer
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) break;
-    const double left = std::chrono::duration<double>(end - Clock::now()).count();
-    if (left <= 0 || !wait_fd(fd, POLLIN, left)) break;
-  }
-  ::close(fd);
-}
-
 void DeadlineStream::start_request() {
   deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(read_timeout_s_));
@@ -313,9 +291,11 @@ void BoundedServer::reject(int fd) const {
       "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
       "application/json\r\nConnection: close\r\nContent-Length: " +
       std::to_string(body.size()) + "\r\n\r\n" + body;
-  if (wait_fd(fd, POLLOUT, 1.0)) (void)::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
-  // A loaded client sends its body late: 0.1 s of draining was not always enough.
-  close_gracefully(fd, kLingerS);
+  // A new connection's send buffer is empty: the answer fits without waiting. Until session 31
+  // one thread waited here for each refused client to close (up to kLingerS), one at a time: a
+  // burst of 200 refused connections took minutes to clear.
+  (void)::send(fd, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  pool_->refuse(fd);
 }
 
 bool BoundedServer::process_and_close_socket(socket_t sock) {

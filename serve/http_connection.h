@@ -26,10 +26,12 @@ namespace serf::serve {
 
 // Waits until `fd` is ready for `events` or `timeout_s` passed (EINTR resumes the wait).
 bool wait_fd(int fd, short events, double timeout_s);
-// Closes a connection without resetting it (an answer the client has not read yet would be lost):
-// ends our side, drops what the client still sends until it closes or `linger_s` passes.
-void close_gracefully(int fd, double linger_s);
 // How long a connection the server closes after an answer may still send before it is closed.
+// Why not close() alone: close() with unread data in the socket, or data arriving after it, makes
+// the kernel answer with a TCP reset, which can discard an answer the client has not read yet (a
+// client still sending a body the server refused, or pipelining past the last request). So the
+// poller ends our side (FIN after the answer), reads and drops what the client still sends until
+// it closes or this time passes, then closes (ConnectionPool::linger and refuse).
 constexpr double kLingerS = 2.0;
 
 // A socket stream whose reads share one deadline per request.
@@ -140,6 +142,7 @@ struct Connection {
   bool registered = false;  // known to the poller's epoll set
   size_t slot = 0;          // its place in the poller's list
   size_t served = 0;        // requests answered on it
+  bool refused = false;     // over the cap: answered 503, not counted among the open ones
   // Closed after an answer: the client may still send (a body not read); it is read and dropped
   // until the client closes or this time passes.
   bool closing = false;
@@ -151,8 +154,8 @@ class BoundedServer;
 // httplib's task queue. The accept thread hands each connection to a poller thread (epoll) that
 // reads what its client sends until a request is whole (or its deadline passes), then to one of
 // `threads` serving threads; after the answer the connection goes back to the poller. A
-// connection over `connections` open at once is handed to a thread that answers 503 and closes
-// it (handlers see rejecting_connection() true there).
+// connection over `connections` open at once is answered 503 on the accept thread (a write that
+// does not wait) and closed in the poller: refuse().
 class ConnectionPool : public httplib::TaskQueue {
  public:
   ConnectionPool(BoundedServer& server, const ConnectionLimits& limits);
@@ -161,14 +164,19 @@ class ConnectionPool : public httplib::TaskQueue {
   void shutdown() override;
   // The accept thread's new connection (BoundedServer::process_and_close_socket).
   void adopt(int fd);
+  // Whether the accept thread is refusing the connection it hands over (over the cap).
   static bool rejecting_connection();
+  // A connection answered 503 over the cap: its end is closed, what its client still sends is
+  // read and dropped in the poller until it closes or kLingerS passes (no thread waits on it).
+  // Past kRefusedLingering such connections at once, one is closed at once instead.
+  void refuse(int fd);
+  static constexpr int kRefusedLingering = 128;
   // Whether connections wait for a serving thread (a thread then takes the next at once).
   bool others_ready();
 
  private:
   void poll_loop();
   void work();
-  void reject_loop();
   void wait_in_poller(Connection* c);  // from a serving thread
   void ready(Connection* c);           // to a serving thread
   void close_now(Connection* c);
@@ -180,11 +188,10 @@ class ConnectionPool : public httplib::TaskQueue {
   BoundedServer& server_;
   ConnectionLimits limits_;
   int epoll_fd_ = -1, wake_fd_ = -1;
-  std::atomic<int> open_{0}, ready_count_{0};
+  std::atomic<int> open_{0}, ready_count_{0}, refused_{0};
   std::mutex mutex_;
-  std::condition_variable cv_, reject_cv_;
+  std::condition_variable cv_;
   std::deque<Connection*> ready_, arriving_;
-  std::deque<std::function<void()>> overflow_;
   bool stopping_ = false, poller_done_ = false;
   std::vector<Connection*> waiting_;  // the poller's own
   std::vector<std::thread> threads_;

@@ -152,7 +152,9 @@ class HttpFrontend::Impl {
 
 Status HttpFrontend::Impl::fit_file_limit() const {
   constexpr rlim_t kOthers = 256;  // MPI, gRPC, files, the poller
-  const rlim_t need = static_cast<rlim_t>(options_.connections) + kOthers;
+  // Refused connections linger too (ConnectionPool::refuse), a bounded number.
+  const rlim_t need = static_cast<rlim_t>(options_.connections) + kOthers +
+                      static_cast<rlim_t>(ConnectionPool::kRefusedLingering);
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= need) return Status::Ok();
   if (limit.rlim_max >= need) {

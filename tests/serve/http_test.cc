@@ -441,6 +441,78 @@ TEST_CASE("connections over --http-connections are refused 503 and counted, each
       std::string::npos);
 }
 
+TEST_CASE("a burst of connections over the cap: each refused 503 at once, good clients served",
+          "[serve][http]") {
+  // Until session 31 one thread refused the connections over the cap, one at a time, and waited
+  // for each client to close (up to 2 s) before the next: 200 refused clients that kept their
+  // sockets open took 400 s to clear. Now the accept thread writes the 503 without waiting and
+  // the poller closes the connection. Cap 16: one good keep-alive client and 15 idle connections;
+  // then 200 more at once, none closed until all are read. Each must get its 503 and the close
+  // within 3 s of the burst's start, and the good client's requests meanwhile within 1 s each.
+  HttpOptions o;
+  o.threads = 4;
+  o.connections = 16;
+  o.keep_alive_s = 30;
+  Server s(1e-3, o);
+  auto good = s.client();
+  good.set_keep_alive(true);
+  REQUIRE(post(good, infer_body({1, 2, 3, 4}).dump())->status == 200);
+  std::vector<int> idle;
+  for (int i = 0; i < 15; ++i) idle.push_back(connect_to(s.http->port()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all 16 adopted
+  std::atomic<bool> done{false};
+  std::vector<std::pair<int, double>> served;  // status, seconds
+  std::thread client([&] {
+    while (!done.load()) {
+      const auto t = Clock::now();
+      auto r = post(good, infer_body({1, 2, 3, 4}).dump());
+      served.emplace_back(r ? r->status : -1,
+                          std::chrono::duration<double>(Clock::now() - t).count());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  constexpr int kBurst = 200;
+  constexpr double kBoundS = 3.0;
+  const auto t0 = Clock::now();
+  std::vector<int> burst;
+  for (int i = 0; i < kBurst; ++i) burst.push_back(connect_to(s.http->port()));
+  // Read each in turn, none closed before all are read; checked once the good client is joined.
+  double last_s = 0;
+  int refused = 0;
+  std::string first_wrong;
+  for (size_t i = 0; i < burst.size(); ++i) {
+    const double left = kBoundS - std::chrono::duration<double>(Clock::now() - t0).count();
+    const std::string got = read_all(burst[i], std::max(left, 0.1));
+    last_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (got.rfind("HTTP/1.1 503", 0) == 0 &&
+        got.find("too many connections: the server holds 16 open at once") != std::string::npos &&
+        last_s < kBoundS) {
+      ++refused;
+    } else if (first_wrong.empty()) {
+      first_wrong = "connection " + std::to_string(i) + " after " + std::to_string(last_s) +
+                    " s: \"" + got + "\"";
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // good requests after the burst
+  done = true;
+  client.join();
+  for (int fd : burst) ::close(fd);
+  for (int fd : idle) ::close(fd);
+  INFO("the first not refused at once: " << first_wrong);
+  REQUIRE(refused == kBurst);
+  INFO("all " << kBurst << " refused within " << last_s << " s; " << served.size()
+              << " good requests meanwhile");
+  REQUIRE(served.size() >= 2);
+  for (const auto& [status, took_s] : served) {
+    INFO("a good request: " << status << " in " << took_s << " s");
+    REQUIRE(status == 200);
+    REQUIRE(took_s < 1.0);
+  }
+  REQUIRE(s.metrics.prometheus_text(s.controller.live())
+              .find("serf_refused_connections_total " + std::to_string(kBurst) + "\n") !=
+          std::string::npos);
+}
+
 TEST_CASE("a request not whole within the read timeout: 408 naming the late part, counted",
           "[serve][http]") {
   // The head (or the body) arrives in part and no more: answered 408 once the read timeout
