@@ -38,6 +38,14 @@ void json_error(Response& res, int status, const std::string& message) {
   res.set_content(error_body(message), kJson);
 }
 
+// Response::set_content without its copy: httplib 0.11 takes the body by const reference only.
+void set_body(Response& res, std::string&& body, const char* content_type) {
+  res.body = std::move(body);
+  const auto types = res.headers.equal_range("Content-Type");
+  res.headers.erase(types.first, types.second);
+  res.set_header("Content-Type", content_type);
+}
+
 int status_of(Outcome outcome) {
   switch (outcome) {
     case Outcome::kAnswered:
@@ -220,7 +228,7 @@ void HttpFrontend::Impl::routes() {
     if (service_.metrics()) service_.metrics()->count_silent_connection();
   });
   server_.set_error_handler([&](const Request& req, Response& res) { handle_error(req, res); });
-  server_.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
+  server_.set_exception_handler([](const Request&, Response& res, const std::exception_ptr& ep) {
     std::string what = "internal error";
     try {
       if (ep) std::rethrow_exception(ep);
@@ -391,9 +399,9 @@ void HttpFrontend::Impl::infer(const Request& req, const std::string& body, Resp
   EncodedResponse encoded = encode_infer_response(service_.model(), *call, answer.output);
   if (encoded.header_length) {
     res.set_header("Inference-Header-Content-Length", std::to_string(*encoded.header_length));
-    res.set_content(std::move(encoded.body), "application/octet-stream");
+    set_body(res, std::move(encoded.body), "application/octet-stream");
   } else {
-    res.set_content(std::move(encoded.body), kJson);
+    set_body(res, std::move(encoded.body), kJson);
   }
   t_frontend_s = parse_s;
 }

@@ -336,72 +336,102 @@ void ServeMetrics::write_configuration(const LiveStatus& live, std::string* out_
         switch_cost_s > 0 ? switch_cost_s : NAN, &out);
 }
 
+void ServeMetrics::write_counters(std::string* out) const {
+  family("serf_requests_total", "counter",
+         "Requests that ended, by outcome (received = answered + rejected + timed_out + failed).",
+         out);
+  for (Outcome o : {Outcome::kAnswered, Outcome::kRejected, Outcome::kTimedOut, Outcome::kFailed}) {
+    auto it = outcomes_.find(o);
+    sample("serf_requests_total", it == outcomes_.end() ? 0.0 : static_cast<double>(it->second),
+           out, std::string("outcome=\"") + outcome_name(o) + "\"");
+  }
+  family("serf_invalid_requests_total", "counter",
+         "Requests refused as malformed (HTTP 400/413, gRPC INVALID_ARGUMENT), by protocol.", out);
+  for (const char* p : {"http", "grpc"}) {
+    auto it = invalid_.find(p);
+    sample("serf_invalid_requests_total",
+           it == invalid_.end() ? 0.0 : static_cast<double>(it->second), out,
+           std::string("protocol=\"") + p + "\"");
+  }
+  family("serf_refused_connections_total", "counter",
+         "HTTP connections answered 503 because --http-connections were open already.", out);
+  sample("serf_refused_connections_total", static_cast<double>(refused_connections_), out);
+  family("serf_http_read_timeouts_total", "counter",
+         "HTTP requests not whole within --read-timeout (answered 408, connection closed), by "
+         "the part that was late: head (request line and headers) or body.",
+         out);
+  for (const char* part : {"head", "body"}) {
+    auto it = read_timeouts_.find(part);
+    sample("serf_http_read_timeouts_total",
+           it == read_timeouts_.end() ? 0.0 : static_cast<double>(it->second), out,
+           std::string("part=\"") + part + "\"");
+  }
+  family("serf_http_silent_connections_total", "counter",
+         "HTTP connections closed because they sent nothing within the keep-alive time.", out);
+  sample("serf_http_silent_connections_total", static_cast<double>(silent_connections_), out);
+  family("serf_recalibrations_total", "counter",
+         "Tuples whose observed service time drifted beyond the profile's and were recalibrated "
+         "(serf serve --recalibrate on).",
+         out);
+  sample("serf_recalibrations_total", static_cast<double>(recalibrations_), out);
+}
+
+void ServeMetrics::write_histograms(std::string* out) const {
+  request_s_.write("serf_request_duration_seconds",
+                   "Arrival to answer of answered requests (queue plus compute).", out);
+  queue_s_.write("serf_queue_duration_seconds",
+                 "Arrival to dispatch to a unit of answered requests.", out);
+  compute_s_.write("serf_compute_duration_seconds",
+                   "Dispatch to answer of answered requests (a slot's occupancy).", out);
+  batch_size_.write("serf_batch_size",
+                    "Requests per batch a slot served (b' <= the configuration's b; 1 without "
+                    "batching).",
+                    out);
+  frontend_s_.write("serf_frontend_duration_seconds",
+                    "The front end's own time per answered request: parsing and hand-over, "
+                    "encoding and sending.",
+                    out);
+}
+
+void ServeMetrics::write_latency_gauges(const Prediction& p, std::string* out) const {
+  const std::string window = std::to_string(static_cast<int>(window_s_)) + " s";
+  gauge("serf_window_rate_per_second",
+        "Requests that ended per second over the last " + window + ".", p.rate_per_s, out);
+  gauge("serf_observed_mean_latency_seconds",
+        "Mean latency of the requests answered over the last " + window + ".",
+        p.observed_mean_s.value_or(NAN), out);
+  gauge("serf_predicted_mean_latency_seconds",
+        "The queue model's mean latency for the running configuration at the rate of the last " +
+            window + " (NaN: no prediction, or unstable at that rate).",
+        p.predicted_mean_ms ? *p.predicted_mean_ms / 1e3 : NAN, out);
+  gauge("serf_observed_p99_latency_seconds",
+        "99th percentile (interpolated, numpy's default) of the latencies answered over the last " +
+            window + " (at most the last " + std::to_string(kLatencySamples) + " answers).",
+        p.observed_p99_s.value_or(NAN), out);
+  gauge("serf_predicted_p99_latency_seconds",
+        "The planner's tail approximation of the 99th percentile latency for the running "
+        "configuration at the rate of the last " +
+            window + " (NaN: no profile, or unstable at that rate).",
+        p.predicted_p99_ms ? *p.predicted_p99_ms / 1e3 : NAN, out);
+}
+
 std::string ServeMetrics::prometheus_text(const LiveStatus& live) const {
-  const double rate = window_rate_per_s();
-  const std::optional<double> observed = window_mean_s();
+  Prediction p;
+  p.rate_per_s = window_rate_per_s();
+  p.observed_mean_s = window_mean_s();
   LatencyPredictor predictor;
   {
     std::lock_guard<std::mutex> lock(mutex_);  // self-calibration replaces it while serving
     predictor = predictor_;
   }
-  const std::optional<double> predicted_ms = predictor.mean_ms(live.config, rate);
-  const std::optional<double> predicted_p99_ms = predictor.p99_ms(live.config, rate);
-  const std::string window = std::to_string(static_cast<int>(window_s_)) + " s";
+  p.predicted_mean_ms = predictor.mean_ms(live.config, p.rate_per_s);
+  p.predicted_p99_ms = predictor.p99_ms(live.config, p.rate_per_s);
   std::lock_guard<std::mutex> lock(mutex_);
   size_t answers = 0;
-  const std::optional<double> observed_p99_s = window_p99_s(&answers);
+  p.observed_p99_s = window_p99_s(&answers);
   std::string out;
-  family("serf_requests_total", "counter",
-         "Requests that ended, by outcome (received = answered + rejected + timed_out + failed).",
-         &out);
-  for (Outcome o : {Outcome::kAnswered, Outcome::kRejected, Outcome::kTimedOut, Outcome::kFailed}) {
-    auto it = outcomes_.find(o);
-    sample("serf_requests_total", it == outcomes_.end() ? 0.0 : static_cast<double>(it->second),
-           &out, std::string("outcome=\"") + outcome_name(o) + "\"");
-  }
-  family("serf_invalid_requests_total", "counter",
-         "Requests refused as malformed (HTTP 400/413, gRPC INVALID_ARGUMENT), by protocol.", &out);
-  for (const char* p : {"http", "grpc"}) {
-    auto it = invalid_.find(p);
-    sample("serf_invalid_requests_total",
-           it == invalid_.end() ? 0.0 : static_cast<double>(it->second), &out,
-           std::string("protocol=\"") + p + "\"");
-  }
-  family("serf_refused_connections_total", "counter",
-         "HTTP connections answered 503 because every connection thread was busy.", &out);
-  sample("serf_refused_connections_total", static_cast<double>(refused_connections_), &out);
-  family("serf_http_read_timeouts_total", "counter",
-         "HTTP requests not whole within --read-timeout (answered 408, connection closed), by "
-         "the part that was late: head (request line and headers) or body.",
-         &out);
-  for (const char* part : {"head", "body"}) {
-    auto it = read_timeouts_.find(part);
-    sample("serf_http_read_timeouts_total",
-           it == read_timeouts_.end() ? 0.0 : static_cast<double>(it->second), &out,
-           std::string("part=\"") + part + "\"");
-  }
-  family("serf_http_silent_connections_total", "counter",
-         "HTTP connections closed because they sent nothing within the keep-alive time.", &out);
-  sample("serf_http_silent_connections_total", static_cast<double>(silent_connections_), &out);
-  family("serf_recalibrations_total", "counter",
-         "Tuples whose observed service time drifted beyond the profile's and were recalibrated "
-         "(serf serve --recalibrate on).",
-         &out);
-  sample("serf_recalibrations_total", static_cast<double>(recalibrations_), &out);
-  request_s_.write("serf_request_duration_seconds",
-                   "Arrival to answer of answered requests (queue plus compute).", &out);
-  queue_s_.write("serf_queue_duration_seconds",
-                 "Arrival to dispatch to a unit of answered requests.", &out);
-  compute_s_.write("serf_compute_duration_seconds",
-                   "Dispatch to answer of answered requests (a slot's occupancy).", &out);
-  batch_size_.write("serf_batch_size",
-                    "Requests per batch a slot served (b' <= the configuration's b; 1 without "
-                    "batching).",
-                    &out);
-  frontend_s_.write("serf_frontend_duration_seconds",
-                    "The front end's own time per answered request: parsing and hand-over, "
-                    "encoding and sending.",
-                    &out);
+  write_counters(&out);
+  write_histograms(&out);
   gauge("serf_queue_depth", "Requests waiting in the units' queues.",
         static_cast<double>(live.queued), &out);
   gauge("serf_requests_in_flight", "Requests dispatched to a unit and not answered yet.",
@@ -410,24 +440,7 @@ std::string ServeMetrics::prometheus_text(const LiveStatus& live) const {
   gauge("serf_arrival_rate_per_second",
         "Arrival rate the scheduler sees (its rate window), requests per second.", live.rate_per_s,
         &out);
-  gauge("serf_window_rate_per_second",
-        "Requests that ended per second over the last " + window + ".", rate, &out);
-  gauge("serf_observed_mean_latency_seconds",
-        "Mean latency of the requests answered over the last " + window + ".",
-        observed.value_or(NAN), &out);
-  gauge("serf_predicted_mean_latency_seconds",
-        "The queue model's mean latency for the running configuration at the rate of the last " +
-            window + " (NaN: no prediction, or unstable at that rate).",
-        predicted_ms ? *predicted_ms / 1e3 : NAN, &out);
-  gauge("serf_observed_p99_latency_seconds",
-        "99th percentile (interpolated, numpy's default) of the latencies answered over the last " +
-            window + " (at most the last " + std::to_string(kLatencySamples) + " answers).",
-        observed_p99_s.value_or(NAN), &out);
-  gauge("serf_predicted_p99_latency_seconds",
-        "The planner's tail approximation of the 99th percentile latency for the running "
-        "configuration at the rate of the last " +
-            window + " (NaN: no profile, or unstable at that rate).",
-        predicted_p99_ms ? *predicted_p99_ms / 1e3 : NAN, &out);
+  write_latency_gauges(p, &out);
   gauge("serf_ready", "1 when every node prepared the model and the server takes requests.",
         live.ready ? 1 : 0, &out);
   return out;

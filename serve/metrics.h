@@ -129,6 +129,15 @@ class ServeMetrics {
   // The p99 (serf::quantile) of the answers over the window and how many there were; under mutex_.
   std::optional<double> window_p99_s(size_t* answers) const;
   void write_configuration(const LiveStatus& live, std::string* out) const;
+  // prometheus_text's parts, under mutex_: the counters, the histograms, and the window's
+  // observed latency beside the model's prediction at the window's rate.
+  struct Prediction {
+    double rate_per_s = 0;
+    std::optional<double> observed_mean_s, observed_p99_s, predicted_mean_ms, predicted_p99_ms;
+  };
+  void write_counters(std::string* out) const;
+  void write_histograms(std::string* out) const;
+  void write_latency_gauges(const Prediction& p, std::string* out) const;
   void note_generation(const RequestRecord& r);
   template <typename T>
   static void keep_recent(std::vector<T>* log, const T& event) {
