@@ -35,7 +35,12 @@ int64_t Controller::enter(InferRequest request, bool client) {
 }
 
 void Controller::admit(InferRequest request, bool client) {
+  const std::string ended = std::move(request.ended);
   const int64_t id = enter(std::move(request), client);
+  if (!ended.empty()) {
+    finish(id, Outcome::kTimedOut, ended);  // never queued: its input did not come
+    return;
+  }
   const int u = std::uniform_int_distribution<int>(0, units_ - 1)(rng_);
   record(id).unit = u;
   auto& q = queues_[static_cast<size_t>(u)];

@@ -1,8 +1,10 @@
 #include "serve/grpc_frontend.h"
 
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -190,11 +192,47 @@ grpc::Status status_of(const InferAnswer& a) {
 // request to the controller and returns; the controller's answer finishes the call. So admission
 // is SERF's alone (the unit's bounded queue: UNAVAILABLE, counted), where the synchronous server
 // refused calls past its thread quota with RESOURCE_EXHAUSTED that the controller never saw.
-// ModelInfer is a raw method: gRPC hands over the message's bytes, whose size is checked before
-// they are parsed. So gRPC takes a message of any size and SERF refuses (and counts) every one over
-// --max-body-mb; before session 26 gRPC refused those over twice the limit itself, uncounted.
-using KServeBase = inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
+// ModelInfer is generic (InferReactor below): gRPC hands over the call once its headers are in,
+// then the message's bytes, whose size is checked before they are parsed. So gRPC takes a message
+// of any size and SERF refuses (and counts) every one over --max-body-mb (before session 26 gRPC
+// refused those over twice the limit itself, uncounted), and a call whose message never comes is
+// seen and counted too (before session 31 ModelInfer was a raw unary method: gRPC hands such a
+// call to no handler before its message is whole, and it ended unseen).
+using KServeBase = inference::GRPCInferenceService::WithGenericMethod_ModelInfer<
     inference::GRPCInferenceService::CallbackService>;
+
+constexpr const char* kModelInferMethod = "/inference.GRPCInferenceService/ModelInfer";
+
+class KServeService;
+
+// One ModelInfer call, from its headers to its end: reads the request message (whole: gRPC hands
+// it over at once), hands it to the controller (KServeService::infer) and sends its answer, or
+// ends it with a status. A call that ends without its message (its connection closed at
+// --grpc-max-connection-age plus --read-timeout, or its client cancelled) is counted at its end:
+// serf_grpc_cut_calls_total, and received and timed out in the controller's accounting.
+class InferReactor final : public grpc::ServerGenericBidiReactor {
+ public:
+  InferReactor(KServeService& kserve, grpc::GenericCallbackServerContext* ctx)
+      : kserve_(kserve), ctx_(ctx), opened_(Clock::now()) {
+    StartRead(&message_);
+  }
+  void OnReadDone(bool ok) override;
+  void OnCancel() override { cancelled_ = true; }
+  void OnDone() override;
+  grpc::CallbackServerContext* context() const { return ctx_; }
+  // The call's end: a status (not OK), or OK with the answer written into answer().
+  void end(const grpc::Status& status) { Finish(status); }
+  grpc::ByteBuffer* answer() { return &answer_; }
+  void send_answer() { StartWriteAndFinish(&answer_, grpc::WriteOptions(), grpc::Status::OK); }
+
+ private:
+  KServeService& kserve_;
+  grpc::GenericCallbackServerContext* ctx_;
+  Clock::time_point opened_;  // its headers came: the request's arrival if it is cut
+  grpc::ByteBuffer message_, answer_;
+  bool message_read_ = false;
+  std::atomic<bool> cancelled_{false};
+};
 
 class KServeService final : public KServeBase {
  public:
@@ -248,57 +286,62 @@ class KServeService final : public KServeBase {
     }
     return done(ctx, grpc::Status::OK);
   }
-  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* ctx,
-                                       const grpc::ByteBuffer* message,
-                                       grpc::ByteBuffer* answer) override {
+  // A ModelInfer call's message, read whole: checked, handed to the controller, answered.
+  void infer(InferReactor* call, const grpc::ByteBuffer& message) {
     const Clock::time_point received = Clock::now();
-    const size_t bytes = message->Length();
-    if (bytes > max_message_bytes_) return done(ctx, too_large(bytes));
+    grpc::CallbackServerContext* ctx = call->context();
+    const size_t bytes = message.Length();
+    if (bytes > max_message_bytes_) return call->end(too_large(bytes));
     inference::ModelInferRequest parsed;
-    grpc::ByteBuffer copy(*message);  // shares the slices; parsing consumes the buffer it reads
+    grpc::ByteBuffer copy(message);  // shares the slices; parsing consumes the buffer it reads
     if (!grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&copy, &parsed).ok())
-      return done(ctx, counted(InvalidArgument("the message is not a ModelInferRequest")));
-    const inference::ModelInferRequest* req = &parsed;
-    Status st = service_.check_model(req->model_name(), req->model_version());
-    InferCall call;
-    if (st.ok()) st = read_call(service_.model(), *req, *ctx, &call);
-    if (!st.ok()) return done(ctx, counted(st));
+      return call->end(counted(InvalidArgument("the message is not a ModelInferRequest")));
+    Status st = service_.check_model(parsed.model_name(), parsed.model_version());
+    InferCall request;
+    if (st.ok()) st = read_call(service_.model(), parsed, *ctx, &request);
+    if (!st.ok()) return call->end(counted(st));
     const double parse_s = std::chrono::duration<double>(Clock::now() - received).count();
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    std::vector<float> input = std::move(call.input);
-    const double timeout_us = call.timeout_us;
+    std::vector<float> input = std::move(request.input);
+    const double timeout_us = request.timeout_us;
     // Runs on the controller's thread (or here, when the server is stopping): the answer message
     // is a copy of the output, the sending is gRPC's.
     service_.submit(
         std::move(input), received, timeout_us,
-        [this, reactor, answer, parse_s, call = std::move(call)](InferAnswer&& a) {
-          if (a.outcome != Outcome::kAnswered) {
-            reactor->Finish(status_of(a));
-            return;
-          }
+        [this, call, parse_s, request = std::move(request)](InferAnswer&& a) {
+          if (a.outcome != Outcome::kAnswered) return call->end(status_of(a));
           const Clock::time_point answered = Clock::now();
           inference::ModelInferResponse res;
-          write_answer(service_.model(), call, a.output, &res);
+          write_answer(service_.model(), request, a.output, &res);
           bool own = false;
           const grpc::Status written =
-              grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(res, answer,
-                                                                                  &own);
+              grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(
+                  res, call->answer(), &own);
           if (!written.ok()) {
-            reactor->Finish(grpc::Status(StatusCode::INTERNAL,
-                                         "cannot write the answer: " + written.error_message()));
-            return;
+            return call->end(grpc::Status(StatusCode::INTERNAL,
+                                          "cannot write the answer: " + written.error_message()));
           }
           if (service_.metrics()) {
-            // Serializing and sending follow Finish; the encoding here is counted.
+            // Sending follows; the encoding here is counted.
             service_.metrics()->observe_frontend(
                 parse_s + std::chrono::duration<double>(Clock::now() - answered).count());
           }
-          reactor->Finish(grpc::Status::OK);
+          call->send_answer();
         },
-        // Valid until Finish (the call's context lives until OnDone); on the callback API
+        // Valid until the call ends (its context lives until OnDone); on the callback API
         // IsCancelled() follows the client's cancellation and its deadline as they happen.
         [ctx] { return ctx->IsCancelled(); });
-    return reactor;
+  }
+  // A call that ended before its message came whole (InferReactor::OnDone).
+  void cut(Clock::time_point opened) {
+    if (service_.metrics()) service_.metrics()->count_grpc_cut_call();
+    service_.count_ended(opened,
+                         "the call ended before its request message came whole (its connection "
+                         "closed: --grpc-max-connection-age, then --read-timeout; or its client "
+                         "cancelled)");
+  }
+  // A call whose client ended its side without a message.
+  grpc::Status no_message() {
+    return counted(InvalidArgument("the call ended its side without a request message"));
   }
 
  private:
@@ -326,6 +369,36 @@ class KServeService final : public KServeBase {
   size_t max_message_bytes_;
 };
 
+void InferReactor::OnReadDone(bool ok) {
+  if (ok) {
+    message_read_ = true;
+    return kserve_.infer(this, message_);
+  }
+  // No message: the client half-closed without one (answered here), or the call ended (cut:
+  // counted in OnDone; the status goes nowhere).
+  if (cancelled_ || ctx_->IsCancelled()) return Finish(grpc::Status::CANCELLED);
+  Finish(kserve_.no_message());
+}
+
+void InferReactor::OnDone() {
+  if (!message_read_ && (cancelled_ || ctx_->IsCancelled())) kserve_.cut(opened_);
+  delete this;
+}
+
+// Takes the calls gRPC has no registered method for: ModelInfer's (InferReactor), and any
+// unknown method (UNIMPLEMENTED, as gRPC answers one itself).
+class GenericCalls final : public grpc::CallbackGenericService {
+ public:
+  explicit GenericCalls(KServeService& kserve) : kserve_(kserve) {}
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
+    if (ctx->method() != kModelInferMethod) return CallbackGenericService::CreateReactor(ctx);
+    return new InferReactor(kserve_, ctx);
+  }
+
+ private:
+  KServeService& kserve_;
+};
+
 }  // namespace
 
 bool grpc_available() { return true; }
@@ -333,13 +406,14 @@ bool grpc_available() { return true; }
 class GrpcFrontend::Impl {
  public:
   Impl(InferenceService& service, const GrpcOptions& o)
-      : service_(service, o.max_message_bytes), options_(o) {}
+      : service_(service, o.max_message_bytes), generic_(service_), options_(o) {}
 
   Status start() {
     grpc::ServerBuilder builder;
     const std::string address = options_.host + ":" + std::to_string(options_.port);
     builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&service_);
+    builder.RegisterCallbackGenericService(&generic_);
     // No limit of gRPC's own: ModelInfer sees the size of every message before parsing it, and
     // refuses and counts one over the limit (above).
     builder.SetMaxReceiveMessageSize(-1);
@@ -376,6 +450,7 @@ class GrpcFrontend::Impl {
 
  private:
   KServeService service_;
+  GenericCalls generic_;
   GrpcOptions options_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

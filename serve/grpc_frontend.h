@@ -24,10 +24,11 @@ struct GrpcOptions {
   // A connection that has not sent its HTTP/2 preface and settings this long after it opened is
   // closed (gRPC's server handshake timeout; its default is 120 s). A slow call holds no thread.
   double read_timeout_s = 10;
-  // A call whose message trickles in (or that never half-closes) reaches no handler until it is
-  // whole, so SERF cannot time it; gRPC bounds it by the connection's age: once a connection is
-  // this old (gRPC adds up to +-10 % jitter) it is told GOAWAY (its clients reconnect for new
-  // calls), and the calls still open on it get read_timeout_s more, then it is closed.
+  // A call whose message trickles in (or never comes) holds no thread and is not timed by SERF;
+  // gRPC bounds it by the connection's age: once a connection is this old (gRPC adds up to +-10 %
+  // jitter) it is told GOAWAY (its clients reconnect for new calls), and the calls still open on
+  // it get read_timeout_s more, then it is closed. A ModelInfer call cut so before its message
+  // came whole is counted (serf_grpc_cut_calls_total; received and timed out).
   double max_connection_age_s = 60;
 };
 

@@ -179,6 +179,11 @@ void ServeMetrics::count_silent_connection() {
   ++silent_connections_;
 }
 
+void ServeMetrics::count_grpc_cut_call() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++grpc_cut_calls_;
+}
+
 void ServeMetrics::observe_frontend(double seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   frontend_s_.observe(seconds);
@@ -369,6 +374,12 @@ void ServeMetrics::write_counters(std::string* out) const {
   family("serf_http_silent_connections_total", "counter",
          "HTTP connections closed because they sent nothing within the keep-alive time.", out);
   sample("serf_http_silent_connections_total", static_cast<double>(silent_connections_), out);
+  family("serf_grpc_cut_calls_total", "counter",
+         "gRPC ModelInfer calls that ended before their message came whole: the connection "
+         "closed (--grpc-max-connection-age, then --read-timeout) or the client cancelled. Each is "
+         "counted received and timed_out too.",
+         out);
+  sample("serf_grpc_cut_calls_total", static_cast<double>(grpc_cut_calls_), out);
   family("serf_recalibrations_total", "counter",
          "Tuples whose observed service time drifted beyond the profile's and were recalibrated "
          "(serf serve --recalibrate on).",

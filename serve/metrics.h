@@ -99,6 +99,9 @@ class ServeMetrics {
   // (request line and headers) or "body"; a connection closed for sending nothing.
   void count_read_timeout(const std::string& part);
   void count_silent_connection();
+  // A gRPC ModelInfer call that ended before its message came whole (its connection closed at
+  // --grpc-max-connection-age plus --read-timeout, or its client cancelled).
+  void count_grpc_cut_call();
   // The gate that declines switches costing more than they gain (serf_switches_declined_total,
   // serf_switch_cost_seconds); none: both read 0 and NaN.
   void set_switch_gate(std::shared_ptr<const SwitchGate> gate);
@@ -155,6 +158,7 @@ class ServeMetrics {
   uint64_t refused_connections_ = 0;
   std::map<std::string, uint64_t> read_timeouts_;  // by part: "head", "body"
   uint64_t silent_connections_ = 0;
+  uint64_t grpc_cut_calls_ = 0;
   uint64_t recalibrations_ = 0;
   Histogram request_s_, queue_s_, compute_s_, frontend_s_;
   Histogram batch_size_;             // once per batch served: its requests

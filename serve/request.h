@@ -26,6 +26,7 @@ enum class Outcome {
   kAnswered,  // the nodes computed it
   kRejected,  // not admitted: its unit's queue was full, or the server was stopping (503)
   kTimedOut,  // still queued when its deadline passed (504), or its client went away meanwhile
+              // (or before its input arrived whole: InferRequest::ended)
   kFailed,    // admitted but not answered: a node reported an error, or the run ended on a fault
 };
 const char* outcome_name(Outcome outcome);  // "answered", "rejected", "timed_out", "failed"
@@ -55,6 +56,10 @@ struct InferRequest {
   // its client went away (a gRPC call cancelled or past its deadline, an HTTP connection closed).
   // It is then dropped before dispatch, not computed, and ends kTimedOut. Empty: never.
   std::function<bool()> cancelled;
+  // Not empty: the request ended before its input arrived whole (a gRPC call whose message never
+  // came: its connection closed, or its client cancelled), for this reason. It is counted
+  // received and timed out, and never queued.
+  std::string ended;
 };
 
 }  // namespace serf::serve

@@ -122,6 +122,13 @@ void InferenceService::submit(std::vector<float> input, SteadyTime arrival, doub
   if (!controller_.inbox().push(std::move(r))) r.done(stopping_answer());
 }
 
+void InferenceService::count_ended(SteadyTime arrival, std::string reason) {
+  InferRequest r;
+  r.arrival = arrival;
+  r.ended = std::move(reason);
+  (void)controller_.inbox().push(std::move(r));  // refused: the inbox counts it (stopping)
+}
+
 void InferenceService::finish(InferAnswer* a) const {
   if (a->outcome != Outcome::kAnswered || model_.emulated) {
     if (model_.emulated) a->output.clear();

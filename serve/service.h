@@ -35,6 +35,10 @@ class InferenceService {
   // when the server is stopping.
   void submit(std::vector<float> input, SteadyTime arrival, double timeout_us, Completion done,
               std::function<bool()> cancelled = nullptr);
+  // A request that ended before its input arrived whole (`reason`: why; a gRPC call whose message
+  // never came): the controller counts it received and timed out (InferRequest::ended), or, when
+  // the server is stopping, received and rejected at the door.
+  void count_ended(SteadyTime arrival, std::string reason);
   // Whether `name` (and `version`, when not empty) is the served model; the error names both.
   Status check_model(const std::string& name, const std::string& version) const;
 

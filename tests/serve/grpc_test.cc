@@ -410,3 +410,74 @@ TEST_CASE("gRPC: a call that opens and never sends its message is ended by the c
   while (cq.Next(&tag, &ok)) {
   }
 }
+
+TEST_CASE("gRPC: a call cut by the connection's age is counted: /metrics and the accounting",
+          "[serve][grpc]") {
+  // The call of the case above ended unseen before session 31: gRPC hands a unary call to no
+  // handler before its message is whole, so neither /metrics nor rank 0's received = answered +
+  // rejected + timed out + failed knew of it. Now ModelInfer is taken when its headers come and
+  // a call that ends without its message is counted: serf_grpc_cut_calls_total, and received and
+  // timed out (its record in the run's requests, as --out writes them). Age 1 s, read timeout
+  // 0.5 s; one good call before the cut and one after.
+  Server s(1e-3, kUnboundedQueue, 2, 64u << 20, 0.5, 1.0);
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc->port()),
+                                     grpc::InsecureChannelCredentials());
+  grpc::GenericStub generic(channel);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  auto call = generic.PrepareCall(&ctx, "/inference.GRPCInferenceService/ModelInfer", &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  call->StartCall(reinterpret_cast<void*>(1));  // its headers; no message, no half-close
+  REQUIRE(cq.Next(&tag, &ok));
+  REQUIRE(ok);
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(2));
+  inference::ModelInferResponse res;
+  REQUIRE(s.infer(request({1, 2, 3, 4}), &res).ok());
+  const auto limit = std::chrono::system_clock::now() + std::chrono::seconds(10);
+  REQUIRE(cq.AsyncNext(&tag, &ok, limit) == grpc::CompletionQueue::GOT_EVENT);
+  REQUIRE(tag == reinterpret_cast<void*>(2));
+  REQUIRE(!status.ok());
+  REQUIRE(s.infer(request({1, 2, 3, 4}), &res).ok());
+  {
+    // A call whose client ends its side without a message is answered, not cut: invalid.
+    grpc::ClientContext empty_ctx;
+    auto empty = generic.PrepareCall(&empty_ctx, "/inference.GRPCInferenceService/ModelInfer", &cq);
+    empty->StartCall(reinterpret_cast<void*>(3));
+    REQUIRE(cq.Next(&tag, &ok));
+    empty->WritesDone(reinterpret_cast<void*>(4));
+    REQUIRE(cq.Next(&tag, &ok));
+    grpc::Status empty_status;
+    empty->Finish(&empty_status, reinterpret_cast<void*>(5));
+    REQUIRE(cq.Next(&tag, &ok));
+    REQUIRE(tag == reinterpret_cast<void*>(5));
+    INFO(empty_status.error_message());
+    REQUIRE(empty_status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    REQUIRE(empty_status.error_message().find("without a request message") != std::string::npos);
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (s.controller.live().counts.timed_out == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const std::string text = s.metrics.prometheus_text(s.controller.live());
+  s.stop();
+  INFO(text);
+  REQUIRE(text.find("serf_grpc_cut_calls_total 1\n") != std::string::npos);
+  REQUIRE(text.find("serf_requests_total{outcome=\"timed_out\"} 1\n") != std::string::npos);
+  REQUIRE(text.find("serf_invalid_requests_total{protocol=\"grpc\"} 1\n") != std::string::npos);
+  const OutcomeCounts n = s.controller.counts();
+  INFO(accounting_line(n));
+  REQUIRE(n.balanced());
+  REQUIRE(n.received == 3);
+  REQUIRE(n.answered == 2);
+  REQUIRE(n.timed_out == 1);
+  REQUIRE(s.transport.sent == 2);  // never dispatched
+  int cut = 0;
+  for (const RequestRecord& r : s.controller.records()) {
+    if (r.client && r.outcome == Outcome::kTimedOut && r.dispatch_s == 0) ++cut;
+  }
+  REQUIRE(cut == 1);
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+}
