@@ -22,7 +22,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Writes up to this size are held and sent together (an answer's headers and body).
-constexpr size_t kHeldBytes = 64 * 1024;
+constexpr size_t kHeldBytes = size_t{64} * 1024;
 
 }  // namespace
 
@@ -284,9 +284,9 @@ BoundedServer::BoundedServer(ConnectionLimits limits, std::function<void()> on_r
 }
 
 void BoundedServer::reject(int fd) const {
-  const std::string body = "{\"error\":\"too many connections: the server holds " +
+  const std::string body = R"({"error":"too many connections: the server holds )" +
                            std::to_string(limits_.connections) +
-                           " open at once (--http-connections); retry later\"}";
+                           R"( open at once (--http-connections); retry later"})";
   const std::string response =
       "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
       "application/json\r\nConnection: close\r\nContent-Length: " +

@@ -18,7 +18,7 @@ class RequestScan {
     kHandOver,    // no use waiting: the front end answers it from what is there (bad framing)
   };
   // Heads longer than this are handed over (the front end answers them 4xx).
-  static constexpr size_t kMaxHeadBytes = 64 * 1024;
+  static constexpr size_t kMaxHeadBytes = size_t{64} * 1024;
 
   explicit RequestScan(size_t max_body_bytes) : max_body_bytes_(max_body_bytes) {}
   // A new request starts.
