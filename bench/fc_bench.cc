@@ -10,11 +10,16 @@
 // peak), medians over the rounds. The first call is what a request sees (its layer follows other
 // layers' weights and activations through memory); the second reads the same weights again at
 // once, which ran 0-25 % faster here (docs/engine.md, session 27), so both are shown.
+// --kernel onednn times oneDNN's inner product on the same batches instead of gemm_f32 (weights
+// in its `any` layout for each b, reordered once before the rounds).
 //   fc_bench [--out N] [--in N] [--threads 1,2] [--repeat n] [--batches 2,8,32]
+//            [--kernel serf|onednn]
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <sstream>
+#include <unordered_map>
 
 #include "bench_util.h"
 #include "engine/cpu/gemv.h"
@@ -33,11 +38,53 @@ std::vector<int> ints(const std::string& v) {
   return out;
 }
 
+// oneDNN's inner product on a batch of n rows of `x`, weights in the layout it picks for that
+// shape (`any`), reordered from W [out, in] once, as an engine would at load, into 2 MiB pages.
+class OneDnnBatch {
+ public:
+  OneDnnBatch(const dnnl::engine& eng, const engine::AlignedFloats& w, float* x, float* b, float* y,
+              int64_t out, int64_t in, int64_t n)
+      : s_(eng),
+        pd_({dnnl::prop_kind::forward_inference,
+             {{n, in}, dt::f32, tag::nc},
+             {{out, in}, dt::f32, tag::any},
+             {{out}, dt::f32, tag::x},
+             {{n, out}, dt::f32, tag::nc}},
+            eng),
+        storage_(static_cast<int64_t>(pd_.weights_desc().get_size() / 4)) {
+    name_ = pd_.impl_info_str();
+    packed_ = dnnl::memory(pd_.weights_desc(), eng, storage_.data());
+    dnnl::memory user({{out, in}, dt::f32, tag::oi}, eng, const_cast<float*>(w.data()));
+    dnnl::reorder(user, packed_).execute(s_, user, packed_);
+    s_.wait();
+    args_ = {{DNNL_ARG_SRC, dnnl::memory(pd_.src_desc(), eng, x)},
+             {DNNL_ARG_WEIGHTS, packed_},
+             {DNNL_ARG_BIAS, dnnl::memory(pd_.bias_desc(), eng, b)},
+             {DNNL_ARG_DST, dnnl::memory(pd_.dst_desc(), eng, y)}};
+    ip_ = dnnl::inner_product_forward(pd_);
+  }
+  void run() {
+    ip_.execute(s_, args_);
+    s_.wait();
+  }
+  const std::string& name() const { return name_; }
+
+ private:
+  dnnl::stream s_;
+  dnnl::inner_product_forward::primitive_desc pd_;
+  engine::AlignedFloats storage_;  // 2 MiB pages, as the engine's weights and gemm_f32's panels
+  dnnl::memory packed_;
+  std::unordered_map<int, dnnl::memory> args_;
+  dnnl::inner_product_forward ip_;
+  std::string name_;
+};
+
 // gemm_f32 on W [out, in] (plain in `w`) for each b and T: median ms over `repeat` rounds, each
-// round and b a triad, an FMA-peak loop and two calls (all buffers written before timing).
+// round and b a triad, an FMA-peak loop and two calls of it (or of
+// oneDNN, `onednn`; all buffers written before timing).
 int batch_rounds(const engine::AlignedFloats& w, int64_t out, int64_t in,
-                 const std::vector<int>& batches, const std::vector<int>& thread_counts,
-                 int repeat) {
+                 const std::vector<int>& batches, const std::vector<int>& thread_counts, int repeat,
+                 bool onednn) {
   engine::AlignedFloats panels(engine::gemm_panel_floats(out, in)), b(out);
   engine::pack_gemm_panels(w.data(), out, in, panels.data());
   std::fill(b.data(), b.data() + out, 0.1f);
@@ -45,10 +92,21 @@ int batch_rounds(const engine::AlignedFloats& w, int64_t out, int64_t in,
   engine::AlignedFloats x(in * max_b), y(out * max_b);
   for (int64_t i = 0; i < in * max_b; ++i) x.data()[i] = static_cast<float>(i % 7) - 3.0f;
   const double mb = static_cast<double>(out * in) * 4 / 1e6, gflop = 2e-9 * out * in;
-  std::printf("gemm_f32 %lld x %lld (%.1f MB of weights), median of %d rounds\n", (long long)out,
-              (long long)in, mb, repeat);
+  std::printf("%s %lld x %lld (%.1f MB of weights), median of %d rounds\n",
+              onednn ? "oneDNN inner product" : "gemm_f32", (long long)out, (long long)in, mb,
+              repeat);
   bench::Triad triad;
+  const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   for (int T : thread_counts) {
+    std::vector<std::unique_ptr<OneDnnBatch>> ip;
+    if (onednn) {
+      omp_set_num_threads(T);  // oneDNN fixes its thread count when a primitive is created
+      for (int n : batches) {
+        ip.push_back(
+            std::make_unique<OneDnnBatch>(eng, w, x.data(), b.data(), y.data(), out, in, n));
+        std::printf("T=%d b=%d oneDNN %s\n", T, n, ip.back()->name().c_str());
+      }
+    }
     std::printf("T=%d %5s %9s %7s %7s %9s %8s %7s %9s %7s\n", T, "b", "ms", "triad", "peak",
                 "bound_ms", "GFLOP/s", "x_bound", "again_ms", "x_bound");
     std::vector<std::vector<double>> ms(batches.size()), x_bound(batches.size()),
@@ -60,7 +118,11 @@ int batch_rounds(const engine::AlignedFloats& w, int64_t out, int64_t in,
         const int n = batches[i];
         auto call = [&] {
           const double t0 = bench::now_ms();
-          engine::gemm_f32(panels.data(), x.data(), b.data(), y.data(), out, in, n, false, T);
+          if (onednn) {
+            ip[i]->run();
+          } else {
+            engine::gemm_f32(panels.data(), x.data(), b.data(), y.data(), out, in, n, false, T);
+          }
           return bench::now_ms() - t0;
         };
         const double t = call(), t_again = call();
@@ -90,6 +152,7 @@ int main(int argc, char** argv) {
   int64_t out = 4096, in = 9216;
   int repeat = 20;
   std::vector<int> thread_counts = {1, 2}, batches;
+  bool onednn = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--out")
@@ -102,9 +165,13 @@ int main(int argc, char** argv) {
       thread_counts = ints(v);
     else if (a == "--batches")
       batches = ints(v);
+    else if (a == "--kernel" && v != "serf" && v != "onednn")
+      return std::cerr << "fc_bench: error: --kernel " << v << ": want serf or onednn\n", 2;
+    else if (a == "--kernel")
+      onednn = v == "onednn";
     else {
       std::cerr << "fc_bench: error: unknown argument " << a
-                << " (use --out --in --threads --repeat --batches)\n";
+                << " (use --out --in --threads --repeat --batches --kernel serf|onednn)\n";
       return 2;
     }
   }
@@ -124,7 +191,7 @@ int main(int argc, char** argv) {
   std::fill(b.data(), b.data() + out, 0.1f);
   if (!batches.empty()) {
     if (!engine::gemv_supported()) return std::cerr << "fc_bench: error: no AVX-512 here\n", 2;
-    return batch_rounds(w, out, in, batches, thread_counts, repeat);
+    return batch_rounds(w, out, in, batches, thread_counts, repeat, onednn);
   }
   const double mb = out * in * 4 / 1e6;
   std::printf("fully connected %lld x %lld (%.1f MB of weights), batch 1, median of %d rounds\n",
