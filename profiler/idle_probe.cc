@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 
 #include "serf/core/statistics.h"
 
@@ -9,9 +10,12 @@ namespace serf::profiler {
 
 namespace {
 
-// Arrivals are spaced by the expected latency with a little room, then the gap: a burst that
-// runs long finds the next one early, which is measured as a shorter gap (or left out).
-double room_ms(double closed_ms) { return 1.25 * closed_ms + 0.15; }
+// A burst is two waves of i requests arriving together: the first wakes every slot, the second
+// queues behind it and runs back to back. Bursts are spaced by the two waves' expected time with
+// a little room, then the gap: a burst that runs long finds the next one early, which is
+// measured as a shorter gap (or left out).
+constexpr int kWaves = 2;
+double room_ms(double closed_ms) { return kWaves * 1.25 * closed_ms + 0.15; }
 
 // The bursts' arrival times (s from the run's start) and the gap each was meant to follow, the
 // gaps visited in a rotating order so that a slow minute of the host is spread over all of them.
@@ -23,7 +27,7 @@ void schedule(const IdleProbeOptions& o, int burst, double closed_ms, int bursts
     for (int j = 0; j < gaps; ++j) {
       const int g = (j + r) % gaps;
       t_ms += room_ms(closed_ms) + o.gaps_ms[static_cast<size_t>(g)];
-      for (int k = 0; k < burst; ++k) {
+      for (int k = 0; k < kWaves * burst; ++k) {
         arrival_s->push_back(t_ms / 1e3);
         gap_index->push_back(g);
       }
@@ -31,10 +35,10 @@ void schedule(const IdleProbeOptions& o, int burst, double closed_ms, int bursts
   }
 }
 
-// Pool adjacent violators: the deltas made non-decreasing in the gap (weighted by samples). A
-// longer sleep never wakes faster; a few requests per gap are noisy, and a dip between two gaps
-// is that noise, not the machine.
-void make_monotone(std::vector<IdlePoint>* pts) {
+// Pool adjacent violators: one field of the points made non-decreasing in the gap (weighted by
+// samples). A longer sleep never wakes faster; a few requests per gap are noisy, and a dip
+// between two gaps is that noise, not the machine.
+void make_monotone(std::vector<IdlePoint>* pts, double IdlePoint::*field) {
   struct Block {
     double sum = 0;
     int n = 0;
@@ -42,7 +46,7 @@ void make_monotone(std::vector<IdlePoint>* pts) {
   };
   std::vector<Block> blocks;
   for (const IdlePoint& p : *pts) {
-    blocks.push_back({p.delta_ms * p.samples, p.samples, 1});
+    blocks.push_back({p.*field * p.samples, p.samples, 1});
     while (blocks.size() > 1) {
       Block& b = blocks.back();
       Block& a = blocks[blocks.size() - 2];
@@ -55,8 +59,56 @@ void make_monotone(std::vector<IdlePoint>* pts) {
   }
   size_t k = 0;
   for (const Block& b : blocks) {
-    for (size_t j = 0; j < b.count; ++j) (*pts)[k++].delta_ms = b.sum / b.n;
+    for (size_t j = 0; j < b.count; ++j) (*pts)[k++].*field = b.sum / b.n;
   }
+}
+
+// What the bursts of one gap showed: the idle gaps they saw, the first wave's latencies and the
+// second wave's service times, each less the closed-loop mean (ms).
+struct GapSamples {
+  std::vector<double> gaps, deltas, busy;
+};
+
+// The probe's records (in arrival order: one generator, no clients) sorted into its gaps. A
+// burst's idle gap runs from the last answer before it to its arrival; a burst that found a
+// request still running, or lost one, is left out. Within a burst, the i dispatched first are
+// the wave that woke the slots, the rest the wave that queued behind it.
+std::vector<GapSamples> sort_bursts(const std::deque<serve::RequestRecord>& recs, size_t first,
+                                    const std::vector<double>& arrival_s,
+                                    const std::vector<int>& gap_index, size_t gap_count, int i,
+                                    double closed_ms) {
+  std::vector<GapSamples> out(gap_count);
+  double last_done_s = -1;
+  for (size_t k = 0; k < arrival_s.size();) {
+    std::vector<const serve::RequestRecord*> burst;
+    bool whole = true;
+    double done_s = last_done_s;
+    size_t end = k;
+    for (; end < arrival_s.size() && arrival_s[end] == arrival_s[k]; ++end) {
+      const serve::RequestRecord& r = recs[first + end];
+      whole = whole && r.answered;
+      done_s = std::max(done_s, r.done_s);
+      burst.push_back(&r);
+    }
+    const double gap_ms = (burst.front()->arrival_s - last_done_s) * 1e3;
+    if (whole && last_done_s >= 0 && gap_ms > 0) {
+      GapSamples& g = out[static_cast<size_t>(gap_index[k])];
+      g.gaps.push_back(gap_ms);
+      std::stable_sort(burst.begin(), burst.end(),
+                       [](const auto* a, const auto* b) { return a->dispatch_s < b->dispatch_s; });
+      for (size_t m = 0; m < burst.size(); ++m) {
+        const serve::RequestRecord& r = *burst[m];
+        if (static_cast<int>(m) < i) {
+          g.deltas.push_back(r.latency_ms() - closed_ms);
+        } else {
+          g.busy.push_back((r.done_s - r.dispatch_s) * 1e3 - closed_ms);
+        }
+      }
+    }
+    last_done_s = done_s;
+    k = end;
+  }
+  return out;
 }
 
 }  // namespace
@@ -73,7 +125,7 @@ int idle_probe_bursts(const IdleProbeOptions& o, int service, double closed_ms, 
   if (o.gaps_ms.empty() || !(closed_ms > 0) || service < 1) return 0;
   double round_ms = 0;
   for (double g : o.gaps_ms) round_ms += room_ms(closed_ms) + g;
-  // One round of all the gaps over the budget (requests of ~150 ms and more): not probed.
+  // One round of all the gaps over the budget (requests of ~75 ms and more): not probed.
   if (round_ms > o.budget_s * 1e3) return 0;
   const int bursts = std::clamp(static_cast<int>(std::lround(o.budget_s * 1e3 / round_ms)),
                                 o.min_bursts, o.max_bursts);
@@ -104,40 +156,19 @@ StatusOr<std::vector<IdlePoint>> probe_idle_penalty(serve::Controller& controlle
                     std::to_string(recs.size() - first) + " records for " +
                     std::to_string(arrival_s.size()) + " arrivals");
   }
-  // Records are in arrival order here (one generator, no clients). A burst's idle gap: from the
-  // last answer before it to its arrival; a burst that found a request still running is left out.
-  std::vector<std::vector<double>> gaps(o.gaps_ms.size()), deltas(o.gaps_ms.size());
-  double last_done_s = -1;
-  for (size_t k = 0; k < arrival_s.size();) {
-    size_t end = k;
-    bool whole = true;
-    double done_s = last_done_s;
-    while (end < arrival_s.size() && arrival_s[end] == arrival_s[k]) {
-      const serve::RequestRecord& r = recs[first + end];
-      whole = whole && r.answered;
-      done_s = std::max(done_s, r.done_s);
-      ++end;
-    }
-    const serve::RequestRecord& lead = recs[first + k];
-    const double gap_ms = (lead.arrival_s - last_done_s) * 1e3;
-    if (whole && last_done_s >= 0 && gap_ms > 0) {
-      const auto g = static_cast<size_t>(gap_index[k]);
-      gaps[g].push_back(gap_ms);
-      for (size_t m = k; m < end; ++m)
-        deltas[g].push_back(recs[first + m].latency_ms() - closed_ms);
-    }
-    last_done_s = done_s;
-    k = end;
-  }
+  const std::vector<GapSamples> seen =
+      sort_bursts(recs, first, arrival_s, gap_index, o.gaps_ms.size(), tuple.service, closed_ms);
   std::vector<IdlePoint> out;
-  for (size_t g = 0; g < gaps.size(); ++g) {
-    if (deltas[g].size() < 3) continue;  // too few for a standard error
-    IdlePoint p{median(gaps[g]), significant_mean(deltas[g]), static_cast<int>(deltas[g].size())};
+  for (const GapSamples& g : seen) {
+    if (g.deltas.size() < 3) continue;  // too few for a standard error
+    IdlePoint p{median(g.gaps), significant_mean(g.deltas), static_cast<int>(g.deltas.size()),
+                significant_mean(g.busy)};
     // Medians of neighbouring gaps may cross when a burst ran long: keep the gaps increasing.
     if (!out.empty() && !(p.gap_ms > out.back().gap_ms)) continue;
     out.push_back(p);
   }
-  make_monotone(&out);
+  make_monotone(&out, &IdlePoint::delta_ms);
+  make_monotone(&out, &IdlePoint::busy_ms);
   return out;
 }
 

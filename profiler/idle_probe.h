@@ -2,8 +2,10 @@
 // The idle-arrival probe (serf/core/idle_penalty.h): after a tuple's closed-loop service time is
 // known, requests are sent open loop, each after the tuple's slots have been idle for a set gap,
 // through the same arrival path as a served load (scheduled arrival times, the controller's wait).
-// Tuple (i, K, T) is probed in configuration (i, K, T) with bursts of i requests, so every slot
-// wakes after the gap. Its penalty at each gap: the mean latency less the closed-loop mean.
+// Tuple (i, K, T) is probed in configuration (i, K, T) with bursts of two waves of i requests
+// arriving together: the first wakes every slot after the gap, the second queues behind it and
+// runs back to back. At each gap: the first wave's mean latency less the closed-loop mean (the
+// idle-arrival penalty, delta_ms) and the second wave's mean service time less it (busy_ms).
 
 #include <vector>
 
@@ -41,7 +43,7 @@ int idle_probe_bursts(const IdleProbeOptions& options, int service, double close
 double significant_mean(const std::vector<double>& deltas);
 
 // The probe of one tuple of batch 1 whose closed-loop mean is `closed_ms` (SCV `scv`): one
-// IdlePoint per gap (its gap the median idle time the requests actually saw; bursts that found a
+// IdlePoint per gap (its gap the median idle time the bursts actually saw; bursts that found a
 // slot busy are left out), the deltas made non-decreasing in the gap; empty when
 // idle_probe_bursts() says the tuple is not probed. Reconfigures the controller to (i, K, T).
 StatusOr<std::vector<IdlePoint>> probe_idle_penalty(serve::Controller& controller,

@@ -64,15 +64,17 @@ Prediction ConfigurationFamily::predict(int c, double unit_rate_per_s) const {
     const auto& idle = tuples[static_cast<size_t>(c - 1)].idle;
     if (idle.empty()) return p;
     // An arrival that finds a free slot (1 - P_wait) pays the idle-arrival penalty E[delta]
-    // (idle_penalty.h), and holds its slot that much longer: every service time scaled by s =
-    // 1 + penalty / S is the same queue at rate lambda * s in units s times longer (the
-    // fixed point converges in a few steps: the penalty shrinks as the load grows).
+    // (idle_penalty.h), one that finds it busy (P_wait) the open loop's back-to-back excess
+    // E[busy]; each holds its slot that much longer: every service time scaled by s = 1 +
+    // ((1 - P_wait) E[delta] + P_wait E[busy]) / S is the same queue at rate lambda * s in units
+    // s times longer (the fixed point converges in a few steps).
     const double penalty = idle_penalty_mean_ms(idle, unit_rate_per_s / c);
+    const double busy = busy_penalty_mean_ms(idle, unit_rate_per_s / c);
     double s = 1;
     Prediction scaled = p;
     for (int step = 0; step < 6; ++step) {
       const double p_free = scaled.wait_probability >= 0 ? 1.0 - scaled.wait_probability : 1.0;
-      const double next = 1.0 + p_free * penalty / scaled.service_ms;
+      const double next = 1.0 + (p_free * penalty + (1.0 - p_free) * busy) / scaled.service_ms;
       const bool done = std::fabs(next - s) <= 1e-4 * s;
       s = next;
       scaled = model.predict(c, unit_rate_per_s * s);

@@ -10,7 +10,8 @@ using nlohmann::json;
 
 namespace {
 
-// "idle": [{"gap_ms", "delta_ms", "samples"}, ...], gaps > 0 and increasing, deltas >= 0.
+// "idle": [{"gap_ms", "delta_ms", "samples", "busy_ms"}, ...], gaps > 0 and increasing, deltas
+// >= 0; busy_ms optional (profiles before session 31 lack it: 0).
 StatusOr<std::vector<IdlePoint>> parse_idle(const json& t, const std::string& where) {
   SERF_ASSIGN_OR_RETURN(const json* arr, get_array(t, "idle", where));
   std::vector<IdlePoint> out;
@@ -18,8 +19,9 @@ StatusOr<std::vector<IdlePoint>> parse_idle(const json& t, const std::string& wh
     const json& q = (*arr)[j];
     const std::string at = index_path(field_path(where, "idle"), j);
     if (!q.is_object())
-      return InvalidArgument(at + ": must be an object {gap_ms, delta_ms, samples}");
-    SERF_RETURN_IF_ERROR(refuse_unknown_fields(q, {"gap_ms", "delta_ms", "samples"}, at));
+      return InvalidArgument(at + ": must be an object {gap_ms, delta_ms, samples[, busy_ms]}");
+    SERF_RETURN_IF_ERROR(
+        refuse_unknown_fields(q, {"gap_ms", "delta_ms", "samples", "busy_ms"}, at));
     IdlePoint point;
     SERF_ASSIGN_OR_RETURN(point.gap_ms, get_number(q, "gap_ms", at));
     SERF_ASSIGN_OR_RETURN(point.delta_ms, get_number(q, "delta_ms", at));
@@ -33,6 +35,11 @@ StatusOr<std::vector<IdlePoint>> parse_idle(const json& t, const std::string& wh
     if (!(std::isfinite(point.delta_ms) && point.delta_ms >= 0 && point.delta_ms <= kMaxServiceMs))
       return InvalidArgument(at + ".delta_ms: must be a number of milliseconds in [0, 1e9]");
     if (point.samples < 1) return InvalidArgument(at + ".samples: must be >= 1");
+    if (q.contains("busy_ms")) {
+      SERF_ASSIGN_OR_RETURN(point.busy_ms, get_number(q, "busy_ms", at));
+      if (!(std::isfinite(point.busy_ms) && point.busy_ms >= 0 && point.busy_ms <= kMaxServiceMs))
+        return InvalidArgument(at + ".busy_ms: must be a number of milliseconds in [0, 1e9]");
+    }
     out.push_back(point);
   }
   return out;
@@ -144,7 +151,9 @@ json profile_to_json(const Profile& profile) {
     if (!s.idle.empty()) {
       json idle = json::array();
       for (const IdlePoint& q : s.idle) {
-        idle.push_back({{"gap_ms", q.gap_ms}, {"delta_ms", q.delta_ms}, {"samples", q.samples}});
+        json point = {{"gap_ms", q.gap_ms}, {"delta_ms", q.delta_ms}, {"samples", q.samples}};
+        if (q.busy_ms > 0) point["busy_ms"] = q.busy_ms;
+        idle.push_back(std::move(point));
       }
       t["idle"] = std::move(idle);
     }

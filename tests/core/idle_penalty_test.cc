@@ -75,3 +75,44 @@ TEST_CASE("idle penalty in the prediction: c = 1 is M/D/1 with the penalty as se
         Approx(model_two->predict(2, rate).latency_ms));
   CHECK(two->predict(2, rate).latency_ms == Approx(model_two->predict(2, rate).latency_ms));
 }
+
+TEST_CASE("busy excess in the prediction: c = 1 is M/D/1 with both penalties as service",
+          "[core][idle]") {
+  Profile p;
+  p.model = "toy";
+  p.hardware = {1, 2};
+  p.tuples.push_back({{1, 1, 1}, 0.4, 0.0, 50, 0});
+  p.reindex();
+  const Configuration one{1, 1, 1};
+  const double rate = 800, s0 = 0.4e-3, d = 0.15e-3, e = 0.05e-3;
+  // The free-slot arrivals (1 - rho') pay d, the busy ones (rho') e: S' = S + (1 - lambda S') d
+  // + lambda S' e, so S' = (S + d) / (1 + lambda (d - e)); the wait is M/D/1's at S'.
+  p.tuples[0].idle = {{1.0, 1e3 * d, 10, 1e3 * e}};
+  auto fam = family_for(p, one, 1, QueueKind::kMdInterf);
+  REQUIRE(fam.ok());
+  const Prediction with = fam->predict(1, rate);
+  const double s1 = (s0 + d) / (1 + rate * (d - e));
+  REQUIRE(with.stable);
+  CHECK(with.service_ms == Approx(1e3 * s1).epsilon(1e-3));
+  CHECK(with.latency_ms ==
+        Approx(1e3 * (s1 + rate * s1 * s1 / (2 * (1 - rate * s1)))).epsilon(1e-3));
+  // More than without the busy term, and the busy term alone (d = 0) is S' = S / (1 - lambda e).
+  p.tuples[0].idle = {{1.0, 1e3 * d, 10}};
+  auto idle_only = family_for(p, one, 1, QueueKind::kMdInterf);
+  REQUIRE(idle_only.ok());
+  CHECK(with.latency_ms > idle_only->predict(1, rate).latency_ms);
+  p.tuples[0].idle = {{1.0, 0.0, 10, 1e3 * e}};
+  auto busy_only = family_for(p, one, 1, QueueKind::kMdInterf);
+  REQUIRE(busy_only.ok());
+  CHECK(busy_only->predict(1, rate).service_ms == Approx(1e3 * s0 / (1 - rate * e)).epsilon(1e-3));
+}
+
+TEST_CASE("busy excess: interpolated and averaged like the idle delta", "[core][idle]") {
+  const std::vector<IdlePoint> pts = {{0.1, 0.1, 5, 0.02}, {10, 0.3, 5, 0.06}};
+  CHECK(busy_delta_ms(pts, 1.0) == Approx(0.04));
+  CHECK(busy_delta_ms(pts, 0.01) == Approx(0.02));
+  CHECK(busy_delta_ms(pts, 100) == Approx(0.06));
+  CHECK(busy_penalty_mean_ms({{1, 0.25, 3, 0.05}}, 500) == Approx(0.05));
+  CHECK(busy_penalty_mean_ms({{1, 0.25, 3}}, 500) == 0.0);  // profiles before session 31
+  CHECK(idle_delta_ms(pts, 1.0) == Approx(0.2));            // the idle delta is untouched by it
+}

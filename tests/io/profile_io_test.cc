@@ -214,6 +214,21 @@ TEST_CASE("a tuple's idle-arrival points round-trip and bad ones are refused", "
   bad["tuples"][0]["idle"] = 3;
   CHECK_FALSE(serf::io::profile_from_json(bad, "p.json").ok());
   bad = doc;
+  bad["tuples"][0]["idle"][1]["busy_ms"] = -0.01;
+  CHECK_THAT(error_of(bad), Catch::Contains("tuples[0].idle[1].busy_ms: must be a number"));
+  bad = doc;
+  bad["tuples"][0]["idle"][1]["busy_ms"] = "fast";
+  CHECK_THAT(error_of(bad), Catch::Contains("tuples[0].idle[1].busy_ms"));
+
+  // busy_ms (session 31) is optional: read when there, 0 when not, written back when > 0.
+  json busy = doc;
+  busy["tuples"][0]["idle"][1]["busy_ms"] = 0.04;
+  auto b = serf::io::profile_from_json(busy, "p.json");
+  REQUIRE(b.ok());
+  CHECK(b->tuples[0].idle[0].busy_ms == 0.0);
+  CHECK(b->tuples[0].idle[1].busy_ms == 0.04);
+  CHECK(serf::io::profile_to_json(*b)["tuples"][0]["idle"] == busy["tuples"][0]["idle"]);
+  bad = doc;
   bad["tuples"][0]["idle"][0] = 3;
   CHECK_THAT(error_of(bad), Catch::Contains("tuples[0].idle[0]: must be an object"));
 }

@@ -17,17 +17,22 @@ namespace serf::profiler {
 namespace {
 
 // One unit, one slot at a time; a request costs service_s, plus wake_s when its slot was idle
-// for more than idle_after_s since its last answer (or never ran): the penalty the probe is for.
+// for more than idle_after_s since its last answer (or never ran), and busy_s when it runs back
+// to back right after such a woken request (the next ones run at full speed, as a closed loop's
+// do): the two penalties the probe is for.
 class WakingTransport : public serve::Transport {
  public:
-  WakingTransport(double service_s, double wake_s, double idle_after_s)
-      : service_s_(service_s), wake_s_(wake_s), idle_after_s_(idle_after_s) {}
+  WakingTransport(double service_s, double wake_s, double idle_after_s, double busy_s)
+      : service_s_(service_s), wake_s_(wake_s), idle_after_s_(idle_after_s), busy_s_(busy_s) {}
   int nodes() const override { return 1; }
   Status configure(const Configuration&) override { return Status::Ok(); }
   Status send_run(int, const serve::RunAction& a, const std::vector<float>&) override {
     const auto now = clock::now();
-    const bool idle = !last_done_ || seconds(now - *last_done_) > idle_after_s_;
-    running_.push_back({a, now, service_s_ + (idle ? wake_s_ : 0)});
+    const bool idle = !last_done_ || seconds(now - *last_done_) > 0.5e-3;  // else back to back
+    const bool woken = !last_done_ || seconds(now - *last_done_) > idle_after_s_;
+    const bool after_wake = !idle && last_woken_;  // the second request of a woken busy period
+    last_woken_ = woken;
+    running_.push_back({a, now, service_s_ + (woken ? wake_s_ : after_wake ? busy_s_ : 0)});
     return Status::Ok();
   }
   StatusOr<std::optional<serve::RunResult>> poll_result() override {
@@ -55,7 +60,8 @@ class WakingTransport : public serve::Transport {
     clock::time_point at;
     double cost_s;
   };
-  double service_s_, wake_s_, idle_after_s_;
+  double service_s_, wake_s_, idle_after_s_, busy_s_;
+  bool last_woken_ = false;  // the last request sent paid the wake-up
   std::optional<clock::time_point> last_done_;
   std::vector<Running> running_;
 };
@@ -64,20 +70,21 @@ class WakingTransport : public serve::Transport {
 
 TEST_CASE("the probe's bursts fill its budget; noisy and slow tuples are not probed", "[idle]") {
   const IdleProbeOptions o;  // gaps 0.1, 0.3, 1, 3, 10 ms; 1 s; 3-64 bursts; 0.1 ms resolution
-  // cifar10's (1, 1, 1): 0.4 ms, SCV 0.036. A round of the five gaps: 5 x (1.25 x 0.4 + 0.15)
-  // + 14.4 = 17.65 ms, so 1000 / 17.65 = 56.7 -> 57 bursts; 2 x 0.076 / sqrt(57) = 0.02 ms.
-  CHECK(idle_probe_bursts(o, 1, 0.4, 0.036) == 57);
-  // Faster still: the cap of 64 bursts per gap.
-  CHECK(idle_probe_bursts(o, 1, 0.05, 0.036) == 64);
-  // imagenet1k's (1, 1, 1): 17.64 ms, SCV 0.007 (sd 1.48 ms): round 126.3 ms, 8 bursts, two
-  // standard errors 1.04 ms > 0.1 ms: its wake-up would be lost in its noise, not probed.
+  // cifar10's (1, 1, 1): 0.4 ms, SCV 0.036. A burst is two waves, so a round of the five gaps is
+  // 5 x (2 x 1.25 x 0.4 + 0.15) + 14.4 = 20.15 ms, and 1000 / 20.15 = 49.6 -> 50 bursts; two
+  // standard errors 2 x 0.076 / sqrt(50) = 0.02 ms.
+  CHECK(idle_probe_bursts(o, 1, 0.4, 0.036) == 50);
+  // Faster still (round 15.3 ms, 66 bursts): the cap of 64 per gap.
+  CHECK(idle_probe_bursts(o, 1, 0.01, 0.036) == 64);
+  // imagenet1k's (1, 1, 1): 17.64 ms, SCV 0.007 (sd 1.48 ms): round 235.7 ms, 4 bursts, two
+  // standard errors 1.48 ms > 0.1 ms: its wake-up would be lost in its noise, not probed.
   CHECK(idle_probe_bursts(o, 1, 17.64, 0.007) == 0);
-  // A steady slow tuple (SCV 1e-8, sd 0.015 ms) of 150 ms: round 5 x 187.65 + 14.4 = 952.65 ms:
-  // 1 burst, at least 3, 2 x 0.015 / sqrt(3) = 0.017 ms: probed; at SCV 1e-6 (sd 0.15 ms) 0.17 ms:
-  // not; 200 ms: one round exceeds the budget, not probed.
-  CHECK(idle_probe_bursts(o, 1, 150, 1e-8) == 3);
-  CHECK(idle_probe_bursts(o, 1, 150, 1e-6) == 0);
-  CHECK(idle_probe_bursts(o, 1, 200, 1e-8) == 0);
+  // A steady slow tuple (SCV 1e-8, sd 0.007 ms) of 70 ms: round 5 x 175.15 + 14.4 = 890.2 ms:
+  // 1 burst, at least 3, 2 x 0.007 / sqrt(3) = 0.008 ms: probed; at SCV 4e-6 (sd 0.14 ms)
+  // 0.16 ms: not; 80 ms: one round (1015 ms) exceeds the budget, not probed.
+  CHECK(idle_probe_bursts(o, 1, 70, 1e-8) == 3);
+  CHECK(idle_probe_bursts(o, 1, 70, 4e-6) == 0);
+  CHECK(idle_probe_bursts(o, 1, 80, 1e-8) == 0);
   // More slots, more requests per burst: i = 4 at sd 0.3 ms and 20 bursts is 2 x 0.3 / sqrt(80)
   // = 0.067 ms (probed), i = 1 would be 0.134 ms (not).
   IdleProbeOptions few = o;
@@ -106,12 +113,13 @@ TEST_CASE("a gap's penalty is its mean when it stands above the noise, else none
 }
 
 TEST_CASE("the probe measures a known wake-up penalty against a fake node", "[idle]") {
-  // A 2 ms request pays 1 ms more when its slot slept over 2.5 ms: the 3 and 10 ms gaps see the
-  // penalty, the short ones do not (the probe's bursts are spaced by 1.25x the closed-loop time
-  // + 0.15 ms plus the gap, so a slot sleeps about 0.7 ms + the gap). Load on the host can only add
+  // A 2 ms request pays 1 ms more when its slot slept over 2.5 ms, and the one queued behind it
+  // 0.5 ms more: the 3 and 10 ms gaps see both penalties, the short ones neither (the probe's
+  // bursts of two waves are spaced by 2.5x the closed-loop time + 0.15 ms plus the gap, so a
+  // slot sleeps about 1.2 ms + the gap). Load on the host can only add
   // to a latency (a late generator or poll), so the checks below bound what the penalty cannot fall
   // under.
-  WakingTransport t(2e-3, 1e-3, 2.5e-3);
+  WakingTransport t(2e-3, 1e-3, 2.5e-3, 0.5e-3);
   serve::Controller c(t, {});
   const ParallelismTuple tuple{1, 1, 1};
   // The closed loop first, as the profiler runs it: back to back, so no request pays the wake-up
@@ -127,17 +135,19 @@ TEST_CASE("the probe measures a known wake-up penalty against a fake node", "[id
   REQUIRE(pts.ok());
   std::string seen;
   for (const IdlePoint& p : *pts) {
-    seen += std::to_string(p.gap_ms) + " ms: " + std::to_string(p.delta_ms) + " ms (" +
-            std::to_string(p.samples) + "); ";
+    seen += std::to_string(p.gap_ms) + " ms: " + std::to_string(p.delta_ms) + " ms, " +
+            std::to_string(p.busy_ms) + " ms (" + std::to_string(p.samples) + "); ";
   }
-  INFO("gap: delta (samples): " << seen);
+  INFO("gap: delta, busy (samples): " << seen);
   REQUIRE(pts->size() >= 3);  // gaps seen increasing; crossing medians are dropped
   for (size_t k = 1; k < pts->size(); ++k) {
     CHECK((*pts)[k].gap_ms > (*pts)[k - 1].gap_ms);
     CHECK((*pts)[k].delta_ms >= (*pts)[k - 1].delta_ms);  // made non-decreasing
+    CHECK((*pts)[k].busy_ms >= (*pts)[k - 1].busy_ms);
   }
   for (const IdlePoint& p : *pts) {
     CHECK(p.delta_ms >= 0);
+    CHECK(p.busy_ms >= 0);
     CHECK(p.samples >= 3);
   }
   // The 10 ms gap pays the 1 ms more than the shortest gap, which pays none. Compared with each
@@ -146,6 +156,7 @@ TEST_CASE("the probe measures a known wake-up penalty against a fake node", "[id
   CHECK(pts->front().gap_ms < 2.5);
   CHECK(pts->back().gap_ms > 5);
   CHECK(pts->back().delta_ms - pts->front().delta_ms >= 0.7);
+  CHECK(pts->back().busy_ms - pts->front().busy_ms >= 0.3);
   // A tuple of batch 2 is not probed here (the probe is for batch-1 tuples).
   const ParallelismTuple batched{1, 1, 1, 2};
   auto none = probe_idle_penalty(c, batched, 2.0, 0.0, o);
