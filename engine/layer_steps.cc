@@ -143,6 +143,7 @@ class Planner {
       case LayerKind::kSlice:
       case LayerKind::kChannelShuffle:
       case LayerKind::kSoftmax:
+      case LayerKind::kLayerNorm:  // each row's mean and variance need all its features
         return plan_whole(i, step);
     }
   }

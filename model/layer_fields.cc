@@ -174,6 +174,7 @@ std::set<std::string> allowed_layer_fields(LayerKind kind) {
     case LayerKind::kElu:
       return {"alpha"};
     case LayerKind::kBatchNorm:
+    case LayerKind::kLayerNorm:
       return {"epsilon"};
     case LayerKind::kLrn:
       return {"size", "alpha", "beta", "k"};
@@ -239,6 +240,7 @@ Status parse_layer_fields(const json& obj, const std::string& named, LayerSpec* 
     case LayerKind::kElu:
       return optional_float(obj, "alpha", named, &layer->elu_alpha);
     case LayerKind::kBatchNorm:
+    case LayerKind::kLayerNorm:
       return optional_float(obj, "epsilon", named, &layer->epsilon);
     case LayerKind::kLrn:
       SERF_RETURN_IF_ERROR(optional_int(obj, "size", named, &layer->lrn_size));
@@ -315,6 +317,7 @@ void write_layer_fields(const LayerSpec& l, nlohmann::ordered_json* out) {
       (*out)["alpha"] = l.elu_alpha;
       break;
     case LayerKind::kBatchNorm:
+    case LayerKind::kLayerNorm:
       (*out)["epsilon"] = l.epsilon;
       break;
     case LayerKind::kLrn:

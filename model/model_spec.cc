@@ -37,6 +37,7 @@ constexpr KindName kKindNames[] = {
     {LayerKind::kGelu, "gelu"},
     {LayerKind::kPrelu, "prelu"},
     {LayerKind::kBatchNorm, "batchnorm"},
+    {LayerKind::kLayerNorm, "layer_norm"},
     {LayerKind::kLrn, "lrn"},
     {LayerKind::kFlatten, "flatten"},
     {LayerKind::kFullyConnected, "fully_connected"},
@@ -149,7 +150,7 @@ StatusOr<LayerKind> layer_kind_from_string(const std::string& type) {
 bool has_weights(LayerKind kind) {
   return kind == LayerKind::kConv2d || kind == LayerKind::kConvTranspose2d ||
          kind == LayerKind::kFullyConnected || kind == LayerKind::kBatchNorm ||
-         kind == LayerKind::kPrelu;
+         kind == LayerKind::kLayerNorm || kind == LayerKind::kPrelu;
 }
 
 bool is_activation(LayerKind kind) {

@@ -47,6 +47,7 @@ enum class LayerKind {
   kGelu,
   kPrelu,
   kBatchNorm,
+  kLayerNorm,
   kLrn,
   kFlatten,
   kFullyConnected,
@@ -65,7 +66,7 @@ const char* to_string(LayerKind kind);  // the spec's "type" string
 StatusOr<LayerKind> layer_kind_from_string(const std::string& type);
 
 // Kinds with weights: conv2d, conv_transpose2d, fully_connected (the layers K ranks split),
-// batchnorm, prelu.
+// batchnorm, layer_norm, prelu.
 bool has_weights(LayerKind kind);
 // Element-wise activations (relu, clip, sigmoid, hardsigmoid, hardswish, silu, leaky_relu,
 // tanh, elu, gelu): a conv2d / fully_connected may run them.
@@ -145,7 +146,8 @@ struct LayerSpec {
   // (default: PyTorch's ReflectionPad2d, each pad below its side's size) or "edge"
   // (ReplicationPad2d). Zero padding is the padding of the conv2d or pooling that reads it.
   bool pad_reflect = true;
-  // batchnorm (inference): y = (x - running_mean) / sqrt(running_var + epsilon) * weight + bias.
+  // batchnorm (inference): y = (x - running_mean) / sqrt(running_var + epsilon) * weight + bias;
+  // layer_norm: y = (x - mean) / sqrt(var + epsilon) * weight + bias over each row's features.
   float epsilon = 1e-5f;
   // lrn (across channels, AlexNet's): size (odd), alpha, beta, k;
   //   b_c = a_c * (k + alpha/size * sum_{|c'-c| <= size/2} a_c'^2)^-beta (PyTorch

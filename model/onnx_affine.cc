@@ -1,9 +1,10 @@
 // Add, Sub, Mul and Div of a tensor and a scalar or per-channel constant: y = a * x + b per
 // channel (a hand-written normalisation (x - mean) / std, a scale, a shift; `c - x` too). Folded
-// into the weights and bias of the Conv, Gemm or MatMul, or of the batchnorm, whose output the node
-// alone reads; otherwise a batchnorm layer of its own (running mean 0, running variance 1), which
-// the next such node folds into in turn, so (x - mean) / std is one layer. A constant that
-// broadcasts another way (along the width, say) is refused naming the node.
+// into the weights and bias of the Conv, Gemm or MatMul, or of the batchnorm or layer_norm
+// (LayerNorm's weight and bias after its Div: onnx_layer_norm.cc), whose output the node alone
+// reads; otherwise a batchnorm layer of its own (running mean 0, running variance 1), which the
+// next such node folds into in turn, so (x - mean) / std is one layer. A constant that broadcasts
+// another way (along the width, say) is refused naming the node.
 #include <cmath>
 
 #include "onnx_importer.h"
@@ -87,10 +88,10 @@ Status Importer::affine_constant(const onnx::NodeProto& node, const Value& x, co
 Status Importer::fold_affine(const onnx::NodeProto& node, const Value& x,
                              const std::vector<double>& a, const std::vector<double>& b) {
   LayerSpec* writer = sole_writer(x, LayerKind::kConv2d, LayerKind::kFullyConnected);
-  if (writer == nullptr) writer = sole_writer(x, LayerKind::kBatchNorm, LayerKind::kBatchNorm);
+  if (writer == nullptr) writer = sole_writer(x, LayerKind::kBatchNorm, LayerKind::kLayerNorm);
   if (writer != nullptr) {
-    // A conv2d's or fully_connected's weight rows are its output channels; a batchnorm's weight
-    // is one value per channel: y = ((x - mean) / sqrt(var + eps) * w + bias) * a + b.
+    // A conv2d's or fully_connected's weight rows are its output channels; a batchnorm's or
+    // layer_norm's weight is one value per channel (feature): y = (norm(x) * w + bias) * a + b.
     scale_rows(&weights_.at(writer->name + ".weight"), &weights_.at(writer->name + ".bias"), a, b);
     alias(node, 0, x);
     --dropped;  // folded, not dropped

@@ -217,6 +217,11 @@ StatusOr<const Value*> Importer::value(const onnx::NodeProto& node, int k) const
                            " between two Squeezes or Unsqueezes, which only another Squeeze or "
                            "Unsqueeze may read (to [N, C] or [N, C, 1, 1])");
   }
+  if (v.ln_stage > 0 && !(k == 0 && node.op_type() == "Shape")) {
+    return InvalidArgument(where(node) + ": input '" + node.input(k) +
+                           "' is a step of the LayerNorm pattern begun by ReduceMean '" +
+                           v.ln_node + "', which only the pattern's next node may read");
+  }
   if (v.gelu_stage > 0 && !(k == 0 && node.op_type() == "Shape")) {
     return InvalidArgument(where(node) + ": input '" + node.input(k) +
                            "' is a step of the GELU pattern begun by Div '" + v.gelu_node +

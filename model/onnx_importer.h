@@ -45,6 +45,12 @@ struct Value {
   int gelu_stage = 0;
   double gelu_divisor = 0;
   std::string gelu_node;
+  // A step of LayerNorm's subgraph below opset 17 (onnx_layer_norm.cc): 1 = mean(x), 2 = x - that,
+  // 3 = its square, 4 = the mean of that, 5 = + epsilon (`ln_epsilon`), 6 = sqrt of that; Div(2,
+  // 6) makes the layer_norm. `tensor` and `shape` are x's; `ln_node` names the first ReduceMean.
+  int ln_stage = 0;
+  double ln_epsilon = 0;
+  std::string ln_node;
   int64_t elements() const;
 };
 
@@ -147,6 +153,10 @@ class Importer {
   Status concat(const onnx::NodeProto& node);
   Status dropout(const onnx::NodeProto& node);
   Status pad(const onnx::NodeProto& node);  // onnx_pad.cc
+  Status pad_amounts(const onnx::NodeProto& node, const Attributes& a, std::vector<int64_t>* pads,
+                     double* fill) const;
+  Status check_image_pads(const onnx::NodeProto& node, const std::vector<int64_t>& pads,
+                          size_t rank) const;
   Status prelu(const onnx::NodeProto& node);
   // onnx_gelu.cc: Div(x, c) starts GELU's pattern; gelu_step runs each node that reads a step of
   // it (and refuses the node when it departs from the pattern).
@@ -154,6 +164,14 @@ class Importer {
   bool reads_gelu_step(const onnx::NodeProto& node) const;
   bool read_by_erf(const std::string& value) const;  // some Erf node reads `value`
   Status gelu_step(const onnx::NodeProto& node);
+  // onnx_layer_norm.cc: LayerNormalization, and the ReduceMean that starts torch.onnx's LayerNorm
+  // subgraph below opset 17 (then ln_step reads each node of it).
+  Status layer_normalization(const onnx::NodeProto& node);
+  Status feature_mean(const onnx::NodeProto& node, const Value& x);
+  bool reads_ln_step(const onnx::NodeProto& node) const;
+  Status ln_step(const onnx::NodeProto& node);
+  Status add_layer_norm(const onnx::NodeProto& node, const Value& x, float epsilon,
+                        const std::vector<double>& weight, const std::vector<double>& bias);
   // onnx_resize.cc: Resize and Upsample by integer scales, nearest or bilinear.
   Status resize(const onnx::NodeProto& node);
   StatusOr<std::vector<double>> resize_scales(const onnx::NodeProto& node, const Value& x) const;

@@ -72,9 +72,11 @@ StatusOr<Window> window_from(const Attributes& a, const std::string& where, int 
 Status Importer::translate(const onnx::NodeProto& node) {
   const std::string& op = node.op_type();
   if (reads_gelu_step(node)) return gelu_step(node);
+  if (reads_ln_step(node)) return ln_step(node);
   if (op == "Conv") return conv(node);
   if (op == "ConvTranspose") return conv_transpose(node);
   if (op == "BatchNormalization") return batchnorm(node);
+  if (op == "LayerNormalization") return layer_normalization(node);
   if (op == "Gemm") return gemm(node);
   if (op == "MatMul") return matmul(node);
   if (op == "Add") return add(node);
@@ -108,21 +110,22 @@ Status Importer::translate(const onnx::NodeProto& node) {
     alias(node, 0, *x);
     return Status::Ok();
   }
-  return unsupported(node,
-                     "operator " + op +
-                         " is not supported (supported: Conv, ConvTranspose, "
-                         "BatchNormalization, Relu, "
-                         "Clip, Sigmoid, HardSigmoid, HardSwish, LeakyRelu, PRelu, Tanh, Elu, "
-                         "GELU's Div-Erf-Add-Mul-Mul, MaxPool, AveragePool, "
-                         "GlobalAveragePool, ReduceMean "
-                         "(over height and width), Gemm, "
-                         "MatMul, Add, Sub, Mul, Div (of a tensor and a constant), Concat, "
-                         "Flatten, Reshape, Squeeze, Unsqueeze, "
-                         "Softmax, LogSoftmax, LRN, Dropout, "
-                         "Identity, Pad (zeros before a Conv or AveragePool), Resize and "
-                         "Upsample (integer scales), Slice and "
-                         "Split of channels, the channel shuffle's Reshape-Transpose-"
-                         "Reshape, and constant subgraphs)");
+  return unsupported(
+      node, "operator " + op +
+                " is not supported (supported: Conv, ConvTranspose, "
+                "BatchNormalization, LayerNormalization (and its ReduceMean-Sub-Pow-ReduceMean-"
+                "Add-Sqrt-Div subgraph) over [N, F], Relu, "
+                "Clip, Sigmoid, HardSigmoid, HardSwish, LeakyRelu, PRelu, Tanh, Elu, "
+                "GELU's Div-Erf-Add-Mul-Mul, MaxPool, AveragePool, "
+                "GlobalAveragePool, ReduceMean "
+                "(over height and width), Gemm, "
+                "MatMul, Add, Sub, Mul, Div (of a tensor and a constant), Concat, "
+                "Flatten, Reshape, Squeeze, Unsqueeze, "
+                "Softmax, LogSoftmax, LRN, Dropout, "
+                "Identity, Pad (zeros before a Conv or AveragePool), Resize and "
+                "Upsample (integer scales), Slice and "
+                "Split of channels, the channel shuffle's Reshape-Transpose-"
+                "Reshape, and constant subgraphs)");
 }
 
 StatusOr<ConvInputs> Importer::conv_inputs(const onnx::NodeProto& node, const Attributes& a,
@@ -399,6 +402,7 @@ Status Importer::global_pool(const onnx::NodeProto& node) {
   const Attributes a(node, where(node));
   SERF_RETURN_IF_ERROR(reduce ? a.only({"axes", "keepdims"}) : a.only({}));
   SERF_ASSIGN_OR_RETURN(const Value* x, activation_input(node, 0));
+  if (reduce && x->rank == 2) return feature_mean(node, *x);  // LayerNorm's (onnx_layer_norm.cc)
   if (x->rank != 4)
     return unsupported(node, "input of rank " + std::to_string(x->rank) + " (only 2-D images)");
   int rank = 4;

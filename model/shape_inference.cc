@@ -285,17 +285,76 @@ Status infer_pad(const std::string& layer, const LayerSpec& l, LayerInfo* info) 
   return Status::Ok();
 }
 
+// Layer l reads two inputs (mul), one or more (add, concat) or one (every other kind).
+Status check_arity(const LayerSpec& l, const std::string& layer, const LayerInfo& info) {
+  const bool join = l.kind == LayerKind::kAdd || l.kind == LayerKind::kConcat;
+  if (l.kind == LayerKind::kMul && info.ins.size() != 2) {
+    return InvalidArgument(layer + ": mul reads two inputs (got " +
+                           std::to_string(info.ins.size()) + ")");
+  }
+  if (!join && l.kind != LayerKind::kMul && info.ins.size() != 1) {
+    return InvalidArgument(layer + ": " + to_string(l.kind) + " reads one input (got " +
+                           std::to_string(info.ins.size()) + ")");
+  }
+  return Status::Ok();
+}
+
+// Element-wise activations (the shape unchanged): finite parameters; prelu's slopes.
+Status infer_activation(const std::string& layer, const LayerSpec& l, LayerInfo* info) {
+  switch (l.kind) {
+    case LayerKind::kPrelu:  // one slope per channel
+      info->parameters = int64_t{info->in.channels};
+      return Status::Ok();
+    case LayerKind::kLeakyRelu:
+    case LayerKind::kElu:
+      if (!std::isfinite(l.kind == LayerKind::kElu ? l.elu_alpha : l.leaky_relu_alpha)) {
+        return InvalidArgument(layer + ": " + to_string(l.kind) + " needs a finite alpha");
+      }
+      return Status::Ok();
+    case LayerKind::kHardSigmoid:
+      if (!std::isfinite(l.hardsigmoid_alpha) || !std::isfinite(l.hardsigmoid_beta)) {
+        return InvalidArgument(layer + ": hardsigmoid needs finite alpha and beta");
+      }
+      return Status::Ok();
+    case LayerKind::kClip:
+      if (!std::isfinite(l.clip_min) || !std::isfinite(l.clip_max) || l.clip_min > l.clip_max) {
+        return InvalidArgument(layer + ": clip needs finite min <= max");
+      }
+      return Status::Ok();
+    default:  // relu, sigmoid, hardswish, silu, tanh, gelu
+      return Status::Ok();
+  }
+}
+
+// Normalisations (the shape unchanged): batchnorm (per channel), layer_norm (over the features
+// of a flat input), lrn (across channels, an odd window).
+Status infer_norm(const std::string& layer, const LayerSpec& l, LayerInfo* info) {
+  if (l.kind == LayerKind::kLrn) {
+    // Odd sizes only: PyTorch and oneDNN place an even window differently.
+    if (l.lrn_size <= 0 || l.lrn_size % 2 == 0) {
+      return InvalidArgument(layer + ": size must be a positive odd number (got " +
+                             std::to_string(l.lrn_size) + ")");
+    }
+    if (!(l.lrn_alpha >= 0) || !(l.lrn_beta >= 0) || !(l.lrn_k > 0)) {
+      return InvalidArgument(layer + ": need alpha >= 0, beta >= 0 and k > 0");
+    }
+    return Status::Ok();
+  }
+  if (!(l.epsilon > 0) || !std::isfinite(l.epsilon)) {
+    return InvalidArgument(layer + ": epsilon must be positive");
+  }
+  if (l.kind == LayerKind::kLayerNorm) {
+    SERF_RETURN_IF_ERROR(check_flat(layer, "layer_norm", info->in));
+    info->parameters = 2 * int64_t{info->in.channels};
+    return Status::Ok();
+  }
+  info->parameters = 4 * int64_t{info->in.channels};  // batchnorm
+  return Status::Ok();
+}
+
 // The shape and counts of layer l (its inputs are resolved into info->ins).
 Status infer_layer(const LayerSpec& l, const std::string& layer, LayerInfo* info) {
-  const bool join = l.kind == LayerKind::kAdd || l.kind == LayerKind::kConcat;
-  if (l.kind == LayerKind::kMul && info->ins.size() != 2) {
-    return InvalidArgument(layer + ": mul reads two inputs (got " +
-                           std::to_string(info->ins.size()) + ")");
-  }
-  if (!join && l.kind != LayerKind::kMul && info->ins.size() != 1) {
-    return InvalidArgument(layer + ": " + to_string(l.kind) + " reads one input (got " +
-                           std::to_string(info->ins.size()) + ")");
-  }
+  SERF_RETURN_IF_ERROR(check_arity(l, layer, *info));
   const Shape in = info->in;
   info->out = in;
   switch (l.kind) {
@@ -315,48 +374,22 @@ Status infer_layer(const LayerSpec& l, const std::string& layer, LayerInfo* info
     case LayerKind::kSilu:
     case LayerKind::kTanh:
     case LayerKind::kGelu:
-      return Status::Ok();
-    case LayerKind::kPrelu:  // one slope per channel
-      info->parameters = int64_t{in.channels};
-      return Status::Ok();
+    case LayerKind::kPrelu:
+    case LayerKind::kLeakyRelu:
+    case LayerKind::kElu:
+    case LayerKind::kHardSigmoid:
+    case LayerKind::kClip:
+      return infer_activation(layer, l, info);
     case LayerKind::kUpsample:
       return infer_upsample(layer, l, info);
     case LayerKind::kPad:
       return infer_pad(layer, l, info);
-    case LayerKind::kLeakyRelu:
-    case LayerKind::kElu:
-      if (!std::isfinite(l.kind == LayerKind::kElu ? l.elu_alpha : l.leaky_relu_alpha)) {
-        return InvalidArgument(layer + ": " + to_string(l.kind) + " needs a finite alpha");
-      }
-      return Status::Ok();
-    case LayerKind::kHardSigmoid:
-      if (!std::isfinite(l.hardsigmoid_alpha) || !std::isfinite(l.hardsigmoid_beta)) {
-        return InvalidArgument(layer + ": hardsigmoid needs finite alpha and beta");
-      }
-      return Status::Ok();
     case LayerKind::kMul:
       return infer_mul(layer, l, *info);
-    case LayerKind::kClip:
-      if (!std::isfinite(l.clip_min) || !std::isfinite(l.clip_max) || l.clip_min > l.clip_max) {
-        return InvalidArgument(layer + ": clip needs finite min <= max");
-      }
-      return Status::Ok();
     case LayerKind::kBatchNorm:
-      if (!(l.epsilon > 0) || !std::isfinite(l.epsilon)) {
-        return InvalidArgument(layer + ": epsilon must be positive");
-      }
-      info->parameters = 4 * int64_t{in.channels};
-      return Status::Ok();
+    case LayerKind::kLayerNorm:
     case LayerKind::kLrn:
-      // Odd sizes only: PyTorch and oneDNN place an even window differently.
-      if (l.lrn_size <= 0 || l.lrn_size % 2 == 0) {
-        return InvalidArgument(layer + ": size must be a positive odd number (got " +
-                               std::to_string(l.lrn_size) + ")");
-      }
-      if (!(l.lrn_alpha >= 0) || !(l.lrn_beta >= 0) || !(l.lrn_k > 0)) {
-        return InvalidArgument(layer + ": need alpha >= 0, beta >= 0 and k > 0");
-      }
-      return Status::Ok();
+      return infer_norm(layer, l, info);
     case LayerKind::kFlatten:
       if (in.elements() > std::numeric_limits<int>::max()) {
         return InvalidArgument(layer + ": flattened size of " + shape_str(in) + " is too large");

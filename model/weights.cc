@@ -143,6 +143,10 @@ std::vector<TensorSpec> expected_tensors(const ModelPlan& plan) {
       out.push_back({bias_name(l), {c}, 1, i, 0.0f, 0.1f});
       out.push_back({l.name + ".running_mean", {c}, 1, i, 0.0f, 0.1f});
       out.push_back({l.name + ".running_var", {c}, 1, i, 1.0f, 0.5f});
+    } else if (l.kind == LayerKind::kLayerNorm) {  // around PyTorch's initial 1 and 0
+      const int64_t f = info.in.channels;
+      out.push_back({weight_name(l), {f}, 1, i, 1.0f, 0.5f});
+      out.push_back({bias_name(l), {f}, 1, i, 0.0f, 0.1f});
     } else if (l.kind == LayerKind::kPrelu) {  // slopes around PyTorch's initial 0.25
       out.push_back({weight_name(l), {int64_t{info.in.channels}}, 1, i, 0.25f, 0.1f});
     }

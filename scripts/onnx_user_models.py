@@ -866,6 +866,66 @@ def building_blocks(book, each=False):
                         image(size[0] if size else (1, 3, 6, 6), 164), opset=opset)
 
 
+class NormMlp(nn.Module):
+    """An MLP with nn.LayerNorm over its hidden features (torch.onnx: LayerNormalization at opset
+    17, ReduceMean-Sub-Pow-ReduceMean-Add-Sqrt-Div-Mul-Add below)."""
+
+    def __init__(self, affine=True, eps=1e-5):
+        super().__init__()
+        self.fc1 = nn.Linear(48, 20)
+        self.ln = nn.LayerNorm(20, eps=eps, elementwise_affine=affine)
+        self.fc2 = nn.Linear(20, 7)
+        if affine:
+            with torch.no_grad():
+                self.ln.weight.uniform_(0.5, 1.5)
+                self.ln.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.ln(self.fc1(torch.flatten(x, 1)))))
+
+
+class Centred(nn.Module):
+    """x - x.mean(-1, keepdim=True) alone: LayerNorm's first steps, no LayerNorm."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(48, 6)
+
+    def forward(self, x):
+        h = self.fc(torch.flatten(x, 1))
+        return torch.relu(h - h.mean(-1, keepdim=True))
+
+
+class ImageNorm(nn.Module):
+    """nn.LayerNorm over the width of an image (not over features): refused."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 3, padding=1)
+        self.ln = nn.LayerNorm(4)
+
+    def forward(self, x):
+        return self.ln(self.c(x))
+
+
+def layer_norms(book):
+    for opset in (11, 13, 17):
+        torch.manual_seed(171)
+        book.export(f"user_layernorm_o{opset}", NormMlp(), image((1, 3, 4, 4), 172), opset=opset)
+    torch.manual_seed(173)
+    book.export("user_layernorm_plain", NormMlp(affine=False, eps=1e-3), image((1, 3, 4, 4), 174))
+    torch.manual_seed(175)
+    book.export("user_centred", Centred(), image((1, 3, 4, 4), 176),
+                expect="(Relu): reads x - mean(x) (ReduceMean '/ReduceMean'), which departs from "
+                       "LayerNorm's")
+    book.export("user_layernorm_image", ImageNorm(), image((1, 3, 4, 4), 177),
+                expect="node '/ln/ReduceMean' (ReduceMean): axes [3] (only the mean over height "
+                       "and width")
+    book.export("user_layernorm_image17", ImageNorm(), image((1, 3, 4, 4), 177), opset=17,
+                expect="node '/ln/LayerNormalization' (LayerNormalization): over axis -1 of "
+                       "[1, 4, 4, 4] (only over the features of an [N, F] tensor")
+
+
 def graphs(book):
     """Constant nodes, Identity chains, unnamed nodes, unused initializers of other types,
     initializers listed as inputs; two outputs; FP16 and INT64 tensors."""
@@ -934,7 +994,7 @@ def main():
         book.write()
         return 0
     for make in (opsets, control_flow, pools, padding, groups, gemm, shapes, softmax, clips,
-                 activations, unsupported_layers, blocks, building_blocks, graphs):
+                 activations, unsupported_layers, blocks, building_blocks, layer_norms, graphs):
         make(book)
     book.write()
     return 0

@@ -127,6 +127,13 @@ class Flat(nn.Module):
         return x.reshape(x.shape[0], -1, 1, 1)
 
 
+class FlatLayerNorm(nn.LayerNorm):
+    """layer_norm over the C features of a flat [N, C, 1, 1] tensor."""
+
+    def forward(self, x):
+        return super().forward(x.reshape(x.shape[0], -1)).reshape(x.shape)
+
+
 class HardSigmoid(nn.Module):
     """min(max(alpha * x + beta, 0), 1) for alpha, beta other than PyTorch's 1/6, 1/2."""
 
@@ -311,6 +318,10 @@ def build(spec, device="cpu"):
             h, w = h * sh, w * sw
         elif t == "batchnorm":
             mod = nn.BatchNorm2d(c, eps=layer.get("epsilon", 1e-5), device=device)
+        elif t == "layer_norm":
+            if h != 1 or w != 1:
+                raise SpecError(f"layers[{i}] ({name}): layer_norm needs a flat input")
+            mod = FlatLayerNorm(c, eps=layer.get("epsilon", 1e-5), device=device)
         elif t == "lrn":
             mod = nn.LocalResponseNorm(layer.get("size", 5), layer.get("alpha", 1e-4),
                                        layer.get("beta", 0.75), layer.get("k", 1.0))
@@ -366,7 +377,7 @@ def weighted(mod):
         mod = mod.mod
     if isinstance(mod, Flat):
         mod = mod.linear
-    kinds = (nn.Conv2d, nn.ConvTranspose2d, nn.Linear, nn.BatchNorm2d, nn.PReLU)
+    kinds = (nn.Conv2d, nn.ConvTranspose2d, nn.Linear, nn.BatchNorm2d, nn.LayerNorm, nn.PReLU)
     return mod if isinstance(mod, kinds) else None
 
 

@@ -125,6 +125,7 @@ class StepBuilder {
   Status upsample(const LayerStep& s, CpuStep* out);         // prelu_resample_steps.cc
   Status pad(const LayerStep& s, CpuStep* out);              // prelu_resample_steps.cc
   Status softmax(const LayerStep& s, CpuStep* out);
+  Status layer_norm(const LayerStep& s, CpuStep* out);  // layer_norm_step.cc
 
   // Layer `layer` is a convolution that reads and writes nChw16c activations (K = 1, b > 1).
   bool blocked_conv(int layer) const;

@@ -348,6 +348,8 @@ Status StepBuilder::build(const LayerStep& s, CpuStep* out) {
         return channel_shuffle(s, out);
       case LayerKind::kSoftmax:
         return softmax(s, out);
+      case LayerKind::kLayerNorm:
+        return layer_norm(s, out);
       case LayerKind::kFlatten:
         return Status::Ok();
     }

@@ -221,6 +221,7 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
       break;
     case LayerKind::kConvTranspose2d:
     case LayerKind::kPrelu:
+    case LayerKind::kLayerNorm:
     case LayerKind::kUpsample:
     case LayerKind::kPad:
       return Internal("cuda: no kernel for a " + std::string(model::to_string(s.kind)) +

@@ -271,6 +271,7 @@ Status CudaPreparedModel::build_step(GpuStep& g, const model::Weights& weights,
       return Status::Ok();
     case LayerKind::kConvTranspose2d:
     case LayerKind::kPrelu:
+    case LayerKind::kLayerNorm:
     case LayerKind::kUpsample:
     case LayerKind::kPad:
       return InvalidArgument(layer_name(spec, step.layer) + ": " + model::to_string(step.kind) +

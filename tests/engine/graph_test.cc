@@ -236,6 +236,30 @@ TEST_CASE("gelu, prelu, upsample, pad and conv_transpose2d match the reference o
   CHECK(step("fc2").gathers.size() == 1);
 }
 
+TEST_CASE("layer_norm matches the reference over K ranks; each rank gathers its whole rows",
+          "[engine]") {
+  // An MLP's LayerNorm (issue 15): the hidden features of each image normalised together.
+  const model::ModelPlan plan =
+      plan_from(R"({"name": "ln", "input": {"channels": 40, "height": 1, "width": 1},
+    "layers": [{"name": "h", "type": "fully_connected", "out": 24},
+               {"name": "n", "type": "layer_norm", "epsilon": 1e-3}, {"type": "gelu"},
+               {"name": "o", "type": "fully_connected", "out": 7}]})");
+  CHECK(plan.layers[1].parameters == 2 * 24);
+  check_against_reference(plan, 17);
+  auto steps = plan_layer_steps(plan, Partition{1, 3});
+  REQUIRE(steps.ok());
+  CHECK(steps->steps[1].gathers.size() == 1);  // h's three slices, made whole on every rank
+  CHECK_FALSE(steps->steps[1].sliced_output);
+  auto bad = model::model_spec_from_json(
+      nlohmann::json::parse(R"({"name": "b", "input": {"channels": 3, "height": 4, "width": 4},
+        "layers": [{"name": "n", "type": "layer_norm"}]})"),
+      "bad");
+  REQUIRE(bad.ok());
+  CHECK(model::infer_shapes(*bad).status().message() ==
+        "layers[0] (n): layer_norm needs a flat input but gets 3x4x4 (add {\"type\": "
+        "\"flatten\"} before it)");
+}
+
 TEST_CASE("a last layer smaller than K runs whole on every rank", "[engine]") {
   // A ranking MLP: one score out. K = 2 splits the hidden layer and replicates the last.
   const model::ModelPlan plan =

@@ -258,6 +258,23 @@ inline Tensor layer(const model::ModelPlan& plan, size_t l, const model::Weights
       }
       return y;
     }
+    case LayerKind::kLayerNorm: {  // per image: its F features' mean and variance (biased)
+      const size_t f = static_cast<size_t>(info.in.channels);
+      auto p = [&](const char* n) { return weights.find(s.name + n)->data; };
+      const auto gamma = p(".weight"), beta = p(".bias");
+      for (size_t row = 0; row < y.size() / f; ++row) {
+        double mean = 0, var = 0;
+        for (size_t k = 0; k < f; ++k) mean += x[row * f + k];
+        mean /= static_cast<double>(f);
+        for (size_t k = 0; k < f; ++k) var += (x[row * f + k] - mean) * (x[row * f + k] - mean);
+        var /= static_cast<double>(f);
+        for (size_t k = 0; k < f; ++k) {
+          y[row * f + k] = static_cast<float>(
+              (x[row * f + k] - mean) / std::sqrt(var + s.epsilon) * gamma[k] + beta[k]);
+        }
+      }
+      return y;
+    }
     case LayerKind::kLrn:
       return lrn(s, info, x);
     case LayerKind::kFlatten:

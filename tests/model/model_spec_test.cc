@@ -123,7 +123,7 @@ TEST_CASE("bad specs: one line naming the layer", "[model]") {
   CHECK(error_of(with_layers(R"({"type": "relu"}, {"type": "conv3d"})")) ==
         "test.json: layers[1].type: unknown layer type 'conv3d' (known: conv2d, "
         "conv_transpose2d, maxpool, avgpool, global_avgpool, relu, clip, sigmoid, hardsigmoid, "
-        "hardswish, silu, leaky_relu, tanh, elu, gelu, prelu, batchnorm, lrn, flatten, "
+        "hardswish, silu, leaky_relu, tanh, elu, gelu, prelu, batchnorm, layer_norm, lrn, flatten, "
         "fully_connected, add, mul, concat, slice, channel_shuffle, upsample, pad, softmax)");
   CHECK(
       error_of(with_layers(R"({"name": "c", "type": "conv2d", "out_channels": 4, "kernel": 9})")) ==
