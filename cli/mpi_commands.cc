@@ -22,6 +22,7 @@
 #include "serf/core/arrivals.h"
 #include "serf/io/profile_io.h"
 #include "serf/io/table_io.h"
+#include "serve/run_report.h"
 #include "serve/switch_cost.h"
 
 namespace serf::cli {
@@ -282,7 +283,7 @@ StatusOr<serve::SwitchFilter> switch_gate(const ServeOptions& o, const ServePlan
 // The run's Status once it ended: a journal write error, a fault (with the partial measurements
 // written), or the report's own.
 Status serve_outcome(const ServeOptions& o, const serve::Controller& controller, const Status& run,
-                     const RunJournal* journal, const Status& written) {
+                     const serve::RunJournal* journal, const Status& written) {
   if (run.ok() && journal != nullptr && !journal->status().ok()) {
     // The journal stays as it was cut (whole rows) when the report could not replace it.
     return Status(journal->status().code(),
@@ -307,7 +308,7 @@ Status serve_on_controller(const ServeOptions& o, const ServePlan& plan, Runtime
                            serve::Controller& controller) {
   set_serve_limits(o, controller);
   const bool clients = o.frontends.any();
-  SERF_ASSIGN_OR_RETURN(std::shared_ptr<RunJournal> journal, RunJournal::Open(o.out));
+  SERF_ASSIGN_OR_RETURN(std::shared_ptr<serve::RunJournal> journal, serve::RunJournal::Open(o.out));
   if (journal) {
     // A write error (a full disk) is found at the row that failed: the run stops taking
     // requests there (those queued and running finish) instead of running on unrecorded.
@@ -354,8 +355,8 @@ Status serve_on_controller(const ServeOptions& o, const ServePlan& plan, Runtime
   std::vector<serve::Recalibration> recalibrations;
   auto report = [&] {
     if (calibration) recalibrations = calibration->recalibrations();
-    return write_run_report(controller, o.out, session.model_name, overloads,
-                            calibration ? &recalibrations : nullptr);
+    return serve::write_run_report(controller, o.out, session.model_name, overloads,
+                                   calibration ? &recalibrations : nullptr);
   };
   std::vector<double> arrival_s;
   if (!plan.load.empty()) {
@@ -372,7 +373,7 @@ Status serve_on_controller(const ServeOptions& o, const ServePlan& plan, Runtime
   if (frontends) frontends->stop();  // every request they handed over has ended
   controller.set_terminated_hook(nullptr);
   if (!written) written = report();
-  print_run_summary(controller, std::cout);
+  serve::print_run_summary(controller, std::cout);
   SERF_RETURN_IF_ERROR(serve_outcome(o, controller, run, journal.get(), *written));
   if (o.plot.empty()) return Status::Ok();
   std::cout.flush();
