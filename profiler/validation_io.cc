@@ -416,7 +416,10 @@ json validation_json(const ValidationReport& report, const ValidationInputs& inp
   return doc;
 }
 
-void print_validation_tables(std::FILE* out, const ValidationReport& report) {
+namespace {
+
+// The first table: every point's mean-latency error, the CI coverage and the planner's matches.
+void print_summary_table(std::FILE* out, const ValidationReport& report) {
   std::fprintf(out, "relative error |predicted - measured| / measured of the mean latency:\n");
   std::fprintf(out, "%-14s %6s %8s %7s %7s %7s %7s %10s %10s %16s\n", "queue", "points", "unstable",
                "mean", "median", "p95", "max", "in 95% CI", "planner", "penalty mean/max");
@@ -433,6 +436,11 @@ void print_validation_tables(std::FILE* out, const ValidationReport& report) {
                  format_percent(s.median).c_str(), format_percent(s.p95).c_str(),
                  format_percent(s.max).c_str(), ci.c_str(), planner.c_str(), penalty.c_str());
   }
+}
+
+// The same error over subsets and re-made predictions: steady points, the queue model alone,
+// the sample-path estimate and the fresh tuples (when measured), and the p99.
+void print_variant_tables(std::FILE* out, const ValidationReport& report) {
   std::fprintf(
       out,
       "the same over the points whose measured service time is within %.0f%% of the profile's "
@@ -462,6 +470,10 @@ void print_validation_tables(std::FILE* out, const ValidationReport& report) {
   std::fprintf(out, "relative error of the p99 (tail approximation; points of >= %d requests):\n",
                kMinRequestsForP99);
   print_error_table(out, report, &ModelValidation::p99_summary, false);
+}
+
+// The measurement's CI width and the planner's matches against each kind of estimate.
+void print_planner_lines(std::FILE* out, const ValidationReport& report) {
   const ErrorSummary& first = report.models.front().summary;
   if (first.with_ci95 > 0) {
     std::fprintf(out,
@@ -490,6 +502,11 @@ void print_validation_tables(std::FILE* out, const ValidationReport& report) {
     }
     std::fprintf(out, "\n");
   }
+}
+
+// The points left out of the tables: batched ones a queue model does not model, unstable ones.
+void print_left_out(std::FILE* out, const ValidationReport& report) {
+  const ErrorSummary& first = report.models.front().summary;
   for (const ModelValidation& mv : report.models) {
     if (mv.summary.not_modelled > 0)
       std::fprintf(out,
@@ -508,6 +525,15 @@ void print_validation_tables(std::FILE* out, const ValidationReport& report) {
     }
     std::fprintf(out, "\n");
   }
+}
+
+}  // namespace
+
+void print_validation_tables(std::FILE* out, const ValidationReport& report) {
+  print_summary_table(out, report);
+  print_variant_tables(out, report);
+  print_planner_lines(out, report);
+  print_left_out(out, report);
 }
 
 std::string validation_csv(const ValidationReport& report) {
