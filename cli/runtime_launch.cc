@@ -75,6 +75,7 @@ void add_runtime_flags(CLI::App* sub, RuntimeFlags* f, bool infer_flags) {
       ->group("")
       ->check(CLI::IsMember({"none", "hang", "exit", "hang-at-start"}));
   sub->add_option("--test-fault-after", f->fault_after)->group("");
+  sub->add_option("--test-fault-from-config", f->fault_from_config)->group("");
   auto* phase = sub->add_option("--test-fault-phase", f->fault_phase)->group("");
 #ifdef SERF_HAVE_MPI
   phase->check(CLI::IsMember(
@@ -317,6 +318,7 @@ class MpiSession : public RuntimeSession {
                  : flags_.fault_mode == "hang-at-start" ? mpi::FaultMode::kHangAtStart
                                                         : mpi::FaultMode::kNone;
     fault.after = flags_.fault_after;
+    fault.from_configuration = flags_.fault_from_config;
     fault.phase = flags_.fault_phase;
     return fault;
   }

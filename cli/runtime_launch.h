@@ -40,6 +40,7 @@ struct RuntimeFlags {
   int fault_rank = -1;
   std::string fault_mode = "none";
   int fault_after = 0;
+  int fault_from_config = 1;          // the node's configuration from which fault_after counts
   std::string fault_phase = "agree";  // hang-at-start: where (mpi::kFaultPhases)
 };
 

@@ -12,11 +12,11 @@ namespace {
 class FaultyWorker final : public SlotWorker {
  public:
   FaultyWorker(std::unique_ptr<SlotWorker> inner, FaultPlan plan,
-               std::shared_ptr<std::atomic<int>> served)
-      : inner_(std::move(inner)), plan_(plan), served_(std::move(served)) {}
+               std::shared_ptr<std::atomic<int>> served, bool counts)
+      : inner_(std::move(inner)), plan_(plan), served_(std::move(served)), counts_(counts) {}
 
   Status serve(const RunAction& action, const std::vector<float>& input, SlotOutput* out) override {
-    if (++*served_ > plan_.after) {
+    if (counts_ && ++*served_ > plan_.after) {
       if (plan_.mode == FaultMode::kHang) {
         for (;;) std::raise(SIGSTOP);  // every thread stops, the watcher's pings included
       }
@@ -29,6 +29,7 @@ class FaultyWorker final : public SlotWorker {
   std::unique_ptr<SlotWorker> inner_;
   FaultPlan plan_;
   std::shared_ptr<std::atomic<int>> served_;  // shared by the rank's slots
+  bool counts_;  // its configuration is plan_.from_configuration or later
 };
 
 }  // namespace
@@ -37,10 +38,14 @@ SlotWorkerFactory with_injected_fault(SlotWorkerFactory factory, const FaultPlan
   if (plan.rank != rank || (plan.mode != FaultMode::kHang && plan.mode != FaultMode::kExit))
     return factory;
   auto served = std::make_shared<std::atomic<int>>(0);
-  return [factory = std::move(factory), plan,
-          served](const SlotContext& ctx) -> StatusOr<std::unique_ptr<SlotWorker>> {
+  // The node builds a configuration's slots one after another, slot 0 first (make_slots).
+  auto configurations = std::make_shared<std::atomic<int>>(0);
+  return [factory = std::move(factory), plan, served,
+          configurations](const SlotContext& ctx) -> StatusOr<std::unique_ptr<SlotWorker>> {
+    if (ctx.slot == 0) ++*configurations;
     SERF_ASSIGN_OR_RETURN(std::unique_ptr<SlotWorker> inner, factory(ctx));
-    return std::unique_ptr<SlotWorker>(new FaultyWorker(std::move(inner), plan, served));
+    const bool counts = *configurations >= plan.from_configuration;
+    return std::unique_ptr<SlotWorker>(new FaultyWorker(std::move(inner), plan, served, counts));
   };
 }
 

@@ -28,12 +28,17 @@ struct FaultPlan {
   int rank = -1;  // the rank that misbehaves
   FaultMode mode = FaultMode::kNone;
   int after = 0;  // requests that rank serves (over all its slots and configurations) before
+  // The configuration (1: the rank's first) from which `after` counts: a fault placed by request
+  // count alone moves with the load, since a closed loop sends more requests to a tuple of c > 1
+  // when its slots did not overlap (unmeasured ones).
+  int from_configuration = 1;
   std::string phase = "agree";  // kHangAtStart: where it stops (one of kFaultPhases)
 };
 
 // `factory` itself unless `plan` names `rank`. Then each slot's worker counts the requests the rank
-// was given, and past plan.after, before serving, stops the whole process as SIGSTOP does (kHang:
-// a hung node, silent to pings) or exits with code 3 (kExit: a dead node).
+// was given from its plan.from_configuration-th configuration on (configurations counted as the
+// rank's slots are built for them), and past plan.after, before serving, stops the whole process as
+// SIGSTOP does (kHang: a hung node, silent to pings) or exits with code 3 (kExit: a dead node).
 SlotWorkerFactory with_injected_fault(SlotWorkerFactory factory, const FaultPlan& plan, int rank);
 
 // Arms the start-up hook of this process: at_phase(plan.phase) then stops it (never returns) when

@@ -562,11 +562,14 @@ PY
     ;;
   fault_profile)
     # A node dies in the middle of `serf profile`: rank 0 names it and keeps what was finished,
-    # the tuples measured before (rank 1 serves every K = 1 tuple, 2 warm-up + 10 requests each:
-    # (1,1,1), (2,1,1), then it dies inside (1,1,2)) and, with --exhaustive, the finished points.
+    # the tuples measured before (rank 1 serves every K = 1 tuple: (1,1,1), (2,1,1), then it dies
+    # at the 6th request of (1,1,2), its 3rd configuration) and, with --exhaustive, the finished
+    # points. The fault is placed by configuration, not by the rank's request count: (2,1,1)
+    # measures only requests that ran beside another, so on a loaded host it takes more than its
+    # 2 + 10 (--test-fault-after 30 then fell inside it in 3 of 10 runs, and 1 tuple was written).
     timeout 60 "$MPIEXEC" --oversubscribe -np 3 "$SERF" profile --emulate "$profile" --inter 1 \
       --samples 10 --warmup 2 --node-timeout 10 --test-fault-rank 1 --test-fault-mode exit \
-      --test-fault-after 30 --out "$out/p.json" >"$out/o" 2>"$out/e"
+      --test-fault-from-config 3 --test-fault-after 5 --out "$out/p.json" >"$out/o" 2>"$out/e"
     rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$out/e"; fail "profile: exit $rc (want non-zero, not the timeout)"; }
     one_error_line "profile"
