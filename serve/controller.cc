@@ -94,8 +94,7 @@ void RateMonitor::record(double at_s) { arrivals_.push_back(at_s); }
 
 double RateMonitor::rate_per_s(double now_s) {
   while (!arrivals_.empty() && arrivals_.front() < now_s - window_s_) arrivals_.pop_front();
-  double span = std::min(window_s_, std::max(now_s, 1e-9));
-  return static_cast<double>(arrivals_.size()) / span;
+  return static_cast<double>(arrivals_.size()) / window_s_;
 }
 
 std::optional<std::pair<Configuration, double>> highest_capacity(const ConfigurationTable& table) {

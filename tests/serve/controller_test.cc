@@ -238,6 +238,19 @@ TEST_CASE("rate monitor counts arrivals in its window", "[mpi][controller]") {
   REQUIRE(m.rate_per_s(4.5) == Approx(0.0));
 }
 
+TEST_CASE("rate monitor: the first window does not hang on when the tick comes", "[controller]") {
+  // seed 1's first arrivals of `serf serve --load 0:4;...` (test_serve_cli_ahead_memory): a tick
+  // 25 ms late read them as 28/s (2 / 0.0726 s) and a table of level 20/s switched at the start.
+  RateMonitor m(1.0);
+  m.record(0.0359);
+  m.record(0.0726);
+  CHECK(m.rate_per_s(0.05) == Approx(2.0));
+  CHECK(m.rate_per_s(0.0999) == Approx(2.0));
+  CHECK(m.rate_per_s(0.5) == Approx(2.0));
+  // Past the first window it is the sliding count.
+  CHECK(m.rate_per_s(1.05) == Approx(1.0));
+}
+
 TEST_CASE("profiler tuples and lists", "[mpi][profiler]") {
   auto tuples = profiler::profile_tuples(4, 4, {1, 2, 8});
   // K=8 > 4 nodes is skipped; per K: T=1 i<=4, T=2 i<=2, T=3 i=1, T=4 i=1 -> 8 tuples.
