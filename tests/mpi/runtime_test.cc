@@ -4,8 +4,8 @@
 #include "mpi/runtime.h"
 
 #include <algorithm>
-#include <cmath>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <map>
 
 #include "mpi_test_env.h"
