@@ -34,14 +34,20 @@ TEST_CASE("idle penalty: the mean over exponential gaps", "[core][idle]") {
   }
 }
 
-TEST_CASE("idle penalty in the prediction: c = 1 is M/D/1 with the penalty as service",
-          "[core][idle]") {
+// A toy profile on 1 node x 2 cores: (1, 1, 1) at 0.4 ms, and (2, 1, 1) at 0.5 ms when `two`.
+Profile toy_profile(bool two) {
   Profile p;
   p.model = "toy";
   p.hardware = {1, 2};
   p.tuples.push_back({{1, 1, 1}, 0.4, 0.0, 50, 0});
-  p.tuples.push_back({{2, 1, 1}, 0.5, 0.0, 50, 0});
+  if (two) p.tuples.push_back({{2, 1, 1}, 0.5, 0.0, 50, 0});
   p.reindex();
+  return p;
+}
+
+TEST_CASE("idle penalty in the prediction: c = 1 is M/D/1 with the penalty as service",
+          "[core][idle]") {
+  Profile p = toy_profile(true);
   const Configuration one{1, 1, 1};
   auto plain = family_for(p, one, 1, QueueKind::kMdInterf);
   REQUIRE(plain.ok());
@@ -78,11 +84,7 @@ TEST_CASE("idle penalty in the prediction: c = 1 is M/D/1 with the penalty as se
 
 TEST_CASE("busy excess in the prediction: c = 1 is M/D/1 with both penalties as service",
           "[core][idle]") {
-  Profile p;
-  p.model = "toy";
-  p.hardware = {1, 2};
-  p.tuples.push_back({{1, 1, 1}, 0.4, 0.0, 50, 0});
-  p.reindex();
+  Profile p = toy_profile(false);
   const Configuration one{1, 1, 1};
   const double rate = 800, s0 = 0.4e-3, d = 0.15e-3, e = 0.05e-3;
   // The free-slot arrivals (1 - rho') pay d, the busy ones (rho') e: S' = S + (1 - lambda S') d
