@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "serf/core/idle_penalty.h"
+
 namespace serf::serve {
 
 namespace {
@@ -45,6 +47,15 @@ nlohmann::json recalibrations_json(const std::vector<Recalibration>& log) {
          {"model_mean_ms", model}});
   }
   return out;
+}
+
+double closed_loop_service_ms(const Profile& profile, const RequestRecord& r) {
+  const double occupancy_ms = (r.done_s - r.dispatch_s) * 1e3;
+  if (r.batch != 1 || r.slot_idle_ms < 0) return occupancy_ms;
+  const TupleStats* own = profile.find({r.config.service, r.config.inter, r.config.intra, 1});
+  if (own == nullptr || own->idle.empty()) return occupancy_ms;
+  if (r.opened_period) return r.latency_ms() - idle_delta_ms(own->idle, r.slot_idle_ms);
+  return occupancy_ms - busy_delta_ms(own->idle, r.slot_idle_ms);
 }
 
 DriftTracker::DriftTracker(Profile profile, DriftRule rule)
@@ -300,7 +311,8 @@ AnswerHook SelfCalibration::answer_hook() {
     // One observation per batch (its first row): a batch of n is tuple (i, K, T, n).
     if (!r.answered || r.dispatch_s <= 0 || r.batch_row != 0) return;
     const ParallelismTuple t{r.running, r.config.inter, r.config.intra, r.batch};
-    auto rec = tracker_.observe(t, (r.done_s - r.dispatch_s) * 1e3, r.done_s);
+    // Less the open-loop penalty the model adds itself (a value <= 0, noise, is not observed).
+    auto rec = tracker_.observe(t, closed_loop_service_ms(tracker_.profile(), r), r.done_s);
     if (!rec) return;
     for (const TupleStats& s : tracker_.profile().tuples)
       rec->model_mean_ms.emplace_back(s.tuple, s.mean_ms);

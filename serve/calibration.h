@@ -81,6 +81,17 @@ struct Recalibration {
 // tuple [i, K, T] with b appended when it is not 1, and model_mean_ms as [i, K, T, b, mean_ms].
 nlohmann::json recalibrations_json(const std::vector<Recalibration>& log);
 
+// What an answered request says about its tuple's closed-loop service time (ms), the quantity the
+// profile's mean_ms holds: its occupancy (dispatch to answer) less the open-loop penalty the model
+// charges its arrival (serf/core/idle_penalty.h, by the idle points of its configuration's tuple
+// (c, K, T) in `profile`). A request that opened its slot's busy period: its latency less delta
+// at its slot's idle time (delta is measured from the arrival, so the controller's lateness in
+// dispatching it is part of it); one that queued: its occupancy less busy at the idle time before
+// the period. Without idle points, for batches (b > 1: the model has no penalty there) and when the
+// slot's idle time is unknown: the occupancy. Without this, recalibration at low load would move a
+// tuple's mean up by the penalty, which the model then adds again (docs/calibration.md).
+double closed_loop_service_ms(const Profile& profile, const RequestRecord& r);
+
 // The running estimates and the drift rule over a profile. Not thread-safe: the controller's
 // thread calls observe() (through the answer hook); its cost is O(1) per answer.
 class DriftTracker {

@@ -268,6 +268,9 @@ void Controller::requeue_all() {
   slot_request_.assign(static_cast<size_t>(units_),
                        std::vector<int64_t>(static_cast<size_t>(config_.service), -1));
   running_.assign(static_cast<size_t>(units_), 0);
+  slot_free_s_.assign(static_cast<size_t>(units_),
+                      std::vector<double>(static_cast<size_t>(config_.service), -1.0));
+  slot_period_idle_ms_ = slot_free_s_;
   std::uniform_int_distribution<int> pick(0, units_ - 1);
   for (int64_t id : waiting) {
     int u = pick(rng_);
@@ -282,8 +285,17 @@ Status Controller::dispatch(int unit, int slot, const std::vector<int64_t>& ids)
   ++running_[u];
   slot_request_[u][static_cast<size_t>(slot)] = lead;
   const int rows = static_cast<int>(ids.size());
+  // A lead that arrived after its slot's last answer (or to a slot that never ran) found it idle
+  // and opens a busy period; one that arrived before it queued behind that answer.
+  const double free_s = slot_free_s_[u][static_cast<size_t>(slot)];
+  double& period_idle_ms = slot_period_idle_ms_[u][static_cast<size_t>(slot)];
+  const double lead_arrival_s = record(lead).arrival_s;
+  const bool opened = free_s < 0 || lead_arrival_s >= free_s;
+  if (opened) period_idle_ms = free_s < 0 ? -1.0 : (lead_arrival_s - free_s) * 1e3;
   for (size_t r = 0; r < ids.size(); ++r) {
     RequestRecord& rec = record(ids[r]);
+    rec.slot_idle_ms = period_idle_ms;
+    rec.opened_period = opened;
     rec.batch_row = static_cast<int>(r);
     rec.unit = unit;
     rec.slot = slot;
@@ -394,6 +406,7 @@ Status Controller::answer_batch(const RunResult& result) {
   auto u = static_cast<size_t>(first.unit);
   --running_[u];
   slot_request_[u][static_cast<size_t>(first.slot)] = -1;
+  slot_free_s_[u][static_cast<size_t>(first.slot)] = done_s;
   if (!result.ok) {
     const std::string why =
         "rank " + std::to_string(result.leader_rank) + " failed request " + std::to_string(lead) +

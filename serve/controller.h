@@ -153,6 +153,14 @@ struct RequestRecord {
   int batch = 1;      // requests in the batch it was served in (1..b)
   int batch_row = 0;  // its row in that batch (0: the first, which the batch's counts use)
   int generation = 0;
+  // Its slot's idle time before the busy period it ran in (ms): from the slot's last answer to
+  // the arrival of the period's first request; -1 for the slot's first period since the
+  // configuration was set. `opened_period`: it arrived to an idle slot (or one that never ran)
+  // and began that period; else it arrived before the slot's last answer and queued. What the
+  // idle-arrival penalty of the model depends on (serf/core/idle_penalty.h), and what
+  // self-calibration takes off its observation.
+  double slot_idle_ms = -1;
+  bool opened_period = false;
   Configuration config;
   bool answered = false;  // outcome == kAnswered
   Outcome outcome = Outcome::kFailed;
@@ -404,9 +412,12 @@ class Controller {
   int units_ = 0;
   std::shared_ptr<const std::vector<float>> generator_input_;
   RequestInbox inbox_;
-  std::vector<std::deque<int64_t>> queues_;          // per unit: request ids
-  std::vector<std::vector<int64_t>> slot_request_;   // per unit, per slot: batch lead id or -1
-  std::vector<int> running_;                         // per unit: batches running
+  std::vector<std::deque<int64_t>> queues_;         // per unit: request ids
+  std::vector<std::vector<int64_t>> slot_request_;  // per unit, per slot: batch lead id or -1
+  std::vector<int> running_;                        // per unit: batches running
+  // Per unit, per slot: when its last batch was answered (-1: none since the configuration) and
+  // the idle time before its current busy period (ms; RequestRecord::slot_idle_ms).
+  std::vector<std::vector<double>> slot_free_s_, slot_period_idle_ms_;
   std::map<int64_t, double> in_flight_;              // batch lead id -> dispatch time
   std::map<int64_t, std::vector<int64_t>> batches_;  // batch lead id -> its requests, in order
   std::set<int64_t> probed_;                         // in flight, their unit answered a probe

@@ -4,70 +4,14 @@
 #include "profiler/idle_probe.h"
 
 #include <catch2/catch.hpp>
-#include <chrono>
-#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "../serve/waking_transport.h"
 #include "profiler/tuple_profiler.h"
 #include "serf/core/statistics.h"
 
 namespace serf::profiler {
-namespace {
-
-// One unit, one slot at a time; a request costs service_s, plus wake_s when its slot was idle
-// for more than idle_after_s since its last answer (or never ran), and busy_s when it is the
-// next one sent after such a woken request (the ones after run at full speed, as a closed
-// loop's do): the two penalties the probe is for.
-class WakingTransport : public serve::Transport {
- public:
-  WakingTransport(double service_s, double wake_s, double idle_after_s, double busy_s)
-      : service_s_(service_s), wake_s_(wake_s), idle_after_s_(idle_after_s), busy_s_(busy_s) {}
-  int nodes() const override { return 1; }
-  Status configure(const Configuration&) override { return Status::Ok(); }
-  Status send_run(int, const serve::RunAction& a, const std::vector<float>&) override {
-    const auto now = clock::now();
-    const bool woken = !last_done_ || seconds(now - *last_done_) > idle_after_s_;
-    // The request sent right after a woken one (by order, not by time: a loaded host delays the
-    // controller's dispatch, and the fake's penalties must not depend on it).
-    const bool after_wake = !woken && last_woken_;
-    last_woken_ = woken;
-    running_.push_back({a, now, service_s_ + (woken ? wake_s_ : after_wake ? busy_s_ : 0)});
-    return Status::Ok();
-  }
-  StatusOr<std::optional<serve::RunResult>> poll_result() override {
-    const auto now = clock::now();
-    for (size_t k = 0; k < running_.size(); ++k) {
-      if (seconds(now - running_[k].at) < running_[k].cost_s) continue;
-      serve::RunResult r;
-      r.request_id = running_[k].action.request_id;
-      r.slot = running_[k].action.slot;
-      r.service_ms = running_[k].cost_s * 1e3;
-      running_.erase(running_.begin() + static_cast<long>(k));
-      last_done_ = now;
-      return std::optional<serve::RunResult>(r);
-    }
-    return std::optional<serve::RunResult>();
-  }
-  Status probe(int, double) override { return Status::Ok(); }
-  Status shutdown() override { return Status::Ok(); }
-
- private:
-  using clock = std::chrono::steady_clock;
-  static double seconds(clock::duration d) { return std::chrono::duration<double>(d).count(); }
-  struct Running {
-    serve::RunAction action;
-    clock::time_point at;
-    double cost_s;
-  };
-  double service_s_, wake_s_, idle_after_s_, busy_s_;
-  bool last_woken_ = false;  // the last request sent paid the wake-up
-  std::optional<clock::time_point> last_done_;
-  std::vector<Running> running_;
-};
-
-}  // namespace
 
 TEST_CASE("the probe's bursts fill its budget; noisy and slow tuples are not probed", "[idle]") {
   const IdleProbeOptions o;  // gaps 0.1, 0.3, 1, 3, 10 ms; 1 s; 3-64 bursts; 0.1 ms resolution
@@ -120,7 +64,7 @@ TEST_CASE("the probe measures a known wake-up penalty against a fake node", "[id
   // slot sleeps about 1.2 ms + the gap). The penalties are large against the jitter of the
   // controller's polls on a loaded host (test runs share 2 cores), which only adds to latency,
   // and small enough that a woken burst rarely runs into the next (which is then left out).
-  WakingTransport t(2e-3, 1.5e-3, 2.5e-3, 1e-3);
+  serve::WakingTransport t(2e-3, 1.5e-3, 2.5e-3, 1e-3);
   serve::Controller c(t, {});
   const ParallelismTuple tuple{1, 1, 1};
   // The closed loop first, as the profiler runs it: back to back, so no request pays the wake-up
