@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "../serve/waking_transport.h"
+#include "../serve/timed_transport.h"
 #include "profiler/tuple_profiler.h"
 #include "serf/core/statistics.h"
 

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "fake_transport.h"
-#include "waking_transport.h"
+#include "timed_transport.h"
 
 using namespace serf;
 using namespace serf::serve;
@@ -305,66 +305,55 @@ namespace {
 
 // One node whose every request takes `base_s`, and `factor` times that from request
 // `drift_after` on: a host slowed partway through.
-class DriftingTransport : public Transport {
+class DriftingTransport : public TimedTransport {
  public:
   DriftingTransport(double base_s, double factor, int drift_after)
       : base_s_(base_s), factor_(factor), drift_after_(drift_after) {}
-  int nodes() const override { return 1; }
-  Status configure(const Configuration&) override { return Status::Ok(); }
-  Status send_run(int, const RunAction& a, const std::vector<float>&) override {
-    const double s = sent_++ >= drift_after_ ? base_s_ * factor_ : base_s_;
-    running_.push_back({a, clock::now() + std::chrono::duration_cast<clock::duration>(
-                                              std::chrono::duration<double>(s))});
-    return Status::Ok();
+
+ protected:
+  double cost_s(clock::time_point) override {
+    return sent_++ >= drift_after_ ? base_s_ * factor_ : base_s_;
   }
-  StatusOr<std::optional<RunResult>> poll_result() override {
-    for (size_t i = 0; i < running_.size(); ++i) {
-      if (clock::now() < running_[i].done) continue;
-      RunResult r;
-      r.request_id = running_[i].action.request_id;
-      r.slot = running_[i].action.slot;
-      running_.erase(running_.begin() + static_cast<long>(i));
-      return std::optional<RunResult>(r);
-    }
-    return std::optional<RunResult>();
-  }
-  Status probe(int, double) override { return Status::Ok(); }
-  Status shutdown() override { return Status::Ok(); }
 
  private:
-  using clock = std::chrono::steady_clock;
-  struct Running {
-    RunAction action;
-    clock::time_point done;
-  };
   double base_s_, factor_;
   int drift_after_;
   int sent_ = 0;
-  std::vector<Running> running_;
 };
+
+// A node of one tuple (1, 1, 1) of `mean_ms` (SCV 0) on 1 node x 1 core.
+Profile one_tuple_profile(double mean_ms) {
+  Profile p;
+  p.model = "hand-made";
+  p.hardware = {1, 1};
+  p.tuples = {{{1, 1, 1}, mean_ms, 0.0, 100}};
+  p.reindex();
+  return p;
+}
+
+// A drift rule on a serving test's time scale (15 s): small batches, a 1 s confirmation; the
+// rule's own time scale is the cases above.
+DriftRule short_rule() {
+  DriftRule rule;
+  rule.batch = 10;
+  rule.min_samples = 30;
+  rule.confirm_s = 1;
+  rule.max_confirm_s = 2;  // a loaded machine's scheduling noise may keep the CI wide
+  return rule;
+}
 
 }  // namespace
 
 TEST_CASE("serving, the controller's model follows a node that slows down", "[calibration]") {
   // The profile says 12 ms; the node serves 12 ms for 80 requests, then 24 ms. (Long enough that
   // a busy machine's scheduling delays, a few ms, do not hide the change.)
-  Profile p;
-  p.model = "hand-made";
-  p.hardware = {1, 1};
-  p.tuples = {{{1, 1, 1}, 12.0, 0.0, 100}};
-  p.reindex();
+  const Profile p = one_tuple_profile(12.0);
   const std::vector<double> rates = {5, 20};
   const PlanOptions o = one_node();
   auto table = plan_table(p, rates, o);
   REQUIRE(table.ok());
-  // A rule on this run's time scale (15 s, the drift after 6 s): small batches, a 1 s
-  // confirmation; the rule's own time scale is the cases above.
-  DriftRule rule;
-  rule.batch = 10;
-  rule.min_samples = 30;
-  rule.confirm_s = 1;
-  rule.max_confirm_s = 2;  // a loaded machine's scheduling noise may keep the CI wide
-  SelfCalibration cal(p, *table, rates, o, rule, 0);
+  // The drift after 6 s of a 15 s run.
+  SelfCalibration cal(p, *table, rates, o, short_rule(), 0);
   DriftingTransport t(12e-3, 2.0, 80);
   ControllerOptions co;
   co.cores_per_node = 1;
@@ -500,20 +489,11 @@ TEST_CASE("serving at low load: recalibration does not count the wake-up twice",
   // arrivals pay it. Two calibrations watch the same answers: one from the profile with the
   // probed penalty (delta 0 below 1.9 ms idle, 16 ms above 2.1 ms), one from the same profile
   // without it. The closed-loop service time is 6 ms in both; the second sees about 15-17 ms.
-  Profile with;
-  with.model = "hand-made";
-  with.hardware = {1, 1};
-  with.tuples = {{{1, 1, 1}, 6.0, 0.0, 100}};
-  with.reindex();
-  Profile without = with;
+  Profile with = one_tuple_profile(6.0);
+  const Profile without = with;
   with.tuples[0].idle = {{1.9, 0.0, 50, 0.0}, {2.1, 16.0, 50, 0.0}};
-  DriftRule rule;  // on this run's time scale, as above
-  rule.batch = 10;
-  rule.min_samples = 30;
-  rule.confirm_s = 1;
-  rule.max_confirm_s = 2;
-  SelfCalibration cal_with(with, {}, {}, one_node(), rule, 0);
-  SelfCalibration cal_without(without, {}, {}, one_node(), rule, 0);
+  SelfCalibration cal_with(with, {}, {}, one_node(), short_rule(), 0);
+  SelfCalibration cal_without(without, {}, {}, one_node(), short_rule(), 0);
   WakingTransport t(6e-3, 16e-3, 2e-3, 0);
   ControllerOptions co;
   co.cores_per_node = 1;
