@@ -60,14 +60,42 @@ stop_rank() {
   kill -STOP "$stopped"
   stop_at=$(date +%s.%N)
 }
-# wait_job LIMIT_S: waits for $job (killing it after LIMIT_S); sets rc and error_after (seconds
-# from stop_at to the first "serf: error:" line of rank 0, or empty).
+# live_ranks: how many of $job's children (its ranks) are alive, but for a zombie and the rank
+# this script stopped (it can do nothing more; mpiexec is to kill it).
+live_ranks() {
+  local p n=0
+  for p in $(pgrep -P "$job"); do
+    [ "$p" != "$stopped" ] || continue
+    [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" = Z ] || [ ! -e "/proc/$p" ] || n=$((n + 1))
+  done
+  echo $n
+}
+# wait_job LIMIT_S [VOIDABLE]: waits for $job (killing it after LIMIT_S); sets rc and error_after
+# (seconds from stop_at to the first "serf: error:" line of rank 0, or empty).
+# mpiexec itself can hang in its teardown after every serf rank has exited when a rank was
+# stopped (SIGSTOP) during the job: a use after free in the PMIx 4.2.2 server (docs/runtime.md,
+# openpmix pull request 4233), outside serf. Such a job is killed once no rank has lived for
+# 10 s, and teardown_hang=1 says so. A VOIDABLE caller checks what serf did (its error line and
+# when) and then runs the attempt again; any other caller fails, naming the fault.
 wait_job() {
-  local limit=$1 t0=$SECONDS
-  error_after=""
+  local limit=$1 voidable=${2:-} t0=$SECONDS ranks_gone=""
+  error_after="" teardown_hang=0
   while kill -0 "$job" 2>/dev/null; do
     if [ -z "$error_after" ] && grep -q '^serf: error:' "$out/e"; then
       error_after=$(echo "$(date +%s.%N) - $stop_at" | bc)
+    fi
+    if [ "$(live_ranks)" -eq 0 ]; then
+      [ -n "$ranks_gone" ] || ranks_gone=$SECONDS
+      if [ $((SECONDS - ranks_gone)) -ge 10 ]; then
+        kill -KILL "$job" 2>/dev/null; wait "$job" 2>/dev/null
+        teardown_hang=1 rc=""
+        [ -n "$error_after" ] || error_after=$(echo "$(date +%s.%N) - $stop_at" | bc)
+        [ -n "$voidable" ] || fail "mpiexec hung 10 s after every rank had exited (the PMIx 4.2.2 teardown fault, docs/runtime.md)"
+        echo "mpiexec hung 10 s after every rank had exited (the PMIx 4.2.2 teardown fault, docs/runtime.md): killed"
+        return 0
+      fi
+    else
+      ranks_gone=""
     fi
     if [ $((SECONDS - t0)) -ge "$limit" ]; then
       kill -TERM "$job"; sleep 2; kill -KILL "$job" 2>/dev/null
@@ -77,6 +105,16 @@ wait_job() {
   done
   wait "$job"; rc=$?
   [ -n "$error_after" ] || error_after=$(echo "$(date +%s.%N) - $stop_at" | bc)
+}
+
+# void_if_teardown_hung WHAT: after a VOIDABLE wait_job whose mpiexec hung in its teardown (serf's
+# line and its time already checked by the caller): says the attempt is void (its exit code was
+# lost with mpiexec) and returns 0, failing at the 3rd such attempt; else returns 1.
+void_if_teardown_hung() {
+  [ "$teardown_hang" -eq 1 ] || return 1
+  echo "void: $1, attempt $attempt: serf's error line and its time checked, but the exit code was lost to mpiexec's teardown hang"
+  [ "$attempt" -lt 3 ] || fail "$1: mpiexec hung in its teardown in 3 attempts"
+  return 0
 }
 
 # Time bounds measure serf, not the machine. A wall-clock bound on a whole oversubscribed job
@@ -266,16 +304,23 @@ case "$1" in
     # A node hangs (SIGSTOP) while the job starts: MPI_Init, the start-up agreement and the
     # communicators' creation wait for every rank, and each of these waits on rank 0 is bounded
     # (MPI_Init by max(3 x --node-timeout, 10 s), the others by the node timeout).
-    start_job -np 4 "$SERF" serve --emulate "$profile" --rate 20 --requests 100 --node-timeout 2
-    while [ -z "$(rank_pid 2)" ]; do sleep 0.01; done
-    stop_rank 2
-    wait_job 60
-    [ $rc -ne 0 ] || fail "exit 0 with a node stopped at the start"
-    one_error_line "a node stopped at the start"
-    echo "$line" | grep -Eq "MPI did not start within 10 s|rank\(s\) 2 did not reach the start|did not join the runtime's communicators|rank\(s\) 2 did not arrive|rank\(s\) 2 did not answer" \
-      || fail "the error does not say a rank did not start: $line"
-    [ "$(echo "$error_after < 10 + 4" | bc)" -eq 1 ] || fail "named $error_after s after the stop"
-    echo "ok: $line ($error_after s)"
+    # An attempt whose mpiexec hangs in its teardown (wait_job) is void once serf's line is checked.
+    for attempt in 1 2 3; do
+      start_job -np 4 "$SERF" serve --emulate "$profile" --rate 20 --requests 100 --node-timeout 2
+      while [ -z "$(rank_pid 2)" ]; do sleep 0.01; done
+      stop_rank 2
+      wait_job 60 voidable
+      one_error_line "a node stopped at the start"
+      echo "$line" | grep -Eq "MPI did not start within 10 s|rank\(s\) 2 did not reach the start|did not join the runtime's communicators|rank\(s\) 2 did not arrive|rank\(s\) 2 did not answer" \
+        || fail "the error does not say a rank did not start: $line"
+      [ "$(echo "$error_after < 10 + 4" | bc)" -eq 1 ] || fail "named $error_after s after the stop"
+      kill -KILL "$stopped" 2>/dev/null
+      stopped=""
+      void_if_teardown_hung "the start" && continue
+      [ $rc -ne 0 ] || fail "exit 0 with a node stopped at the start"
+      echo "ok: $line ($error_after s)"
+      break
+    done
     ;;
   fault_stop_phases)
     # Node rank 2 stops itself (as under SIGSTOP) at each phase of the start and the end (the
@@ -305,23 +350,27 @@ case "$1" in
       for attempt in 1 2 3; do
         start_job -np 4 "$SERF" serve "${nodes[@]}" --rate 20 --requests 30 --node-timeout 2 \
           --test-fault-rank 2 --test-fault-mode hang-at-start --test-fault-phase "$phase"
-        wait_self_stopped 2 "$phase" ended && break
-        [ $rc -ne 0 ] || fail "$phase: exit 0, and rank 2 never stopped at its phase"
-        one_error_line "$phase (rank 2 not stopped yet)"
-        echo "$line" | grep -Eq "$want" || { cat "$out/e"; fail "$phase: rank 2 never stopped, and the error does not say '$want': $line"; }
-        echo "void: $phase, attempt $attempt: rank 0 named rank 2 before it reached the phase: $line"
-        [ $attempt -lt 3 ] || fail "$phase: rank 2 reached the phase after rank 0's 2 s in 3 attempts"
+        if ! wait_self_stopped 2 "$phase" ended; then
+          [ $rc -ne 0 ] || fail "$phase: exit 0, and rank 2 never stopped at its phase"
+          one_error_line "$phase (rank 2 not stopped yet)"
+          echo "$line" | grep -Eq "$want" || { cat "$out/e"; fail "$phase: rank 2 never stopped, and the error does not say '$want': $line"; }
+          echo "void: $phase, attempt $attempt: rank 0 named rank 2 before it reached the phase: $line"
+          [ $attempt -lt 3 ] || fail "$phase: rank 2 reached the phase after rank 0's 2 s in 3 attempts"
+          continue
+        fi
+        wait_job 60 voidable
+        one_error_line "$phase"
+        echo "$line" | grep -Eq "$want" || { cat "$out/e"; fail "$phase: the error does not say '$want': $line"; }
+        # The node timeout (2 s), plus the agreement's twice rank 0's reading time and a loaded
+        # machine's scheduling: far below the 60 s that showed a hang.
+        [ "$(echo "$error_after < 2 + 6" | bc)" -eq 1 ] || fail "$phase: named $error_after s after the stop"
+        kill -KILL "$stopped" 2>/dev/null
+        stopped=""
+        void_if_teardown_hung "$phase" && continue
+        [ $rc -ne 0 ] || fail "$phase: exit 0 with node rank 2 stopped"
+        echo "ok: $phase: $line ($error_after s)"
+        break
       done
-      wait_job 60
-      [ $rc -ne 0 ] || fail "$phase: exit 0 with node rank 2 stopped"
-      one_error_line "$phase"
-      echo "$line" | grep -Eq "$want" || { cat "$out/e"; fail "$phase: the error does not say '$want': $line"; }
-      # The node timeout (2 s), plus the agreement's twice rank 0's reading time and a loaded
-      # machine's scheduling: far below the 60 s that showed a hang.
-      [ "$(echo "$error_after < 2 + 6" | bc)" -eq 1 ] || fail "$phase: named $error_after s after the stop"
-      kill -KILL "$stopped" 2>/dev/null
-      stopped=""
-      echo "ok: $phase: $line ($error_after s)"
     done
     ;;
   fault_start_rank0)
