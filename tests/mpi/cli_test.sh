@@ -353,7 +353,10 @@ case "$1" in
         if ! wait_self_stopped 2 "$phase" ended; then
           [ $rc -ne 0 ] || fail "$phase: exit 0, and rank 2 never stopped at its phase"
           one_error_line "$phase (rank 2 not stopped yet)"
-          echo "$line" | grep -Eq "$want" || { cat "$out/e"; fail "$phase: rank 2 never stopped, and the error does not say '$want': $line"; }
+          # MPI_Init's own bound (10 s) passed on a host at load 17-20 (4 ranks starting beside
+          # two builds): the job ended before any phase, rightly named, so that attempt is void too.
+          echo "$line" | grep -Eq "$want|^serf: error: MPI did not start within 10 s: a rank of the job did not reach MPI_Init \(dead or hung\)$" \
+            || { cat "$out/e"; fail "$phase: rank 2 never stopped, and the error does not say '$want': $line"; }
           echo "void: $phase, attempt $attempt: rank 0 named rank 2 before it reached the phase: $line"
           [ $attempt -lt 3 ] || fail "$phase: rank 2 reached the phase after rank 0's 2 s in 3 attempts"
           continue
