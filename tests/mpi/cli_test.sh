@@ -107,14 +107,24 @@ wait_job() {
   [ -n "$error_after" ] || error_after=$(echo "$(date +%s.%N) - $stop_at" | bc)
 }
 
-# void_if_teardown_hung WHAT: after a VOIDABLE wait_job whose mpiexec hung in its teardown (serf's
-# line and its time already checked by the caller): says the attempt is void (its exit code was
-# lost with mpiexec) and returns 0, failing at the 3rd such attempt; else returns 1.
-void_if_teardown_hung() {
-  [ "$teardown_hang" -eq 1 ] || return 1
-  echo "void: $1, attempt $attempt: serf's error line and its time checked, but the exit code was lost to mpiexec's teardown hang"
-  [ "$attempt" -lt 3 ] || fail "$1: mpiexec hung in its teardown in 3 attempts"
-  return 0
+# end_stopped_attempt WHAT WANT BOUND_S: after a VOIDABLE wait_job on a job with a rank this
+# script stopped: one error line matching WANT (an extended regex), named within BOUND_S (a bc
+# expression) of the stop; kills the stopped rank. Returns 1 when the attempt is void, mpiexec
+# having hung in its teardown (its exit code went with it; the 3rd such attempt fails); else
+# checks the exit code, says ok and returns 0.
+end_stopped_attempt() {
+  one_error_line "$1"
+  echo "$line" | grep -Eq "$2" || { cat "$out/e"; fail "$1: the error does not say '$2': $line"; }
+  [ "$(echo "$error_after < $3" | bc)" -eq 1 ] || fail "$1: named $error_after s after the stop"
+  kill -KILL "$stopped" 2>/dev/null
+  stopped=""
+  if [ "$teardown_hang" -eq 1 ]; then
+    echo "void: $1, attempt $attempt: the error line and its time checked, but the exit code was lost to mpiexec's teardown hang"
+    [ "$attempt" -lt 3 ] || fail "$1: mpiexec hung in its teardown in 3 attempts"
+    return 1
+  fi
+  [ $rc -ne 0 ] || fail "$1: exit 0 with a rank stopped"
+  echo "ok: $1: $line ($error_after s)"
 }
 
 # Time bounds measure serf, not the machine. A wall-clock bound on a whole oversubscribed job
@@ -310,16 +320,9 @@ case "$1" in
       while [ -z "$(rank_pid 2)" ]; do sleep 0.01; done
       stop_rank 2
       wait_job 60 voidable
-      one_error_line "a node stopped at the start"
-      echo "$line" | grep -Eq "MPI did not start within 10 s|rank\(s\) 2 did not reach the start|did not join the runtime's communicators|rank\(s\) 2 did not arrive|rank\(s\) 2 did not answer" \
-        || fail "the error does not say a rank did not start: $line"
-      [ "$(echo "$error_after < 10 + 4" | bc)" -eq 1 ] || fail "named $error_after s after the stop"
-      kill -KILL "$stopped" 2>/dev/null
-      stopped=""
-      void_if_teardown_hung "the start" && continue
-      [ $rc -ne 0 ] || fail "exit 0 with a node stopped at the start"
-      echo "ok: $line ($error_after s)"
-      break
+      end_stopped_attempt "a node stopped at the start" \
+        "MPI did not start within 10 s|rank\(s\) 2 did not reach the start|did not join the runtime's communicators|rank\(s\) 2 did not arrive|rank\(s\) 2 did not answer" \
+        "10 + 4" && break
     done
     ;;
   fault_stop_phases)
@@ -362,17 +365,9 @@ case "$1" in
           continue
         fi
         wait_job 60 voidable
-        one_error_line "$phase"
-        echo "$line" | grep -Eq "$want" || { cat "$out/e"; fail "$phase: the error does not say '$want': $line"; }
         # The node timeout (2 s), plus the agreement's twice rank 0's reading time and a loaded
         # machine's scheduling: far below the 60 s that showed a hang.
-        [ "$(echo "$error_after < 2 + 6" | bc)" -eq 1 ] || fail "$phase: named $error_after s after the stop"
-        kill -KILL "$stopped" 2>/dev/null
-        stopped=""
-        void_if_teardown_hung "$phase" && continue
-        [ $rc -ne 0 ] || fail "$phase: exit 0 with node rank 2 stopped"
-        echo "ok: $phase: $line ($error_after s)"
-        break
+        end_stopped_attempt "$phase" "$want" "2 + 6" && break
       done
     done
     ;;
