@@ -52,6 +52,7 @@ kb() { sed -n "s/^$1:[[:space:]]*\([0-9]*\) kB/\1/p" "/proc/$2/status" 2>/dev/nu
 start_once() {  # start_once on|off: one line of figures
   local begin end url="" rank0=""
   begin=$(date +%s.%N)
+  : >"$out/o"  # emptied first: the loop below must not read the last run's URL and pid
   mpirun --oversubscribe -np $((nodes + 1)) "${serve[@]}" --prepare-ahead "$1" \
     --http 127.0.0.1:0 >"$out/o" 2>"$out/e" &
   server_pid=$!

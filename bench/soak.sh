@@ -42,6 +42,9 @@ PY
 )"
 echo "config ($config) on $nodes emulated nodes: capacity $capacity requests/s; sending $requests at $rate/s ($factor x), --max-queue $max_queue"
 
+# The log exists before the server starts: the loop below reads it at once, and under set -e a
+# read before mpirun's redirection opened it ended the script (exit 2, a loaded host).
+: >"$out/serve.log"
 mpirun --oversubscribe -np $((nodes + 1)) "$serf" serve --emulate "$profile" \
   --model "$root/configs/models/tiny.json" --config "$config" --max-queue "$max_queue" \
   --http 127.0.0.1:0 >"$out/serve.log" 2>&1 &

@@ -17,6 +17,10 @@ trap cleanup EXIT
 # RANK0 and server_pid (mpiexec's).
 start() {
   local np=$1; shift
+  # Emptied first: the loop below reads them at once, and a second start in one test would read
+  # the first server's lines (its URL and pid) before mpiexec's redirection truncates them.
+  : >"$out/o"
+  : >"$out/e"
   "$MPIEXEC" --oversubscribe -np "$np" "$SERF" serve "$@" >"$out/o" 2>"$out/e" &
   server_pid=$!
   local want_http=0 want_grpc=0
