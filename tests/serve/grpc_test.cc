@@ -95,6 +95,44 @@ inference::ModelInferRequest request(const std::vector<float>& values, bool raw 
   return req;
 }
 
+// A generic ModelInfer call that sends its headers and then nothing (no message, no half-close),
+// on a channel of its own, with the completion queue its tags arrive on (1: started, 2: ended).
+struct HeadersOnlyCall {
+  explicit HeadersOnlyCall(int port)
+      : channel(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                    grpc::InsecureChannelCredentials())),
+        generic(channel) {
+    call = generic.PrepareCall(&ctx, "/inference.GRPCInferenceService/ModelInfer", &cq);
+    call->StartCall(reinterpret_cast<void*>(1));
+    void* tag = nullptr;
+    bool ok = false;
+    REQUIRE(cq.Next(&tag, &ok));
+    REQUIRE(ok);
+    call->Finish(&status, reinterpret_cast<void*>(2));
+  }
+  ~HeadersOnlyCall() {
+    cq.Shutdown();
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq.Next(&tag, &ok)) {
+    }
+  }
+  // Waits up to 10 s for the call to end (its status is then in `status`).
+  void wait_end() {
+    void* tag = nullptr;
+    bool ok = false;
+    const auto limit = std::chrono::system_clock::now() + std::chrono::seconds(10);
+    REQUIRE(cq.AsyncNext(&tag, &ok, limit) == grpc::CompletionQueue::GOT_EVENT);
+    REQUIRE(tag == reinterpret_cast<void*>(2));
+  }
+  std::shared_ptr<grpc::Channel> channel;
+  grpc::GenericStub generic;
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;
+  grpc::Status status;
+};
+
 std::vector<float> raw_output(const inference::ModelInferResponse& res) {
   REQUIRE(res.raw_output_contents_size() == 1);
   const std::string& raw = res.raw_output_contents(0);
@@ -379,36 +417,19 @@ TEST_CASE("gRPC: a call that opens and never sends its message is ended by the c
   // Good calls on the same server are answered before, during and after.
   Server s(1e-3, kUnboundedQueue, 2, 64u << 20, 0.5, 1.0);
   using Clock = std::chrono::steady_clock;
-  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc->port()),
-                                     grpc::InsecureChannelCredentials());
-  grpc::GenericStub generic(channel);
-  grpc::CompletionQueue cq;
-  grpc::ClientContext ctx;
   const auto t0 = Clock::now();
-  auto call = generic.PrepareCall(&ctx, "/inference.GRPCInferenceService/ModelInfer", &cq);
-  void* tag = nullptr;
-  bool ok = false;
-  call->StartCall(reinterpret_cast<void*>(1));  // its headers; no message, no half-close
-  REQUIRE(cq.Next(&tag, &ok));
-  REQUIRE(ok);
-  grpc::Status status;
-  call->Finish(&status, reinterpret_cast<void*>(2));
+  HeadersOnlyCall cut(s.grpc->port());
   inference::ModelInferResponse res;
   REQUIRE(s.infer(request({1, 2, 3, 4}), &res).ok());
-  const auto limit = std::chrono::system_clock::now() + std::chrono::seconds(10);
-  REQUIRE(cq.AsyncNext(&tag, &ok, limit) == grpc::CompletionQueue::GOT_EVENT);
-  REQUIRE(tag == reinterpret_cast<void*>(2));
+  cut.wait_end();
   const double took = std::chrono::duration<double>(Clock::now() - t0).count();
-  INFO("the call ended after " << took << " s: " << status.error_code() << " "
-                               << status.error_message());
-  REQUIRE(!status.ok());
+  INFO("the call ended after " << took << " s: " << cut.status.error_code() << " "
+                               << cut.status.error_message());
+  REQUIRE(!cut.status.ok());
   REQUIRE(took >= 0.85);  // not before the age (less the jitter)
   REQUIRE(took < 3.0);    // the age, its jitter and the 0.5 s grace, with room for a loaded host
   REQUIRE(s.infer(request({1, 2, 3, 4}), &res).ok());  // its client reconnects
   REQUIRE(raw_output(res) == std::vector<float>{2, 3, 4, 5});
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
 }
 
 TEST_CASE("gRPC: a call cut by the connection's age is counted: /metrics and the accounting",
@@ -420,30 +441,20 @@ TEST_CASE("gRPC: a call cut by the connection's age is counted: /metrics and the
   // timed out (its record in the run's requests, as --out writes them). Age 1 s, read timeout
   // 0.5 s; one good call before the cut and one after.
   Server s(1e-3, kUnboundedQueue, 2, 64u << 20, 0.5, 1.0);
-  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc->port()),
-                                     grpc::InsecureChannelCredentials());
-  grpc::GenericStub generic(channel);
-  grpc::CompletionQueue cq;
-  grpc::ClientContext ctx;
-  auto call = generic.PrepareCall(&ctx, "/inference.GRPCInferenceService/ModelInfer", &cq);
-  void* tag = nullptr;
-  bool ok = false;
-  call->StartCall(reinterpret_cast<void*>(1));  // its headers; no message, no half-close
-  REQUIRE(cq.Next(&tag, &ok));
-  REQUIRE(ok);
-  grpc::Status status;
-  call->Finish(&status, reinterpret_cast<void*>(2));
+  HeadersOnlyCall cut(s.grpc->port());
   inference::ModelInferResponse res;
   REQUIRE(s.infer(request({1, 2, 3, 4}), &res).ok());
-  const auto limit = std::chrono::system_clock::now() + std::chrono::seconds(10);
-  REQUIRE(cq.AsyncNext(&tag, &ok, limit) == grpc::CompletionQueue::GOT_EVENT);
-  REQUIRE(tag == reinterpret_cast<void*>(2));
-  REQUIRE(!status.ok());
+  cut.wait_end();
+  REQUIRE(!cut.status.ok());
   REQUIRE(s.infer(request({1, 2, 3, 4}), &res).ok());
   {
     // A call whose client ends its side without a message is answered, not cut: invalid.
+    grpc::CompletionQueue& cq = cut.cq;
+    void* tag = nullptr;
+    bool ok = false;
     grpc::ClientContext empty_ctx;
-    auto empty = generic.PrepareCall(&empty_ctx, "/inference.GRPCInferenceService/ModelInfer", &cq);
+    auto empty =
+        cut.generic.PrepareCall(&empty_ctx, "/inference.GRPCInferenceService/ModelInfer", &cq);
     empty->StartCall(reinterpret_cast<void*>(3));
     REQUIRE(cq.Next(&tag, &ok));
     empty->WritesDone(reinterpret_cast<void*>(4));
@@ -472,12 +483,9 @@ TEST_CASE("gRPC: a call cut by the connection's age is counted: /metrics and the
   REQUIRE(n.answered == 2);
   REQUIRE(n.timed_out == 1);
   REQUIRE(s.transport.sent == 2);  // never dispatched
-  int cut = 0;
+  int cut_records = 0;
   for (const RequestRecord& r : s.controller.records()) {
-    if (r.client && r.outcome == Outcome::kTimedOut && r.dispatch_s == 0) ++cut;
+    if (r.client && r.outcome == Outcome::kTimedOut && r.dispatch_s == 0) ++cut_records;
   }
-  REQUIRE(cut == 1);
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
+  REQUIRE(cut_records == 1);
 }

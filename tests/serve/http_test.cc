@@ -79,6 +79,16 @@ struct Server {
   Status status;
 };
 
+// A front end of `threads` serving threads holding at most `connections` open, each closed after
+// `keep_alive_s` without a request (the cases on connection limits).
+HttpOptions pool_options(int threads, int connections, double keep_alive_s) {
+  HttpOptions o;
+  o.threads = threads;
+  o.connections = connections;
+  o.keep_alive_s = keep_alive_s;
+  return o;
+}
+
 json infer_body(json data, json shape = {1, 2, 2}, std::string name = "input",
                 std::string datatype = "FP32") {
   return {{"inputs", {{{"name", name}, {"shape", shape}, {"datatype", datatype}, {"data", data}}}}};
@@ -334,11 +344,8 @@ TEST_CASE("many clients trickling at once, more than the threads: good requests 
   // a byte every 100 ms (8 heads, 8 Content-Length bodies, 8 chunked bodies), 8 more sit idle
   // after a request, 8 send nothing. Meanwhile each good request (a new connection, and one
   // kept alive) is answered in < 1 s; the tricklers get 408 at the read timeout (3 s).
-  HttpOptions o;
-  o.threads = 4;
-  o.connections = 64;
+  HttpOptions o = pool_options(4, 64, 5);
   o.read_timeout_s = 3;
-  o.keep_alive_s = 5;
   Server s(1e-3, o);
   const std::string body = infer_body({1, 2, 3, 4}).dump();
   const std::string head = "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\n";
@@ -411,11 +418,7 @@ TEST_CASE("many clients trickling at once, more than the threads: good requests 
 TEST_CASE("connections over --http-connections are refused 503 and counted, each at once",
           "[serve][http]") {
   // The cap counts open connections, however they wait: trickling, idle or being served.
-  HttpOptions o;
-  o.threads = 2;
-  o.connections = 6;
-  o.keep_alive_s = 5;
-  Server s(1e-3, o);
+  Server s(1e-3, pool_options(2, 6, 5));
   std::vector<int> held;
   for (int i = 0; i < 6; ++i) {
     held.push_back(connect_to(s.http->port()));
@@ -449,11 +452,7 @@ TEST_CASE("a burst of connections over the cap: each refused 503 at once, good c
   // the poller closes the connection. Cap 16: one good keep-alive client and 15 idle connections;
   // then 200 more at once, none closed until all are read. Each must get its 503 and the close
   // within 3 s of the burst's start, and the good client's requests meanwhile within 1 s each.
-  HttpOptions o;
-  o.threads = 4;
-  o.connections = 16;
-  o.keep_alive_s = 30;
-  Server s(1e-3, o);
+  Server s(1e-3, pool_options(4, 16, 30));
   auto good = s.client();
   good.set_keep_alive(true);
   REQUIRE(post(good, infer_body({1, 2, 3, 4}).dump())->status == 200);
