@@ -46,7 +46,8 @@ bool drained(int fd) {
 
 Connection::Progress Connection::receive() {
   using State = RequestScan::State;
-  bool ended = false;  // the client closed, or the socket failed
+  bool ended = false;    // the client closed, or the socket failed
+  bool drained = false;  // this call's last read emptied the socket
   for (;;) {
     if (!begun && stream.buffered()) {
       begun = true;  // the request's first byte: its deadline starts
@@ -54,7 +55,11 @@ Connection::Progress Connection::receive() {
     }
     if (begun && scan.scan(stream.pending()) != State::kIncomplete) return Progress::kReady;
     if (ended) break;
+    // The socket held no more at this call's last read: wait for the rest (the caller polls)
+    // rather than ask again at once for nothing.
+    if (drained) break;
     const ssize_t n = stream.fill();
+    drained = stream.drained();
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
       ended = true;
     } else if (n < 0) {

@@ -117,9 +117,7 @@ Status read_input(const ModelInfo& model, const inference::ModelInferRequest& re
     }
     values->assign(in.contents().fp32_contents().begin(), in.contents().fp32_contents().end());
   }
-  for (float v : *values) {
-    if (!std::isfinite(v)) return InvalidArgument("input \"" + in.name() + "\": NaN or infinity");
-  }
+  if (!all_finite(*values)) return InvalidArgument("input \"" + in.name() + "\": NaN or infinity");
   return Status::Ok();
 }
 

@@ -214,8 +214,10 @@ ssize_t DeadlineStream::fill() {
       buf_.resize(std::max(2 * buf_.size(), end_ + kBufferBytes));
   }
   for (;;) {
-    const ssize_t n = ::recv(fd_, buf_.data() + end_, buf_.size() - end_, MSG_DONTWAIT);
+    const size_t room = buf_.size() - end_;
+    const ssize_t n = ::recv(fd_, buf_.data() + end_, room, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
+    drained_ = n > 0 && static_cast<size_t>(n) < room;
     if (n > 0) end_ += static_cast<size_t>(n);
     return n;
   }
@@ -264,15 +266,27 @@ bool DeadlineStream::send_all(const char* ptr, size_t size) {
 }
 
 void DeadlineStream::get_remote_ip_and_port(std::string& ip, int& port) const {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  if (getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) address_of(addr, ip, port);
+  if (!remote_.known) {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    if (getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
+    address_of(addr, remote_.ip, remote_.port);
+    remote_.known = true;
+  }
+  ip = remote_.ip;
+  port = remote_.port;
 }
 
 void DeadlineStream::get_local_ip_and_port(std::string& ip, int& port) const {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) address_of(addr, ip, port);
+  if (!local_.known) {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    if (getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
+    address_of(addr, local_.ip, local_.port);
+    local_.known = true;
+  }
+  ip = local_.ip;
+  port = local_.port;
 }
 
 BoundedServer::BoundedServer(ConnectionLimits limits, std::function<void()> on_reject)

@@ -65,6 +65,10 @@ class DeadlineStream : public httplib::Stream {
   // Reads what the socket holds into the buffer without waiting: the bytes read, 0 at the end of
   // the stream, -1 on an error or when there is nothing (errno EAGAIN).
   ssize_t fill();
+  // Whether the last fill() read less than the room it offered: the socket held nothing more
+  // then, so a second recv() at once would find nothing (EAGAIN) and the caller may wait instead
+  // (one system call less per segment: a request's head and body often come as two).
+  bool drained() const { return drained_; }
   // The buffer back to its small size once a large request is taken (an idle connection keeps
   // no body's worth of memory).
   void shrink();
@@ -97,7 +101,16 @@ class DeadlineStream : public httplib::Stream {
   static constexpr size_t kBufferBytes = 16384;
   std::vector<char> buf_ = std::vector<char>(kBufferBytes);
   size_t pos_ = 0, end_ = 0;
+  bool drained_ = false;
   bool continue_sent_ = false;
+  // The connection's two addresses, asked of the kernel once (httplib asks for both with every
+  // request: two system calls each time, for values that never change on a connection).
+  struct Address {
+    bool known = false;
+    std::string ip;
+    int port = 0;
+  };
+  mutable Address remote_, local_;
   // httplib writes an answer's headers and its body in two calls: held here and sent in one
   // send() when the answer is complete (or before the next read), not two sends (two segments,
   // two wake-ups of the client) each after a poll.

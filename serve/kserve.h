@@ -41,6 +41,12 @@ StatusOr<RequestedOutput> check_output(const ModelInfo& model, const std::string
 // none.
 StatusOr<double> timeout_parameter(const nlohmann::json& parameters);
 
+// Whether every value is finite (no NaN, no infinity). Branch-free over the exponent bits, so the
+// compiler vectorizes it: the early-exit loop it replaces ran one value at a time, 72-104 us of a
+// 224x224x3 input's 602 KB parse (bench_frontend; which of the two depended on the loop's
+// alignment in the build).
+bool all_finite(const std::vector<float>& values);
+
 // Parses a REST infer body. `header_length` is the Inference-Header-Content-Length header: the
 // body's first that many bytes are the JSON, the rest the binary tensors in input order.
 StatusOr<InferCall> parse_infer_request(const ModelInfo& model, std::string_view body,

@@ -120,6 +120,69 @@ TEST_CASE("a JSON answer's values read back as the outputs' exact values", "[ser
           std::string::npos);
 }
 
+TEST_CASE("all_finite finds a NaN or an infinity anywhere, and only those", "[serve][kserve]") {
+  // The branch-free check (session 32) over inputs longer than a vector register, the bad value
+  // at every place, against std::isfinite.
+  const float specials[] = {
+      std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::signaling_NaN(),
+      std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  const float fine[] = {0.0f,          -0.0f,          1e-45f, -1e-45f, 1.17549435e-38f,
+                        3.4028235e38f, -3.4028235e38f, 1.0f};
+  for (size_t n : std::initializer_list<size_t>{1, 7, 8, 33, 150528}) {
+    std::vector<float> v(n, 0.5f);
+    for (size_t i = 0; i < n; ++i) v[i] = fine[i % 8];
+    REQUIRE(all_finite(v));
+    for (size_t at : {size_t{0}, n / 2, n - 1}) {
+      for (float bad : specials) {
+        std::vector<float> w = v;
+        w[at] = bad;
+        REQUIRE_FALSE(all_finite(w));
+      }
+    }
+  }
+  REQUIRE(all_finite({}));
+}
+
+TEST_CASE("a JSON answer written directly is the text nlohmann writes for it", "[serve][kserve]") {
+  // Session 32 writes the plain FP32 answer without building nlohmann's tree (bench_frontend's
+  // most common answer). Its framing must stay nlohmann's byte for byte (sorted keys, the same
+  // escapes, invalid UTF-8 replaced) and its values the outputs' exact doubles.
+  for (const bool emulated : {false, true}) {
+    for (const std::string& id : {std::string(), std::string("a \"quoted\\ id\n\xc3\xa9\xff")}) {
+      ModelInfo m = model_2x2();
+      m.name = "m\"odel";
+      m.output.shape = {1, 3};
+      m.emulated = emulated;
+      InferCall call;
+      call.id = id;
+      const std::vector<float> out =
+          emulated ? std::vector<float>{} : std::vector<float>{0.1f, -2.5f, 1e20f};
+      const std::string body = encode_infer_response(m, call, out).body;
+      INFO(body);
+      nlohmann::json data = nlohmann::json::array();
+      for (float v : out) data.push_back(static_cast<double>(v));
+      nlohmann::json o{{"name", m.output.name},
+                       {"datatype", "FP32"},
+                       {"shape", emulated ? std::vector<int64_t>{1, 0} : m.output.shape},
+                       {"data", nullptr}};
+      nlohmann::json doc{{"model_name", m.name}, {"model_version", m.version}};
+      if (!id.empty()) doc["id"] = id;
+      if (emulated) doc["parameters"] = {{"emulated", true}};
+      doc["outputs"] = nlohmann::json::array({o});
+      const std::string framing =
+          doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      // The body with its values taken out is nlohmann's dump with "data": null.
+      const size_t at = body.find("\"data\":[");
+      REQUIRE(at != std::string::npos);
+      const size_t end = body.find(']', at);
+      REQUIRE(body.substr(0, at + 7) + "null" + body.substr(end + 1) == framing);
+      // And its values read back as the outputs' doubles.
+      const nlohmann::json got = nlohmann::json::parse(body);
+      REQUIRE(got["outputs"][0]["data"] == data);
+    }
+  }
+}
+
 TEST_CASE("a request's numbers and shapes out of range are refused, never thrown",
           "[serve][kserve]") {
   const ModelInfo m = model_2x2();
