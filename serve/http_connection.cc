@@ -265,28 +265,28 @@ bool DeadlineStream::send_all(const char* ptr, size_t size) {
   return true;
 }
 
-void DeadlineStream::get_remote_ip_and_port(std::string& ip, int& port) const {
-  if (!remote_.known) {
+namespace {
+// `cache`, asked of the kernel the first time: the peer's address (getpeername) or ours.
+template <typename Ask>
+void cached_address(int fd, Ask ask, DeadlineStream::Address& cache, std::string& ip, int& port) {
+  if (!cache.known) {
     sockaddr_storage addr{};
     socklen_t len = sizeof(addr);
-    if (getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
-    address_of(addr, remote_.ip, remote_.port);
-    remote_.known = true;
+    if (ask(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
+    address_of(addr, cache.ip, cache.port);
+    cache.known = true;
   }
-  ip = remote_.ip;
-  port = remote_.port;
+  ip = cache.ip;
+  port = cache.port;
+}
+}  // namespace
+
+void DeadlineStream::get_remote_ip_and_port(std::string& ip, int& port) const {
+  cached_address(fd_, ::getpeername, remote_, ip, port);
 }
 
 void DeadlineStream::get_local_ip_and_port(std::string& ip, int& port) const {
-  if (!local_.known) {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof(addr);
-    if (getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
-    address_of(addr, local_.ip, local_.port);
-    local_.known = true;
-  }
-  ip = local_.ip;
-  port = local_.port;
+  cached_address(fd_, ::getsockname, local_, ip, port);
 }
 
 BoundedServer::BoundedServer(ConnectionLimits limits, std::function<void()> on_reject)

@@ -88,6 +88,13 @@ class DeadlineStream : public httplib::Stream {
   bool peer_closed() const;
   // The stream of the connection this thread serves (for httplib's handlers); null elsewhere.
   static const DeadlineStream* current();
+  // The connection's two addresses, asked of the kernel once (httplib asks for both with every
+  // request: two system calls each time, for values that never change on a connection).
+  struct Address {
+    bool known = false;
+    std::string ip;
+    int port = 0;
+  };
 
  private:
   // Follows the bytes httplib takes (the head, one byte at a time) up to the empty line.
@@ -103,13 +110,6 @@ class DeadlineStream : public httplib::Stream {
   size_t pos_ = 0, end_ = 0;
   bool drained_ = false;
   bool continue_sent_ = false;
-  // The connection's two addresses, asked of the kernel once (httplib asks for both with every
-  // request: two system calls each time, for values that never change on a connection).
-  struct Address {
-    bool known = false;
-    std::string ip;
-    int port = 0;
-  };
   mutable Address remote_, local_;
   // httplib writes an answer's headers and its body in two calls: held here and sent in one
   // send() when the answer is complete (or before the next read), not two sends (two segments,
