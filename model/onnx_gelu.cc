@@ -87,28 +87,30 @@ bool Importer::read_by_erf(const std::string& value) const {
   return false;
 }
 
-bool Importer::reads_gelu_step(const onnx::NodeProto& node) const {
-  for (const std::string& in : node.input()) {
-    auto it = values_.find(in);
-    if (!in.empty() && it != values_.end() && it->second.gelu_stage > 0) return true;
+Importer::StepOperands Importer::step_operands(const onnx::NodeProto& node,
+                                               int Value::*stage) const {
+  StepOperands ops;
+  for (int k = 0; k < node.input_size() && ops.k < 0; ++k) {
+    auto it = values_.find(node.input(k));
+    if (!node.input(k).empty() && it != values_.end() && it->second.*stage > 0) {
+      ops.k = k;
+      ops.step = &it->second;
+    }
   }
-  return false;
+  if (ops.k >= 0 && node.input_size() == 2 && has_input(node, 1 - ops.k)) {
+    auto it = values_.find(node.input(1 - ops.k));
+    if (it != values_.end()) ops.other = &it->second;
+  }
+  return ops;
 }
 
 Status Importer::gelu_step(const onnx::NodeProto& node) {
-  int k = 0;  // the input holding the step (reads_gelu_step found one)
-  for (; k + 1 < node.input_size(); ++k) {
-    auto it = values_.find(node.input(k));
-    if (it != values_.end() && it->second.gelu_stage > 0) break;
-  }
-  const Value& p = values_.at(node.input(k));
+  const StepOperands ops = step_operands(node, &Value::gelu_stage);
+  const int k = ops.k;
+  const Value& p = *ops.step;
+  const Value* other = ops.other;  // a binary node's other operand
   const std::string step = std::string(stage_name(p.gelu_stage)) + " (Div '" + p.gelu_node + "')";
   const std::string& op = node.op_type();
-  const Value* other = nullptr;  // a binary node's other operand
-  if (node.input_size() == 2 && has_input(node, 1 - k)) {
-    auto it = values_.find(node.input(1 - k));
-    if (it != values_.end()) other = &it->second;
-  }
   const char* want[] = {"", "an Erf", "an Add of 1", "a Mul by x", "a Mul by 0.5"};
   const bool right_op = p.gelu_stage == 1 ? op == "Erf" && node.input_size() == 1
                                           : op == (p.gelu_stage == 2 ? "Add" : "Mul") && other;

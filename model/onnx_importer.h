@@ -161,14 +161,12 @@ class Importer {
   // onnx_gelu.cc: Div(x, c) starts GELU's pattern; gelu_step runs each node that reads a step of
   // it (and refuses the node when it departs from the pattern).
   Status div(const onnx::NodeProto& node);
-  bool reads_gelu_step(const onnx::NodeProto& node) const;
   bool read_by_erf(const std::string& value) const;  // some Erf node reads `value`
   Status gelu_step(const onnx::NodeProto& node);
   // onnx_layer_norm.cc: LayerNormalization, and the ReduceMean that starts torch.onnx's LayerNorm
   // subgraph below opset 17 (then ln_step reads each node of it).
   Status layer_normalization(const onnx::NodeProto& node);
   Status feature_mean(const onnx::NodeProto& node, const Value& x);
-  bool reads_ln_step(const onnx::NodeProto& node) const;
   Status ln_step(const onnx::NodeProto& node);
   Status add_layer_norm(const onnx::NodeProto& node, const Value& x, float epsilon,
                         const std::vector<double>& weight, const std::vector<double>& bias);
@@ -201,6 +199,16 @@ class Importer {
   // A float32 constant input k with `rank` dims (-1: any).
   StatusOr<const Value*> weight_input(const onnx::NodeProto& node, int k, int rank) const;
   bool has_input(const onnx::NodeProto& node, int k) const;
+  // The operands of a node that reads a step of a subgraph read node by node (GELU's and
+  // LayerNorm's: `stage` is &Value::gelu_stage or &Value::ln_stage; onnx_gelu.cc): `k` is the
+  // first input holding a step (-1: none, and `step` is null), `other` a binary node's other
+  // operand when it is a known value.
+  struct StepOperands {
+    int k = -1;
+    const Value* step = nullptr;
+    const Value* other = nullptr;
+  };
+  StepOperands step_operands(const onnx::NodeProto& node, int Value::*stage) const;
   // Appends a layer reading `inputs` (spec tensors), names it, checks its shape; output 0 of
   // `node` becomes its tensor. `weights_from` names it after a weight initializer when given.
   Status add_layer(const onnx::NodeProto& node, LayerSpec layer,

@@ -66,26 +66,11 @@ Status Importer::feature_mean(const onnx::NodeProto& node, const Value& x) {
   return Status::Ok();
 }
 
-bool Importer::reads_ln_step(const onnx::NodeProto& node) const {
-  for (const std::string& in : node.input()) {
-    auto it = values_.find(in);
-    if (!in.empty() && it != values_.end() && it->second.ln_stage > 0) return true;
-  }
-  return false;
-}
-
 Status Importer::ln_step(const onnx::NodeProto& node) {
-  int k = 0;  // the input holding the step (reads_ln_step found one)
-  for (; k + 1 < node.input_size(); ++k) {
-    auto it = values_.find(node.input(k));
-    if (it != values_.end() && it->second.ln_stage > 0) break;
-  }
-  const Value p = values_.at(node.input(k));
-  const Value* other = nullptr;  // a binary node's other operand
-  if (node.input_size() == 2 && has_input(node, 1 - k)) {
-    auto it = values_.find(node.input(1 - k));
-    if (it != values_.end()) other = &it->second;
-  }
+  const StepOperands ops = step_operands(node, &Value::ln_stage);
+  const int k = ops.k;
+  const Value p = *ops.step;
+  const Value* other = ops.other;  // a binary node's other operand
   const std::string& op = node.op_type();
   const bool x_other =
       other != nullptr && !other->constant && other->ln_stage == 0 && other->tensor == p.tensor;

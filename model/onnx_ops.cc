@@ -71,8 +71,8 @@ StatusOr<Window> window_from(const Attributes& a, const std::string& where, int 
 
 Status Importer::translate(const onnx::NodeProto& node) {
   const std::string& op = node.op_type();
-  if (reads_gelu_step(node)) return gelu_step(node);
-  if (reads_ln_step(node)) return ln_step(node);
+  if (step_operands(node, &Value::gelu_stage).step) return gelu_step(node);
+  if (step_operands(node, &Value::ln_stage).step) return ln_step(node);
   if (op == "Conv") return conv(node);
   if (op == "ConvTranspose") return conv_transpose(node);
   if (op == "BatchNormalization") return batchnorm(node);

@@ -6,8 +6,6 @@
 
 namespace serf::engine::cpu {
 
-using md_t = dnnl::memory::desc;
-
 Status StepBuilder::slice(const LayerStep& s, CpuStep* out) {
   const model::LayerSpec& l = spec(s);
   const model::Shape& x = info(s).in;

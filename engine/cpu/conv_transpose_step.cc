@@ -6,10 +6,6 @@
 
 namespace serf::engine::cpu {
 
-using tag = dnnl::memory::format_tag;
-using dt = dnnl::memory::data_type;
-using md_t = dnnl::memory::desc;
-
 Status StepBuilder::conv_transpose(const LayerStep& s, CpuStep* out) {
   const model::LayerSpec& l = spec(s);
   const model::LayerInfo& in = info(s);

@@ -18,6 +18,11 @@
 
 namespace serf::engine::cpu {
 
+// oneDNN's memory types, spelled short in every step builder (cpu_steps.cc and the *_step(s).cc).
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+using md_t = dnnl::memory::desc;
+
 enum class Space { kInput, kActivation, kStaging };
 
 // A memory argument in a slot's buffers.

@@ -18,9 +18,6 @@
 namespace serf::engine::cpu {
 
 using model::LayerKind;
-using tag = dnnl::memory::format_tag;
-using dt = dnnl::memory::data_type;
-using md_t = dnnl::memory::desc;
 
 namespace {
 

@@ -7,10 +7,6 @@
 
 namespace serf::engine::cpu {
 
-using tag = dnnl::memory::format_tag;
-using dt = dnnl::memory::data_type;
-using md_t = dnnl::memory::desc;
-
 Status StepBuilder::layer_norm(const LayerStep& s, CpuStep* out) {
   const model::LayerSpec& l = spec(s);
   const int64_t n = info(s).in.elements();

@@ -7,10 +7,6 @@
 
 namespace serf::engine::cpu {
 
-using tag = dnnl::memory::format_tag;
-using dt = dnnl::memory::data_type;
-using md_t = dnnl::memory::desc;
-
 namespace {
 
 constexpr auto kForward = dnnl::prop_kind::forward_inference;
