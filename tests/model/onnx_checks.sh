@@ -2,6 +2,24 @@
 # $tmp (where the generators wrote the models) and fail=0; a failed check prints FAIL and sets
 # fail=1.
 
+# make_models SUB GENERATOR [ARGS...]: the test models in $tmp. Under CTest the fixture
+# onnx_models (onnx_models.sh) made them in $ONNX_MODELS/SUB once for every ONNX test: link them;
+# without ONNX_MODELS run GENERATOR (ARGS) into $tmp. Returns 77 (skip) without torch / onnx.
+make_models() {
+  local sub="$1" generator="$2" rc
+  shift 2
+  if [ -n "${ONNX_MODELS:-}" ]; then
+    [ -e "$ONNX_MODELS/skipped" ] && { echo "skipped: $(cat "$ONNX_MODELS/skipped")"; return 77; }
+    [ -d "$ONNX_MODELS/$sub" ] || { echo "FAIL: no models in $ONNX_MODELS/$sub (run onnx_models)"; return 1; }
+    ln -s "$ONNX_MODELS/$sub"/* "$tmp"/ || return 1
+    return 0
+  fi
+  /usr/bin/python3 "$generator" "$tmp" "$@" 2> "$tmp/gen.err"
+  rc=$?
+  [ $rc = 77 ] && { echo "skipped: $(tail -1 "$tmp/gen.err")"; return 77; }
+  [ $rc = 0 ] || { cat "$tmp/gen.err"; echo "FAIL: making the test models"; return 1; }
+}
+
 # check_good MODEL ARGS...: `serf model import` of $tmp/MODEL.onnx, then `serf infer` of its input
 # with each ARGS; the outputs are compared with PyTorch's by compare_all, in one Python process for
 # every case (one numpy import: a Python per case cost seconds each under load). ARGS with
@@ -18,8 +36,10 @@ check_good() {
     stem="$tmp/$model"
     [[ " $args " =~ \ --batch\ ([0-9]+)\  ]] && [ "${BASH_REMATCH[1]}" != 1 ] &&
       stem="$tmp/$model.b${BASH_REMATCH[1]}"
+    # Passive OpenMP threads: idle ones sleep instead of spinning, which at T = 2 with K = 2
+    # partitions on 2 cores cost 3-8x the run's own CPU time (the outputs do not depend on it).
     # shellcheck disable=SC2086
-    if "$serf" infer --model "$tmp/$model.json" --weights "$tmp/$model.safetensors" \
+    if OMP_WAIT_POLICY=passive "$serf" infer --model "$tmp/$model.json" --weights "$tmp/$model.safetensors" \
         --input "$stem.input.safetensors" $args --json > "$tmp/$model.out$n.json"; then
       printf '%s\t%s\t%s\n' "$tmp/$model.out$n.json" "$stem.ref.json" "$model ($args)" \
         >> "$tmp/compare.tsv"

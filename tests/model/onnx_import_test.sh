@@ -4,15 +4,13 @@
 # unpartitioned and over K = 2, 3; batch 1 and 3, every row compared), and every bad model is one
 # line, exit 2, nothing written.
 # onnx_user_test.sh does the same for models a user might export.
+# The models: $ONNX_MODELS/import when set (CTest's fixture onnx_models), else made here.
 # Exit 77 (CTest skip) without python3-torch / python3-onnx.
 set -uo pipefail
 serf="$1"; root="$2"
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
-/usr/bin/python3 "$root/scripts/onnx_test_models.py" "$tmp" 2>"$tmp/gen.err"
-rc=$?
-if [ $rc = 77 ]; then echo "skipped: $(tail -1 "$tmp/gen.err")"; exit 77; fi
-[ $rc = 0 ] || { cat "$tmp/gen.err"; echo "FAIL: making the test models"; exit 1; }
 source "$root/tests/model/onnx_checks.sh"
+make_models import "$root/scripts/onnx_test_models.py" || exit $?
 fail=0
 for model in every_op helper opset10 pads gates gates14 shuffle; do
   check_good "$model" "--threads 1" "--threads 1 --batch 3" "--threads 2 --inter-sim 2" \

@@ -10,16 +10,17 @@
 #                                         tests halve each one's time under a loaded machine)
 #   onnx_user_test.sh SERF ROOT 1 --each  each hand-written building block alone at opsets 11, 13
 #                                         and 17, batch 1 and 3 (CTest onnx_user_blocks_each, slow)
-# Exit 77 (CTest skip) without python3-torch / python3-onnx.
+# The models: $ONNX_MODELS/user when set (CTest's fixture onnx_models; not for --each), else
+# made here. Exit 77 (CTest skip) without python3-torch / python3-onnx.
 set -uo pipefail
 serf="$1"; root="$2"; batch="${3:-1}"; each="${4:-}"
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
-# shellcheck disable=SC2086
-/usr/bin/python3 "$root/scripts/onnx_user_models.py" "$tmp" $each 2>"$tmp/gen.err"
-rc=$?
-if [ $rc = 77 ]; then echo "skipped: $(tail -1 "$tmp/gen.err")"; exit 77; fi
-[ $rc = 0 ] || { cat "$tmp/gen.err"; echo "FAIL: making the user models"; exit 1; }
 source "$root/tests/model/onnx_checks.sh"
+if [ -n "$each" ]; then
+  ONNX_MODELS="" make_models user "$root/scripts/onnx_user_models.py" --each || exit $?
+else
+  make_models user "$root/scripts/onnx_user_models.py" || exit $?
+fi
 fail=0
 while read -r model; do
   if [ -n "$each" ]; then
