@@ -223,9 +223,11 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
     case LayerKind::kPrelu:
     case LayerKind::kLayerNorm:
     case LayerKind::kUpsample:
-    case LayerKind::kPad:
-      return Internal("cuda: no kernel for a " + std::string(model::to_string(s.kind)) +
-                      " layer (prepare refuses it)");
+    case LayerKind::kPad: {
+      const auto layer = static_cast<size_t>(s.layer);
+      return run_user_layer(g, model_->plan_.spec.layers[layer], model_->plan_.layers[layer], in,
+                            out, h, workspace_.data(), st);
+    }
     case LayerKind::kBatchNorm:
       SERF_CUDA(launch_channel_affine(in, out, g.weights.floats(), g.bias.floats(),
                                       s.channels.count, g.out_per_channel, Activation{}, st));

@@ -5,6 +5,7 @@
 // already on the device.
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/backend.h"
@@ -15,17 +16,27 @@
 
 namespace serf::engine::cuda {
 
+// Convolution workspace cap: algorithms wanting more are skipped (H100/H200 have 80+ GiB, but c
+// slots each hold one workspace).
+constexpr size_t kMaxWorkspaceBytes = size_t{256} << 20;
+
+// "layers[i] (name)", how prepare's errors name a layer.
+std::string layer_name(const model::LayerSpec& spec, int index);
+
 struct GpuStep {
   LayerStep step;
   TensorDesc x, y;  // the layer's views of its input and output part
   FilterDesc w;
   ConvDesc conv;
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  cudnnConvolutionBwdDataAlgo_t bwd_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;  // conv_transpose2d
   size_t workspace_bytes = 0;
   PoolDesc pool;
   LrnDesc lrn;
   // conv2d [count, I/groups, k, k] / fully_connected [count, in], row-major; batchnorm: the
-  // per-channel scale (weights) and shift (bias) of this rank's channels.
+  // per-channel scale (weights) and shift (bias) of this rank's channels; conv_transpose2d [this
+  // rank's input channels, its output channels per group, k, k]; prelu: this rank's slopes;
+  // layer_norm: the whole weight and bias.
   DeviceBuffer weights, bias;
   int fc_in = 0;                // fully_connected: input length
   int64_t out_per_channel = 1;  // conv2d: output H*W (the bias is per channel)
@@ -72,9 +83,20 @@ class CudaPreparedModel final : public PreparedModel,
   Status build_pool(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info);
   Status build_batchnorm(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
                          const model::Weights& weights);
+  // cuda_user_layers.cc: conv_transpose2d, prelu, pad, upsample, layer_norm.
+  Status build_user_layer(GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
+                          const model::Weights& weights, cudnnHandle_t handle);
+  Status build_conv_transpose(GpuStep& g, const model::LayerSpec& spec,
+                              const model::LayerInfo& info, const model::Weights& weights,
+                              cudnnHandle_t handle);
   // Uploads rows [offset, offset + count) of tensor `name` (checked against `shape`).
   StatusOr<DeviceBuffer> upload_rows(const model::Weights& weights, const std::string& name,
                                      const std::vector<int64_t>& shape, Slice rows);
 };
+
+// Runs a step build_user_layer prepared (cuda_user_layers.cc) on the slot's stream and handle.
+Status run_user_layer(const GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
+                      const float* in, float* out, cudnnHandle_t handle, void* workspace,
+                      cudaStream_t stream);
 
 }  // namespace serf::engine::cuda

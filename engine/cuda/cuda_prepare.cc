@@ -13,21 +13,17 @@ namespace {
 
 using model::LayerKind;
 
-// Convolution workspace cap: algorithms wanting more are skipped (H100/H200 have 80+ GiB, but c
-// slots each hold one workspace).
-constexpr size_t kMaxWorkspaceBytes = size_t{256} << 20;
-
 std::string dims(const std::vector<int64_t>& shape) {
   std::string s;
   for (int64_t d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
   return s;
 }
 
+}  // namespace
+
 std::string layer_name(const model::LayerSpec& spec, int index) {
   return "layers[" + std::to_string(index) + "] (" + spec.name + ")";
 }
-
-}  // namespace
 
 StatusOr<DeviceBuffer> CudaPreparedModel::upload_rows(const model::Weights& weights,
                                                       const std::string& name,
@@ -274,9 +270,7 @@ Status CudaPreparedModel::build_step(GpuStep& g, const model::Weights& weights,
     case LayerKind::kLayerNorm:
     case LayerKind::kUpsample:
     case LayerKind::kPad:
-      return InvalidArgument(layer_name(spec, step.layer) + ": " + model::to_string(step.kind) +
-                             " layers are not supported by the cuda backend yet (use --backend "
-                             "cpu for this model)");
+      return build_user_layer(g, spec, info, weights, handle);
     case LayerKind::kLrn: {
       if (spec.lrn_size < CUDNN_LRN_MIN_N || spec.lrn_size > CUDNN_LRN_MAX_N ||
           spec.lrn_k < CUDNN_LRN_MIN_K || spec.lrn_beta < CUDNN_LRN_MIN_BETA) {

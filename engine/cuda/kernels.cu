@@ -77,6 +77,95 @@ __global__ void channel_shuffle_kernel(const float* x, float* y, int64_t n, int 
   }
 }
 
+__global__ void prelu_kernel(const float* x, float* y, const float* slopes, int64_t n,
+                             int64_t per_channel) {
+  const int64_t stride = int64_t{blockDim.x} * gridDim.x;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float v = x[i];
+    y[i] = v > 0.0f ? v : slopes[i / per_channel] * v;
+  }
+}
+
+// Row or column k of the padded output (k - before in the input's coordinates) read from the
+// input's index: its mirror without the edge, or the edge (a reflect pad is below the size).
+__device__ inline int padded_source(int k, int before, int size, bool reflect) {
+  int i = k - before;
+  if (i < 0) i = reflect ? -i : 0;
+  if (i >= size) i = reflect ? 2 * (size - 1) - i : size - 1;
+  return i;
+}
+
+__global__ void pad_kernel(const float* x, float* y, int64_t n, int h, int w, int top, int left,
+                           int out_h, int out_w, bool reflect) {
+  const int64_t stride = int64_t{blockDim.x} * gridDim.x;
+  const int64_t out_area = int64_t{out_h} * out_w;
+  for (int64_t o = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; o < n; o += stride) {
+    const int64_t c = o / out_area;
+    const int r = static_cast<int>(o % out_area / out_w), q = static_cast<int>(o % out_w);
+    const int i = padded_source(r, top, h, reflect), j = padded_source(q, left, w, reflect);
+    y[o] = x[(c * h + i) * w + j];
+  }
+}
+
+// The bilinear source coordinate of output index k at integer scale s: half-pixel centres,
+// clamped at 0 below (PyTorch's align_corners=False); `lo` and `hi` are the two neighbours.
+__device__ inline float bilinear_source(int k, int s, int size, int* lo, int* hi) {
+  float at = (k + 0.5f) / s - 0.5f;
+  if (at < 0.0f) at = 0.0f;
+  *lo = min(static_cast<int>(at), size - 1);
+  *hi = min(*lo + 1, size - 1);
+  return at - *lo;
+}
+
+__global__ void upsample_kernel(const float* x, float* y, int64_t n, int h, int w, int sh, int sw,
+                                bool bilinear) {
+  const int64_t stride = int64_t{blockDim.x} * gridDim.x;
+  const int out_h = h * sh, out_w = w * sw;
+  const int64_t out_area = int64_t{out_h} * out_w;
+  for (int64_t o = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; o < n; o += stride) {
+    const float* plane = x + o / out_area * h * w;
+    const int r = static_cast<int>(o % out_area / out_w), q = static_cast<int>(o % out_w);
+    if (!bilinear) {
+      y[o] = plane[r / sh * w + q / sw];
+      continue;
+    }
+    int r0 = 0, r1 = 0, q0 = 0, q1 = 0;
+    const float fr = bilinear_source(r, sh, h, &r0, &r1);
+    const float fq = bilinear_source(q, sw, w, &q0, &q1);
+    const float top = plane[r0 * w + q0] * (1.0f - fq) + plane[r0 * w + q1] * fq;
+    const float bottom = plane[r1 * w + q0] * (1.0f - fq) + plane[r1 * w + q1] * fq;
+    y[o] = top * (1.0f - fr) + bottom * fr;
+  }
+}
+
+// The sum of every thread's v in the block (kThreads threads), returned to all of them.
+__device__ float block_sum(float v, float* shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) shared[threadIdx.x] += shared[threadIdx.x + half];
+    __syncthreads();
+  }
+  const float total = shared[0];
+  __syncthreads();  // shared is reused by the next call
+  return total;
+}
+
+// One block: the mean, then the variance about it (two passes, as oneDNN), then the affine map.
+__global__ void layer_norm_kernel(const float* x, float* y, const float* weight, const float* bias,
+                                  int64_t n, float epsilon) {
+  __shared__ float shared[kThreads];
+  float part = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads) part += x[i];
+  const float mean = block_sum(part, shared) / static_cast<float>(n);
+  part = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads) part += (x[i] - mean) * (x[i] - mean);
+  const float inv = rsqrtf(block_sum(part, shared) / static_cast<float>(n) + epsilon);
+  for (int64_t i = threadIdx.x; i < n; i += kThreads) {
+    y[i] = (x[i] - mean) * inv * weight[i] + bias[i];
+  }
+}
+
 }  // namespace
 
 cudaError_t launch_channel_affine(const float* x, float* y, const float* scale, const float* shift,
@@ -108,6 +197,38 @@ cudaError_t launch_channel_shuffle(const float* x, float* y, int channels, int g
   if (n <= 0 || groups <= 0) return cudaSuccess;
   channel_shuffle_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, groups, channels / groups,
                                                                  area);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_prelu(const float* x, float* y, const float* slopes, int channels,
+                         int64_t per_channel, cudaStream_t stream) {
+  const int64_t n = int64_t{channels} * per_channel;
+  if (n <= 0) return cudaSuccess;
+  prelu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, slopes, n, per_channel);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_pad(const float* x, float* y, int channels, int h, int w, int top, int left,
+                       int out_h, int out_w, bool reflect, cudaStream_t stream) {
+  const int64_t n = int64_t{channels} * out_h * out_w;
+  if (n <= 0) return cudaSuccess;
+  pad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, h, w, top, left, out_h, out_w,
+                                                     reflect);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_upsample(const float* x, float* y, int channels, int h, int w, int sh, int sw,
+                            bool bilinear, cudaStream_t stream) {
+  const int64_t n = int64_t{channels} * h * sh * w * sw;
+  if (n <= 0) return cudaSuccess;
+  upsample_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, h, w, sh, sw, bilinear);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_layer_norm(const float* x, float* y, const float* weight, const float* bias,
+                              int64_t n, float epsilon, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  layer_norm_kernel<<<1, kThreads, 0, stream>>>(x, y, weight, bias, n, epsilon);
   return cudaGetLastError();
 }
 

@@ -50,4 +50,24 @@ cudaError_t launch_mul(const float* a, const float* b, float* y, int64_t n, int6
 cudaError_t launch_channel_shuffle(const float* x, float* y, int channels, int groups, int64_t area,
                                    cudaStream_t stream);
 
+// The channel-local layers users' networks add (issue 15), on this rank's `channels` channels of
+// h x w floats each (x != y):
+// prelu: y = x above 0, slopes[c] * x below (one slope per channel).
+cudaError_t launch_prelu(const float* x, float* y, const float* slopes, int channels,
+                         int64_t per_channel, cudaStream_t stream);
+// pad: the input in the middle of out_h x out_w, `top` rows above and `left` columns before it;
+// the border from the input's mirror image without its edge (reflect, PyTorch's
+// ReflectionPad2d) or its edge repeated (ReplicationPad2d).
+cudaError_t launch_pad(const float* x, float* y, int channels, int h, int w, int top, int left,
+                       int out_h, int out_w, bool reflect, cudaStream_t stream);
+// upsample by integers sh, sw: output pixel (i, j) is input (i / sh, j / sw) rounded down
+// (nearest), or the bilinear mix at ((i + 1/2) / sh - 1/2, (j + 1/2) / sw - 1/2) clamped to the
+// input (PyTorch's align_corners=False).
+cudaError_t launch_upsample(const float* x, float* y, int channels, int h, int w, int sh, int sw,
+                            bool bilinear, cudaStream_t stream);
+// layer_norm of one row of n features: (x - mean) / sqrt(var + epsilon) * weight + bias, the
+// biased variance (PyTorch's LayerNorm); one block.
+cudaError_t launch_layer_norm(const float* x, float* y, const float* weight, const float* bias,
+                              int64_t n, float epsilon, cudaStream_t stream);
+
 }  // namespace serf::engine::cuda

@@ -139,6 +139,25 @@ std::vector<std::pair<std::string, std::string>> single_layer_specs() {
             R"({"name": "r", "type": "relu"}, {"name": "s", "type": "sigmoid", "inputs": ["input"]},
                                   {"name": "a", "type": "add", "inputs": ["r", "s"]},
                                   {"name": "c", "type": "concat", "inputs": ["a", "s"]})")},
+      // The layers users' networks add (engine/cuda/cuda_user_layers.cc); the channel-local
+      // ones behind a conv2d so that K = 3 runs them on misaligned slices.
+      {"conv_transpose2d", spec(img, R"({"type": "conv_transpose2d", "out_channels": 6,
+                                         "kernel": 3, "stride": 2, "pad": 1, "output_padding": 1})")},
+      {"conv_transpose2d grouped + relu",
+       spec(img, R"({"type": "conv_transpose2d", "out_channels": 10, "kernel": 4, "stride": 2,
+                     "pad": 1, "groups": 5}, {"type": "relu"})")},
+      {"prelu", spec(img, R"({"type": "conv2d", "out_channels": 7, "kernel": 1},
+                             {"type": "prelu"})")},
+      {"pad reflect", spec(img, R"({"type": "conv2d", "out_channels": 7, "kernel": 1},
+                                   {"type": "pad", "pad": [2, 1, 0, 3], "mode": "reflect"})")},
+      {"pad edge", spec(img, R"({"type": "conv2d", "out_channels": 7, "kernel": 1},
+                                {"type": "pad", "pad": [1, 2], "mode": "edge"})")},
+      {"upsample nearest", spec(img, R"({"type": "conv2d", "out_channels": 7, "kernel": 1},
+                                        {"type": "upsample", "scale": [2, 3]})")},
+      {"upsample bilinear", spec(img, R"({"type": "conv2d", "out_channels": 7, "kernel": 1},
+                    {"type": "upsample", "scale": 2, "mode": "bilinear"})")},
+      {"layer_norm", spec(img, R"({"type": "flatten"}, {"type": "fully_connected", "out": 37},
+                                  {"type": "layer_norm", "epsilon": 0.001})")},
   };
 }
 
