@@ -408,15 +408,15 @@ std::string plain_infer_response(const ModelInfo& model, const InferCall& call,
   std::string body;
   body.reserve(160 + output.size() * 24);
   body += '{';
-  if (!call.id.empty()) body += "\"id\":" + json_string(call.id) + ',';
-  body += "\"model_name\":" + json_string(model.name) +
-          ",\"model_version\":" + json_string(model.version) + ",\"outputs\":[{\"data\":";
+  if (!call.id.empty()) body += R"("id":)" + json_string(call.id) + ',';
+  body += R"("model_name":)" + json_string(model.name) + R"(,"model_version":)" +
+          json_string(model.version) + R"(,"outputs":[{"data":)";
   append_float_array(output, &body);
-  body += ",\"datatype\":\"FP32\",\"name\":" + json_string(model.output.name) + ",\"shape\":[";
+  body += R"(,"datatype":"FP32","name":)" + json_string(model.output.name) + R"(,"shape":[)";
   const std::vector<int64_t> shape = answer_shape(model, output.size());
   for (size_t i = 0; i < shape.size(); ++i) body += (i ? "," : "") + std::to_string(shape[i]);
   body += "]}]";
-  if (model.emulated) body += ",\"parameters\":{\"emulated\":true}";
+  if (model.emulated) body += R"(,"parameters":{"emulated":true})";
   body += '}';
   return body;
 }
