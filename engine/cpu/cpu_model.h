@@ -41,7 +41,7 @@ struct Call {
   dnnl::memory::desc scratch_md;  // empty: no scratchpad
 };
 
-// fully_connected by gemv_f32 (batch 1) or gemm_f32 (engine/cpu/gemv.h) instead of a primitive:
+// fully_connected by gemm_f32 on packed panels (engine/cpu/gemv.h) instead of a primitive:
 // x is [batch, cols], y [batch, rows], both plain.
 struct GemvCall {
   const float* weights = nullptr;

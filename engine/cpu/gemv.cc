@@ -75,433 +75,251 @@ void gemv_rows(const float* w, const float* x, const float* b, float* y, int64_t
   gemv_groups<1>(w, x, b, y, o, end, in, relu);
 }
 
-// A batch (gemm_f32), on weights packed into panels (pack_gemm_panels): a group of R = 8 rows
-// (each remaining row alone, R = 1) is one contiguous panel, [in_p / 16][R][16] with the columns
-// zero-padded to in_p, a multiple of 16. A register tile holds R weight rows x C batch rows of
-// accumulators (8 x 3: 24 of the 32 zmm registers, 11 loads per 24 FMAs). The weights are walked
-// once per batch, panel by panel and, within a panel, in blocks of kBlock columns (R x kBlock
-// floats: 16 KiB, in L1): the batch's first tile reads the block from memory, the others from L1
-// (a large batch walks sets of panels block by block instead: kSetGroups below).
-// Why panels: the whole walk is one linear stream (the plain rows were R streams 8-32 KiB apart,
-// and the old kernel copied each block into a pack before reuse), which the hardware prefetcher
-// follows across pages and the software prefetch below runs ahead of with one pointer. The lines
-// kAheadBlocks blocks ahead are prefetched once each, spread over all of the block's tiles, so
-// that memory streams while the FMAs run. Between blocks the partial sums wait in a per-thread
-// buffer as whole vectors, so every (row, input) pair sums its lanes in the GEMV's order (the
-// padding adds 0 x 0 where the GEMV's masked tail does) and a row of the batch equals the same
-// input alone bit for bit.
-constexpr int kTileRows = 8;
-constexpr int kTileBatch = 3;
-// Measured on ranking_mlp's fc2 (4096 x 8192) at b = 2..32, T = 1 and 2, under the measurement
-// lock (docs/engine.md): 1024-column blocks (32 KiB) ran 5-20 % slower, prefetching two blocks
-// ahead into L1 or four into L2 0-15 % slower, than 512 columns one block ahead into L1.
-constexpr int64_t kBlock = 512;
-// Batch 1 walks 3 panels side by side (3 x 8 accumulators); on fc2 (4096 x 8192, fc_bench,
-// alternating, under the measurement lock) 1 stream reached 55-67 % of a triad, 2 streams
-// 96-105 %, 3 streams 101-106 % (the plain GEMV 83-100 % in the same runs).
-constexpr int kPanelStreams = 3;
-// Batches of 2..kInterleaveBatch walk kInterleaveStreams groups side by side, alternating blocks
-// of kInterleaveBlock columns (4 KiB of a panel). fc2, fc_bench, T = 1 and 2, two alternating
-// rounds under the measurement lock (load ~9): x_bound at b = 2-4 went from 1.60-1.72 (one
-// group) to 1.14-1.50 (2 groups, 128 columns); 3 groups were no better, 64 or 256+ columns
-// worse, and at b >= 8 interleaving lost (1.6-1.9 -> 1.8-2.5: the tiles' L1 reuse wants the
-// 512-column blocks).
-constexpr int kInterleaveBatch = 4;
-constexpr int kInterleaveStreams = 2;
-constexpr int64_t kInterleaveBlock = 128;
-constexpr int64_t kAheadBlocks = 1;
-// Batches of more than kSetMinBatch rows whose x is at least kSetMinXFloats (half of this CPU's
-// 1 MiB L2) walk sets of kSetGroups groups, block by block (gemm_set_rows), on a packed copy of
-// x in blocks of kSetBlock columns: walked group by group, the whole x went through L2 once per
-// group of 8 rows and no longer stayed there. fc_bench, the two walks alternating, six rounds
-// under the measurement lock (load 11.4-12.9, docs/engine.md): fc2 (4096 x 8192) at b = 16 and
-// 32, T = 1 and 2, faster in 22 of 24 pairs, by 3-26 % (b = 32 T = 1 17.7-26.1 -> 15.6-22.7 ms);
-// b = 8 and 12, and fc1 (8192 x 2048, x of 256 KiB at b = 32) at b = 32, 0-20 % slower. Blocks
-// of 128, 384 or 512 columns and sets of 4 or 16 groups were within the noise of these.
-constexpr int64_t kSetMinBatch = 8;
-constexpr int64_t kSetMinXFloats = int64_t{128} << 10;
-constexpr int64_t kSetGroups = 8;
-constexpr int64_t kSetBlock = 256;
+// A batch (gemm_f32), on weights packed column-wise (pack_gemm_panels): the outputs in panels of
+// kPanelWidth = 32 (two vectors; the last panel zero-padded), each panel's weights stored k by k,
+// [in][32], so that one load of 16 weights serves 16 outputs and a broadcast of one input x[n][k]
+// multiplies it (the outer-product form of BLAS kernels). A register tile holds MR <= 12 batch rows
+// x 32 outputs of sums (24 of the 32 zmm registers; per k, 2 weight loads and MR broadcasts for
+// 2 MR FMAs). Why not the former panels of 8 rows x 16 columns (a 16-lane sum per (output, batch
+// row), finished by a lane tree): each of those sums was a whole vector, 16 times the state, so
+// a batch's partial sums could not stay in the caches with a block of x (docs/engine.md, sessions
+// 29-31: at b = 32 fc2 ran at ~60 % of the FMA peak, where x's 1 MiB went through L2 once per 64
+// rows). Here a sum is one float: the sums of a whole set of panels fit in L1/L2 beside one block
+// of x, which then serves every panel of the set.
+//
+// The summation order, the same at every b, every thread count and every slice of outputs (so a
+// row of a batch equals the same input alone, and a rank's slice the unsliced layer, bit for bit):
+// the inputs in blocks of kBlockK, each block summed by fused multiply-adds k by k from 0, the
+// block sums added in order (the first taken as it is), then the bias. The blocks bound the
+// float32 rounding of long rows (vgg16's 25088 inputs) as the former lane sums did.
+//
+// The weights are laid out in the order the kernel walks them, so the walk is one linear stream:
+// sets of kSetPanels panels, each set block by block, each block panel by panel ([set][block]
+// [panel][k][32]); a set's block of x (the batch over kBlockK inputs, packed per call tile by
+// tile) stays in L1 while the set's panels stream past it, and the set's sums wait in L1/L2. The
+// next block is prefetched line by line, spread over the block's tiles.
+constexpr int64_t kPanelWidth = 32;
+constexpr int kMaxTileRows = 12;
+constexpr int64_t kBlockK = 128;
+constexpr int64_t kSetPanels = 8;
 
-int64_t padded(int64_t in) { return (in + 15) / 16 * 16; }
+int64_t panel_count(int64_t out) { return (out + kPanelWidth - 1) / kPanelWidth; }
+
+// Where block `k0` of panel j of the set whose first panel is `first` (n panels) starts: the layout
+// above, with the last block (in - k0 < kBlockK) as long as it is.
+int64_t block_offset(int64_t first, int64_t n, int64_t j, int64_t k0, int64_t in) {
+  const int64_t kc = std::min(kBlockK, in - k0);
+  return (first * in + k0 * n + j * kc) * kPanelWidth;
+}
+
+// How a block's sums end: kOnly (one block: y = sum + bias), kFirst (total = sum), kMiddle (total
+// += sum), kLast (y = total + sum + bias).
+enum class Sums { kOnly, kFirst, kMiddle, kLast };
 
 struct Tile {
-  const float* w;      // the block in the panel, [chunks][R][16]
-  const float* ahead;  // the next block of the walk
-  int64_t pf_begin;    // this tile prefetches lines [pf_begin, pf_end) of `ahead`,
-  int64_t pf_end;      // pf_per a column step
+  const float* w;  // the panel's block, [kc][32]
+  const float* x;  // the tile's rows over the block, [kc][MR]
+  int64_t kc;
+  float* total;        // the rows' running sums over the blocks, [MR][32]
+  const float* ahead;  // the next block of the walk: lines [pf_begin, pf_end) of it,
+  int64_t pf_begin;    // pf_per a k
+  int64_t pf_end;
   int pf_per;
-  const float* x;  // the tile's first batch row at the block's first column
-  float* acc;      // partial sums of (row 0, batch row 0): [R][batch][16]
-  int64_t ldx;     // floats from one batch row of x to the next
-  int64_t batch;
-};
-
-// One column chunk of a tile: a[j][c] += w[j] x[c] for the R weight vectors at `wp` and the C
-// vectors of x in `xv`.
-template <int R, int C>
-__attribute__((target("avx512f,fma"), always_inline)) inline void tile_chunk(const float* wp,
-                                                                             const __m512 (&xv)[C],
-                                                                             __m512 (&a)[R][C]) {
-#pragma GCC unroll 8
-  for (int j = 0; j < R; ++j) {
-    __m512 wv = _mm512_loadu_ps(wp + j * 16);
-    // Keep wv in a register: GCC otherwise folds the load into each of the C FMAs (27 loads
-    // per 24 FMAs instead of 11); pinned, the tile ran 20-30 % faster hot in L2.
-    __asm__("" : "+v"(wv));
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) a[j][c] = _mm512_fmadd_ps(wv, xv[c], a[j][c]);
-  }
-}
-
-// Columns [k0, k1) of one tile (k1 - k0 a multiple of 16), then one chunk with x masked when
-// `tail` is not zero. `first` zeroes the sums instead of loading them; `last` finishes the rows.
-// Every loop over the sums is unrolled whole: one with a run-time index (the tail's and the
-// epilogue's were) made GCC 12 keep all R x C sums on the stack outside the column loop and
-// copy them in and out at each call, besides ~50 scalar instructions per finished sum.
-template <int R, int C>
-__attribute__((target("avx512f,fma"))) void tile(const Tile& t, int64_t k0, int64_t k1,
-                                                 __mmask16 tail, bool first, bool last,
-                                                 const float* b, float* y, int64_t ldy, int64_t o,
-                                                 bool relu) {
-  const float* ahead = t.ahead;
-  float* acc = t.acc;
-  const int64_t ldx = t.ldx, ld_acc = t.batch * 16, pf_end = t.pf_end;
-  const int pf_per = t.pf_per;
-  __m512 a[R][C];
-#pragma GCC unroll 8
-  for (int j = 0; j < R; ++j) {
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c)
-      a[j][c] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + j * ld_acc + c * 16);
-  }
-  int64_t q = t.pf_begin;
-  const float* wp = t.w;
-  const float* xp = t.x;
-  for (int64_t i = k0; i < k1; i += 16, wp += R * 16, xp += 16) {
-    for (int s = 0; s < pf_per && q < pf_end; ++s, ++q)
-      _mm_prefetch(reinterpret_cast<const char*>(ahead + q * 16), _MM_HINT_T0);
-    __m512 xv[C];
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) xv[c] = _mm512_loadu_ps(xp + c * ldx);
-    tile_chunk<R, C>(wp, xv, a);
-  }
-  if (tail != 0) {
-    __m512 xv[C];
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) xv[c] = _mm512_maskz_loadu_ps(tail, xp + c * ldx);
-    tile_chunk<R, C>(wp, xv, a);
-  }
-#pragma GCC unroll 8
-  for (int j = 0; j < R; ++j) {
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) {
-      if (last) {
-        finish(a[j][c], b, y + c * ldy, o + j, relu);
-      } else {
-        _mm512_store_ps(acc + j * ld_acc + c * 16, a[j][c]);
-      }
-    }
-  }
-}
-
-// One tile of C = min(kTileBatch, rows left) batch rows.
-template <int R>
-void tile_of(const Tile& t, int64_t left, int64_t k0, int64_t k1, __mmask16 tail, bool first,
-             bool last, const float* b, float* y, int64_t ldy, int64_t o, bool relu) {
-  if (left >= kTileBatch) {
-    tile<R, kTileBatch>(t, k0, k1, tail, first, last, b, y, ldy, o, relu);
-  } else if (left == 2) {
-    tile<R, 2>(t, k0, k1, tail, first, last, b, y, ldy, o, relu);
-  } else {
-    tile<R, 1>(t, k0, k1, tail, first, last, b, y, ldy, o, relu);
-  }
-}
-
-// What every block of one walk over the weights shares: the batch (its x rows, plain or packed),
-// the outputs, the block size.
-struct Sweep {
-  const float* x;  // plain rows [batch, in], or packed_x's blocks when `packed`
-  int64_t ldx;     // floats from one x row of a block to the next
-  bool packed;
-  const float* b;
-  float* y;
-  int64_t out, batch;
+  const float* bias;  // the panel's first output
+  float* y;           // the tile's first row at the panel's first output
+  int64_t ldy;
+  __mmask16 m0, m1;  // the panel's outputs that exist, in its two vectors
   bool relu;
-  int64_t full;  // columns in whole 16-column chunks
-  __mmask16 tail;
-  int64_t block, blocks;
 };
 
-Sweep sweep(const float* x, const float* b, float* y, int64_t out, int64_t in, int64_t batch,
-            bool relu, int64_t block) {
-  Sweep s{};
-  s.x = x, s.ldx = in, s.packed = false, s.b = b, s.y = y, s.out = out, s.batch = batch;
-  s.relu = relu, s.full = in / 16 * 16, s.block = block;
-  s.tail = static_cast<__mmask16>((1u << (in - s.full)) - 1u);
-  s.blocks = std::max<int64_t>(1, (s.full + block - 1) / block);
-  return s;
-}
-
-// Block k of one group's panel (R rows from `row`) against every tile of the batch; the lines of
-// the block at `ahead` (the walk's next) are prefetched once each, spread over the tiles.
-template <int R>
-void block_tiles(const Sweep& s, const float* panel, const float* ahead, float* sums, int64_t row,
-                 int64_t k) {
-  const int64_t k0 = k * s.block, k1 = std::min(s.full, k0 + s.block);
-  const bool first = k == 0, last = k + 1 == s.blocks;
-  const int64_t tiles = (s.batch + kTileBatch - 1) / kTileBatch;
-  const int64_t lines = R * s.block / 16;  // 64-byte lines of a whole block
-  const int64_t per_tile = (lines + tiles - 1) / tiles;
-  const int per = static_cast<int>((per_tile + s.block / 16 - 1) / (s.block / 16));
-  const float* x = s.packed ? s.x + k * s.batch * s.ldx : s.x + k0;
-  for (int64_t n = 0, m = 0; n < s.batch; n += kTileBatch, ++m) {
-    const Tile t{panel + k0 * R,
-                 ahead,
-                 std::min(m * per_tile, lines),
-                 std::min((m + 1) * per_tile, lines),
-                 per,
-                 x + n * s.ldx,
-                 sums + n * 16,
-                 s.ldx,
-                 s.batch};
-    tile_of<R>(t, s.batch - n, k0, k1, last ? s.tail : __mmask16{0}, first, last, s.b,
-               s.y + n * s.out, s.out, row, s.relu);
-  }
-}
-
-// Rows [o[p], o[p] + R) of P groups against the whole batch, block by block; panel[p] is group
-// p's panel. With P > 1 the groups' blocks alternate (block k of each group in turn), so the walk
-// reads P streams at once, each group's partial sums in its own part of `acc`.
-template <int R, int P>
-void gemm_group(const float* const* panel, const float* x, const float* b, float* y, float* acc,
-                const int64_t* o, int64_t out, int64_t in, int64_t batch, bool relu) {
-  const int64_t full = in / 16 * 16, tiles = (batch + kTileBatch - 1) / kTileBatch;
-  // One group and one tile covering the batch: no reuse to keep in L1, so one block (no partial
-  // sums stored).
-  const int64_t block = P > 1 ? kInterleaveBlock : tiles > 1 ? kBlock : std::max<int64_t>(16, full);
-  const Sweep s = sweep(x, b, y, out, in, batch, relu, block);
-  for (int64_t k = 0; k < s.blocks; ++k) {
-    for (int p = 0; p < P; ++p) {
-      // kAheadBlocks blocks on in the group's linear walk (past this panel: into the next one;
-      // a prefetch past the weights' end or into another thread's rows is harmless).
-      const float* ahead = panel[p] + (k + kAheadBlocks) * block * R;
-      block_tiles<R>(s, panel[p], ahead, acc + p * R * batch * 16, o[p], k);
+template <int MR>
+__attribute__((target("avx512f,fma"))) void tile(const Tile& t, Sums sums) {
+  __m512 a[MR][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r) a[r][0] = a[r][1] = _mm512_setzero_ps();
+  const float* w = t.w;
+  const float* x = t.x;
+  int64_t q = t.pf_begin;
+  for (int64_t k = 0; k < t.kc; ++k, w += kPanelWidth, x += MR) {
+    for (int s = 0; s < t.pf_per && q < t.pf_end; ++s, ++q)
+      _mm_prefetch(reinterpret_cast<const char*>(t.ahead + q * 16), _MM_HINT_T0);
+    const __m512 w0 = _mm512_loadu_ps(w), w1 = _mm512_loadu_ps(w + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) {
+      const __m512 xb = _mm512_set1_ps(x[r]);
+      a[r][0] = _mm512_fmadd_ps(w0, xb, a[r][0]);
+      a[r][1] = _mm512_fmadd_ps(w1, xb, a[r][1]);
     }
   }
+  const __m512 b0 = _mm512_maskz_loadu_ps(t.m0, t.bias),
+               b1 = _mm512_maskz_loadu_ps(t.m1, t.bias + 16), zero = _mm512_setzero_ps();
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r) {
+    float* total = t.total + r * kPanelWidth;
+    __m512 v0 = a[r][0], v1 = a[r][1];
+    if (sums == Sums::kMiddle || sums == Sums::kLast) {
+      v0 = _mm512_add_ps(_mm512_load_ps(total), v0);
+      v1 = _mm512_add_ps(_mm512_load_ps(total + 16), v1);
+    }
+    if (sums == Sums::kFirst || sums == Sums::kMiddle) {
+      _mm512_store_ps(total, v0);
+      _mm512_store_ps(total + 16, v1);
+      continue;
+    }
+    v0 = _mm512_add_ps(v0, b0), v1 = _mm512_add_ps(v1, b1);
+    // max(0, v) keeps a NaN (and -0) as std::max(v, 0) does: the second operand when unordered.
+    // Zero-masked: GCC 12's unmasked max trips -Wmaybe-uninitialized (as lane_sum's shuffles).
+    if (t.relu)
+      v0 = _mm512_maskz_max_ps(0xFFFF, zero, v0), v1 = _mm512_maskz_max_ps(0xFFFF, zero, v1);
+    _mm512_mask_storeu_ps(t.y + r * t.ldy, t.m0, v0);
+    _mm512_mask_storeu_ps(t.y + r * t.ldy + 16, t.m1, v1);
+  }
 }
 
-// The partial sums of up to kSetGroups groups, [kSetGroups][kTileRows][batch][16] floats, per
-// thread, grown on demand (allocated at a slot's first batch, then reused: the request path
-// allocates nothing after it).
-float* partial_sums(int64_t batch) {
-  thread_local AlignedFloats buffer;
-  const int64_t want = kTileRows * batch * 16 * std::max<int64_t>(kInterleaveStreams, kSetGroups);
-  if (buffer.size() < want) buffer = AlignedFloats(want);
-  return buffer.data();
-}
+using TileFn = void (*)(const Tile&, Sums);
+constexpr TileFn kTiles[kMaxTileRows + 1] = {nullptr,  tile<1>,  tile<2>, tile<3>, tile<4>,
+                                             tile<5>,  tile<6>,  tile<7>, tile<8>, tile<9>,
+                                             tile<10>, tile<11>, tile<12>};
 
-// x [batch, in] copied per thread block by block, each block's rows side by side: block k's row n
-// at (k * batch + n) * ldx floats, ldx = block + 16 (the last block's masked tail chunk fits).
-// One block of x is then one contiguous run, where the plain rows, in x 4 bytes apart (often a
-// multiple of 4 KiB), fall into the same few cache sets.
-float* packed_x(const float* x, int64_t in, int64_t batch, int64_t block, int64_t blocks) {
+// The batch's rows in tiles of at most kMaxTileRows, as even as they go (b = 16: 8 + 8; b = 32:
+// 11 + 11 + 10): tile m's first row and its row count.
+struct Tiles {
+  int64_t count, base, rem;
+  explicit Tiles(int64_t batch)
+      : count((batch + kMaxTileRows - 1) / kMaxTileRows), base(batch / count), rem(batch % count) {}
+  int64_t first(int64_t m) const { return m * base + std::min(m, rem); }
+  int rows(int64_t m) const { return static_cast<int>(base + (m < rem ? 1 : 0)); }
+};
+
+// x [batch, in] tile by tile, each tile's rows side by side k by k: tile m's (row r, input k) at
+// first(m) * in + k * rows(m) + r, so that a tile's broadcasts for one k are one run of floats.
+// One copy per call, by the calling thread (a batch of one is x itself).
+const float* packed_x(const float* x, int64_t in, int64_t batch) {
+  if (batch == 1) return x;
   thread_local AlignedFloats buffer;
-  const int64_t ldx = block + 16, want = blocks * batch * ldx;
-  if (buffer.size() < want) buffer = AlignedFloats(want);
+  if (buffer.size() < batch * in) buffer = AlignedFloats(batch * in);
   float* xp = buffer.data();
-  for (int64_t k = 0; k < blocks; ++k) {
-    const int64_t k0 = k * block, k1 = k + 1 == blocks ? in : std::min(in, k0 + block);
-    for (int64_t n = 0; n < batch; ++n)
-      std::copy(x + n * in + k0, x + n * in + k1, xp + (k * batch + n) * ldx);
+  const Tiles tiles(batch);
+  for (int64_t m = 0; m < tiles.count; ++m) {
+    const int64_t n0 = tiles.first(m);
+    const int mr = tiles.rows(m);
+    float* dst = xp + n0 * in;
+    for (int r = 0; r < mr; ++r) {
+      const float* src = x + (n0 + r) * in;
+      for (int64_t k = 0; k < in; ++k) dst[k * mr + r] = src[k];
+    }
   }
   return xp;
 }
 
-// n consecutive groups of R rows from `row` (their panels from `first` on, R x in_p floats each)
-// against the batch: block k of every group in turn, then block k + 1, so that one block of x
-// (the batch over s.block columns) serves all n groups from the caches, where a walk group by
-// group reads the whole x once per group. The walk's next block is prefetched.
-template <int R>
-void gemm_set(const Sweep& s, const float* first, int64_t n, int64_t row, int64_t in_p,
-              float* acc) {
-  const int64_t step = R * in_p;
-  for (int64_t k = 0; k < s.blocks; ++k) {
-    for (int64_t g = 0; g < n; ++g) {
-      const float* panel = first + g * step;
-      // Next: the next group's block k, else the first group's block k + 1, else (the set's
-      // last block) the next set's first, right after this set's panels.
-      const float* ahead = g + 1 < n          ? panel + step + k * s.block * R
-                           : k + 1 < s.blocks ? first + (k + 1) * s.block * R
-                                              : first + n * step;
-      block_tiles<R>(s, panel, ahead, acc + g * R * s.batch * 16, row + g * R, k);
+// The running sums of one set's panels, [kSetPanels][batch][32] floats, per thread, grown on
+// demand (allocated at a slot's first batch, then reused: the request path allocates nothing
+// after it).
+float* set_totals(int64_t batch) {
+  thread_local AlignedFloats buffer;
+  const int64_t want = kSetPanels * batch * kPanelWidth;
+  if (buffer.size() < want) buffer = AlignedFloats(want);
+  return buffer.data();
+}
+
+struct Batch {
+  const float* panels;
+  const float* xp;  // packed_x
+  const float* b;
+  float* y;
+  int64_t out, in, batch;
+  bool relu;
+};
+
+// Block k0 of panel j of a set (n panels from `first`) against every tile of the batch.
+void block_tiles(const Batch& s, const Tiles& tiles, int64_t first, int64_t n, int64_t j,
+                 int64_t k0, Sums sums, float* totals) {
+  const int64_t kc = std::min(kBlockK, s.in - k0), o0 = (first + j) * kPanelWidth;
+  const float* w = s.panels + block_offset(first, n, j, k0, s.in);
+  const int64_t valid = std::min(kPanelWidth, s.out - o0);
+  const auto mask = [](int64_t lanes) {
+    return static_cast<__mmask16>(lanes >= 16 ? 0xFFFF : lanes <= 0 ? 0 : (1u << lanes) - 1u);
+  };
+  // The walk's next block follows this one in memory (a prefetch past the weights' end or into
+  // another thread's panels is harmless); its lines, about 2 per k, are shared out by the tiles.
+  const int64_t lines = kc * kPanelWidth / 16, per_tile = (lines + tiles.count - 1) / tiles.count;
+  const int per = static_cast<int>((per_tile + kc - 1) / kc);
+  for (int64_t m = 0; m < tiles.count; ++m) {
+    const int64_t n0 = tiles.first(m);
+    const int mr = tiles.rows(m);
+    const Tile t{w,
+                 s.xp + n0 * s.in + k0 * mr,
+                 kc,
+                 totals + (j * s.batch + n0) * kPanelWidth,
+                 w + kc * kPanelWidth,
+                 std::min(m * per_tile, lines),
+                 std::min((m + 1) * per_tile, lines),
+                 per,
+                 s.b + o0,
+                 s.y + n0 * s.out + o0,
+                 s.out,
+                 mask(valid),
+                 mask(valid - 16),
+                 s.relu};
+    kTiles[mr](t, sums);
+  }
+}
+
+// Panels [p_begin, p_end) against the whole batch: set by set, block by block, panel by panel.
+void gemm_panels(const Batch& s, int64_t p_begin, int64_t p_end) {
+  const Tiles tiles(s.batch);
+  float* totals = set_totals(s.batch);
+  const int64_t panels = panel_count(s.out), blocks = (s.in + kBlockK - 1) / kBlockK;
+  for (int64_t first = p_begin / kSetPanels * kSetPanels; first < p_end; first += kSetPanels) {
+    const int64_t n = std::min(kSetPanels, panels - first);
+    const int64_t j0 = std::max(p_begin, first) - first, j1 = std::min(p_end, first + n) - first;
+    for (int64_t kb = 0; kb < blocks; ++kb) {
+      const Sums sums = blocks == 1        ? Sums::kOnly
+                        : kb == 0          ? Sums::kFirst
+                        : kb + 1 == blocks ? Sums::kLast
+                                           : Sums::kMiddle;
+      for (int64_t j = j0; j < j1; ++j)
+        block_tiles(s, tiles, first, n, j, kb * kBlockK, sums, totals);
     }
   }
-}
-
-// Rows [begin, end) against a batch of more than kSetMinBatch rows and kSetMinXFloats of x, in
-// sets of kSetGroups groups (gemm_set), on x packed once per call (packed_x); the last (end -
-// begin) % kTileRows rows, a panel of one row each, as one set.
-void gemm_set_rows(const float* panels, const float* x, const float* b, float* y, int64_t begin,
-                   int64_t end, int64_t out, int64_t in, int64_t batch, bool relu) {
-  Sweep s = sweep(x, b, y, out, in, batch, relu, kSetBlock);
-  s.x = packed_x(x, in, batch, s.block, s.blocks);
-  s.ldx = s.block + 16;
-  s.packed = true;
-  float* acc = partial_sums(batch);
-  const int64_t in_p = padded(in), groups = (end - begin) / kTileRows;
-  for (int64_t g = 0; g < groups; g += kSetGroups) {
-    const int64_t row = begin + g * kTileRows;
-    gemm_set<kTileRows>(s, panels + row * in_p, std::min<int64_t>(kSetGroups, groups - g), row,
-                        in_p, acc);
-  }
-  const int64_t o = begin + groups * kTileRows;
-  if (o < end) gemm_set<1>(s, panels + o * in_p, end - o, o, in_p, acc);
-}
-
-// Batch 1 on the panels: P groups of kTileRows rows walked side by side (P streams through
-// memory, as the plain GEMV's 8 row streams: the hardware prefetcher runs ahead of each), each
-// line also prefetched kPanelAhead floats ahead of its stream. Every row keeps its own accumulator
-// over the GEMV's column order (the zero padding adds 0 x 0 where the GEMV's masked tail does), so
-// the values equal gemv_f32's bit for bit.
-constexpr int64_t kPanelAhead = 1024;
-
-template <int P>
-__attribute__((target("avx512f,fma"))) void panel_gemv(const float* const* w, const float* x,
-                                                       const float* b, float* y, const int64_t* row,
-                                                       int64_t in, bool relu) {
-  constexpr int R = kTileRows;
-  const int64_t full = in / 16 * 16, chunks = padded(in) / 16;
-  const __mmask16 tail = static_cast<__mmask16>((1u << (in - full)) - 1u);
-  __m512 a[P][R];
-  for (int p = 0; p < P; ++p) {
-    for (int j = 0; j < R; ++j) a[p][j] = _mm512_setzero_ps();
-  }
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t i = c * 16;
-    const __m512 xv = i < full ? _mm512_loadu_ps(x + i) : _mm512_maskz_loadu_ps(tail, x + i);
-#pragma GCC unroll 4
-    for (int p = 0; p < P; ++p) {
-      const float* wp = w[p] + c * R * 16;
-#pragma GCC unroll 8
-      for (int j = 0; j < R; ++j) {
-        _mm_prefetch(reinterpret_cast<const char*>(wp + j * 16 + kPanelAhead), _MM_HINT_T0);
-        a[p][j] = _mm512_fmadd_ps(_mm512_loadu_ps(wp + j * 16), xv, a[p][j]);
-      }
-    }
-  }
-  for (int p = 0; p < P; ++p) {
-    for (int j = 0; j < R; ++j) finish(a[p][j], b, y, row[p] + j, relu);
-  }
-}
-
-// Rows [begin, end) group by group: the full groups of kTileRows rows in P parts walked side by
-// side, several(w, row) for P groups at once (w[p] the panel of the group whose first row is
-// row[p]); then one(w, row) for each group the parts do not share; then last(w, o) for each of
-// the last (end - begin) % kTileRows rows, a panel of one row each.
-template <int P, typename Several, typename One, typename Last>
-void walk_groups(const float* panels, int64_t begin, int64_t end, int64_t in, Several several,
-                 One one, Last last) {
-  const int64_t in_p = padded(in), groups = (end - begin) / kTileRows;
-  int64_t part[P + 1];
-  for (int p = 0; p <= P; ++p) part[p] = groups * p / P;
-  const int64_t common = part[1] - part[0];  // every part has common or common + 1 groups
-  auto at = [&](int64_t group) { return begin + group * kTileRows; };
-  for (int64_t g = 0; g < common; ++g) {
-    const float* w[P];
-    int64_t row[P];
-    for (int p = 0; p < P; ++p) row[p] = at(part[p] + g), w[p] = panels + row[p] * in_p;
-    several(w, row);
-  }
-  for (int p = 0; p < P; ++p) {
-    for (int64_t g = part[p] + common; g < part[p + 1]; ++g) {
-      const float* w[1] = {panels + at(g) * in_p};
-      const int64_t row[1] = {at(g)};
-      one(w, row);
-    }
-  }
-  for (int64_t o = at(groups); o < end; ++o) {
-    const float* w[1] = {panels + o * in_p};
-    last(w, &o);
-  }
-}
-
-// Rows [begin, end) at batch 1 on the panels (P streams).
-template <int P>
-void gemv_panel_rows(const float* panels, const float* x, const float* b, float* y, int64_t begin,
-                     int64_t end, int64_t in, bool relu) {
-  walk_groups<P>(
-      panels, begin, end, in,
-      [&](const float* const* w, const int64_t* row) { panel_gemv<P>(w, x, b, y, row, in, relu); },
-      [&](const float* const* w, const int64_t* row) { panel_gemv<1>(w, x, b, y, row, in, relu); },
-      [&](const float* const* w, const int64_t* o) {
-        gemm_group<1, 1>(w, x, b, y, nullptr, o, 0, in, 1, relu);
-      });
-}
-
-// Rows [begin, end) against the whole batch (P groups side by side).
-template <int P>
-void gemm_rows(const float* panels, const float* x, const float* b, float* y, int64_t begin,
-               int64_t end, int64_t out, int64_t in, int64_t batch, bool relu) {
-  float* acc = partial_sums(batch);
-  walk_groups<P>(
-      panels, begin, end, in,
-      [&](const float* const* w, const int64_t* row) {
-        gemm_group<kTileRows, P>(w, x, b, y, acc, row, out, in, batch, relu);
-      },
-      [&](const float* const* w, const int64_t* row) {
-        gemm_group<kTileRows, 1>(w, x, b, y, acc, row, out, in, batch, relu);
-      },
-      [&](const float* const* w, const int64_t* o) {
-        gemm_group<1, 1>(w, x, b, y, acc, o, out, in, batch, relu);
-      });
 }
 
 }  // namespace
 
-int64_t gemm_panel_floats(int64_t out, int64_t in) { return out * padded(in); }
+int64_t gemm_panel_floats(int64_t out, int64_t in) { return panel_count(out) * kPanelWidth * in; }
 
 void pack_gemm_panels(const float* w, int64_t out, int64_t in, float* panels) {
-  const int64_t in_p = padded(in);
-  for (int64_t o = 0; o < out;) {
-    const int64_t r = out - o >= kTileRows ? kTileRows : 1;  // as gemm_rows walks them
-    float* p = panels + o * in_p;
-    for (int64_t c = 0; c < in_p / 16; ++c) {
-      for (int64_t j = 0; j < r; ++j) {
-        for (int64_t l = 0; l < 16; ++l) {
-          const int64_t col = c * 16 + l;
-          p[(c * r + j) * 16 + l] = col < in ? w[(o + j) * in + col] : 0.0f;
+  const int64_t count = panel_count(out);
+  for (int64_t first = 0; first < count; first += kSetPanels) {
+    const int64_t n = std::min(kSetPanels, count - first);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t o0 = (first + j) * kPanelWidth;
+      for (int64_t k0 = 0; k0 < in; k0 += kBlockK) {
+        float* block = panels + block_offset(first, n, j, k0, in);
+        for (int64_t k = k0; k < std::min(in, k0 + kBlockK); ++k) {
+          for (int64_t l = 0; l < kPanelWidth; ++l) {
+            const int64_t o = o0 + l;
+            block[(k - k0) * kPanelWidth + l] = o < out ? w[o * in + k] : 0.0f;
+          }
         }
       }
     }
-    o += r;
   }
 }
 
 void gemm_f32(const float* panels, const float* x, const float* b, float* y, int64_t out,
               int64_t in, int64_t batch, bool relu, int threads) {
-  auto rows = [&](int64_t begin, int64_t end) {
-    if (batch == 1) {
-      gemv_panel_rows<kPanelStreams>(panels, x, b, y, begin, end, in, relu);
-    } else if (batch <= kInterleaveBatch) {
-      gemm_rows<kInterleaveStreams>(panels, x, b, y, begin, end, out, in, batch, relu);
-    } else if (batch > kSetMinBatch && batch * in >= kSetMinXFloats) {
-      gemm_set_rows(panels, x, b, y, begin, end, out, in, batch, relu);
-    } else {
-      gemm_rows<1>(panels, x, b, y, begin, end, out, in, batch, relu);
-    }
-  };
-  if (threads <= 1 || out < 2 * kRows) {
-    rows(0, out);
+  const Batch s{panels, packed_x(x, in, batch), b, y, out, in, batch, relu};
+  const int64_t count = panel_count(out);
+  if (threads <= 1 || count < 2) {
+    gemm_panels(s, 0, count);
     return;
   }
 #pragma omp parallel num_threads(threads)
   {
-    const int64_t groups = (out + kRows - 1) / kRows;
+    // Contiguous runs of whole panels: each thread streams one part of the weights.
     const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
-    const int64_t begin = std::min(out, groups * t / n * kRows);
-    const int64_t end = std::min(out, groups * (t + 1) / n * kRows);
-    rows(begin, end);
+    gemm_panels(s, count * t / n, count * (t + 1) / n);
   }
 }
 

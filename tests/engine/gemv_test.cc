@@ -1,5 +1,6 @@
-// engine/cpu/gemv.h: the hand-written batch-1 fully connected kernel against a double-precision
-// loop, on sizes with row and column remainders, and row slices against the whole layer. Tag
+// engine/cpu/gemv.h: the hand-written fully connected kernels (gemv_f32 on plain rows, gemm_f32 on
+// its panels at any batch) against a double-precision loop and against scalar loops in their
+// documented summation orders, on sizes with remainders, and slices against the whole layer. Tag
 // [avx512]: on a CPU without it these cases skip (CTest entry test_engine_gemv shows the skip).
 #include "engine/cpu/gemv.h"
 
@@ -62,10 +63,10 @@ TEST_CASE("gemv_f32 on a slice of rows gives the whole layer's values bit for bi
   }
 }
 
-// The order every kernel sums a row in (gemv.h): 16 lane sums, lane l over columns l, l + 16, ...
-// by fused multiply-adds (padding past `in` adds 0 x 0), then lane l plus lane l + 8 (l < 8), + 4,
-// + 2, + 1, then the bias. Slices and batches equal the whole layer bit for bit because of it.
-float row_in_kernel_order(const float* w, const float* x, float bias, int64_t in, bool relu) {
+// The order gemv_f32 sums a row in (gemv.h): 16 lane sums, lane l over columns l, l + 16, ... by
+// fused multiply-adds (padding past `in` adds 0 x 0), then lane l plus lane l + 8 (l < 8), + 4,
+// + 2, + 1, then the bias.
+float row_in_lane_order(const float* w, const float* x, float bias, int64_t in, bool relu) {
   float lane[16];
   for (int l = 0; l < 16; ++l) {
     lane[l] = 0.0f;
@@ -79,90 +80,129 @@ float row_in_kernel_order(const float* w, const float* x, float bias, int64_t in
   return relu ? std::max(v, 0.0f) : v;
 }
 
+// The order gemm_f32 sums an output in (gemv.h): the inputs in blocks of 128, each block by fused
+// multiply-adds from 0, the block sums added in order (the first taken as it is), then the bias.
+// Batches, thread counts and slices of outputs equal each other bit for bit because of it.
+float row_in_block_order(const float* w, const float* x, float bias, int64_t in, bool relu) {
+  float total = 0.0f;
+  for (int64_t k0 = 0; k0 < in; k0 += 128) {
+    float sum = 0.0f;
+    for (int64_t k = k0; k < std::min(in, k0 + 128); ++k) sum = std::fma(w[k], x[k], sum);
+    total = k0 == 0 ? sum : total + sum;
+  }
+  const float v = total + bias;
+  return relu ? std::max(v, 0.0f) : v;
+}
+
+std::vector<float> panels_of(const std::vector<float>& w, int64_t out, int64_t in) {
+  std::vector<float> panels(static_cast<size_t>(gemm_panel_floats(out, in)), NAN);
+  pack_gemm_panels(w.data(), out, in, panels.data());
+  return panels;
+}
+
 }  // namespace
 
-TEST_CASE("gemv_f32 and gemm_f32 sum a row in the documented lane order, bit for bit",
-          "[engine][avx512]") {
+TEST_CASE("gemv_f32 sums a row in the documented lane order, bit for bit", "[engine][avx512]") {
   if (!gemv_supported()) SERF_SKIP(kNoAvx512);
-  // 11 rows: a group of 8 and 3 single rows; 37 columns: 2 whole chunks and a 5-column tail;
-  // 1100 columns: three 512-column blocks of the batched walk, the last partial.
   for (int64_t in : {37, 1100}) {
     const int64_t out = 11;
-    const std::vector<float> w = values(static_cast<size_t>(out * in), 7), b = values(out, 8);
-    std::vector<float> panels(static_cast<size_t>(gemm_panel_floats(out, in)), NAN);
-    pack_gemm_panels(w.data(), out, in, panels.data());
-    for (int64_t batch : {1, 2, 8}) {
-      const std::vector<float> x = values(static_cast<size_t>(batch * in), 9);
-      std::vector<float> y(static_cast<size_t>(batch * out), NAN), one(out, NAN);
-      gemm_f32(panels.data(), x.data(), b.data(), y.data(), out, in, batch, true, 1);
-      for (int64_t n = 0; n < batch; ++n) {
-        gemv_f32(w.data(), x.data() + n * in, b.data(), one.data(), out, in, true, 1);
-        for (int64_t o = 0; o < out; ++o) {
-          const float want =
-              row_in_kernel_order(w.data() + o * in, x.data() + n * in, b[o], in, true);
-          INFO("in " << in << " batch " << batch << " row " << n << " out " << o);
-          CHECK(y[n * out + o] == want);
-          CHECK(one[o] == want);
-        }
-      }
+    const std::vector<float> w = values(static_cast<size_t>(out * in), 7), b = values(out, 8),
+                             x = values(in, 9);
+    std::vector<float> one(out, NAN);
+    gemv_f32(w.data(), x.data(), b.data(), one.data(), out, in, true, 1);
+    for (int64_t o = 0; o < out; ++o) {
+      INFO("in " << in << " out " << o);
+      CHECK(one[o] == row_in_lane_order(w.data() + o * in, x.data(), b[o], in, true));
     }
   }
 }
 
-TEST_CASE("gemm_f32: each row of a batch equals gemv_f32 on that row, bit for bit",
+TEST_CASE("gemm_f32 sums every output in the documented block order, bit for bit, at any b and T",
           "[engine][avx512]") {
   if (!gemv_supported()) SERF_SKIP(kNoAvx512);
-  // W packed into panels (every panel float written: no NaN left). Odd row and column counts,
-  // columns across several of the kernel's 512-column blocks (1041, 2048 + 7), and batches that
-  // leave every remainder of its 3-row tiles (2, 3, 5, 8, 17, 32); batch 1 walks 3 panels side by
-  // side, with parts of unequal length at 203 rows (25 groups of 8 and 3 rows).
-  for (int64_t out : {1, 7, 9, 17, 40, 203}) {
-    for (int64_t in : {3, 15, 17, 1041, 2055}) {
+  // Outputs around the 32-wide panels (1, 31, 33) and across sets of 8 panels (300 = 9 panels and
+  // 12 outputs: at T = 2 and 3 the threads' runs cut a set); inputs around the 128-input blocks
+  // (127, 128, 129) and several of them (1041, 2055); batches that leave every split of the
+  // 12-row register tiles (1, 2, 5, 12, 13, 25, 32, 40). Every panel float written (no NaN left),
+  // nothing written past the batch's outputs (the NaN guard after y). A row of a batch equals
+  // the same input run alone (b = 1) bit for bit, as it equals the scalar loop.
+  for (int64_t out : {1, 7, 31, 33, 300}) {
+    for (int64_t in : {1, 17, 127, 128, 129, 1041, 2055}) {
       const std::vector<float> w = values(static_cast<size_t>(out * in), 1), b = values(out, 3);
-      std::vector<float> panels(static_cast<size_t>(gemm_panel_floats(out, in)), NAN);
-      pack_gemm_panels(w.data(), out, in, panels.data());
-      for (int64_t batch : {1, 2, 3, 5, 8, 17, 32}) {
+      const std::vector<float> panels = panels_of(w, out, in);
+      for (int64_t batch : {1, 2, 5, 12, 13, 25, 32, 40}) {
         const std::vector<float> x = values(static_cast<size_t>(batch * in), 4);
         for (int threads : {1, 2, 3}) {
-          std::vector<float> y(static_cast<size_t>(batch * out), NAN), one(out, NAN);
+          const size_t n_y = static_cast<size_t>(batch * out);
+          std::vector<float> y(n_y + 16, NAN), one(out + 16, NAN);
           gemm_f32(panels.data(), x.data(), b.data(), y.data(), out, in, batch, true, threads);
           for (int64_t n = 0; n < batch; ++n) {
-            gemv_f32(w.data(), x.data() + n * in, b.data(), one.data(), out, in, true, threads);
+            gemm_f32(panels.data(), x.data() + n * in, b.data(), one.data(), out, in, 1, true,
+                     threads);
             INFO("out " << out << " in " << in << " batch " << batch << " threads " << threads
                         << " row " << n);
-            CHECK(std::vector<float>(y.begin() + n * out, y.begin() + (n + 1) * out) == one);
+            for (int64_t o = 0; o < out; ++o) {
+              const float want =
+                  row_in_block_order(w.data() + o * in, x.data() + n * in, b[o], in, true);
+              CHECK(y[static_cast<size_t>(n * out + o)] == want);
+              CHECK(one[static_cast<size_t>(o)] == want);
+            }
           }
+          CHECK(std::all_of(y.begin() + static_cast<std::ptrdiff_t>(n_y), y.end(),
+                            [](float v) { return std::isnan(v); }));
         }
       }
     }
   }
 }
 
-TEST_CASE("gemm_f32 walks sets of groups over a packed x, each row still gemv_f32's bit for bit",
+TEST_CASE("gemm_f32 on a slice of outputs gives the whole layer's values bit for bit",
           "[engine][avx512]") {
   if (!gemv_supported()) SERF_SKIP(kNoAvx512);
-  // Batches of more than 8 rows with batch x in >= 128 Ki floats walk up to 8 groups of 8 rows
-  // block by block (256 columns) on a per-call copy of x (gemv.cc gemm_set_rows). 283 rows: per
-  // thread at T = 2 two whole sets, a partial one and, on the second, the 3 single rows at the
-  // end. Columns: the last block whole with the masked tail right after it (2056 = 8 x 256 + 8),
-  // one chunk past a block (4112), a ragged last block (4100); b = 9 on both sides of the
-  // threshold (14560 x 9 below it: the group-by-group walk).
-  const int64_t out = 283;
-  const std::pair<int64_t, int64_t> cases[] = {
-      {2056, 64}, {4112, 40}, {4100, 33}, {14570, 9}, {14560, 9}};
-  for (const auto& [in, batch] : cases) {
-    const std::vector<float> w = values(static_cast<size_t>(out * in), 11), b = values(out, 12);
-    std::vector<float> panels(static_cast<size_t>(gemm_panel_floats(out, in)), NAN);
-    pack_gemm_panels(w.data(), out, in, panels.data());
-    const std::vector<float> x = values(static_cast<size_t>(batch * in), 13);
-    for (int threads : {1, 2}) {
-      std::vector<float> y(static_cast<size_t>(batch * out), NAN), one(out, NAN);
-      gemm_f32(panels.data(), x.data(), b.data(), y.data(), out, in, batch, false, threads);
-      for (int64_t n = 0; n < batch; ++n) {
-        gemv_f32(w.data(), x.data() + n * in, b.data(), one.data(), out, in, false, 1);
-        INFO("in " << in << " batch " << batch << " threads " << threads << " row " << n);
-        CHECK(std::vector<float>(y.begin() + n * out, y.begin() + (n + 1) * out) == one);
+  // A rank of K packs its own rows (cpu_steps.cc pack_panels): its panels start at its first
+  // output, so the slices fall across panels and sets differently from the whole layer's.
+  const int64_t out = 301, in = 300, batch = 13;
+  const std::vector<float> w = values(static_cast<size_t>(out * in), 14), b = values(out, 15),
+                           x = values(static_cast<size_t>(batch * in), 16);
+  std::vector<float> whole(static_cast<size_t>(batch * out));
+  gemm_f32(panels_of(w, out, in).data(), x.data(), b.data(), whole.data(), out, in, batch, false,
+           2);
+  for (const auto& [begin, end] : {std::pair<int64_t, int64_t>{0, 151}, {151, 301}, {37, 290}}) {
+    const int64_t rows = end - begin;
+    const std::vector<float> slice(w.begin() + begin * in, w.begin() + end * in);
+    std::vector<float> y(static_cast<size_t>(batch * rows));
+    gemm_f32(panels_of(slice, rows, in).data(), x.data(), b.data() + begin, y.data(), rows, in,
+             batch, false, 1);
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t o = 0; o < rows; ++o) {
+        INFO("slice " << begin << ".." << end << " row " << n << " out " << o);
+        CHECK(y[static_cast<size_t>(n * rows + o)] ==
+              whole[static_cast<size_t>(n * out + begin + o)]);
       }
+    }
+  }
+}
+
+TEST_CASE("gemm_f32's blocked sums stay within float32 rounding of a double loop on long rows",
+          "[engine][avx512]") {
+  if (!gemv_supported()) SERF_SKIP(kNoAvx512);
+  // vgg16's classifier reads 25088 inputs: summed in 196 blocks of 128, not in one chain of 25088.
+  // On these values the largest error over the sum of |terms| is 4.3e-7 in blocks; one chain of
+  // fused multiply-adds gives 6.4e-6 and gemv_f32's 16 lanes 8.8e-7, so the bound tells them apart.
+  const int64_t out = 40, in = 25088, batch = 3;
+  const std::vector<float> w = values(static_cast<size_t>(out * in), 17), b = values(out, 18),
+                           x = values(static_cast<size_t>(batch * in), 19);
+  std::vector<float> y(static_cast<size_t>(batch * out));
+  gemm_f32(panels_of(w, out, in).data(), x.data(), b.data(), y.data(), out, in, batch, false, 2);
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t o = 0; o < out; ++o) {
+      double want = b[o], scale = 0.0;
+      for (int64_t i = 0; i < in; ++i) {
+        want += double{w[o * in + i]} * x[n * in + i];
+        scale += std::abs(double{w[o * in + i]} * x[n * in + i]);
+      }
+      INFO("row " << n << " out " << o);
+      CHECK(std::abs(y[static_cast<size_t>(n * out + o)] - want) <= 1e-6 * scale);
     }
   }
 }
