@@ -100,6 +100,26 @@ std::vector<float> panels_of(const std::vector<float>& w, int64_t out, int64_t i
   return panels;
 }
 
+// A layer W [out, in], b [out] and a batch x [batch, in] from seeds `seed`, + 1, + 2, and its
+// outputs by gemm_f32 on W's panels.
+struct Dense {
+  int64_t out, in, batch;
+  std::vector<float> w, b, x;
+  Dense(int64_t out_, int64_t in_, int64_t batch_, unsigned seed)
+      : out(out_),
+        in(in_),
+        batch(batch_),
+        w(values(static_cast<size_t>(out * in), seed)),
+        b(values(static_cast<size_t>(out), seed + 1)),
+        x(values(static_cast<size_t>(batch * in), seed + 2)) {}
+  std::vector<float> run(int threads) const {
+    std::vector<float> y(static_cast<size_t>(batch * out));
+    gemm_f32(panels_of(w, out, in).data(), x.data(), b.data(), y.data(), out, in, batch, false,
+             threads);
+    return y;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("gemv_f32 sums a row in the documented lane order, bit for bit", "[engine][avx512]") {
@@ -161,18 +181,16 @@ TEST_CASE("gemm_f32 on a slice of outputs gives the whole layer's values bit for
   if (!gemv_supported()) SERF_SKIP(kNoAvx512);
   // A rank of K packs its own rows (cpu_steps.cc pack_panels): its panels start at its first
   // output, so the slices fall across panels and sets differently from the whole layer's.
-  const int64_t out = 301, in = 300, batch = 13;
-  const std::vector<float> w = values(static_cast<size_t>(out * in), 14), b = values(out, 15),
-                           x = values(static_cast<size_t>(batch * in), 16);
-  std::vector<float> whole(static_cast<size_t>(batch * out));
-  gemm_f32(panels_of(w, out, in).data(), x.data(), b.data(), whole.data(), out, in, batch, false,
-           2);
+  const Dense layer(301, 300, 13, 14);
+  const int64_t out = layer.out, in = layer.in, batch = layer.batch;
+  const std::vector<float> whole = layer.run(2);
+  const std::vector<float>& w = layer.w;
   for (const auto& [begin, end] : {std::pair<int64_t, int64_t>{0, 151}, {151, 301}, {37, 290}}) {
     const int64_t rows = end - begin;
     const std::vector<float> slice(w.begin() + begin * in, w.begin() + end * in);
     std::vector<float> y(static_cast<size_t>(batch * rows));
-    gemm_f32(panels_of(slice, rows, in).data(), x.data(), b.data() + begin, y.data(), rows, in,
-             batch, false, 1);
+    gemm_f32(panels_of(slice, rows, in).data(), layer.x.data(), layer.b.data() + begin, y.data(),
+             rows, in, batch, false, 1);
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t o = 0; o < rows; ++o) {
         INFO("slice " << begin << ".." << end << " row " << n << " out " << o);
@@ -189,11 +207,10 @@ TEST_CASE("gemm_f32's blocked sums stay within float32 rounding of a double loop
   // vgg16's classifier reads 25088 inputs: summed in 196 blocks of 128, not in one chain of 25088.
   // On these values the largest error over the sum of |terms| is 4.3e-7 in blocks; one chain of
   // fused multiply-adds gives 6.4e-6 and gemv_f32's 16 lanes 8.8e-7, so the bound tells them apart.
-  const int64_t out = 40, in = 25088, batch = 3;
-  const std::vector<float> w = values(static_cast<size_t>(out * in), 17), b = values(out, 18),
-                           x = values(static_cast<size_t>(batch * in), 19);
-  std::vector<float> y(static_cast<size_t>(batch * out));
-  gemm_f32(panels_of(w, out, in).data(), x.data(), b.data(), y.data(), out, in, batch, false, 2);
+  const Dense layer(40, 25088, 3, 17);
+  const int64_t out = layer.out, in = layer.in, batch = layer.batch;
+  const std::vector<float>&w = layer.w, &b = layer.b, &x = layer.x;
+  const std::vector<float> y = layer.run(2);
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t o = 0; o < out; ++o) {
       double want = b[o], scale = 0.0;
