@@ -45,7 +45,7 @@ __attribute__((target("avx512f,fma"))) int64_t gemv_groups(const float* w, const
                                                            const float* b, float* y, int64_t begin,
                                                            int64_t end, int64_t in, bool relu) {
   const int64_t full = in / 16 * 16;
-  const __mmask16 tail = static_cast<__mmask16>((1u << (in - full)) - 1u);
+  const auto tail = static_cast<__mmask16>((1u << (in - full)) - 1u);
   int64_t o = begin;
   for (; o + R <= end; o += R) {
     const float* r = w + o * in;
@@ -327,7 +327,7 @@ bool gemv_supported() { return __builtin_cpu_supports("avx512f") && __builtin_cp
 
 void gemv_f32(const float* w, const float* x, const float* b, float* y, int64_t out, int64_t in,
               bool relu, int threads) {
-  if (threads <= 1 || out < 2 * kRows) {
+  if (threads <= 1 || out < int64_t{2} * kRows) {
     gemv_rows(w, x, b, y, 0, out, in, relu);
     return;
   }

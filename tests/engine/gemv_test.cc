@@ -153,7 +153,7 @@ TEST_CASE("gemm_f32 sums every output in the documented block order, bit for bit
       for (int64_t batch : {1, 2, 5, 12, 13, 25, 32, 40}) {
         const std::vector<float> x = values(static_cast<size_t>(batch * in), 4);
         for (int threads : {1, 2, 3}) {
-          const size_t n_y = static_cast<size_t>(batch * out);
+          const auto n_y = static_cast<size_t>(batch * out);
           std::vector<float> y(n_y + 16, NAN), one(out + 16, NAN);
           gemm_f32(panels.data(), x.data(), b.data(), y.data(), out, in, batch, true, threads);
           for (int64_t n = 0; n < batch; ++n) {
