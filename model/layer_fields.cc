@@ -283,24 +283,33 @@ Status parse_layer_fields(const json& obj, const std::string& named, LayerSpec* 
   return Status::Ok();
 }
 
+namespace {
+
+// The fields of the layers over a window: convolutions and the max and average pools.
+void write_windowed_fields(const LayerSpec& l, nlohmann::ordered_json* out) {
+  const bool conv = l.kind == LayerKind::kConv2d || l.kind == LayerKind::kConvTranspose2d;
+  if (conv) (*out)["out_channels"] = l.out_channels;
+  write_window(l, conv, out);
+  if (conv) {
+    if (l.output_padding_h != 0 || l.output_padding_w != 0) {
+      (*out)["output_padding"] = pair_json(l.output_padding_h, l.output_padding_w);
+    }
+    if (l.groups != 1) (*out)["groups"] = l.groups;
+    return;
+  }
+  if (l.ceil_mode) (*out)["ceil_mode"] = true;
+  if (l.kind == LayerKind::kAvgPool && !l.count_include_pad) (*out)["count_include_pad"] = false;
+}
+
+}  // namespace
+
 void write_layer_fields(const LayerSpec& l, nlohmann::ordered_json* out) {
   switch (l.kind) {
     case LayerKind::kConv2d:
     case LayerKind::kConvTranspose2d:
-      (*out)["out_channels"] = l.out_channels;
-      write_window(l, /*conv=*/true, out);
-      if (l.output_padding_h != 0 || l.output_padding_w != 0) {
-        (*out)["output_padding"] = pair_json(l.output_padding_h, l.output_padding_w);
-      }
-      if (l.groups != 1) (*out)["groups"] = l.groups;
-      break;
     case LayerKind::kMaxPool:
     case LayerKind::kAvgPool:
-      write_window(l, /*conv=*/false, out);
-      if (l.ceil_mode) (*out)["ceil_mode"] = true;
-      if (l.kind == LayerKind::kAvgPool && !l.count_include_pad) {
-        (*out)["count_include_pad"] = false;
-      }
+      write_windowed_fields(l, out);
       break;
     case LayerKind::kClip:
       (*out)["min"] = l.clip_min;

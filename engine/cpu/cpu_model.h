@@ -23,6 +23,11 @@ using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 using md_t = dnnl::memory::desc;
 
+inline constexpr auto kForward = dnnl::prop_kind::forward_inference;
+
+// The plain (row-major) float layout of `dims`: a, ab or abcd (cpu_steps.cc).
+md_t plain(const dnnl::memory::dims& dims);
+
 enum class Space { kInput, kActivation, kStaging };
 
 // A memory argument in a slot's buffers.

@@ -9,8 +9,6 @@ namespace serf::engine::cpu {
 
 namespace {
 
-constexpr auto kForward = dnnl::prop_kind::forward_inference;
-
 md_t plain_nchw(const dnnl::memory::dims& dims) { return {dims, dt::f32, tag::abcd}; }
 
 }  // namespace
