@@ -14,6 +14,7 @@
 #include "cli/progress.h"
 #include "cli/runtime_launch.h"
 #include "profiler/profile_refresh.h"
+#include "profiler/profile_report.h"
 #include "profiler/tuple_profiler.h"
 #include "serf/core/arrivals.h"
 #include "serf/core/rate_spec.h"
@@ -138,18 +139,7 @@ Status run_refresh(const ProfileFlags& f, RuntimeSession& session, int warmup) {
     profiler::RefreshSummary sum;
     SERF_ASSIGN_OR_RETURN(Profile fresh,
                           profiler::merge_refresh(old, measured, utc_now(), why, &sum));
-    std::cout << std::fixed << std::setprecision(3);
-    std::cout << "tuple                  old_ms    new_ms    ratio  samples\n";
-    for (const TupleStats& m : measured.tuples) {
-      const double before = old.find(m.tuple)->mean_ms;
-      std::cout << std::left << std::setw(20) << to_string(m.tuple) << std::right << std::setw(10)
-                << before << std::setw(10) << m.mean_ms << std::setw(9) << m.mean_ms / before
-                << std::setw(9) << m.samples << "\n";
-    }
-    std::cout << "re-measured " << sum.remeasured << " of " << fresh.tuples.size()
-              << " tuples; the other " << fresh.tuples.size() - sum.remeasured
-              << " kept, scaled by their neighbours' drift (" << sum.scaled
-              << " moved; mean factor " << std::setprecision(4) << sum.drift << ")\n";
+    profiler::print_refresh_table(old, measured, fresh, sum);
     SERF_RETURN_IF_ERROR(io::save_profile(fresh, f.out));
     std::cout << "wrote " << f.out << "\n";
     return Status::Ok();
@@ -175,25 +165,6 @@ Status check_precision_flags(const ProfileFlags& f) {
     return InvalidArgument("--max-duration " + std::to_string(f.max_duration_s) +
                            ": must be >= --min-duration " + std::to_string(t.min_duration_s));
   return Status::Ok();
-}
-
-// One line per point: VALID, or INVALID and why (the LoadGen manner).
-void print_verdicts(const profiler::ExhaustiveReport& report, const profiler::PrecisionTarget& t) {
-  std::printf(
-      "precision target: 95%% CI half-width <= %g%% of the mean, >= %g s, >= %d requests "
-      "after the MSER-5 warm-up cut, p%g bounded\n",
-      100 * t.precision, t.min_duration_s, t.min_requests, t.percentile);
-  std::printf("configuration          rate/s  requests  warm-up  ci95   duration_s  verdict\n");
-  int valid = 0;
-  for (const profiler::ExhaustiveRow& r : report.rows) {
-    const profiler::PointVerdict& v = r.verdict;
-    valid += v.valid ? 1 : 0;
-    std::printf("%-20s %9.3f %9zu %8zu %5.1f%% %11.1f  %s%s\n", to_string(r.config).c_str(),
-                r.rate_per_s, v.measured, v.warmup, v.ci95_rel >= 0 ? 100 * v.ci95_rel : 0.0,
-                v.duration_s, v.valid ? "" : "INVALID: ", v.reason_text().c_str());
-  }
-  std::printf("%d of %zu points VALID\n", valid, report.rows.size());
-  std::fflush(stdout);
 }
 
 // What a run measures, from the flags checked on every rank before the first request.
@@ -298,21 +269,6 @@ std::string tuple_profile_note(const ProfileFlags& f, const ProfilePlan& plan, i
   return note + wall;
 }
 
-void print_tuple_table(const Profile& profile, bool passes, double total_s) {
-  std::cout << std::fixed << std::setprecision(3);
-  // mean_ms: the slot's service time (dispatch to answer); node_ms: the nodes' share.
-  std::cout << "tuple                 mean_ms  node_ms      scv  samples   wall_s"
-            << (passes ? "  passes kept" : "") << "\n";
-  for (const TupleStats& t : profile.tuples) {
-    std::cout << std::left << std::setw(20) << to_string(t.tuple) << std::right << std::setw(10)
-              << t.mean_ms << std::setw(9) << t.node_ms << std::setw(9) << t.scv << std::setw(9)
-              << t.samples << std::setw(9) << t.wall_s;
-    if (t.passes > 1) std::cout << std::setw(8) << t.passes_kept << "/" << t.passes;
-    std::cout << "\n";
-  }
-  std::cout << "total wall time: " << total_s << " s for " << profile.tuples.size() << " tuples\n";
-}
-
 // The tuple profile: measures, prints the table, writes what finished (all of it, or the tuples
 // measured before a fault, marked incomplete).
 Status measure_tuples(const ProfileFlags& f, const ProfilePlan& plan, RuntimeSession& session,
@@ -350,7 +306,7 @@ Status measure_tuples(const ProfileFlags& f, const ProfilePlan& plan, RuntimeSes
   const std::string note = tuple_profile_note(f, plan, hw.nodes, total);
   partial.note = profile.ok() ? note : "incomplete: " + profile.status().message();
   partial.incomplete = !profile.ok();
-  print_tuple_table(partial, f.passes > 1, total);
+  profiler::print_tuple_table(partial, f.passes > 1, total);
   if (!partial.tuples.empty()) SERF_RETURN_IF_ERROR(io::save_profile(partial, f.out));
   if (!profile.ok()) {
     if (partial.tuples.empty()) return profile.status();
@@ -402,15 +358,9 @@ Status measure_exhaustive(const ProfileFlags& f, const ProfilePlan& plan, Runtim
                   report.status().message() + "; wrote the " + std::to_string(partial.rows.size()) +
                       " finished point(s) to " + f.out + " and " + f.out + ".csv");
   }
-  std::cout << std::fixed << std::setprecision(3);
-  if (plan.utilizations.empty()) std::cout << "rate/s   best configuration      mean_latency_ms\n";
-  for (const auto& b : plan.utilizations.empty() ? partial.best_per_rate()
-                                                 : std::vector<profiler::ExhaustiveRow>{}) {
-    std::cout << std::left << std::setw(9) << b.rate_per_s << std::setw(24) << to_string(b.config)
-              << std::right << b.mean_latency_ms << "\n";
-  }
-  if (o.precision_driven) print_verdicts(partial, o.target);
-  std::cout << "exhaustive profiling: " << partial.rows.size()
+  if (plan.utilizations.empty()) profiler::print_best_per_rate(partial);
+  if (o.precision_driven) profiler::print_verdicts(partial, o.target);
+  std::cout << std::fixed << std::setprecision(3) << "exhaustive profiling: " << partial.rows.size()
             << " (configuration, rate) points, wall time " << partial.total_wall_s << " s\nwrote "
             << f.out << " and " << f.out << ".csv\n";
   return Status::Ok();

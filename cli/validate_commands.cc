@@ -36,50 +36,6 @@ struct MeasuredTotals {
   std::vector<profiler::MeasuredPoint> invalid;  // left out (or compared: --include-invalid)
 };
 
-// The calibration cost (the paper's Table II), printed; the JSON block for the report.
-nlohmann::json print_cost(const Profile& profile, const MeasuredTotals& totals,
-                          const profiler::ModelValidation& first) {
-  const profiler::CalibrationCost c = profiler::calibration_cost(
-      profile, totals.points, totals.wall_known ? totals.wall_s : 0, first);
-  std::printf("calibration cost (the paper's Table II):\n");
-  std::printf("  tuple profile            %10.1f s  (%d tuples)\n", c.profile_wall_s, c.tuples);
-  std::printf("  exhaustive measurement   %10.1f s  (%d points)\n", c.exhaustive_wall_s, c.points);
-  if (c.ratio > 0) {
-    std::printf("  ratio                    %10.1fx\n", c.ratio);
-  } else {
-    std::printf("  ratio                    unknown (a file does not record its wall time)\n");
-  }
-  std::printf("  same best configuration  %d/%d rates exactly, %d/%d within the measured CI (%s)\n",
-              c.same_best, c.rates, c.same_best_within_ci, c.rates, to_string(first.queue));
-  return {{"tuples", c.tuples},
-          {"profile_wall_s", c.profile_wall_s},
-          {"exhaustive_points", c.points},
-          {"exhaustive_wall_s", c.exhaustive_wall_s},
-          {"ratio", c.ratio > 0 ? nlohmann::json(c.ratio) : nlohmann::json(nullptr)},
-          {"queue", to_string(first.queue)},
-          {"rates_compared", c.rates},
-          {"same_best", c.same_best},
-          {"same_best_within_ci", c.same_best_within_ci}};
-}
-
-// "validated ... (3 INVALID points left out: ...)".
-void print_invalid(const MeasuredTotals& totals, bool included) {
-  if (totals.judged == 0) {
-    std::printf(
-        "points: none judged VALID/INVALID (fixed request counts; measure with "
-        "serf profile --exhaustive --precision P to judge them)\n");
-    return;
-  }
-  std::printf(
-      "points: %d of %d judged VALID; %zu INVALID %s\n",
-      totals.judged - static_cast<int>(totals.invalid.size()), totals.judged, totals.invalid.size(),
-      included ? "compared too (--include-invalid)" : "left out (--include-invalid compares them)");
-  for (const profiler::MeasuredPoint& p : totals.invalid) {
-    std::printf("  INVALID %s at %g/s: %s\n", to_string(p.config).c_str(), p.rate_per_s,
-                p.verdict.c_str());
-  }
-}
-
 std::string hw_text(const Hardware& h) {
   return std::to_string(h.nodes) + " nodes x " + std::to_string(h.cores_per_node) + " cores";
 }
@@ -182,13 +138,17 @@ Status run_validate(const ValidateFlags& f) {
   std::printf("validated %zu measured points of %s on %d nodes x %d cores against %s\n",
               points.size(), profile.model.c_str(), nodes, profile.hardware.cores_per_node,
               f.profile.c_str());
-  print_invalid(totals, f.include_invalid);
+  profiler::print_invalid_points(stdout, totals.judged, totals.invalid, f.include_invalid);
   doc["points_measured"] = totals.points;
   doc["points_judged"] = totals.judged;
   doc["points_invalid"] = totals.invalid.size();
   doc["invalid_compared"] = f.include_invalid;
   profiler::print_validation_tables(stdout, report);
-  doc["cost"] = print_cost(profile, totals, report.models.front());
+  const profiler::ModelValidation& first = report.models.front();
+  const profiler::CalibrationCost cost = profiler::calibration_cost(
+      profile, totals.points, totals.wall_known ? totals.wall_s : 0, first);
+  profiler::print_calibration_cost(stdout, cost, first.queue);
+  doc["cost"] = profiler::calibration_cost_json(cost, first.queue);
   if (profile.illustrative) std::printf("note: this profile is illustrative, not measured\n");
   SERF_RETURN_IF_ERROR(io::write_text_file(f.out, doc.dump(1) + "\n"));
   SERF_RETURN_IF_ERROR(io::write_text_file(csv_path(f.out), profiler::validation_csv(report)));

@@ -125,4 +125,33 @@ StatusOr<ExhaustiveCost> project_exhaustive_cost(const Profile& profile,
   return cost;
 }
 
+void print_calibration_cost(std::FILE* out, const CalibrationCost& c, QueueKind first_queue) {
+  std::fprintf(out, "calibration cost (the paper's Table II):\n");
+  std::fprintf(out, "  tuple profile            %10.1f s  (%d tuples)\n", c.profile_wall_s,
+               c.tuples);
+  std::fprintf(out, "  exhaustive measurement   %10.1f s  (%d points)\n", c.exhaustive_wall_s,
+               c.points);
+  if (c.ratio > 0) {
+    std::fprintf(out, "  ratio                    %10.1fx\n", c.ratio);
+  } else {
+    std::fprintf(out,
+                 "  ratio                    unknown (a file does not record its wall time)\n");
+  }
+  std::fprintf(
+      out, "  same best configuration  %d/%d rates exactly, %d/%d within the measured CI (%s)\n",
+      c.same_best, c.rates, c.same_best_within_ci, c.rates, to_string(first_queue));
+}
+
+nlohmann::json calibration_cost_json(const CalibrationCost& c, QueueKind first_queue) {
+  return {{"tuples", c.tuples},
+          {"profile_wall_s", c.profile_wall_s},
+          {"exhaustive_points", c.points},
+          {"exhaustive_wall_s", c.exhaustive_wall_s},
+          {"ratio", c.ratio > 0 ? nlohmann::json(c.ratio) : nlohmann::json(nullptr)},
+          {"queue", to_string(first_queue)},
+          {"rates_compared", c.rates},
+          {"same_best", c.same_best},
+          {"same_best_within_ci", c.same_best_within_ci}};
+}
+
 }  // namespace serf::profiler

@@ -3,6 +3,8 @@
 // exhaustive measurement cost, measured (serf validate) or projected for a cluster (serf plan
 // --cost-of-exhaustive). Pure computation over serf_core and serf_sim.
 
+#include <cstdio>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "profiler/precision.h"
@@ -26,6 +28,10 @@ struct CalibrationCost {
 };
 CalibrationCost calibration_cost(const Profile& profile, int points, double exhaustive_wall_s,
                                  const ModelValidation& first_model);
+// The cost as `serf validate` prints it (the paper's Table II) and as its report's "cost" block;
+// `first_queue` is the queue model whose picks were compared.
+void print_calibration_cost(std::FILE* out, const CalibrationCost& c, QueueKind first_queue);
+nlohmann::json calibration_cost_json(const CalibrationCost& c, QueueKind first_queue);
 
 // Projected: every configuration (c, K, T) of the cluster at every load level, each run as long
 // as the exhaustive runner needs to call it VALID (judge_point): its mean latency's 95 % CI

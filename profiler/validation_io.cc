@@ -576,4 +576,22 @@ std::string validation_csv(const ValidationReport& report) {
   return out.str();
 }
 
+void print_invalid_points(std::FILE* out, int judged, const std::vector<MeasuredPoint>& invalid,
+                          bool compared) {
+  if (judged == 0) {
+    std::fprintf(out,
+                 "points: none judged VALID/INVALID (fixed request counts; measure with "
+                 "serf profile --exhaustive --precision P to judge them)\n");
+    return;
+  }
+  std::fprintf(
+      out, "points: %d of %d judged VALID; %zu INVALID %s\n",
+      judged - static_cast<int>(invalid.size()), judged, invalid.size(),
+      compared ? "compared too (--include-invalid)" : "left out (--include-invalid compares them)");
+  for (const MeasuredPoint& p : invalid) {
+    std::fprintf(out, "  INVALID %s at %g/s: %s\n", to_string(p.config).c_str(), p.rate_per_s,
+                 p.verdict.c_str());
+  }
+}
+
 }  // namespace serf::profiler

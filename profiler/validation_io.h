@@ -44,5 +44,9 @@ std::string validation_csv(const ValidationReport& report);
 // planner's picks), then the steady, rescaled, sample-path and p99 variants, the measurement's
 // CI, and the points skipped as unstable.
 void print_validation_tables(std::FILE* out, const ValidationReport& report);
+// The measured points' verdicts: how many of `judged` were VALID, and each INVALID one, left out
+// of the comparison or (`compared`, --include-invalid) in it.
+void print_invalid_points(std::FILE* out, int judged, const std::vector<MeasuredPoint>& invalid,
+                          bool compared);
 
 }  // namespace serf::profiler
