@@ -104,8 +104,14 @@ CLI::Validator positive_finite() {
   return CLI::Validator(
       [](std::string& v) {
         double x = 0;
+        // A subnormal value is no rate or time to compute with: 5e-324 requests/s over 4 units
+        // is 0 per unit, and predict called that load unstable.
         if (!parse_finite(v, &x) || !(x > 0)) {
           return "must be a finite number > 0 (got " + v + ")";
+        }
+        if (x < std::numeric_limits<double>::min()) {
+          return "must be a finite number of at least " +
+                 format_g(std::numeric_limits<double>::min()) + " (got " + v + ")";
         }
         return std::string();
       },
@@ -396,6 +402,7 @@ StatusOr<std::vector<RateChange>> parse_load_steps(const std::string& text) {
     const size_t colon = item.find(':');
     if (colon == std::string::npos || !parse_finite(item.substr(0, colon), &step.from_s) ||
         !parse_finite(item.substr(colon + 1), &step.rate_per_s) || !(step.rate_per_s >= 0) ||
+        (step.rate_per_s > 0 && step.rate_per_s < std::numeric_limits<double>::min()) ||
         !(step.from_s >= 0) || (!out.empty() && !(step.from_s > out.back().from_s)) ||
         (out.empty() && step.from_s != 0)) {
       return InvalidArgument(fix);
@@ -427,15 +434,16 @@ void TailFlags::add_objective(CLI::App* sub) {
   objective_opt = sub->add_option(
       "--objective", objective,
       "what the best configuration minimises: mean (the paper's mean latency, default) or a "
-      "latency percentile pNN in ms, 0 < NN < 100, e.g. p99 (tail approximation, "
+      "latency percentile pNN in ms, 0.001 <= NN < 100, e.g. p99 (tail approximation, "
       "docs/simulation.md)");
 }
 
 void TailFlags::add_percentile(CLI::App* sub) {
-  percentile_opt = sub->add_option(
-      "--percentile", percentile,
-      "hold the SLO on this latency percentile (percent, 0 < NN < 100, e.g. 99) instead of the "
-      "mean (tail approximation, docs/simulation.md)");
+  percentile_opt = sub->add_option("--percentile", percentile,
+                                   "hold the SLO on this latency percentile (percent, 0.001 <= NN "
+                                   "< 100, e.g. 99) instead of "
+                                   "the mean (tail approximation, docs/simulation.md)")
+                       ->check(finite_range(kMinPercentile, 100));
 }
 
 void TailFlags::add_arrival_scv(CLI::App* sub) {
@@ -453,15 +461,15 @@ StatusOr<double> TailFlags::requested_percentile() const {
   if (objective_opt != nullptr && objective != "mean") {
     // strtod took "p 99" and "p0x10" (p16).
     if (objective.empty() || objective[0] != 'p' || !parse_finite(objective.substr(1), &p) ||
-        !(p > 0 && p < 100)) {
+        !(p >= kMinPercentile && p < 100)) {
       return InvalidArgument("--objective " + objective +
-                             ": must be mean or pNN with 0 < NN < 100, e.g. p99");
+                             ": must be mean or pNN with 0.001 <= NN < 100, e.g. p99");
     }
   }
   if (percentile_opt != nullptr && percentile_opt->count() > 0) {
-    if (!(percentile > 0 && percentile < 100)) {
+    if (!(percentile >= kMinPercentile && percentile < 100)) {
       return InvalidArgument("--percentile " + format_g(percentile) +
-                             ": must be in (0, 100) percent, e.g. 99");
+                             ": must be in [0.001, 100) percent, e.g. 99");
     }
     p = percentile;
   }

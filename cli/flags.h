@@ -212,8 +212,8 @@ struct TailFlags {
   void add_arrival_scv(CLI::App* sub);  // also adds --tail-method
 
   double arrival_scv() const { return arrivals.scv; }
-  // The percentile asked for (0: the mean), checked: --objective pNN or --percentile NN, 0 < NN <
-  // 100.
+  // The percentile asked for (0: the mean), checked: --objective pNN or --percentile NN,
+  // kMinPercentile <= NN < 100.
   StatusOr<double> requested_percentile() const;
   // The objective to plan/size with, or nullptr for the paper's (mean, Poisson). `nodes` is the
   // fixed cluster size, 0 when sizing searches it. With batches (max_batch > 1) only the mean

@@ -175,6 +175,11 @@ extern "C" void on_stop_signal(int signal) {
   std::raise(signal);
 }
 
+// The one error line a command prints, its control characters escaped (serf::one_line).
+void print_error(const std::string& message) {
+  std::cerr << "serf: error: " << one_line(message) << "\n";
+}
+
 void handle_stop_signals() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, on_stop_signal);
 }
@@ -243,24 +248,23 @@ int main(int argc, char** argv) {
     if (serf::cli::quiet_rank()) return 0;
     std::string what = serf::cli::unknown_subcommand(app, argc, argv);
     if (what.empty()) what = e.what();
-    std::cerr << "serf: error: " << what << " (see serf --help)\n";
+    serf::cli::print_error(what + " (see serf --help)");
     return 2;
   } catch (const std::bad_alloc&) {
     if (serf::cli::quiet_rank()) return 0;  // as above: rank 0 reports it
     const serf::Status oom = serf::cli::out_of_memory();
-    std::cerr << "serf: error: " << oom.message() << "\n";
+    serf::cli::print_error(oom.message());
     return oom.exit_code();
   }
 
   if (const std::string flag = serf::cli::empty_value_flag(app); !flag.empty()) {
     if (serf::cli::quiet_rank()) return 0;  // as above: rank 0 reports it
-    std::cerr << "serf: error: " << flag << ": the value is empty; give one (see serf "
-              << "SUBCOMMAND --help)\n";
+    serf::cli::print_error(flag + ": the value is empty; give one (see serf SUBCOMMAND --help)");
     return 2;
   }
   const auto* run = registry.selected();
   if (run == nullptr) {
-    std::cerr << "serf: error: no subcommand given (see serf --help)\n";
+    serf::cli::print_error("no subcommand given (see serf --help)");
     return 2;
   }
   // A command without MPI launched by mpirun on several ranks (`mpirun -n 2 serf predict`): rank 0
@@ -280,7 +284,7 @@ int main(int argc, char** argv) {
   if (!status.ok()) {
     // Under mpirun every rank returns the same Status (launch_runtime agrees on it): rank 0 says
     // it.
-    if (!serf::cli::quiet_rank()) std::cerr << "serf: error: " << status.message() << "\n";
+    if (!serf::cli::quiet_rank()) serf::cli::print_error(status.message());
     return status.exit_code();
   }
   return 0;

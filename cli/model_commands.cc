@@ -191,11 +191,16 @@ Status run_check(const CheckOptions& o) {
   SERF_ASSIGN_OR_RETURN(model::Weights weights,
                         model::Weights::load_safetensors(o.weights_path, plan));
   const double load_s = seconds_since(start);
+  // Both files are checked before either is reported: a bad --input is one error line, not a
+  // line of results followed by an error.
+  std::vector<float> input;
+  if (!o.input_path.empty()) {
+    SERF_ASSIGN_OR_RETURN(input, model::load_input_safetensors(o.input_path, plan.spec.input));
+  }
   std::printf("%s: %zu tensors, %.1f MiB, match model %s (loaded in %.2f s)\n",
               o.weights_path.c_str(), weights.tensors().size(), mib(weights.bytes()),
               plan.spec.name.c_str(), load_s);
   if (!o.input_path.empty()) {
-    SERF_ASSIGN_OR_RETURN(auto input, model::load_input_safetensors(o.input_path, plan.spec.input));
     std::printf("%s: input %s, %zu values, match model %s\n", o.input_path.c_str(),
                 shape_str(plan.spec.input).c_str(), input.size(), plan.spec.name.c_str());
   }

@@ -347,7 +347,7 @@ namespace {
 void write_error_line(int rank, const Status& status) {
   const std::string line =
       "serf: error: " + (rank == 0 ? std::string() : "rank " + std::to_string(rank) + ": ") +
-      status.message() + "\n";
+      one_line(status.message()) + "\n";
   std::cout.flush();
   std::fflush(stdout);
   std::cerr.flush();

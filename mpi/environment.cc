@@ -43,7 +43,7 @@ class Watchdog {
       std::unique_lock<std::mutex> lock(mutex_);
       if (cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; }))
         return;
-      if (launcher_rank() == 0) std::cerr << "serf: error: " << message << "\n";
+      if (launcher_rank() == 0) std::cerr << "serf: error: " << one_line(message) << "\n";
       std::cout.flush();
       std::cerr.flush();
       std::fflush(nullptr);

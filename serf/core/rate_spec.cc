@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 #include "serf/core/statistics.h"
 
@@ -24,6 +25,11 @@ StatusOr<double> parse_number(const std::string& text, const std::string& spec) 
   }
   if (!std::isfinite(v) || v <= 0) {
     return InvalidArgument("'" + spec + "': rate '" + text + "' must be finite and > 0 requests/s");
+  }
+  // A subnormal rate split over the units is 0 per unit: the planner called 5e-324/s unstable.
+  if (v < std::numeric_limits<double>::min()) {
+    return InvalidArgument("'" + spec + "': rate '" + text + "' must be at least " +
+                           format_g(std::numeric_limits<double>::min()) + " requests/s");
   }
   return v;
 }

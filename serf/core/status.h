@@ -38,6 +38,10 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
+// `text` with its control characters written as escapes (a line feed as \n, a tab as \t, others
+// as \xNN), so that an error line naming a file or a value stays one line whatever they hold.
+std::string one_line(const std::string& text);
+
 inline Status InvalidArgument(std::string m) {
   return {StatusCode::kInvalidArgument, std::move(m)};
 }
@@ -82,7 +86,10 @@ class [[nodiscard]] StatusOr {
 // `SERF_ASSIGN_OR_RETURN(auto x, make_x());` unwraps a StatusOr or returns its error.
 #define SERF_ASSIGN_OR_RETURN(lhs, expr) \
   SERF_ASSIGN_OR_RETURN_IMPL_(SERF_CONCAT_(serf_statusor_, __LINE__), lhs, expr)
+// `tmp` and `lhs` are names a declaration introduces: they cannot be put in parentheses.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define SERF_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                                \
   if (!tmp.ok()) return tmp.status();               \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

@@ -18,9 +18,10 @@ bool oblivious(QueueKind k) {
 
 StatusOr<std::unique_ptr<LatencyObjective>> LatencyObjective::Create(
     const Profile& profile, const LatencyObjectiveOptions& options) {
-  if (!std::isfinite(options.percentile) || options.percentile < 0 || options.percentile >= 100) {
-    return InvalidArgument("percentile must be in (0, 100), e.g. 99 (got " +
-                           std::to_string(options.percentile) + ")");
+  if (!std::isfinite(options.percentile) || options.percentile >= 100 ||
+      (options.percentile != 0 && !(options.percentile >= kMinPercentile))) {
+    return InvalidArgument("percentile must be in [" + format_g(kMinPercentile) +
+                           ", 100), e.g. 99 (got " + format_g(options.percentile) + ")");
   }
   if (!std::isfinite(options.arrival_scv) || options.arrival_scv < 0) {
     return InvalidArgument("arrival SCV must be finite and >= 0 (1 is Poisson; got " +

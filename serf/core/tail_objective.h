@@ -13,8 +13,12 @@
 
 namespace serf {
 
+// The smallest latency percentile an objective takes (percent). No SLO is held on a lower one, and
+// far below it p / 100 underflows (p = 5e-324 became q = 0 and a NaN score).
+inline constexpr double kMinPercentile = 0.001;
+
 struct LatencyObjectiveOptions {
-  double percentile = 0;   // 0: the mean; otherwise in (0, 100), e.g. 99 for p99
+  double percentile = 0;   // 0: the mean; otherwise in [kMinPercentile, 100), e.g. 99 for p99
   double arrival_scv = 1;  // SCV of the gaps of the cluster-wide arrival stream (1: Poisson)
   // The cluster size when it is fixed (plan, capacity): a unit sees a stream split over
   // floor(N/K) units (split_arrival_scv). 0 when it is what is being searched (size): then the

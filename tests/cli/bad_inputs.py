@@ -151,6 +151,12 @@ weights = open(path("w.safetensors"), "rb").read()
 os.mkdir(path("dir"))
 write("empty.json", "")
 os.mkfifo(path("fifo"))
+LOOP = path("loop_a")  # a symlink loop: loop_a -> loop_b -> loop_a
+os.symlink(path("loop_b"), LOOP)
+os.symlink(LOOP, path("loop_b"))
+HUGE = path("huge.json")  # 10 GiB, sparse: its size must be refused before it is read
+with open(HUGE, "wb") as f:
+    f.truncate(10 << 30)
 # A serf serve --out run of the emulation profile whose self-calibration moved (1, 1, 1): what
 # profile --refresh --drift reads of it (the other fields of a run are not read).
 EMU_COPY = write("emu_copy.json", open(EMU).read())
@@ -380,6 +386,8 @@ def files(kind, doc):
     out["directory"] = path("dir")
     out["dev_zero"] = "/dev/zero"
     out["fifo"] = path("fifo")
+    out["symlink_loop"] = LOOP
+    out["huge_sparse"] = HUGE
     for other, good in GOOD.items():
         if other != kind:
             out["a_%s_file" % other] = good
@@ -718,6 +726,39 @@ check(["load", "--url", "http://127.0.0.1:9", "--model", "tiny", "--load", "0:0"
       ["--load"], OUTPUTS, "every rate 0")
 check(["load", "--url", "http://127.0.0.1:9", "--model", "tiny", "--load", "0:5;1x:2",
        "--duration", "1"], ["--load"], OUTPUTS, "trailing junk in a step")
+
+# --- session 32 sweep: control characters in names and values, subnormal rates, strict percentiles --
+# A name or value holding a line feed or another control character: the error line names it
+# escaped (\n, \x01), so it stays one line.
+for name in ["new\nline.json", "tab\tand\x01.json"]:
+    escaped = name.replace("\n", "\\n").replace("\t", "\\t").replace("\x01", "\\x01")
+    check(with_flag(PREDICT + ["--rate", "1"], "--profile", path(name)), [escaped], OUTPUTS,
+          "a control character in a file name")
+check(PREDICT + ["--rate", "1\n"], ["--rate", "1\\n"], OUTPUTS, "a line feed in a number")
+check(["predict\n"], ["predict\\n"], OUTPUTS, "a line feed in the subcommand")
+# Rates so small that a unit's share is 0 (subnormal): predict and plan called them unstable.
+check(PREDICT + ["--rate", "5e-324"], ["--rate"], OUTPUTS, "subnormal rate")
+check(["simulate"] + with_flag(COMMANDS["simulate"], "--rate", "5e-324"), ["--rate"], OUTPUTS,
+      "subnormal rate")
+check(["size", "--profile", TOY, "--rate", "4.9e-324", "--slo-ms", "100"], ["--rate"], OUTPUTS,
+      "subnormal rate")
+check(["plan", "--profile", TOY, "--rates", "5e-324,1", "--out", out_json], ["--rates"], OUTPUTS,
+      "subnormal rate")
+check(["serve"] + with_flag(COMMANDS["serve"][:2], "--load", "0:5e-324;1:5") + ["--requests", "10"],
+      ["--load"], OUTPUTS, "subnormal rate")
+# --percentile read by the strict decimal check (CLI11 took "+5" and "0x1p3", 8), from 0.001
+# (5e-324 / 100 is 0: a NaN score, printed as null).
+for command in ("predict", "size", "capacity"):
+    for value in ("+5", "0x1p3", "4.9e-324", "0.0001", "100"):
+        check(command.split() + COMMANDS[command] + ["--percentile", value], ["--percentile"],
+              OUTPUTS, "percentile " + value)
+for objective in ("p4.9e-324", "p0.0001"):
+    check(["plan", "--profile", TOY, "--rates", "1", "--out", out_json, "--objective", objective],
+          ["--objective"], OUTPUTS, "objective")
+# model check with good weights and a bad --input: one error line, no line of results before it.
+for bad in ("/dev/zero", path("dir"), path("w.safetensors"), LOOP):
+    check(["model", "check"] + COMMANDS["model check"] + ["--input", bad], ["--input", bad], OUTPUTS,
+          "a bad input after good weights")
 
 # Four at once: a case is mostly the loading of serf's libraries, which waits for a core on a
 # loaded machine (the serial run took 290-445 s at load 11-18). Measured back to back, 379 cases:

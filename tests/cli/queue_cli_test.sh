@@ -164,7 +164,7 @@ expect 2 ".mean_ms must lie in" -- simulate --profile "$tmp/huge_mean.json" --se
 expect 2 "--nodes: must be an integer in [1, 1000000] (got 2147483647)" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --nodes 2147483647
 expect 2 "--nodes: must be an integer in [1, 1000000] (got -1)" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 5 --nodes -1
 expect 2 "--requests" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 1 --requests 99999999999
-expect 2 "no finite result" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 4.9e-324 --requests 2000
+expect 2 "--rate: must be a finite number of at least 2.22507e-308 (got 4.9e-324)" -- simulate "${P[@]}" --service 1 --inter 1 --intra 1 --rate 4.9e-324 --requests 2000
 expect 2 "--intra: must be an integer in [1, 1024] (got 100000)" -- infer --model "$tiny" --threads 100000
 expect 2 "--repeat: must be an integer in [1, 1000000] (got 2147483647)" -- infer --model "$tiny" --repeat 2147483647
 # Flags that used to be taken silently: a negative seed wrapped to 2^64 - 1, a sentinel value given
