@@ -118,10 +118,16 @@ double unit_capacity_per_s(const ConfigurationFamily& family, int c, double slo_
   const double f_hi = excess(hi);
   if (f_hi <= 0) return hi;
   double a = lo, b = hi;
+  const double tolerance = std::max(objective.rate_tolerance(), 1e-13);
   try {
     std::uintmax_t iterations = 200;
-    const auto bracket = boost::math::tools::toms748_solve(
-        excess, lo, hi, f_lo, f_hi, boost::math::tools::eps_tolerance<double>(44), iterations);
+    // eps_tolerance(44): |x - y| <= 2^-43 min(|x|, |y|), the closed forms' precision as before.
+    boost::math::tools::eps_tolerance<double> bits(44);  // its operator() is not const
+    auto close_enough = [&](double x, double y) {
+      return bits(x, y) || std::abs(y - x) <= tolerance * std::min(std::abs(x), std::abs(y));
+    };
+    const auto bracket =
+        boost::math::tools::toms748_solve(excess, lo, hi, f_lo, f_hi, close_enough, iterations);
     a = bracket.first;
     b = bracket.second;
   } catch (const std::exception&) {
@@ -130,7 +136,7 @@ double unit_capacity_per_s(const ConfigurationFamily& family, int c, double slo_
   // The answer must meet the SLO: keep the left end where the excess is <= 0, tightening by
   // bisection where the root finder stopped early or its left end rounds the wrong way.
   if (excess(a) > 0) a = lo;
-  for (int it = 0; it < 200 && (b - a) > 1e-13 * b; ++it) {
+  for (int it = 0; it < 200 && (b - a) > tolerance * b; ++it) {
     const double m = 0.5 * (a + b);
     (excess(m) <= 0 ? a : b) = m;
   }

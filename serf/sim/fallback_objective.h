@@ -44,6 +44,8 @@ class SimulationFallbackObjective : public Objective {
   double lower_bound_ms(const ConfigurationFamily& family, int c) const override {
     return analytic_.lower_bound_ms(family, c);
   }
+  // A tenth of the simulations' own precision (their runs are sized for about 1-2 %).
+  double rate_tolerance() const override { return 1e-3; }
   // Simulations run so far (for reports).
   int64_t simulations() const { return simulations_; }
 
