@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
   }
   std::atomic<size_t> next{0};
   std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(threads));
   for (int k = 0; k < threads; ++k) {
     pool.emplace_back([&] {
       for (size_t i = next++; i < tasks.size(); i = next++)

@@ -45,6 +45,7 @@ StatusOr<Row> measure(PreparedModel& prepared, int n, int requests) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   std::vector<std::thread> callers;
+  callers.reserve(static_cast<size_t>(n));
   for (int s = 0; s < n; ++s) {
     callers.emplace_back([&, s] {
       const std::vector<float> input =
@@ -97,8 +98,9 @@ Status run(const std::string& models, const std::string& streams_csv, int reques
               "median_ms", "p90_ms", "req_per_s", "median/alone");
   std::stringstream ms(models);
   for (std::string name; std::getline(ms, name, ',');) {
-    SERF_ASSIGN_OR_RETURN(model::ModelPlan plan,
-                          model::load_model(root + "/configs/models/" + name + ".json"));
+    std::string spec = root;
+    spec.append("/configs/models/").append(name).append(".json");
+    SERF_ASSIGN_OR_RETURN(model::ModelPlan plan, model::load_model(spec));
     const model::Weights w = model::Weights::seeded(plan, 1);
     SERF_ASSIGN_OR_RETURN(auto whole, backend->prepare(plan, w, Partition{0, 1}, info.sm_units));
     double alone = 0.0;

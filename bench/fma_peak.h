@@ -23,7 +23,7 @@ __attribute__((target("avx512f"))) inline float fma_loop_512(int64_t iterations)
   for (int k = 0; k < kChains; ++k) acc[k] = _mm512_set1_ps(0.001f * static_cast<float>(k));
   const __m512 mul = _mm512_set1_ps(0.999999f), add = _mm512_set1_ps(1e-6f);
   for (int64_t i = 0; i < iterations; ++i) {
-    for (int k = 0; k < kChains; ++k) acc[k] = _mm512_fmadd_ps(acc[k], mul, add);
+    for (__m512& a : acc) a = _mm512_fmadd_ps(a, mul, add);
   }
   __m512 sum = acc[0];
   for (int k = 1; k < kChains; ++k) sum = _mm512_add_ps(sum, acc[k]);
@@ -37,7 +37,7 @@ __attribute__((target("avx2,fma"))) inline float fma_loop_256(int64_t iterations
   for (int k = 0; k < kChains; ++k) acc[k] = _mm256_set1_ps(0.001f * static_cast<float>(k));
   const __m256 mul = _mm256_set1_ps(0.999999f), add = _mm256_set1_ps(1e-6f);
   for (int64_t i = 0; i < iterations; ++i) {
-    for (int k = 0; k < kChains; ++k) acc[k] = _mm256_fmadd_ps(acc[k], mul, add);
+    for (__m256& a : acc) a = _mm256_fmadd_ps(a, mul, add);
   }
   __m256 sum = acc[0];
   for (int k = 1; k < kChains; ++k) sum = _mm256_add_ps(sum, acc[k]);

@@ -37,11 +37,13 @@ class AlignedFloats {
       const size_t span = bytes_ + kHugePage;
       void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (raw == MAP_FAILED) throw std::bad_alloc();
-      const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-      const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
-      if (aligned > start) munmap(raw, aligned - start);
-      const size_t tail = start + span - (aligned + bytes_);
-      if (tail > 0) munmap(reinterpret_cast<void*>(aligned + bytes_), tail);
+      // The aligned start by pointer arithmetic on the mapping (no integer turned into a pointer).
+      char* const start = static_cast<char*>(raw);
+      const size_t head = (kHugePage - reinterpret_cast<uintptr_t>(raw) % kHugePage) % kHugePage;
+      char* const aligned = start + head;
+      if (head > 0) munmap(start, head);
+      const size_t tail = span - head - bytes_;
+      if (tail > 0) munmap(aligned + bytes_, tail);
       p_ = reinterpret_cast<float*>(aligned);
       mapped_ = true;
       madvise(p_, bytes_, MADV_HUGEPAGE);  // a hint: failure leaves 4 KiB pages

@@ -5,6 +5,7 @@
 // ran out) or never answer.
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <map>
 #include <queue>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,7 +42,10 @@ class CannedHttpServer {
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     a.sin_port = 0;
-    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    // Port 0 on the loopback cannot be taken; a failure here is the machine's, said at once.
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      throw std::runtime_error(std::string("canned server: bind: ") + std::strerror(errno));
+    }
     ::listen(listen_fd_, 1024);
     socklen_t len = sizeof(a);
     getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
@@ -160,7 +165,7 @@ class CannedHttpServer {
   int listen_fd_ = -1, epoll_fd_ = -1, port_ = 0;
   std::string answer_;
   std::map<int, Conn> conns_;
-  std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
+  std::priority_queue<Due, std::vector<Due>, std::greater<>> due_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> requests_{0}, accepted_{0};
   std::thread thread_;

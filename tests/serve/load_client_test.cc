@@ -32,7 +32,8 @@ LoadOptions options_at(double rate_per_s, int64_t requests) {
 }
 
 // The open loop over an HttpChannel to `server`.
-LoadRun run_against(const CannedHttpServer& server, const LoadOptions& o, LoadHooks hooks = {}) {
+LoadRun run_against(const CannedHttpServer& server, const LoadOptions& o,
+                    const LoadHooks& hooks = {}) {
   HttpChannelOptions h;
   h.endpoint = {"127.0.0.1", server.port()};
   h.request = http_infer_request(h.endpoint, "m", "{}", std::nullopt);

@@ -24,7 +24,8 @@ TEST_CASE("the inbox hands requests over in order and wakes a waiter at once", "
     for (int i = 0; i < 3; ++i) {
       InferRequest r;
       r.input = std::make_shared<const std::vector<float>>(std::vector<float>{float(i)});
-      REQUIRE(inbox.push(std::move(r)));
+      const bool pushed = inbox.push(std::move(r));  // outside REQUIRE: it loops, r is moved once
+      REQUIRE(pushed);
     }
   });
   const auto t0 = Clock::now();
@@ -57,6 +58,7 @@ TEST_CASE("each client request is answered with the output of its own input", "[
   Serving serving(c);
   std::vector<std::future<InferAnswer>> answers;
   std::vector<std::thread> clients;
+  clients.reserve(4);
   std::mutex m;
   for (int k = 0; k < 4; ++k) {
     clients.emplace_back([&, k] {
@@ -101,6 +103,7 @@ TEST_CASE("a full queue rejects at once with a reason; a request queued past its
   REQUIRE(c.configure({1, 1, 1}).ok());
   // Pushed before the loop runs: one takes the free slot, two wait, three are rejected.
   std::vector<std::future<InferAnswer>> f;
+  f.reserve(6);
   for (int i = 0; i < 6; ++i) f.push_back(submit(c, {float(i)}));
   const auto t0 = Clock::now();
   Serving serving(c);
@@ -140,6 +143,7 @@ TEST_CASE("a stop drains: queued and running requests finish, later ones are ref
   REQUIRE(c.configure({1, 1, 1}).ok());
   REQUIRE(c.live().ready);
   std::vector<std::future<InferAnswer>> f;
+  f.reserve(5);
   for (int i = 0; i < 5; ++i) f.push_back(submit(c, {float(i)}));
   Status st;
   std::thread loop([&] { st = c.serve(nullptr); });
@@ -283,7 +287,8 @@ TEST_CASE("queued requests whose client went away are dropped before dispatch, b
     r.arrival = std::chrono::steady_clock::now();
     r.done = [promise](InferAnswer&& a) { promise->set_value(std::move(a)); };
     r.cancelled = [flag = gone.back()] { return flag->load(); };
-    REQUIRE(c.inbox().push(std::move(r)));
+    const bool pushed = c.inbox().push(std::move(r));
+    REQUIRE(pushed);
   }
   REQUIRE(wait_received(c, 6));
   gone[1]->store(true);
@@ -324,6 +329,7 @@ TEST_CASE("SIGTERM during a switch's drain or its reconfiguration: every request
   REQUIRE(c.configure({1, 1, 1}).ok());
   t.configure_s = 0.3;
   std::vector<std::future<InferAnswer>> f;
+  f.reserve(4);
   for (int i = 0; i < 4; ++i) f.push_back(submit(c, {float(i)}));
   SchedulerHook hook = [](double, double) { return std::optional<Configuration>({2, 1, 1}); };
   Status st;

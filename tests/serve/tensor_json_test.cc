@@ -17,9 +17,8 @@ using serf::serve::testing::model_2x2;
 namespace {
 
 std::string request(const std::string& data, const std::string& before = "") {
-  return "{" + before + "\"inputs\": [ {\"name\": \"input\", \"shape\": [1, 2, 2], " +
-         "\"datatype\": \"FP32\", \"data\" : " + data +
-         "} ], \"outputs\": [{\"name\": \"output\"}]}";
+  return "{" + before + R"("inputs": [ {"name": "input", "shape": [1, 2, 2], )" +
+         R"("datatype": "FP32", "data" : )" + data + R"(} ], "outputs": [{"name": "output"}]})";
 }
 
 }  // namespace
@@ -35,12 +34,11 @@ TEST_CASE("the fast path reads a flat data array as nlohmann would", "[serve][ks
   }
   REQUIRE(d->json == request("null"));
   // A "data" key inside a string, or in an earlier member, is not the input's.
-  auto e = take_input_data(request("[1, 2, 3, 4]", "\"id\": \"\\\"data\\\": [9]\", "));
+  auto e = take_input_data(request("[1, 2, 3, 4]", R"("id": "\"data\": [9]", )"));
   REQUIRE(e);
   REQUIRE(e->values == std::vector<float>{1, 2, 3, 4});
-  REQUIRE(e->json == request("null", "\"id\": \"\\\"data\\\": [9]\", "));
-  auto f =
-      take_input_data(request("[1, 2, 3, 4]", "\"parameters\": {\"data\": [7], \"x\": [[1]]}, "));
+  REQUIRE(e->json == request("null", R"("id": "\"data\": [9]", )"));
+  auto f = take_input_data(request("[1, 2, 3, 4]", R"("parameters": {"data": [7], "x": [[1]]}, )"));
   REQUIRE(f);
   REQUIRE(f->values == std::vector<float>{1, 2, 3, 4});
   REQUIRE(take_input_data(request("[]"))->values.empty());
@@ -72,7 +70,7 @@ TEST_CASE("requests parsed on the fast path answer as before, errors included", 
   auto count = parse_infer_request(m, request("[1, 2, 3]"), {});
   REQUIRE(count.status().message() == "inputs[0].data: 3 values, but shape [1, 2, 2] holds 4");
   auto twice = parse_infer_request(
-      m, "{\"inputs\": [{\"name\": \"input\", \"data\": [1, 2, 3, 4], \"data\": [1]}]}", {});
+      m, R"({"inputs": [{"name": "input", "data": [1, 2, 3, 4], "data": [1]}]})", {});
   REQUIRE(twice.status().message().find("appears twice in one object") != std::string::npos);
   // Malformed after the data: the error names the place in the text the client sent.
   const std::string broken = request("[1, 2, 3, 4]") + "}";
@@ -99,7 +97,7 @@ TEST_CASE("a JSON answer's values read back as the outputs' exact values", "[ser
   ModelInfo m = model_2x2();
   m.output.shape = {1, 9};
   InferCall call;
-  call.id = "\"outputs\":[{\"data\":null";
+  call.id = R"("outputs":[{"data":null)";
   const std::vector<float> out = {0.1f,  1.0f,          -0.0f,
                                   1e-5f, 3.4028235e38f, 1e-45f,
                                   -2.5f, 1e20f,         std::numeric_limits<float>::quiet_NaN()};

@@ -40,6 +40,7 @@ Compared compare(const std::vector<ServiceLevel>& levels, double rho, double arr
                  int64_t requests = 1000000) {
   const int c = static_cast<int>(levels.size());
   std::vector<double> means;
+  means.reserve(levels.size());
   for (const auto& l : levels) means.push_back(l.mean_ms);
   auto model = serf::QueueModel::Create(serf::QueueKind::kMdInterf, means, levels[0].scv);
   REQUIRE(model.ok());
@@ -100,6 +101,7 @@ TEST_CASE("M/M/c: the wait distribution is exact (Erlang C, exponential tail)", 
 TEST_CASE("latency quantiles are monotone and bracket the mean", "[tail]") {
   auto levels = interference(6, 0.1);
   std::vector<double> means;
+  means.reserve(levels.size());
   for (const auto& l : levels) means.push_back(l.mean_ms);
   auto model = serf::QueueModel::Create(serf::QueueKind::kMdInterf, means, 0.1);
   REQUIRE(model.ok());
@@ -183,6 +185,7 @@ TEST_CASE("the simulator fallback answers where the approximation is poor, and o
 
   const auto levels = interference(4, 0.1);
   std::vector<double> means;
+  means.reserve(levels.size());
   for (const auto& l : levels) means.push_back(l.mean_ms);
   auto model = serf::QueueModel::Create(serf::QueueKind::kMdInterf, means, 0.1);
   REQUIRE(model.ok());
