@@ -237,6 +237,7 @@ Status plan_profile(const ProfileFlags& f, RuntimeSession& session, ProfilePlan*
   SERF_ASSIGN_OR_RETURN(plan->batches, parse_batches(f));
   if (!session.emulation) return Status::Ok();
   const std::string flag = "--emulate " + f.runtime.emulate;
+  // NOLINTNEXTLINE(bugprone-branch-clone): two loops over different types, alike once expanded
   if (f.exhaustive) {
     for (const Configuration& c : profiler::all_configurations(
              session.nodes, session.cores_per_node, plan->inter, plan->batches))

@@ -10,7 +10,7 @@ namespace serf::cli {
 
 StatusOr<std::unique_ptr<serve::SelfCalibration>> start_self_calibration(
     const std::string& recalibrate, const std::string& profile_path, RuntimeSession& session,
-    std::shared_ptr<const ConfigurationTable> table, double min_dwell_s,
+    const std::shared_ptr<const ConfigurationTable>& table, double min_dwell_s,
     serve::Controller& controller, serve::ServeMetrics* metrics) {
   if (recalibrate != "on" && recalibrate != "off")
     return InvalidArgument("--recalibrate " + recalibrate + ": give on or off");

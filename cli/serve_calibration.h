@@ -19,7 +19,7 @@ namespace serf::cli {
 // `metrics` (may be null) counts the recalibrations and predicts from the recalibrated profile.
 StatusOr<std::unique_ptr<serve::SelfCalibration>> start_self_calibration(
     const std::string& recalibrate, const std::string& profile_path, RuntimeSession& session,
-    std::shared_ptr<const ConfigurationTable> table, double min_dwell_s,
+    const std::shared_ptr<const ConfigurationTable>& table, double min_dwell_s,
     serve::Controller& controller, serve::ServeMetrics* metrics);
 
 }  // namespace serf::cli

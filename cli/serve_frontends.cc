@@ -131,7 +131,8 @@ StatusOr<std::unique_ptr<ServeFrontends>> ServeFrontends::Start(
     serve::Controller& controller, std::shared_ptr<const ConfigurationTable> table) {
   auto state = std::make_unique<State>();
   SERF_ASSIGN_OR_RETURN(serve::ModelInfo model, model_info(runtime, session));
-  SERF_ASSIGN_OR_RETURN(serve::LatencyPredictor predict, predictor(flags, session, table));
+  SERF_ASSIGN_OR_RETURN(serve::LatencyPredictor predict,
+                        predictor(flags, session, std::move(table)));
   state->metrics =
       std::make_unique<serve::ServeMetrics>(std::move(predict), flags.metrics_window_s);
   serve::ServeMetrics* metrics = state->metrics.get();

@@ -455,19 +455,22 @@ int64_t activation_peak_bytes(const ModelPlan& plan) {
   for (int i = 0; i < n; ++i) {
     const LayerInfo& info = plan.layers[static_cast<size_t>(i)];
     for (int s : info.sources) {
-      int& l = last[static_cast<size_t>(storage_of(s) + 1)];
+      const int slot = storage_of(s) + 1;  // storage -1 (the input) is slot 0
+      int& l = last[static_cast<size_t>(slot)];
       l = std::max(l, i);
     }
     const bool view = plan.spec.layers[static_cast<size_t>(i)].kind == LayerKind::kFlatten;
     storage[static_cast<size_t>(i)] = view ? storage_of(info.sources[0]) : i;
   }
-  last[static_cast<size_t>(storage_of(n - 1) + 1)] = n;
+  const int output_slot = storage_of(n - 1) + 1;
+  last[static_cast<size_t>(output_slot)] = n;
   int64_t peak = 0;
   for (int t = 0; t < n; ++t) {
     int64_t live = 0;
     for (int id = -1; id < n; ++id) {  // storage `id` is written by layer `id`
       if (id >= 0 && storage[static_cast<size_t>(id)] != id) continue;
-      if (id > t || last[static_cast<size_t>(id + 1)] < t) continue;
+      const int slot = id + 1;
+      if (id > t || last[static_cast<size_t>(slot)] < t) continue;
       const Shape s = id < 0 ? plan.spec.input : plan.layers[static_cast<size_t>(id)].out;
       live += s.elements() * static_cast<int64_t>(sizeof(float));
     }

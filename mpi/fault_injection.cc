@@ -13,7 +13,10 @@ class FaultyWorker final : public SlotWorker {
  public:
   FaultyWorker(std::unique_ptr<SlotWorker> inner, FaultPlan plan,
                std::shared_ptr<std::atomic<int>> served, bool counts)
-      : inner_(std::move(inner)), plan_(plan), served_(std::move(served)), counts_(counts) {}
+      : inner_(std::move(inner)),
+        plan_(std::move(plan)),
+        served_(std::move(served)),
+        counts_(counts) {}
 
   Status serve(const RunAction& action, const std::vector<float>& input, SlotOutput* out) override {
     if (counts_ && ++*served_ > plan_.after) {

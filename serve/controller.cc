@@ -549,7 +549,8 @@ StatusOr<std::vector<double>> Controller::run_closed_loop(int warmup, int sample
       idle_wait(kNever);
       continue;
     }
-    for (size_t k = 0; k < ids.size(); ++k) {
+    // By index: submit() below appends to `ids`, which a reference into it would not survive.
+    for (size_t k = 0; k < ids.size(); ++k) {  // NOLINT(modernize-loop-convert)
       if (ids[k] < 0) continue;
       const RequestRecord& rec = record(ids[k]);
       if (!rec.answered) continue;

@@ -119,6 +119,7 @@ void InferenceService::submit(std::vector<float> input, SteadyTime arrival, doub
     done(std::move(a));
   };
   // The inbox moves the request only when it takes it: when refused, `r.done` is still ours.
+  // NOLINTNEXTLINE(bugprone-use-after-move): push moves `r` only when it takes it (above)
   if (!controller_.inbox().push(std::move(r))) r.done(stopping_answer());
 }
 

@@ -219,7 +219,8 @@ Status CudaPreparedModel::build_batchnorm(GpuStep& g, const model::LayerSpec& sp
   const Slice ch = g.step.channels;
   std::vector<float> scale(static_cast<size_t>(ch.count)), shift(scale.size());
   for (int c = 0; c < ch.count; ++c) {
-    const size_t k = static_cast<size_t>(ch.offset + c);
+    const int channel = ch.offset + c;
+    const auto k = static_cast<size_t>(channel);
     const double a = p[0]->data[k] / std::sqrt(double{p[3]->data[k]} + spec.epsilon);
     scale[static_cast<size_t>(c)] = static_cast<float>(a);
     shift[static_cast<size_t>(c)] = static_cast<float>(p[1]->data[k] - a * p[2]->data[k]);

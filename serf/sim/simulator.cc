@@ -163,7 +163,7 @@ class StartUnit {
   void advance(double t, Rng& rng, Recorder& rec) {
     while (!ends_.empty() && ends_.front() <= t) {
       const double done = ends_.front();
-      std::pop_heap(ends_.begin(), ends_.end(), std::greater<double>());
+      std::pop_heap(ends_.begin(), ends_.end(), std::greater<>());
       ends_.pop_back();
       if (!queue_.empty()) start(queue_.pop(), done, rng, rec);
     }
@@ -171,7 +171,7 @@ class StartUnit {
   void start(Queued q, double now, Rng& rng, Recorder& rec) {
     const double end = now + samplers_[ends_.size()].draw(rng);  // level: running incl. itself
     ends_.push_back(end);
-    std::push_heap(ends_.begin(), ends_.end(), std::greater<double>());
+    std::push_heap(ends_.begin(), ends_.end(), std::greater<>());
     rec.record(q.id, q.arrival_ms, now, end);
   }
 
@@ -224,7 +224,7 @@ class BatchUnit {
       const double next = std::min(next_end, timer);
       if (next > t || next == kNever) return;  // (drain passes t = kNever)
       if (next_end <= timer) {
-        std::pop_heap(ends_.begin(), ends_.end(), std::greater<double>());
+        std::pop_heap(ends_.begin(), ends_.end(), std::greater<>());
         ends_.pop_back();
       }
       dispatch(next, rng, rec);
@@ -234,7 +234,7 @@ class BatchUnit {
     const size_t n = std::min(queue_.size(), b_);
     const double end = now + samplers_[ends_.size() * b_ + (n - 1)].draw(rng);
     ends_.push_back(end);
-    std::push_heap(ends_.begin(), ends_.end(), std::greater<double>());
+    std::push_heap(ends_.begin(), ends_.end(), std::greater<>());
     for (size_t k = 0; k < n; ++k) {
       const Queued q = queue_.pop();
       rec.record(q.id, q.arrival_ms, now, end);
@@ -291,7 +291,7 @@ class SharedUnit {
       v_ = next.v_end;
       now_ = done;
       rec.record(next.id, next.arrival_ms, next.start_ms, done);
-      std::pop_heap(running_.begin(), running_.end(), std::greater<Running>());
+      std::pop_heap(running_.begin(), running_.end(), std::greater<>());
       running_.pop_back();
       if (!queue_.empty()) start(queue_.pop(), done, rng);
     }
@@ -299,7 +299,7 @@ class SharedUnit {
   }
   void start(Queued q, double now, Rng& rng) {
     running_.push_back({v_ + work_.draw(rng), q.arrival_ms, now, q.id});
-    std::push_heap(running_.begin(), running_.end(), std::greater<Running>());
+    std::push_heap(running_.begin(), running_.end(), std::greater<>());
   }
 
   std::vector<ServiceLevel> levels_;

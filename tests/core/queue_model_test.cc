@@ -13,7 +13,7 @@ using serf::QueueModel;
 
 namespace {
 
-QueueModel make(QueueKind kind, std::vector<double> mean_ms, double scv = 0.0) {
+QueueModel make(QueueKind kind, const std::vector<double>& mean_ms, double scv = 0.0) {
   auto m = QueueModel::Create(kind, mean_ms, scv);
   REQUIRE(m.ok());
   return std::move(m).value();

@@ -244,7 +244,7 @@ TEST_CASE("layer_norm matches the reference over K ranks; each rank gathers its 
     "layers": [{"name": "h", "type": "fully_connected", "out": 24},
                {"name": "n", "type": "layer_norm", "epsilon": 1e-3}, {"type": "gelu"},
                {"name": "o", "type": "fully_connected", "out": 7}]})");
-  CHECK(plan.layers[1].parameters == 2 * 24);
+  CHECK(plan.layers[1].parameters == int64_t{2} * 24);
   check_against_reference(plan, 17);
   auto steps = plan_layer_steps(plan, Partition{1, 3});
   REQUIRE(steps.ok());

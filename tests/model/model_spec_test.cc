@@ -49,11 +49,11 @@ TEST_CASE("cifar10 spec: shapes and counts", "[model]") {
   CHECK(plan->layers[2].out == Shape{64, 15, 15});  // maxpool 3/2, floor
   CHECK(plan->layers[7].out == Shape{64, 7, 7});
   CHECK(plan->layers[8].out == Shape{3136, 1, 1});
-  CHECK(plan->layers[9].connections == 3136 * 192);
+  CHECK(plan->layers[9].connections == int64_t{3136} * 192);
   CHECK(plan->output() == Shape{10, 1, 1});
   CHECK(plan->connections == 28559232);  // the paper's ~28.5 million
   CHECK(plan->parameters == 711562);
-  CHECK(plan->weight_bytes == 711562 * 4);
+  CHECK(plan->weight_bytes == int64_t{711562} * 4);
 }
 
 TEST_CASE("imagenet specs: AlexNet-like sizes", "[model]") {
@@ -238,17 +238,17 @@ TEST_CASE("graph specs: named inputs, windows per dimension, activation peak", "
   CHECK(plan->layers[0].out == Shape{4, 8, 8});
   CHECK(plan->layers[0].parameters == 4 * 3 * 3 * 1 + 4);
   CHECK(plan->layers[2].sources == std::vector<int>{0, 1});
-  CHECK(plan->layers[3].out == Shape{8, 8, 8});            // 8 + 2 + 2 - 5 + 1, 8 + 1 + 3 - 5 + 1
-  CHECK(plan->layers[3].parameters == 8 * 1 * 3 * 3 + 8);  // 4 groups of 1 input channel
-  CHECK(plan->layers[3].connections == 8 * 8 * 8 * 9);
+  CHECK(plan->layers[3].out == Shape{8, 8, 8});  // 8 + 2 + 2 - 5 + 1, 8 + 1 + 3 - 5 + 1
+  CHECK(plan->layers[3].parameters == int64_t{8} * 1 * 3 * 3 + 8);  // 4 groups of 1 input channel
+  CHECK(plan->layers[3].connections == int64_t{8} * 8 * 8 * 9);
   CHECK(plan->layers[4].out == Shape{20, 8, 8});
   CHECK(plan->layers[5].out == Shape{20, 4, 4});  // ceil((8 - 3) / 2) + 1
   CHECK(plan->layers[6].out == Shape{20, 1, 1});
-  CHECK(plan->layers[7].parameters == 4 * 20);
+  CHECK(plan->layers[7].parameters == int64_t{4} * 20);
   CHECK(plan->consumers[3] == std::vector<int>{4});
   CHECK(plan->input_consumers == std::vector<int>{0, 1});
   // Peak: during c, the input (3x8x8) is dead; d, s and c are alive: (8 + 4 + 20) * 64 floats.
-  CHECK(plan->activation_peak_bytes == (8 + 4 + 20) * 64 * 4);
+  CHECK(plan->activation_peak_bytes == int64_t{8 + 4 + 20} * 64 * 4);
   // The spec written back keeps its graph.
   auto again =
       model_spec_from_json(nlohmann::json::parse(model_spec_to_json(plan->spec).dump()), "x");
@@ -376,7 +376,7 @@ TEST_CASE("conv_transpose2d: output size, counts, weights, written back", "[mode
   REQUIRE(plan.ok());
   CHECK(plan->layers[0].out == Shape{6, 16, 16});  // (8 - 1) * 2 - 2 + 3 + 1
   CHECK(plan->layers[0].parameters == 3 * 6 * 9 + 6);
-  CHECK(plan->layers[0].connections == 3 * 8 * 8 * 6 * 9);  // every input times its kernel
+  CHECK(plan->layers[0].connections == int64_t{3} * 8 * 8 * 6 * 9);  // every input times its kernel
   CHECK(plan->layers[1].out == Shape{4, 32, 32});  // (16 - 1) * 2 - 2 + 4, (16 - 1) * 2 + 2
   CHECK(plan->layers[1].parameters == 6 * 2 * 4 * 2 + 4);
   const auto tensors = expected_tensors(*plan);

@@ -194,7 +194,7 @@ TEST_CASE("safetensors failures name the tensor", "[model]") {
   }
   SECTION("wrong shape") {
     std::map<std::string, Tensor> t = w.tensors();
-    t["conv2.weight"] = Tensor{{12, 8, 3, 2}, std::vector<float>(12 * 8 * 6)};
+    t["conv2.weight"] = Tensor{{12, 8, 3, 2}, std::vector<float>(size_t{12} * 8 * 6)};
     REQUIRE(write_safetensors(dir.file("s.safetensors"), t).ok());
     auto r = Weights::load_safetensors(dir.file("s.safetensors"), plan);
     REQUIRE_FALSE(r.ok());

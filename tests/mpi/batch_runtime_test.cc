@@ -58,7 +58,8 @@ std::vector<InferAnswer> serve_all(Controller& controller, const Configuration& 
       answers[k] = std::move(a);
       if (++done == inputs.size()) controller.request_stop();
     };
-    REQUIRE(controller.inbox().push(std::move(r)));
+    const bool pushed = controller.inbox().push(std::move(r));  // REQUIRE loops: moved once
+    REQUIRE(pushed);
   }
   REQUIRE(controller.serve(nullptr).ok());
   REQUIRE(done == inputs.size());

@@ -557,7 +557,7 @@ TEST_CASE("a point's fresh tuples are written, read back and checked", "[validat
   CHECK(set->points[0].fresh[1].tuple == serf::ParallelismTuple{2, 1, 1});
   CHECK(set->points[0].fresh[1].mean_ms == 14.0);
   CHECK(set->points[0].fresh[1].samples == 10);
-  auto bad = [&](nlohmann::json d, const std::string& says) {
+  auto bad = [&](const nlohmann::json& d, const std::string& says) {
     auto r = serf::profiler::measured_from_json(d, "ex.json");
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(r.status().message(), Catch::Contains("points[0].fresh_tuples"));

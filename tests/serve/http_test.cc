@@ -724,7 +724,7 @@ TEST_CASE("an answer given before the body was read reaches the client whole, ne
   // the answer may be lost. The server must drain the body and close gracefully.
   Server s;
   const int fd = connect_to(s.http->port());
-  const std::string body(256 * 1024, 'x');
+  const std::string body(size_t{256} * 1024, 'x');
   const std::string head =
       "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
       "Content-Type: multipart/form-data; boundary=b\r\nContent-Length: " +
