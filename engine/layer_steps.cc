@@ -355,7 +355,9 @@ class Planner {
         }
       }
     }
-    auto buffer = [&](int g) { return g == 0 ? -1 : groups_[static_cast<size_t>(g)].buffer; };
+    // Group 0 (the network input) and -1 (a fused step, which writes no tensor of its own) have
+    // no buffer: -1 read groups_[-1] (ASan, test_engine under scripts/test --sanitize).
+    auto buffer = [&](int g) { return g <= 0 ? -1 : groups_[static_cast<size_t>(g)].buffer; };
     for (LayerStep& step : out_.steps) {
       for (GatherStep& gather : step.gathers) gather.buffer = buffer(gather.buffer);
       for (TensorRef& in : step.inputs) in.buffer = buffer(in.buffer);

@@ -88,6 +88,14 @@ TEST_CASE("the planner gathers only where a layer needs a whole tensor", "[engin
   CHECK(step("pw").add_layer == layer(plan, "sum"));
   CHECK(step("pw").activation_layer == layer(plan, "r3"));
   CHECK(step("sum").noop);
+  // Every buffer a step names is -1 (the input, or none: a fused step) or a real buffer; a fused
+  // step's output once took groups_[-1]'s bytes (ASan: a read before the vector).
+  const auto buffers = static_cast<int>(steps->buffer_sizes.size());
+  for (const LayerStep& st : steps->steps) {
+    CHECK((st.output.buffer >= -1 && st.output.buffer < buffers));
+    for (const TensorRef& in : st.inputs) CHECK((in.buffer >= -1 && in.buffer < buffers));
+  }
+  for (int b : steps->tensor_buffer) CHECK((b >= -1 && b < buffers));
   CHECK(step("sum").fused_into == layer(plan, "pw"));
   CHECK(step("pw").output.buffer == steps->tensor_buffer[static_cast<size_t>(layer(plan, "r1"))]);
   CHECK(step("g").gathers.size() == 1);  // 4 groups: a slicing other than r3's 16 channels
