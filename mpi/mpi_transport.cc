@@ -151,10 +151,10 @@ std::vector<int> MpiTransport::silent_ranks(const std::vector<int>& ranks,
 Status MpiTransport::command_all(ControlMessage msg, ReplyKind reply, double timeout_s,
                                  double cap_s, std::vector<NodeReply>* replies) {
   // Every node's reply is awaited in windows of the node timeout; the ranks that have not replied
-  // 20 % (at most 2 s) before a window ends are pinged. A silent one is dead or hung: named when
-  // the window ends (within the node timeout of a node that hung while idle). When every one
-  // answers, they are alive and slow (a real model's kernels are re-prepared, or one node waits
-  // for another inside a collective): the wait goes on, up to `cap_s` in all.
+  // probe_s (half the window, at most 2 s) before a window ends are pinged. A silent one is dead
+  // or hung: named when the window ends (within the node timeout of a node that hung while idle).
+  // When every one answers, they are alive and slow (a real model's kernels are re-prepared, or
+  // one node waits for another inside a collective): the wait goes on, up to `cap_s` in all.
   const auto start = Clock::now();
   const double probe = serve::Controller::probe_s(timeout_s);
   auto window = std::make_unique<Deadline>(timeout_s);

@@ -100,10 +100,12 @@ TEST_CASE("a request on a dead unit is reported within the node timeout", "[mpi]
   REQUIRE(s.code() == StatusCode::kUnavailable);
   REQUIRE(s.message().find("request 3 on unit 0 not answered after") != std::string::npos);
   REQUIRE(s.message().find("unit 0 is fake and silent") != std::string::npos);
-  // Probed once, 20 % of the timeout before it, so the fault is named when the timeout passes
-  // (from the dispatch of request 3, which came after the first arrivals).
+  // Probed once, with a window of half the timeout (probe_s) and the report margin before it, so
+  // the fault is named when the timeout passes (from the dispatch of request 3, which came after
+  // the first arrivals).
   REQUIRE(t.probes == std::vector<int>{0});
-  REQUIRE(t.probe_windows_s[0] == Approx(0.2));
+  REQUIRE(t.probe_windows_s[0] == Approx(Controller::probe_s(1.0)));
+  REQUIRE(t.probe_windows_s[0] == Approx(0.5));
   const double dispatched = c.records()[3].dispatch_s;
   REQUIRE(c.now_s() - dispatched < 1.0 + 0.1);
   REQUIRE(took < 2.0);
@@ -132,7 +134,8 @@ TEST_CASE("a slow request on a live unit is reported at the timeout as too slow"
 
 TEST_CASE("the probe window is inside the node timeout", "[mpi][controller]") {
   REQUIRE(Controller::probe_s(10) == Approx(2.0));  // default: probed at 8 s, named by 10 s
-  REQUIRE(Controller::probe_s(2) == Approx(0.4));
+  REQUIRE(Controller::probe_s(2) == Approx(1.0));  // half the timeout: a ping of 1 s, not 0.4 s
+  REQUIRE(Controller::probe_s(4) == Approx(2.0));
   REQUIRE(Controller::probe_s(100) == Approx(2.0));
 }
 
