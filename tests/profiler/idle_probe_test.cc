@@ -67,21 +67,31 @@ TEST_CASE("the probe measures a known wake-up penalty against a fake node", "[id
   serve::WakingTransport t(2e-3, 1.5e-3, 2.5e-3, 1e-3);
   serve::Controller c(t, {});
   const ParallelismTuple tuple{1, 1, 1};
-  // The closed loop first, as the profiler runs it: back to back, so no request pays the wake-up
-  // (the mean is the 2 ms plus the controller's own time, as the profile's mean_ms).
-  auto closed = measure_tuple(c, tuple, 2, 20, false);
-  REQUIRE(closed.ok());
-  const double closed_ms = median(closed->occupancy_ms);  // a load spike on the host moves it less
-  REQUIRE(closed_ms >= 2.0);
   IdleProbeOptions o;
   o.budget_s = 1.0;
   o.resolution_ms = 1.0;  // the fake node has no jitter to speak of; SCV 0 probes anyway
-  auto pts = probe_idle_penalty(c, tuple, closed_ms, 0.0, o);
-  REQUIRE(pts.ok());
+  StatusOr<std::vector<IdlePoint>> pts = std::vector<IdlePoint>{};
   std::string seen;
-  for (const IdlePoint& p : *pts) {
-    seen += std::to_string(p.gap_ms) + " ms: " + std::to_string(p.delta_ms) + " ms, " +
-            std::to_string(p.busy_ms) + " ms (" + std::to_string(p.samples) + "); ";
+  // A burst that runs into the next is left out, rightly: on a host at load 14 (test runs beside
+  // builds on 2 cores) every burst of every gap did so once in 6 suite runs, and the probe said
+  // nothing. Such an attempt is void, not a result: at most 3, each reported.
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    // The closed loop first, as the profiler runs it: back to back, so no request pays the
+    // wake-up (the mean is the 2 ms plus the controller's own time, as the profile's mean_ms).
+    auto closed = measure_tuple(c, tuple, 2, 20, false);
+    REQUIRE(closed.ok());
+    const double closed_ms = median(closed->occupancy_ms);  // a load spike moves it less
+    REQUIRE(closed_ms >= 2.0);
+    pts = probe_idle_penalty(c, tuple, closed_ms, 0.0, o);
+    REQUIRE(pts.ok());
+    seen.clear();
+    for (const IdlePoint& p : *pts) {
+      seen += std::to_string(p.gap_ms) + " ms: " + std::to_string(p.delta_ms) + " ms, " +
+              std::to_string(p.busy_ms) + " ms (" + std::to_string(p.samples) + "); ";
+    }
+    if (pts->size() >= 3) break;
+    WARN("void attempt " << attempt << ": " << pts->size() << " gap(s) with 3 whole bursts ("
+                         << seen << "), the bursts ran into each other on a loaded host");
   }
   INFO("gap: delta, busy (samples): " << seen);
   REQUIRE(pts->size() >= 3);  // gaps seen increasing; crossing medians are dropped
