@@ -148,6 +148,8 @@ class Importer {
   Status lrn(const onnx::NodeProto& node);
   Status softmax(const onnx::NodeProto& node);
   Status flatten(const onnx::NodeProto& node);
+  // x as [N, C*H*W], node's output: a view when it is flat already, else a flatten layer.
+  Status flatten_to_rows(const onnx::NodeProto& node, const Value* x);
   Status reshape(const onnx::NodeProto& node);
   Status squeeze(const onnx::NodeProto& node);  // and Unsqueeze
   Status concat(const onnx::NodeProto& node);

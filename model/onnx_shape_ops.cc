@@ -17,6 +17,10 @@ Status Importer::flatten(const onnx::NodeProto& node) {
     return unsupported(
         node, "axis " + std::to_string(axis) + " (only axis 1: [N, C, H, W] -> [N, C*H*W])");
   }
+  return flatten_to_rows(node, x);
+}
+
+Status Importer::flatten_to_rows(const onnx::NodeProto& node, const Value* x) {
   if (x->rank == 2 || (x->shape.height == 1 && x->shape.width == 1)) {
     Value v = *x;  // already flat: a view
     v.rank = 2;
@@ -109,17 +113,7 @@ Status Importer::reshape(const onnx::NodeProto& node) {
     return Status::Ok();
   }
   if (shuffle_view(node, *x, target)) return Status::Ok();
-  if (target == std::vector<int64_t>{1, total}) {
-    Value v = *x;
-    if (x->rank == 2 || (x->shape.height == 1 && x->shape.width == 1)) {
-      v.rank = 2;
-      alias(node, 0, v);
-      return Status::Ok();
-    }
-    LayerSpec l;
-    l.kind = LayerKind::kFlatten;
-    return add_layer(node, l, {x}, 2);
-  }
+  if (target == std::vector<int64_t>{1, total}) return flatten_to_rows(node, x);
   const bool flat = x->rank == 2 || (x->shape.height == 1 && x->shape.width == 1);
   if (flat && target == std::vector<int64_t>{1, total, 1, 1}) {  // x.view(N, C, 1, 1): a view
     Value v = *x;
