@@ -44,6 +44,17 @@ bool read_raw(const std::string& raw, int64_t n, std::vector<double>* out) {
   return true;
 }
 
+// The n values of a tensor of element type T: its raw bytes, or else its typed field (float_data,
+// int64_data, int32_data); false when they do not hold n values.
+template <typename T, typename Field>
+bool read_values(const onnx::TensorProto& t, const Field& field, int64_t n,
+                 std::vector<double>* out) {
+  if (t.has_raw_data()) return read_raw<T>(t.raw_data(), n, out);
+  if (field.size() != n) return false;
+  out->assign(field.begin(), field.end());
+  return true;
+}
+
 }  // namespace
 
 StatusOr<Value> constant_from(const onnx::TensorProto& t, const std::string& where) {
@@ -66,31 +77,15 @@ StatusOr<Value> constant_from(const onnx::TensorProto& t, const std::string& whe
   const std::string bad = where + ": tensor '" + t.name() +
                           "' holds a number of values that "
                           "does not match its shape (truncated file?)";
-  const bool raw = t.has_raw_data();
   switch (t.data_type()) {
     case onnx::TensorProto_DataType_FLOAT:
-      if (raw) {
-        if (!read_raw<float>(t.raw_data(), n, &v.data)) return InvalidArgument(bad);
-      } else {
-        if (t.float_data_size() != n) return InvalidArgument(bad);
-        v.data.assign(t.float_data().begin(), t.float_data().end());
-      }
+      if (!read_values<float>(t, t.float_data(), n, &v.data)) return InvalidArgument(bad);
       break;
     case onnx::TensorProto_DataType_INT64:
-      if (raw) {
-        if (!read_raw<int64_t>(t.raw_data(), n, &v.data)) return InvalidArgument(bad);
-      } else {
-        if (t.int64_data_size() != n) return InvalidArgument(bad);
-        v.data.assign(t.int64_data().begin(), t.int64_data().end());
-      }
+      if (!read_values<int64_t>(t, t.int64_data(), n, &v.data)) return InvalidArgument(bad);
       break;
     case onnx::TensorProto_DataType_INT32:
-      if (raw) {
-        if (!read_raw<int32_t>(t.raw_data(), n, &v.data)) return InvalidArgument(bad);
-      } else {
-        if (t.int32_data_size() != n) return InvalidArgument(bad);
-        v.data.assign(t.int32_data().begin(), t.int32_data().end());
-      }
+      if (!read_values<int32_t>(t, t.int32_data(), n, &v.data)) return InvalidArgument(bad);
       break;
     default:
       break;  // kept with its dtype: an error where a float or a shape is needed
