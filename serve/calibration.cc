@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "serf/core/idle_penalty.h"
+#include "serf/core/statistics.h"
 
 namespace serf::serve {
 
@@ -96,6 +97,7 @@ void DriftTracker::on_batch(State* s, double xbar, double now_s) {
   const double y = std::clamp((xbar - s->mu0) / scale_ms(*s), -rule_.clip, rule_.clip);
   if (s->confirming != 0) {
     ++s->conf_batches;
+    s->conf_means.push_back(xbar);
     if (s->confirming * y > rule_.k) ++s->conf_agree;
     return;
   }
@@ -109,6 +111,7 @@ void DriftTracker::on_batch(State* s, double xbar, double now_s) {
     s->conf_n = 0;
     s->conf_sum = s->conf_sq = 0;
     s->conf_batches = s->conf_agree = 0;
+    s->conf_means.clear();
   }
 }
 
@@ -148,7 +151,9 @@ std::optional<Recalibration> DriftTracker::decide(State* s, const ParallelismTup
                                                   double now_s) {
   const int64_t n = s->conf_n;
   const double sum = s->conf_sum, sq = s->conf_sq;
-  const double new_mean = sum / static_cast<double>(n);
+  // The batches of a confirmation start with it (an alarm is raised at a batch's end), so its
+  // batch means hold only fresh answers; the answers of an unfinished last batch are left out.
+  const double new_mean = mean_within_mad(s->conf_means, rule_.outlier_mads);
   const double old_mean = s->mu0;
   const double change = new_mean / old_mean - 1;
   const bool sustained = s->conf_agree >= rule_.confirm_fraction * s->conf_batches;

@@ -43,8 +43,10 @@ namespace serf::serve {
 //   within `precision` of it, so that a noisy host's new mean is not itself noise): at least
 //   confirm_fraction of their batch means must lie beyond mu0 +- k s on the alarm's side (a burst
 //   shorter than about a third of confirm_s cannot), and their mean must differ from mu0 by at
-//   least min_change. Their mean is the new mean (the answers that raised the alarm are selected
-//   for lying high or low). Otherwise the alarm is dropped and the CUSUM restarts with the same
+//   least min_change. The new mean is the mean of their batch means within outlier_mads robust
+//   standard deviations of their median (mean_within_mad: a stall of a second or two, which
+//   fills a batch or two, is no drift and stays out of the model; the answers that raised the
+//   alarm are not used either: they were selected for lying high or low). Otherwise the alarm is dropped and the CUSUM restarts with the same
 //   reference.
 struct DriftRule {
   int batch = 20;
@@ -61,6 +63,7 @@ struct DriftRule {
   double confirm_fraction = 2.0 / 3.0;
   double min_change = 0.05;
   double hold_off_s = 30;
+  double outlier_mads = 5;  // the confirmation's batch means beyond this are left out
 };
 
 // One update of the model: logged, counted in /metrics and written to serve --out.
@@ -69,8 +72,8 @@ struct Recalibration {
   ParallelismTuple tuple;
   double old_mean_ms = 0;
   double new_mean_ms = 0;
-  int samples = 0;        // observations the new mean rests on
-  double ci95_ms = 0;     // their mean's 95 % CI half-width (i.i.d.)
+  int samples = 0;     // observations of the confirmation (its batch means give the new mean)
+  double ci95_ms = 0;  // their plain mean's 95 % CI half-width (i.i.d.)
   double replan_ms = -1;  // how long the background re-plan took (-1: not yet, or none)
   // Every tuple's mean in the model after this update (the recalibrated one and those scaled by
   // its drift), so that a run file can replay what the controller predicted over time.
@@ -142,6 +145,7 @@ class DriftTracker {
     int64_t conf_n = 0;
     double conf_sum = 0, conf_sq = 0;
     int conf_batches = 0, conf_agree = 0;
+    std::vector<double> conf_means;  // the confirmation's batch means (ms)
   };
   // The scale s of a batch mean of `s` in ms (see DriftRule).
   double scale_ms(const State& s) const;

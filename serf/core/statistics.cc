@@ -30,6 +30,23 @@ double mean(const std::vector<double>& values) {
   return sum / static_cast<double>(values.size());
 }
 
+double mean_within_mad(std::vector<double> values, double z) {
+  if (values.empty()) return 0;
+  const double m = median(values);
+  std::vector<double> deviation;
+  deviation.reserve(values.size());
+  for (double x : values) deviation.push_back(std::fabs(x - m));
+  const double limit = z * 1.4826 * median(deviation);
+  double sum = 0;
+  size_t kept = 0;
+  for (double x : values) {
+    if (std::fabs(x - m) > limit) continue;
+    sum += x;
+    ++kept;
+  }
+  return sum / static_cast<double>(kept);
+}
+
 double variance(const std::vector<double>& values) {
   if (values.empty()) return 0;
   const double m = mean(values);

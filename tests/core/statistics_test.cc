@@ -28,6 +28,24 @@ TEST_CASE("quantiles interpolate between order statistics (Hyndman-Fan type 7)",
   CHECK(quantile(v, 2.0) == 40);  // q clamped to [0, 1]
 }
 
+TEST_CASE("the mean within z MADs of the median leaves wild values out", "[core]") {
+  // 1..10 and a wild 1000: median 6, absolute deviations 0..5 and 994, MAD 3, robust sd 4.45;
+  // z = 5 keeps |x - 6| <= 22.2: 1..10, mean 5.5. The plain mean is 95.5.
+  const std::vector<double> v = {1000, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  CHECK(mean_within_mad(v, 5) == Approx(5.5));
+  CHECK(mean_within_mad(v, 1e9) == Approx(mean(v)));
+  // z = 1: |x - 6| <= 4.45: 2..10, mean 6.
+  CHECK(mean_within_mad(v, 1) == Approx(6));
+  // A skewed but steady spread is kept whole (a trimmed mean would cut its tail): 1, 1, 2, 3, 5,
+  // median 2, MAD 1, robust sd 1.48; z = 5 keeps all: 2.4.
+  CHECK(mean_within_mad({1, 1, 2, 3, 5}, 5) == Approx(2.4));
+  // MAD 0: the values equal to the median are left, never none.
+  CHECK(mean_within_mad({7, 7, 7, 30}, 5) == 7);
+  CHECK(mean_within_mad({2, 4}, 5) == 3);  // two values: both within
+  CHECK(mean_within_mad({9}, 5) == 9);
+  CHECK(mean_within_mad({}, 5) == 0);
+}
+
 TEST_CASE("mean, variance (second central moment) and SCV", "[core]") {
   // 1, 3: mean 2, variance ((1-2)^2 + (3-2)^2) / 2 = 1, SCV 1 / 4.
   CHECK(mean({1, 3}) == 2);
