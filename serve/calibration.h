@@ -46,8 +46,8 @@ namespace serf::serve {
 //   least min_change. The new mean is the mean of their batch means within outlier_mads robust
 //   standard deviations of their median (mean_within_mad: a stall of a second or two, which
 //   fills a batch or two, is no drift and stays out of the model; the answers that raised the
-//   alarm are not used either: they were selected for lying high or low). Otherwise the alarm is dropped and the CUSUM restarts with the same
-//   reference.
+//   alarm are not used either: they were selected for lying high or low). Otherwise the alarm is
+//   dropped and the CUSUM restarts with the same reference.
 struct DriftRule {
   int batch = 20;
   int min_batches = 5;
@@ -72,8 +72,8 @@ struct Recalibration {
   ParallelismTuple tuple;
   double old_mean_ms = 0;
   double new_mean_ms = 0;
-  int samples = 0;     // observations of the confirmation (its batch means give the new mean)
-  double ci95_ms = 0;  // their plain mean's 95 % CI half-width (i.i.d.)
+  int samples = 0;        // observations of the confirmation (its batch means give the new mean)
+  double ci95_ms = 0;     // their plain mean's 95 % CI half-width (i.i.d.)
   double replan_ms = -1;  // how long the background re-plan took (-1: not yet, or none)
   // Every tuple's mean in the model after this update (the recalibrated one and those scaled by
   // its drift), so that a run file can replay what the controller predicted over time.

@@ -255,7 +255,8 @@ class Controller {
   // How long a ping has to be answered before the node timeout (ControllerOptions::node_timeout_s):
   // half of it, at most 2 s (the default 10 s: pinged at 8 s). An early ping costs nothing, a
   // short one names a live node: at 0.2 of a 2 s timeout, a live node rank inside a collective
-  // missed its 0.4 s ping at load 14 and was named with the hung one (test_mpi_cli_fault_stop_switch).
+  // missed its 0.4 s ping at load 14 and was named with the hung one
+  // (test_mpi_cli_fault_stop_switch).
   static constexpr double kProbeMaxS = 2.0;
   static double probe_s(double node_timeout_s) {
     return std::min(kProbeMaxS, 0.5 * node_timeout_s);

@@ -134,7 +134,7 @@ TEST_CASE("a slow request on a live unit is reported at the timeout as too slow"
 
 TEST_CASE("the probe window is inside the node timeout", "[mpi][controller]") {
   REQUIRE(Controller::probe_s(10) == Approx(2.0));  // default: probed at 8 s, named by 10 s
-  REQUIRE(Controller::probe_s(2) == Approx(1.0));  // half the timeout: a ping of 1 s, not 0.4 s
+  REQUIRE(Controller::probe_s(2) == Approx(1.0));   // half the timeout: a ping of 1 s, not 0.4 s
   REQUIRE(Controller::probe_s(4) == Approx(2.0));
   REQUIRE(Controller::probe_s(100) == Approx(2.0));
 }
