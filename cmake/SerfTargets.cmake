@@ -69,6 +69,21 @@ function(serf_add_test_run)
   endif()
 endfunction()
 
+# Multiplies the TIMEOUT of every test of the calling directory by SERF_TEST_TIME_SCALE and gives
+# each the variable SERF_TEST_TIME_SCALE in its environment (tests/cli/expect.sh and bad_inputs.py
+# scale their per-command hang limits by it). Call it once, after the directory's last add_test.
+function(serf_scale_test_timeouts)
+  get_directory_property(tests TESTS)
+  foreach(t ${tests})
+    get_test_property(${t} TIMEOUT limit)
+    if(limit AND NOT SERF_TEST_TIME_SCALE EQUAL 1)
+      math(EXPR limit "${limit} * ${SERF_TEST_TIME_SCALE}")
+      set_tests_properties(${t} PROPERTIES TIMEOUT ${limit})
+    endif()
+    set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "SERF_TEST_TIME_SCALE=${SERF_TEST_TIME_SCALE}")
+  endforeach()
+endfunction()
+
 # A test that runs `ranks` MPI processes, oversubscribed on a small machine. Under `ctest -j N`
 # it claims min(ranks, N) of the N slots (PROCESSORS) and the lock `serf_mpi`, so two MPI jobs
 # never share the cores (on 2 cores, ctest -j8 ran bad_input and validate beside three other
