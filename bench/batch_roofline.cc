@@ -14,6 +14,7 @@
 //   batch_roofline [--models ranking_mlp,cifar10] [--batches 1,2,4,8,16,32] [--threads 1,2]
 //                  [--repeat n] [--torch] [--torch-mode best|frozen] [--resident]
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -45,15 +46,33 @@ std::vector<std::string> split(const std::string& v) {
   return out;
 }
 
+// A whole positive number, else 0 (which the checks in parse() refuse, naming the flag).
+int positive(const std::string& t) {
+  char* end = nullptr;
+  const long n = std::strtol(t.c_str(), &end, 10);
+  return (!t.empty() && *end == '\0' && n >= 1 && n <= 1 << 20) ? static_cast<int>(n) : 0;
+}
+
 std::vector<int> ints(const std::string& v) {
   std::vector<int> out;
-  for (const std::string& t : split(v)) out.push_back(std::atoi(t.c_str()));
+  for (const std::string& t : split(v)) out.push_back(positive(t));
   return out;
 }
+
+constexpr const char* kUsage =
+    "usage: batch_roofline [--models ranking_mlp,cifar10] [--batches 1,2,4,8,16,32] "
+    "[--threads 1,2]\n"
+    "                      [--repeat n] [--torch] [--torch-mode best|frozen] [--resident]\n"
+    "Per model (configs/models/NAME.json), T and b: the median time of one batch of b against\n"
+    "max(weight bytes / triad, b x FLOPs / FMA peak), both measured right before it.\n";
 
 bool parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    }
     if (a == "--torch" || a == "--resident") {
       (a == "--torch" ? o->torch : o->resident) = true;
       continue;
@@ -70,7 +89,7 @@ bool parse(int argc, char** argv, Options* o) {
     } else if (a == "--threads") {
       o->threads = ints(v);
     } else if (a == "--repeat") {
-      o->repeat = std::atoi(v.c_str());
+      o->repeat = positive(v);
     } else if (a == "--torch-mode" && (v == "best" || v == "frozen")) {
       o->torch_mode = v;
     } else {
@@ -81,12 +100,21 @@ bool parse(int argc, char** argv, Options* o) {
     }
   }
   for (int b : o->batches) {
-    if (b < 1) return std::cerr << "batch_roofline: error: --batches: each b >= 1\n", false;
+    if (b < 1)
+      return std::cerr << "batch_roofline: error: --batches: each b a whole number >= 1\n", false;
   }
   for (int t : o->threads) {
-    if (t < 1) return std::cerr << "batch_roofline: error: --threads: each T >= 1\n", false;
+    if (t < 1)
+      return std::cerr << "batch_roofline: error: --threads: each T a whole number >= 1\n", false;
   }
-  return o->repeat >= 1 && !o->batches.empty();
+  if (o->repeat < 1)
+    return std::cerr << "batch_roofline: error: --repeat: a whole number >= 1\n", false;
+  if (o->batches.empty() || o->threads.empty() || o->models.empty()) {
+    return std::cerr << "batch_roofline: error: --models, --batches and --threads need one value "
+                        "at least\n",
+           false;
+  }
+  return true;
 }
 
 // Median ms of `repeat` runs of one batch of b (after two untimed runs).
