@@ -80,10 +80,11 @@ class Backend {
   // `threads` threads (T, the paper's C_intra). Errors: partition invalid for the plan
   // (validate_partition), threads < 1, weights missing a tensor or of the wrong shape.
   // `batch` b >= 1: every run() of its slots computes b requests at once (the CPU backend: oneDNN
-  // primitives with N = b, a GEMM for fully_connected; InvalidArgument on a backend that runs
-  // batch 1 only). Thread-safe. While a PreparedModel is held, preparing the same (weights object,
-  // model, partition, threads, batch) again returns it: a cache keyed by the Weights object's
-  // address, so do not change or replace a Weights object while models prepared from it are held.
+  // primitives with N = b, a GEMM for fully_connected; the CUDA backend: cuDNN with N = b, a
+  // cuBLAS GEMM; InvalidArgument naming the layer for one a backend cannot batch). Thread-safe.
+  // While a PreparedModel is held, preparing the same (weights object, model, partition, threads,
+  // batch) again returns it: a cache keyed by the Weights object's address, so do not change or
+  // replace a Weights object while models prepared from it are held.
   virtual StatusOr<std::shared_ptr<PreparedModel>> prepare(const model::ModelPlan& plan,
                                                            const model::Weights& weights,
                                                            Partition partition, int threads,

@@ -417,6 +417,45 @@ StatusOr<LayerSteps> plan_layer_steps(const model::ModelPlan& plan, Partition pa
   return Planner(plan, partition, batch).run();
 }
 
+std::vector<int64_t> channel_major_areas(const model::ModelPlan& plan) {
+  const model::Shape& in = plan.spec.input;
+  std::vector<int64_t> areas;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const model::LayerKind kind = plan.spec.layers[i].kind;
+    const model::LayerInfo& info = plan.layers[i];
+    if (kind == LayerKind::kFlatten || kind == LayerKind::kAdd || kind == LayerKind::kMul ||
+        model::is_activation(kind)) {
+      const int source = info.sources[0];
+      areas.push_back(source < 0 ? int64_t{in.height} * in.width
+                                 : areas[static_cast<size_t>(source)]);
+    } else if (kind == LayerKind::kFullyConnected || kind == LayerKind::kSoftmax ||
+               kind == LayerKind::kLayerNorm) {
+      areas.push_back(1);
+    } else {
+      areas.push_back(int64_t{info.out.height} * info.out.width);
+    }
+  }
+  return areas;
+}
+
+void rows_to_channel_major(const float* rows, float* out, int64_t batch, int64_t channels,
+                           int64_t area) {
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      std::copy_n(rows + (n * channels + c) * area, area, out + (c * batch + n) * area);
+    }
+  }
+}
+
+void channel_major_to_rows(const float* channel_major, float* rows, int64_t batch, int64_t channels,
+                           int64_t area) {
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      std::copy_n(channel_major + (c * batch + n) * area, area, rows + (n * channels + c) * area);
+    }
+  }
+}
+
 Status check_exchange(const ActivationExchange& exchange, Partition partition) {
   if (exchange.ranks() == partition.ranks && exchange.rank() == partition.rank) return Status::Ok();
   return InvalidArgument("exchange is rank " + std::to_string(exchange.rank()) + " of " +

@@ -101,6 +101,18 @@ struct LayerSteps {
 StatusOr<LayerSteps> plan_layer_steps(const model::ModelPlan& plan, Partition partition,
                                       int batch = 1);
 
+// Channel-major storage (K > 1, b > 1, as above), the rule both backends follow: a tensor of C
+// channels of area A each is [C][b][A]. Per layer, A of its stored tensor: the H*W of the layer
+// that wrote it; a flatten, an activation, an add or a mul keeps its first input's (a flattened
+// conv map stays [C][b][H*W]), fully_connected, softmax and layer_norm write [F][b] (A = 1).
+std::vector<int64_t> channel_major_areas(const model::ModelPlan& plan);
+
+// Rows [b][C][A] (request r is row r) into channel-major [C][b][A], and back.
+void rows_to_channel_major(const float* rows, float* out, int64_t batch, int64_t channels,
+                           int64_t area);
+void channel_major_to_rows(const float* channel_major, float* rows, int64_t batch, int64_t channels,
+                           int64_t area);
+
 // InvalidArgument unless `exchange` is rank partition.rank of partition.ranks (Executable::run's
 // first check, in every backend).
 Status check_exchange(const ActivationExchange& exchange, Partition partition);

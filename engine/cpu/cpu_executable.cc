@@ -158,13 +158,8 @@ Status CpuExecutable::run(const float* input, float* output, ActivationExchange&
   if (m.channel_major_input_) {
     // Rows [b][C][H*W] in, channel-major [C][b][H*W] for the partitioned layers.
     const model::Shape& in = m.plan_.spec.input;
-    const int64_t area = int64_t{in.height} * in.width, b = m.batch_;
-    for (int64_t n = 0; n < b; ++n) {
-      for (int64_t c = 0; c < in.channels; ++c) {
-        std::memcpy(input_.data() + (c * b + n) * area, input + (n * in.channels + c) * area,
-                    sizeof(float) * static_cast<size_t>(area));
-      }
-    }
+    rows_to_channel_major(input, input_.data(), m.batch_, in.channels,
+                          int64_t{in.height} * in.width);
   } else {
     std::memcpy(input_.data(), input, sizeof(float) * static_cast<size_t>(input_.size()));
   }

@@ -38,7 +38,7 @@ StatusOr<CublasApi> load_cublas() {
                   load(lib, SERF_SYMBOL_NAME(cublasSetStream), &api.set_stream, &missing) &&
                   load(lib, SERF_SYMBOL_NAME(cublasSetMathMode), &api.set_math_mode, &missing) &&
                   load(lib, SERF_SYMBOL_NAME(cublasSetWorkspace), &api.set_workspace, &missing) &&
-                  load(lib, SERF_SYMBOL_NAME(cublasSgemv), &api.sgemv, &missing) &&
+                  load(lib, SERF_SYMBOL_NAME(cublasSgemm), &api.sgemm, &missing) &&
                   load(lib, SERF_SYMBOL_NAME(cublasGetStatusString), &api.status_string, &missing);
   if (!ok)
     return Unavailable("backend 'cuda': " + soname + " has no " + missing + " (an older cuBLAS?)");

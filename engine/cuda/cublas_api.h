@@ -17,7 +17,7 @@ struct CublasApi {
   decltype(&cublasSetStream) set_stream = nullptr;
   decltype(&cublasSetMathMode) set_math_mode = nullptr;
   decltype(&cublasSetWorkspace) set_workspace = nullptr;
-  decltype(&cublasSgemv) sgemv = nullptr;
+  decltype(&cublasSgemm) sgemm = nullptr;
   decltype(&cublasGetStatusString) status_string = nullptr;
 };
 

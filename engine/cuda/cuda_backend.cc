@@ -1,11 +1,13 @@
 // The CUDA backend's slots and factory. A slot (CudaExecutable) owns one stream (a green-context
 // stream when T < F, sm_share.h), a cuDNN and a cuBLAS handle bound to it, every activation buffer
-// on the device, the convolution and cuBLAS workspaces and pinned host staging; new_slot() also
-// runs each kernel once so lazy module loading happens there. run() then only copies and launches.
+// on the device, the convolution and cuBLAS workspaces and pinned host staging, each sized for
+// the b rows of a batch; new_slot() also runs each kernel once so lazy module loading happens
+// there. run() then only copies and launches.
 //
 // Inter-node (K > 1): the ActivationExchange is host-based, so an all-gather stages through pinned
 // host memory: this rank's part device -> host, exchange, the other ranks' parts host -> device.
-// (NCCL all-gathers between devices would skip the two copies: future work.)
+// (NCCL all-gathers between devices would skip the two copies: future work.) The parts are the
+// CPU backend's (cuda_model.h: channel-major at b > 1), so CPU and CUDA ranks can share a unit.
 
 #include "engine/cuda/cuda_backend.h"
 
@@ -47,6 +49,7 @@ class CudaExecutable final : public Executable {
   }
   Status launch(const GpuStep& g);                                // stages, then compute()
   Status compute(const GpuStep& g, const float* in, float* out);  // the layer's kernels
+  Status fully_connected(const GpuStep& g, const float* in, float* out);
   // All-gather of the activation in device buffer `full` through the pinned staging buffer.
   Status gather(float* full, const GatherLayout& layout, ActivationExchange& exchange);
 
@@ -81,7 +84,7 @@ StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(
               blas.set_workspace(e->cublas_.get(), e->cublas_workspace_.data(),
                                  e->cublas_workspace_.bytes()));
 
-  const int64_t in_floats = m.plan_.spec.input.elements();
+  const int64_t in_floats = m.plan_.spec.input.elements() * m.batch_;
   SERF_ASSIGN_OR_RETURN(e->input_,
                         DeviceBuffer::create(sizeof(float) * static_cast<size_t>(in_floats)));
   for (int64_t floats : m.layout_.buffer_sizes) {
@@ -95,7 +98,8 @@ StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(
   SERF_ASSIGN_OR_RETURN(e->stage_out_, DeviceBuffer::create(stage_bytes));
   SERF_ASSIGN_OR_RETURN(e->host_input_,
                         PinnedBuffer::create(sizeof(float) * static_cast<size_t>(in_floats)));
-  const int64_t stage = std::max(m.layout_.max_gather_floats, m.plan_.output().elements());
+  const int64_t stage =
+      std::max(m.layout_.max_gather_floats, m.plan_.output().elements() * m.batch_);
   SERF_ASSIGN_OR_RETURN(e->host_stage_,
                         PinnedBuffer::create(sizeof(float) * static_cast<size_t>(stage)));
 
@@ -113,6 +117,7 @@ CudaExecutable::~CudaExecutable() {
 }
 
 Status CudaExecutable::launch(const GpuStep& g) {
+  const CudaPreparedModel& m = *model_;
   const LayerStep& s = g.step;
   cudaStream_t st = stream_.get();
   float* const target = buffer(s.output.buffer) + s.output.offset;
@@ -128,40 +133,48 @@ Status CudaExecutable::launch(const GpuStep& g) {
   }
   if (s.kind == LayerKind::kMul) {
     // Element-wise over this rank's part, or this rank's channels scaled by their values.
-    const model::LayerInfo& info = model_->plan_.layers[static_cast<size_t>(s.layer)];
+    const model::LayerInfo& info = m.plan_.layers[static_cast<size_t>(s.layer)];
+    // A scale is one float per (channel, row) in the storage its tensor has (a channel's H*W
+    // floats of each row in a run), so b[i / (H*W)] is the right one in both (cuda_model.h).
     const bool scale = info.ins[1] != info.ins[0];
     const int64_t per_b = scale ? int64_t{info.in.height} * info.in.width : 1;
-    const int64_t n = scale ? s.channels.count * per_b : s.elements;
+    const int64_t n = scale ? s.channels.count * per_b * m.batch_ : s.elements;
     SERF_CUDA(launch_mul(buffer(s.inputs[0].buffer) + s.inputs[0].offset,
                          buffer(s.inputs[1].buffer) + s.inputs[1].offset, target, n, per_b, st));
     return Status::Ok();
   }
   if (s.kind == LayerKind::kConcat) {
-    // Batch 1 NCHW: each input is one contiguous block of the output, in order.
-    int64_t at = 0;
+    // Each input is one contiguous block of each of the output's rows() blocks, in order (rows:
+    // of each request's row; channel-major: of the whole tensor).
+    const model::LayerInfo& info = m.plan_.layers[static_cast<size_t>(s.layer)];
+    const size_t out_pitch =
+        sizeof(float) * static_cast<size_t>(info.out.elements() * m.interleave());
+    size_t at = 0;
     for (size_t k = 0; k < s.inputs.size(); ++k) {
-      const int64_t n = model_->plan_.layers[static_cast<size_t>(s.layer)].ins[k].elements();
-      SERF_CUDA(cudaMemcpyAsync(target + at, buffer(s.inputs[k].buffer) + s.inputs[k].offset,
-                                sizeof(float) * static_cast<size_t>(n), cudaMemcpyDeviceToDevice,
-                                st));
-      at += n;
+      const size_t width =
+          sizeof(float) * static_cast<size_t>(info.ins[k].elements() * m.interleave());
+      SERF_CUDA(cudaMemcpy2DAsync(reinterpret_cast<char*>(target) + at, out_pitch,
+                                  buffer(s.inputs[k].buffer) + s.inputs[k].offset, width, width,
+                                  static_cast<size_t>(m.rows()), cudaMemcpyDeviceToDevice, st));
+      at += width;
     }
     return Status::Ok();
   }
   if (s.kind == LayerKind::kSlice || s.kind == LayerKind::kChannelShuffle) {
-    // Batch 1 NCHW, whole tensors: channels [begin, end) are one block; the shuffle a kernel.
-    const model::LayerSpec& l = model_->plan_.spec.layers[static_cast<size_t>(s.layer)];
-    const model::Shape& x = model_->plan_.layers[static_cast<size_t>(s.layer)].in;
-    const int64_t area = int64_t{x.height} * x.width;
+    // Whole tensors: channels [begin, end) are one block of each of rows() blocks (a channel's
+    // floats in a block: interleave() times H*W); the shuffle a kernel over the same blocks.
+    const model::LayerSpec& l = m.plan_.spec.layers[static_cast<size_t>(s.layer)];
+    const model::Shape& x = m.plan_.layers[static_cast<size_t>(s.layer)].in;
+    const int64_t area = int64_t{x.height} * x.width * m.interleave();
     const float* src = buffer(s.inputs[0].buffer) + s.inputs[0].offset;
     if (s.kind == LayerKind::kChannelShuffle) {
-      SERF_CUDA(launch_channel_shuffle(src, target, x.channels, l.groups, area, st));
+      SERF_CUDA(launch_channel_shuffle(src, target, m.rows(), x.channels, l.groups, area, st));
       return Status::Ok();
     }
-    SERF_CUDA(
-        cudaMemcpyAsync(target, src + l.slice_begin * area,
-                        sizeof(float) * static_cast<size_t>((l.slice_end - l.slice_begin) * area),
-                        cudaMemcpyDeviceToDevice, st));
+    const size_t width = sizeof(float) * static_cast<size_t>((l.slice_end - l.slice_begin) * area);
+    SERF_CUDA(cudaMemcpy2DAsync(target, width, src + l.slice_begin * area,
+                                sizeof(float) * static_cast<size_t>(x.channels * area), width,
+                                static_cast<size_t>(m.rows()), cudaMemcpyDeviceToDevice, st));
     return Status::Ok();
   }
   const float* in = buffer(s.inputs[0].buffer) + s.inputs[0].offset;
@@ -184,7 +197,37 @@ Status CudaExecutable::launch(const GpuStep& g) {
   return Status::Ok();
 }
 
+// One GEMM over the b rows: W is [count][in] row-major, i.e. column-major in x count (ld in).
+// Rows out ([b][count], column-major count x b): Y^T = W X^T, X^T being rows [b][in] read
+// column-major (in x b, ld in). Channel-major out ([count][b], column-major b x count): Y = X W^T,
+// X either [in][b] as stored (column-major b x in, ld b) or made rows first (then X^T, ld in).
+Status CudaExecutable::fully_connected(const GpuStep& g, const float* in, float* out) {
+  const CudaPreparedModel& m = *model_;
+  const float one = 1.0f, zero = 0.0f;
+  const int b = m.batch_, count = g.step.out_slice.count, k = g.fc_in;
+  const float* w = g.weights.floats();
+  if (!m.channel_major_) {
+    SERF_CUBLAS("cublasSgemm", blas_->sgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, count, b, k,
+                                            &one, w, k, in, k, &zero, out, count));
+    return Status::Ok();
+  }
+  const float* x = in;
+  cublasOperation_t op = CUBLAS_OP_N;
+  int ldx = b;
+  if (g.input_area > 1) {  // [C][b][area]: rows first
+    SERF_CUDA(launch_rows_of_channel_major(in, stage_in_.floats(), b, k / g.input_area,
+                                           g.input_area, stream_.get()));
+    x = stage_in_.floats();
+    op = CUBLAS_OP_T;
+    ldx = k;
+  }
+  SERF_CUBLAS("cublasSgemm", blas_->sgemm(cublas_.get(), op, CUBLAS_OP_N, b, count, k, &one, x, ldx,
+                                          w, k, &zero, out, b));
+  return Status::Ok();
+}
+
 Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
+  const CudaPreparedModel& m = *model_;
   const LayerStep& s = g.step;
   const float one = 1.0f, zero = 0.0f;
   // A residual accumulation: cuDNN adds beta * y to the convolution (out = conv(x) + R).
@@ -196,16 +239,13 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
       SERF_CUDNN(cudnnConvolutionForward(h, &one, g.x.get(), in, g.w.get(), g.weights.floats(),
                                          g.conv.get(), g.algo, workspace_.data(), g.workspace_bytes,
                                          &beta, g.y.get(), out));
-      SERF_CUDA(launch_channel_affine(out, out, nullptr, g.bias.floats(), s.out_slice.count,
-                                      g.out_per_channel, g.act, st));
+      SERF_CUDA(launch_channel_affine(out, out, nullptr, g.bias.floats(), m.rows(),
+                                      s.out_slice.count, g.out_per_channel, g.act, st));
       break;
     case LayerKind::kFullyConnected:
-      // W (count x in, row-major) is W^T (in x count) column-major: y = op(A) x with op = T.
-      SERF_CUBLAS("cublasSgemv",
-                  blas_->sgemv(cublas_.get(), CUBLAS_OP_T, g.fc_in, s.out_slice.count, &one,
-                               g.weights.floats(), g.fc_in, in, 1, &zero, out, 1));
-      SERF_CUDA(launch_channel_affine(out, out, nullptr, g.bias.floats(), s.out_slice.count, 1,
-                                      g.act, st));
+      SERF_RETURN_IF_ERROR(fully_connected(g, in, out));
+      SERF_CUDA(launch_channel_affine(out, out, nullptr, g.bias.floats(), m.rows(),
+                                      s.out_slice.count, g.out_per_channel, g.act, st));
       break;
     case LayerKind::kRelu:
     case LayerKind::kClip:
@@ -217,19 +257,16 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
     case LayerKind::kTanh:
     case LayerKind::kElu:
     case LayerKind::kGelu:
-      SERF_CUDA(launch_channel_affine(in, out, nullptr, nullptr, 1, s.elements, g.act, st));
+      SERF_CUDA(launch_channel_affine(in, out, nullptr, nullptr, 1, 1, s.elements, g.act, st));
       break;
     case LayerKind::kConvTranspose2d:
     case LayerKind::kPrelu:
     case LayerKind::kLayerNorm:
     case LayerKind::kUpsample:
-    case LayerKind::kPad: {
-      const auto layer = static_cast<size_t>(s.layer);
-      return run_user_layer(g, model_->plan_.spec.layers[layer], model_->plan_.layers[layer], in,
-                            out, h, workspace_.data(), st);
-    }
+    case LayerKind::kPad:
+      return run_user_layer(m, g, in, out, h, workspace_.data(), st);
     case LayerKind::kBatchNorm:
-      SERF_CUDA(launch_channel_affine(in, out, g.weights.floats(), g.bias.floats(),
+      SERF_CUDA(launch_channel_affine(in, out, g.weights.floats(), g.bias.floats(), m.rows(),
                                       s.channels.count, g.out_per_channel, Activation{}, st));
       break;
     case LayerKind::kMaxPool:
@@ -243,7 +280,7 @@ Status CudaExecutable::compute(const GpuStep& g, const float* in, float* out) {
       break;
     case LayerKind::kSoftmax:
       SERF_CUDNN(cudnnSoftmaxForward(h, g.log_softmax ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
-                                     CUDNN_SOFTMAX_MODE_INSTANCE, &one, g.x.get(), in, &zero,
+                                     CUDNN_SOFTMAX_MODE_CHANNEL, &one, g.x.get(), in, &zero,
                                      g.y.get(), out));
       break;
     case LayerKind::kAdd:
@@ -295,9 +332,15 @@ Status CudaExecutable::run(const float* input, float* output, ActivationExchange
   };
   SERF_CUDA(cudaSetDevice(m.device_));  // the calling thread may be new to this device
   cudaStream_t st = stream_.get();
-  const size_t in_bytes = sizeof(float) * static_cast<size_t>(m.plan_.spec.input.elements());
+  const model::Shape& in_shape = m.plan_.spec.input;
+  const size_t in_bytes = sizeof(float) * static_cast<size_t>(in_shape.elements() * m.batch_);
   // The previous request's copies out of host_input_ have completed (run() ends synchronized).
-  std::memcpy(host_input_.floats(), input, in_bytes);
+  if (m.channel_major_) {
+    rows_to_channel_major(input, host_input_.floats(), m.batch_, in_shape.channels,
+                          int64_t{in_shape.height} * in_shape.width);
+  } else {
+    std::memcpy(host_input_.floats(), input, in_bytes);
+  }
   SERF_CUDA(
       cudaMemcpyAsync(input_.data(), host_input_.floats(), in_bytes, cudaMemcpyHostToDevice, st));
 
@@ -323,7 +366,8 @@ Status CudaExecutable::run(const float* input, float* output, ActivationExchange
       timings->compute_ms[i] = ms_since(t0);
     }
   }
-  const size_t out_floats = static_cast<size_t>(m.plan_.output().elements());
+  const int64_t out_row = m.plan_.output().elements();
+  const size_t out_floats = static_cast<size_t>(out_row * m.batch_);
   float* out = buffer(m.layout_.output.buffer);
   if (!m.layout_.output_gathers.empty()) {
     for (const GatherStep& gs : m.layout_.output_gathers) SERF_RETURN_IF_ERROR(timed_gather(gs));
@@ -334,7 +378,12 @@ Status CudaExecutable::run(const float* input, float* output, ActivationExchange
                               cudaMemcpyDeviceToHost, st));
     SERF_CUDA(cudaStreamSynchronize(st));
   }
-  std::memcpy(output, host_stage_.floats(), sizeof(float) * out_floats);
+  if (m.channel_major_) {
+    const int64_t area = m.stored_area_.back();  // the last layer's
+    channel_major_to_rows(host_stage_.floats(), output, m.batch_, out_row / area, area);
+  } else {
+    std::memcpy(output, host_stage_.floats(), sizeof(float) * out_floats);
+  }
   return Status::Ok();
 }
 
@@ -347,14 +396,8 @@ class CudaBackend final : public Backend {
                                                    const model::Weights& weights,
                                                    Partition partition, int threads,
                                                    int batch = 1) override {
-    // Batches are the CPU backend's for now: the cuDNN descriptors and the GEMV/GEMM calls here are
-    // built for N = 1.
-    if (batch != 1) {
-      return InvalidArgument("batch b = " + std::to_string(batch) +
-                             ": the cuda backend runs batch 1 only; use b = 1 or --backend cpu");
-    }
     return cache_.get_or_create(plan, weights, partition, threads, batch, [&] {
-      return CudaPreparedModel::create(sms_, device_, plan, weights, partition, threads);
+      return CudaPreparedModel::create(sms_, device_, plan, weights, partition, threads, batch);
     });
   }
   int64_t resident_weight_bytes() const override { return cache_.held_weight_bytes(); }

@@ -1,6 +1,8 @@
 #pragma once
 // The CUDA backend: conv2d, pooling, relu, lrn and softmax with cuDNN, fully_connected with cuBLAS,
-// bias (+ fused relu) with one CUDA kernel; float32, batch 1, FP32 arithmetic (no TF32).
+// bias (+ fused relu) with one CUDA kernel; float32, FP32 arithmetic (no TF32). A run() computes
+// the b rows of a batch at once (cuDNN descriptors with N = b, one cuBLAS GEMM per
+// fully_connected), stored as the CPU backend stores them (cuda_model.h).
 // Service slots are CUDA streams (one per Executable, each with its own cuDNN and cuBLAS handle);
 // intra-node parallelism T is a share of the SMs through CUDA green contexts (see sm_share.h for
 // the mapping of T to SMs). Public header: names no CUDA type; make_backend("cuda") calls it.

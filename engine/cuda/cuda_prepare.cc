@@ -1,6 +1,7 @@
-// CudaPreparedModel::create: one pass over the layer steps that builds every cuDNN descriptor,
-// picks each convolution's algorithm and uploads this rank's weight slices. Everything a request
-// needs except the per-slot buffers is decided here, so run() only launches.
+// CudaPreparedModel::create: one pass over the layer steps that builds every cuDNN descriptor
+// (N = b, in the storage of cuda_model.h), picks each convolution's algorithm for that N and
+// uploads this rank's weight slices. Everything a request needs except the per-slot buffers is
+// decided here, so run() only launches.
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +24,20 @@ std::string dims(const std::vector<int64_t>& shape) {
 
 std::string layer_name(const model::LayerSpec& spec, int index) {
   return "layers[" + std::to_string(index) + "] (" + spec.name + ")";
+}
+
+StatusOr<TensorDesc> CudaPreparedModel::activation_desc(int c, int h, int w) const {
+  return channel_major_ ? make_channel_major_desc(batch_, c, h, w)
+                        : make_nchw_desc(batch_, c, h, w);
+}
+
+StatusOr<TensorDesc> CudaPreparedModel::planes_desc(int c, int h, int w) const {
+  return channel_major_ ? make_nchw_desc(1, c * batch_, h, w) : make_nchw_desc(batch_, c, h, w);
+}
+
+int64_t CudaPreparedModel::stored_area(int source) const {
+  return source < 0 ? int64_t{plan_.spec.input.height} * plan_.spec.input.width
+                    : stored_area_[static_cast<size_t>(source)];
 }
 
 StatusOr<DeviceBuffer> CudaPreparedModel::upload_rows(const model::Weights& weights,
@@ -100,8 +115,8 @@ Status CudaPreparedModel::build_conv(GpuStep& g, const model::LayerSpec& spec,
       g.weights, upload_rows(weights, spec.name + ".weight",
                              {info.out.channels, per_group_in, win.kernel_h, win.kernel_w}, s));
   SERF_ASSIGN_OR_RETURN(g.bias, upload_rows(weights, spec.name + ".bias", {info.out.channels}, s));
-  SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(cin, info.in.height, info.in.width));
-  SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(s.count, info.out.height, info.out.width));
+  SERF_ASSIGN_OR_RETURN(g.x, activation_desc(cin, info.in.height, info.in.width));
+  SERF_ASSIGN_OR_RETURN(g.y, activation_desc(s.count, info.out.height, info.out.width));
   SERF_CUDNN(cudnnCreateFilterDescriptor(g.w.out()));
   SERF_CUDNN(cudnnSetFilter4dDescriptor(g.w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.count,
                                         per_group_in, win.kernel_h, win.kernel_w));
@@ -116,7 +131,7 @@ Status CudaPreparedModel::build_conv(GpuStep& g, const model::LayerSpec& spec,
   int n = 0, c = 0, h = 0, w = 0;
   SERF_CUDNN(
       cudnnGetConvolution2dForwardOutputDim(g.conv.get(), g.x.get(), g.w.get(), &n, &c, &h, &w));
-  if (n != 1 || c != s.count || h != info.out.height || w != info.out.width) {
+  if (n != batch_ || c != s.count || h != info.out.height || w != info.out.width) {
     return Internal(layer_name(spec, step.layer) + ": cuDNN output " + std::to_string(h) + "x" +
                     std::to_string(w) + " differs from shape inference " +
                     std::to_string(info.out.height) + "x" + std::to_string(info.out.width));
@@ -128,8 +143,8 @@ Status CudaPreparedModel::build_conv(GpuStep& g, const model::LayerSpec& spec,
   SERF_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(handle, g.x.get(), g.w.get(), g.conv.get(),
                                                     g.y.get(), static_cast<int>(perf.size()),
                                                     &returned, perf.data()));
-  // The heuristics' best FP32 (FMA) algorithm within the workspace cap; implicit GEMM (no
-  // workspace, always supported for NCHW float) when none qualifies.
+  // The heuristics' best FP32 (FMA) algorithm for N = b and this storage within the workspace
+  // cap; implicit GEMM (no workspace, any strides) when none qualifies.
   g.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   for (int i = 0; i < returned; ++i) {
     const auto& p = perf[static_cast<size_t>(i)];
@@ -142,9 +157,9 @@ Status CudaPreparedModel::build_conv(GpuStep& g, const model::LayerSpec& spec,
   SERF_CUDNN(cudnnGetConvolutionForwardWorkspaceSize(handle, g.x.get(), g.w.get(), g.conv.get(),
                                                      g.y.get(), g.algo, &g.workspace_bytes));
   workspace_bytes_ = std::max(workspace_bytes_, g.workspace_bytes);
-  g.out_per_channel = int64_t{info.out.height} * info.out.width;
-  g.in_floats = int64_t{cin} * info.in.height * info.in.width;
-  g.out_floats = int64_t{s.count} * g.out_per_channel;
+  g.out_per_channel = int64_t{info.out.height} * info.out.width * interleave();
+  g.in_floats = int64_t{cin} * info.in.height * info.in.width * batch_;
+  g.out_floats = int64_t{s.count} * info.out.height * info.out.width * batch_;
   return Status::Ok();
 }
 
@@ -156,7 +171,11 @@ Status CudaPreparedModel::build_fc(GpuStep& g, const model::LayerSpec& spec,
   SERF_ASSIGN_OR_RETURN(
       g.bias, upload_rows(weights, spec.name + ".bias", {info.out.channels}, g.step.out_slice));
   g.fc_in = static_cast<int>(in);
-  g.out_per_channel = 1;
+  g.out_per_channel = interleave();  // one float per neuron and row
+  if (channel_major_) {
+    g.input_area = stored_area(info.sources[0]);
+    if (g.input_area > 1) stage_floats_ = std::max(stage_floats_, in * batch_);
+  }
   return Status::Ok();
 }
 
@@ -164,8 +183,8 @@ Status CudaPreparedModel::build_pool(GpuStep& g, const model::LayerSpec& spec,
                                      const model::LayerInfo& info) {
   const LayerStep& step = g.step;
   const int channels = step.channels.count;
-  SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(channels, info.in.height, info.in.width));
-  SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(channels, info.out.height, info.out.width));
+  SERF_ASSIGN_OR_RETURN(g.x, planes_desc(channels, info.in.height, info.in.width));
+  SERF_ASSIGN_OR_RETURN(g.y, planes_desc(channels, info.out.height, info.out.width));
   SERF_CUDNN(cudnnCreatePoolingDescriptor(g.pool.out()));
   if (step.kind == LayerKind::kGlobalAvgPool) {
     SERF_CUDNN(cudnnSetPooling2dDescriptor(
@@ -195,8 +214,8 @@ Status CudaPreparedModel::build_pool(GpuStep& g, const model::LayerSpec& spec,
                     "x" + std::to_string(wd) + " differs from shape inference " +
                     std::to_string(info.out.height) + "x" + std::to_string(info.out.width));
   }
-  g.in_floats = int64_t{channels} * info.in.height * info.in.width;
-  g.out_floats = int64_t{channels} * info.out.height * info.out.width;
+  g.in_floats = int64_t{channels} * info.in.height * info.in.width * batch_;
+  g.out_floats = int64_t{channels} * info.out.height * info.out.width * batch_;
   return Status::Ok();
 }
 
@@ -231,7 +250,7 @@ Status CudaPreparedModel::build_batchnorm(GpuStep& g, const model::LayerSpec& sp
   SERF_CUDA(cudaMemcpy(g.weights.data(), scale.data(), bytes, cudaMemcpyHostToDevice));
   SERF_CUDA(cudaMemcpy(g.bias.data(), shift.data(), bytes, cudaMemcpyHostToDevice));
   weight_bytes_ += static_cast<int64_t>(2 * bytes);
-  g.out_per_channel = int64_t{info.in.height} * info.in.width;
+  g.out_per_channel = int64_t{info.in.height} * info.in.width * interleave();
   return Status::Ok();
 }
 
@@ -280,8 +299,13 @@ Status CudaPreparedModel::build_step(GpuStep& g, const model::Weights& weights,
                                std::to_string(CUDNN_LRN_MAX_N) +
                                "], k >= 1e-5 and beta >= 0.01; use --backend cpu for this model");
       }
-      SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(info.in.channels, info.in.height, info.in.width));
-      SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(info.in.channels, info.in.height, info.in.width));
+      // Across channels at each position: channel-major [C][b][H][W] is the packed C x (b*H) x W
+      // map of one image, whose positions are every row's.
+      const int c = info.in.channels, h = info.in.height, w = info.in.width;
+      SERF_ASSIGN_OR_RETURN(g.x, channel_major_ ? make_nchw_desc(1, c, batch_ * h, w)
+                                                : make_nchw_desc(batch_, c, h, w));
+      SERF_ASSIGN_OR_RETURN(g.y, channel_major_ ? make_nchw_desc(1, c, batch_ * h, w)
+                                                : make_nchw_desc(batch_, c, h, w));
       SERF_CUDNN(cudnnCreateLRNDescriptor(g.lrn.out()));
       // cuDNN divides alpha by size like PyTorch's LocalResponseNorm and oneDNN.
       SERF_CUDNN(cudnnSetLRNDescriptor(g.lrn.get(), static_cast<unsigned>(spec.lrn_size),
@@ -289,9 +313,13 @@ Status CudaPreparedModel::build_step(GpuStep& g, const model::Weights& weights,
       return Status::Ok();
     }
     case LayerKind::kSoftmax: {
+      // Over each row's F features, run as cuDNN's channel mode (over C at every (n, h, w)):
+      // rows are b x F x 1 x 1, channel-major [F][b] (check_channel_major) is 1 x F x b x 1.
       g.log_softmax = spec.softmax_log;
-      SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(static_cast<int>(info.in.elements()), 1, 1));
-      SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(static_cast<int>(info.in.elements()), 1, 1));
+      const int f = static_cast<int>(info.in.elements());
+      const int n = static_cast<int>(rows()), h = static_cast<int>(interleave());
+      SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(n, f, h, 1));
+      SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(n, f, h, 1));
       return Status::Ok();
     }
     case LayerKind::kAdd:
@@ -305,11 +333,46 @@ Status CudaPreparedModel::build_step(GpuStep& g, const model::Weights& weights,
   return Status::Ok();
 }
 
+Status CudaPreparedModel::check_channel_major(const LayerStep& step) const {
+  const model::LayerSpec& spec = plan_.spec.layers[static_cast<size_t>(step.layer)];
+  const model::LayerInfo& info = plan_.layers[static_cast<size_t>(step.layer)];
+  // fully_connected and layer_norm read any storage (build_fc: made rows when it has an area;
+  // the layer_norm kernel reads each row's features where they are).
+  if (step.kind == LayerKind::kFullyConnected || step.kind == LayerKind::kLayerNorm) {
+    return Status::Ok();
+  }
+  bool ok = true;
+  if (model::is_activation(step.kind) || step.kind == LayerKind::kAdd ||
+      (step.kind == LayerKind::kMul && info.ins[1] == info.ins[0])) {
+    // Element-wise: any storage, as long as every input has the same.
+    for (int source : info.sources) ok = ok && stored_area(source) == stored_area(info.sources[0]);
+  } else if (step.kind == LayerKind::kSoftmax) {
+    ok = stored_area(info.sources[0]) == 1;  // [F][b]
+  } else {                                   // channels of H x W each, as the layer sees its inputs
+    for (size_t k = 0; k < info.sources.size(); ++k) {
+      ok = ok && stored_area(info.sources[k]) == int64_t{info.ins[k].height} * info.ins[k].width;
+    }
+  }
+  if (step.accumulate) {  // the residual this convolution adds to is stored as its output
+    for (int source : plan_.layers[static_cast<size_t>(step.add_layer)].sources) {
+      ok = ok && stored_area(source) == int64_t{info.out.height} * info.out.width;
+    }
+  }
+  if (ok) return Status::Ok();
+  return InvalidArgument(
+      layer_name(spec, step.layer) + ": " + std::string(model::to_string(step.kind)) +
+      " at batch b = " + std::to_string(batch_) + " over K = " + std::to_string(partition_.ranks) +
+      " ranks is not batched on the cuda backend: it reads a flattened H x W map, stored "
+      "channel-major as [C][b][H*W], that it would need reordered; use b = 1, K = 1 or "
+      "--backend cpu");
+}
+
 Status CudaPreparedModel::build(const model::Weights& weights, cudnnHandle_t handle) {
   for (const LayerStep& step : layout_.steps) {
     GpuStep g;
     g.step = step;
     if (!step.noop) {
+      if (channel_major_) SERF_RETURN_IF_ERROR(check_channel_major(step));
       SERF_RETURN_IF_ERROR(build_step(g, weights, handle));
       // cuDNN parts that start at misaligned offsets are staged (in_floats/out_floats set above).
       g.stage_in = g.in_floats > 0 && !step.inputs.empty() && step.inputs[0].offset % 4 != 0;
@@ -324,16 +387,21 @@ Status CudaPreparedModel::build(const model::Weights& weights, cudnnHandle_t han
 
 StatusOr<std::shared_ptr<CudaPreparedModel>> CudaPreparedModel::create(
     std::shared_ptr<SmPartitioner> sms, int device, const model::ModelPlan& plan,
-    const model::Weights& weights, Partition partition, int threads) {
+    const model::Weights& weights, Partition partition, int threads, int batch) {
   if (threads < 1) {
     return InvalidArgument("intra-node parallelism T = " + std::to_string(threads) +
                            " must be at least 1");
   }
+  if (batch < 1)
+    return InvalidArgument("batch b = " + std::to_string(batch) + " must be at least 1");
   auto m = std::make_shared<CudaPreparedModel>();
-  SERF_ASSIGN_OR_RETURN(m->layout_, plan_layer_steps(plan, partition));
+  SERF_ASSIGN_OR_RETURN(m->layout_, plan_layer_steps(plan, partition, batch));
   m->plan_ = plan;
   m->partition_ = partition;
   m->threads_ = threads;
+  m->batch_ = batch;
+  m->channel_major_ = partition.ranks > 1 && batch > 1;  // as the CPU backend (cpu_steps.cc)
+  if (m->channel_major_) m->stored_area_ = channel_major_areas(plan);
   m->device_ = device;
   m->sms_ = std::move(sms);
   SERF_CUDA(cudaSetDevice(device));

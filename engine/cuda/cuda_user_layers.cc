@@ -57,8 +57,8 @@ Status CudaPreparedModel::build_conv_transpose(GpuStep& g, const model::LayerSpe
   weight_bytes_ += static_cast<int64_t>(sizeof(float) * packed.size());
   SERF_ASSIGN_OR_RETURN(
       g.bias, upload_rows(weights, spec.name + ".bias", {spec.out_channels}, step.out_slice));
-  SERF_ASSIGN_OR_RETURN(g.x, make_nchw_desc(cin, info.in.height, info.in.width));
-  SERF_ASSIGN_OR_RETURN(g.y, make_nchw_desc(cout, info.out.height, info.out.width));
+  SERF_ASSIGN_OR_RETURN(g.x, activation_desc(cin, info.in.height, info.in.width));
+  SERF_ASSIGN_OR_RETURN(g.y, activation_desc(cout, info.out.height, info.out.width));
   SERF_CUDNN(cudnnCreateFilterDescriptor(g.w.out()));
   SERF_CUDNN(cudnnSetFilter4dDescriptor(g.w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, cin, cols,
                                         win.kernel_h, win.kernel_w));
@@ -72,7 +72,7 @@ Status CudaPreparedModel::build_conv_transpose(GpuStep& g, const model::LayerSpe
   int n = 0, c = 0, h = 0, w = 0;
   SERF_CUDNN(
       cudnnGetConvolution2dForwardOutputDim(g.conv.get(), g.y.get(), g.w.get(), &n, &c, &h, &w));
-  if (c != cin || h != info.in.height || w != info.in.width) {
+  if (n != batch_ || c != cin || h != info.in.height || w != info.in.width) {
     return Internal(layer_name(spec, step.layer) + ": cuDNN's transposed convolution of " +
                     std::to_string(info.in.height) + "x" + std::to_string(info.in.width) +
                     " does not give " + std::to_string(info.out.height) + "x" +
@@ -94,9 +94,9 @@ Status CudaPreparedModel::build_conv_transpose(GpuStep& g, const model::LayerSpe
   SERF_CUDNN(cudnnGetConvolutionBackwardDataWorkspaceSize(
       handle, g.w.get(), g.x.get(), g.conv.get(), g.y.get(), g.bwd_algo, &g.workspace_bytes));
   workspace_bytes_ = std::max(workspace_bytes_, g.workspace_bytes);
-  g.out_per_channel = int64_t{info.out.height} * info.out.width;
-  g.in_floats = int64_t{cin} * info.in.height * info.in.width;
-  g.out_floats = int64_t{cout} * g.out_per_channel;
+  g.out_per_channel = int64_t{info.out.height} * info.out.width * interleave();
+  g.in_floats = int64_t{cin} * info.in.height * info.in.width * batch_;
+  g.out_floats = int64_t{cout} * info.out.height * info.out.width * batch_;
   return Status::Ok();
 }
 
@@ -109,7 +109,7 @@ Status CudaPreparedModel::build_user_layer(GpuStep& g, const model::LayerSpec& s
     case LayerKind::kPrelu: {
       SERF_ASSIGN_OR_RETURN(g.weights, upload_rows(weights, spec.name + ".weight",
                                                    {info.in.channels}, g.step.channels));
-      g.out_per_channel = int64_t{info.in.height} * info.in.width;
+      g.out_per_channel = int64_t{info.in.height} * info.in.width * interleave();
       return Status::Ok();
     }
     case LayerKind::kLayerNorm: {
@@ -117,6 +117,7 @@ Status CudaPreparedModel::build_user_layer(GpuStep& g, const model::LayerSpec& s
       const Slice all{0, static_cast<int>(n)};
       SERF_ASSIGN_OR_RETURN(g.weights, upload_rows(weights, spec.name + ".weight", {n}, all));
       SERF_ASSIGN_OR_RETURN(g.bias, upload_rows(weights, spec.name + ".bias", {n}, all));
+      if (channel_major_) g.input_area = stored_area(info.sources[0]);
       return Status::Ok();
     }
     default:
@@ -124,37 +125,47 @@ Status CudaPreparedModel::build_user_layer(GpuStep& g, const model::LayerSpec& s
   }
 }
 
-Status run_user_layer(const GpuStep& g, const model::LayerSpec& spec, const model::LayerInfo& info,
-                      const float* in, float* out, cudnnHandle_t handle, void* workspace,
-                      cudaStream_t stream) {
+Status run_user_layer(const CudaPreparedModel& m, const GpuStep& g, const float* in, float* out,
+                      cudnnHandle_t handle, void* workspace, cudaStream_t stream) {
   const LayerStep& s = g.step;
+  const model::LayerSpec& spec = m.plan_.spec.layers[static_cast<size_t>(s.layer)];
+  const model::LayerInfo& info = m.plan_.layers[static_cast<size_t>(s.layer)];
   const model::Window& w = spec.window;
   const int channels = s.channels.count;
+  const int64_t planes = int64_t{channels} * m.batch_;  // pad, upsample: every (channel, row)
   switch (s.kind) {
     case LayerKind::kConvTranspose2d: {
       const float one = 1.0f, zero = 0.0f;
       SERF_CUDNN(cudnnConvolutionBackwardData(handle, &one, g.w.get(), g.weights.floats(),
                                               g.x.get(), in, g.conv.get(), g.bwd_algo, workspace,
                                               g.workspace_bytes, &zero, g.y.get(), out));
-      SERF_CUDA(launch_channel_affine(out, out, nullptr, g.bias.floats(), s.out_slice.count,
-                                      g.out_per_channel, g.act, stream));
+      SERF_CUDA(launch_channel_affine(out, out, nullptr, g.bias.floats(), m.rows(),
+                                      s.out_slice.count, g.out_per_channel, g.act, stream));
       return Status::Ok();
     }
     case LayerKind::kPrelu:
-      SERF_CUDA(launch_prelu(in, out, g.weights.floats(), channels, g.out_per_channel, stream));
+      SERF_CUDA(
+          launch_prelu(in, out, g.weights.floats(), m.rows(), channels, g.out_per_channel, stream));
       return Status::Ok();
     case LayerKind::kPad:
-      SERF_CUDA(launch_pad(in, out, channels, info.in.height, info.in.width, w.pad_top, w.pad_left,
+      SERF_CUDA(launch_pad(in, out, planes, info.in.height, info.in.width, w.pad_top, w.pad_left,
                            info.out.height, info.out.width, spec.pad_reflect, stream));
       return Status::Ok();
     case LayerKind::kUpsample:
-      SERF_CUDA(launch_upsample(in, out, channels, info.in.height, info.in.width, spec.upsample_h,
+      SERF_CUDA(launch_upsample(in, out, planes, info.in.height, info.in.width, spec.upsample_h,
                                 spec.upsample_w, spec.upsample_bilinear, stream));
       return Status::Ok();
-    case LayerKind::kLayerNorm:
-      SERF_CUDA(launch_layer_norm(in, out, g.weights.floats(), g.bias.floats(), info.in.elements(),
-                                  spec.epsilon, stream));
+    case LayerKind::kLayerNorm: {
+      // Whole rows (layer_steps.h gathers them). Channel-major, a row's features are interleaved
+      // with the others' by the area its input is stored with, and the output is [F][b] as the
+      // CPU writes it (channel_major_areas).
+      const int64_t n = info.in.elements();
+      const int64_t in_area = m.channel_major_ ? g.input_area : n;
+      const int64_t out_area = m.channel_major_ ? 1 : n;
+      SERF_CUDA(launch_layer_norm(in, out, g.weights.floats(), g.bias.floats(), m.batch_, n,
+                                  in_area, out_area, m.interleave(), spec.epsilon, stream));
       return Status::Ok();
+    }
     default:
       return Internal("cuda: " + std::string(model::to_string(s.kind)) +
                       " is not one of the user layers");

@@ -58,10 +58,18 @@ StatusOr<Memory<kPinned>> Memory<kPinned>::create(size_t bytes) {
 template class Memory<false>;
 template class Memory<true>;
 
-StatusOr<TensorDesc> make_nchw_desc(int c, int h, int w) {
+StatusOr<TensorDesc> make_nchw_desc(int n, int c, int h, int w) {
   TensorDesc d;
   SERF_CUDNN(cudnnCreateTensorDescriptor(d.out()));
-  SERF_CUDNN(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, c, h, w));
+  SERF_CUDNN(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+  return d;
+}
+
+StatusOr<TensorDesc> make_channel_major_desc(int n, int c, int h, int w) {
+  TensorDesc d;
+  SERF_CUDNN(cudnnCreateTensorDescriptor(d.out()));
+  SERF_CUDNN(
+      cudnnSetTensor4dDescriptorEx(d.get(), CUDNN_DATA_FLOAT, n, c, h, w, h * w, n * h * w, w, 1));
   return d;
 }
 

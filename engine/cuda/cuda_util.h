@@ -104,7 +104,10 @@ class Memory {
 using DeviceBuffer = Memory<false>;
 using PinnedBuffer = Memory<true>;
 
-// A 4-D NCHW float tensor descriptor of shape (1, c, h, w).
-StatusOr<TensorDesc> make_nchw_desc(int c, int h, int w);
+// A packed 4-D NCHW float tensor descriptor of shape (n, c, h, w).
+StatusOr<TensorDesc> make_nchw_desc(int n, int c, int h, int w);
+// Shape (n, c, h, w) stored channel-major, [c][n][h][w] (engine/layer_steps.h): strides h*w for
+// N, n*h*w for C.
+StatusOr<TensorDesc> make_channel_major_desc(int n, int c, int h, int w);
 
 }  // namespace serf::engine::cuda

@@ -40,11 +40,11 @@ __device__ inline float activate(float v, Activation a) {
 }
 
 __global__ void channel_affine_kernel(const float* x, float* y, const float* scale,
-                                      const float* shift, int64_t n, int64_t per_channel,
-                                      Activation act) {
+                                      const float* shift, int64_t n, int channels,
+                                      int64_t per_channel, Activation act) {
   const int64_t stride = int64_t{blockDim.x} * gridDim.x;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const int64_t c = i / per_channel;
+    const int64_t c = i / per_channel % channels;
     float v = x[i];
     if (scale != nullptr) v *= scale[c];
     if (shift != nullptr) v += shift[c];
@@ -66,23 +66,37 @@ __global__ void mul_kernel(const float* a, const float* b, float* y, int64_t n, 
   }
 }
 
-// y's channel j * groups + i is x's channel i * (C / groups) + j, each of `area` floats.
-__global__ void channel_shuffle_kernel(const float* x, float* y, int64_t n, int groups,
-                                       int per_group, int64_t area) {
+// In each block of C x area floats (block_floats), y's channel j * groups + i is x's channel
+// i * (C / groups) + j.
+__global__ void channel_shuffle_kernel(const float* x, float* y, int64_t n, int64_t block_floats,
+                                       int groups, int per_group, int64_t area) {
   const int64_t stride = int64_t{blockDim.x} * gridDim.x;
   for (int64_t o = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; o < n; o += stride) {
-    const int64_t c = o / area;
+    const int64_t block = o / block_floats, at = o % block_floats;
+    const int64_t c = at / area;
     const int64_t i = c % groups, j = c / groups;
-    y[o] = x[(i * per_group + j) * area + o % area];
+    y[o] = x[block * block_floats + (i * per_group + j) * area + at % area];
   }
 }
 
-__global__ void prelu_kernel(const float* x, float* y, const float* slopes, int64_t n,
+// y[(r * C + c) * area + j] = x[(c * batch + r) * area + j].
+__global__ void rows_of_channel_major_kernel(const float* x, float* y, int64_t n, int64_t batch,
+                                             int64_t channels, int64_t area) {
+  const int64_t stride = int64_t{blockDim.x} * gridDim.x;
+  const int64_t row_floats = channels * area;
+  for (int64_t o = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; o < n; o += stride) {
+    const int64_t r = o / row_floats, at = o % row_floats;
+    const int64_t c = at / area, j = at % area;
+    y[o] = x[(c * batch + r) * area + j];
+  }
+}
+
+__global__ void prelu_kernel(const float* x, float* y, const float* slopes, int64_t n, int channels,
                              int64_t per_channel) {
   const int64_t stride = int64_t{blockDim.x} * gridDim.x;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
     const float v = x[i];
-    y[i] = v > 0.0f ? v : slopes[i / per_channel] * v;
+    y[i] = v > 0.0f ? v : slopes[i / per_channel % channels] * v;
   }
 }
 
@@ -151,30 +165,44 @@ __device__ float block_sum(float v, float* shared) {
   return total;
 }
 
-// One block: the mean, then the variance about it (two passes, as oneDNN), then the affine map.
+// Where feature f of row r is (kernels.h, launch_layer_norm).
+__device__ inline int64_t feature_at(int64_t r, int64_t f, int64_t area, int64_t interleave) {
+  return f / area * area * interleave + r * area + f % area;
+}
+
+// Block r, row r: the mean, then the variance about it (two passes, as oneDNN), then the affine
+// map.
 __global__ void layer_norm_kernel(const float* x, float* y, const float* weight, const float* bias,
-                                  int64_t n, float epsilon) {
+                                  int64_t n, int64_t in_area, int64_t out_area, int64_t interleave,
+                                  float epsilon) {
   __shared__ float shared[kThreads];
+  const int64_t r = blockIdx.x;
   float part = 0.0f;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) part += x[i];
+  for (int64_t i = threadIdx.x; i < n; i += kThreads) {
+    part += x[feature_at(r, i, in_area, interleave)];
+  }
   const float mean = block_sum(part, shared) / static_cast<float>(n);
   part = 0.0f;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) part += (x[i] - mean) * (x[i] - mean);
+  for (int64_t i = threadIdx.x; i < n; i += kThreads) {
+    const float d = x[feature_at(r, i, in_area, interleave)] - mean;
+    part += d * d;
+  }
   const float inv = rsqrtf(block_sum(part, shared) / static_cast<float>(n) + epsilon);
   for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-    y[i] = (x[i] - mean) * inv * weight[i] + bias[i];
+    const float v = x[feature_at(r, i, in_area, interleave)];
+    y[feature_at(r, i, out_area, interleave)] = (v - mean) * inv * weight[i] + bias[i];
   }
 }
 
 }  // namespace
 
 cudaError_t launch_channel_affine(const float* x, float* y, const float* scale, const float* shift,
-                                  int channels, int64_t per_channel, Activation act,
+                                  int64_t rows, int channels, int64_t per_channel, Activation act,
                                   cudaStream_t stream) {
-  const int64_t n = int64_t{channels} * per_channel;
+  const int64_t n = rows * channels * per_channel;
   if (n <= 0) return cudaSuccess;
-  channel_affine_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, scale, shift, n, per_channel,
-                                                                act);
+  channel_affine_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, scale, shift, n, channels,
+                                                                per_channel, act);
   return cudaGetLastError();
 }
 
@@ -191,44 +219,55 @@ cudaError_t launch_mul(const float* a, const float* b, float* y, int64_t n, int6
   return cudaGetLastError();
 }
 
-cudaError_t launch_channel_shuffle(const float* x, float* y, int channels, int groups, int64_t area,
-                                   cudaStream_t stream) {
-  const int64_t n = int64_t{channels} * area;
+cudaError_t launch_channel_shuffle(const float* x, float* y, int64_t rows, int channels, int groups,
+                                   int64_t area, cudaStream_t stream) {
+  const int64_t block_floats = int64_t{channels} * area, n = rows * block_floats;
   if (n <= 0 || groups <= 0) return cudaSuccess;
-  channel_shuffle_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, groups, channels / groups,
-                                                                 area);
+  channel_shuffle_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, block_floats, groups,
+                                                                 channels / groups, area);
   return cudaGetLastError();
 }
 
-cudaError_t launch_prelu(const float* x, float* y, const float* slopes, int channels,
-                         int64_t per_channel, cudaStream_t stream) {
-  const int64_t n = int64_t{channels} * per_channel;
+cudaError_t launch_rows_of_channel_major(const float* x, float* y, int64_t batch, int64_t channels,
+                                         int64_t area, cudaStream_t stream) {
+  const int64_t n = batch * channels * area;
   if (n <= 0) return cudaSuccess;
-  prelu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, slopes, n, per_channel);
+  rows_of_channel_major_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, batch, channels,
+                                                                       area);
   return cudaGetLastError();
 }
 
-cudaError_t launch_pad(const float* x, float* y, int channels, int h, int w, int top, int left,
+cudaError_t launch_prelu(const float* x, float* y, const float* slopes, int64_t rows, int channels,
+                         int64_t per_channel, cudaStream_t stream) {
+  const int64_t n = rows * channels * per_channel;
+  if (n <= 0) return cudaSuccess;
+  prelu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, slopes, n, channels, per_channel);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_pad(const float* x, float* y, int64_t planes, int h, int w, int top, int left,
                        int out_h, int out_w, bool reflect, cudaStream_t stream) {
-  const int64_t n = int64_t{channels} * out_h * out_w;
+  const int64_t n = planes * out_h * out_w;
   if (n <= 0) return cudaSuccess;
   pad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, h, w, top, left, out_h, out_w,
                                                      reflect);
   return cudaGetLastError();
 }
 
-cudaError_t launch_upsample(const float* x, float* y, int channels, int h, int w, int sh, int sw,
+cudaError_t launch_upsample(const float* x, float* y, int64_t planes, int h, int w, int sh, int sw,
                             bool bilinear, cudaStream_t stream) {
-  const int64_t n = int64_t{channels} * h * sh * w * sw;
+  const int64_t n = planes * h * sh * w * sw;
   if (n <= 0) return cudaSuccess;
   upsample_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, h, w, sh, sw, bilinear);
   return cudaGetLastError();
 }
 
 cudaError_t launch_layer_norm(const float* x, float* y, const float* weight, const float* bias,
-                              int64_t n, float epsilon, cudaStream_t stream) {
-  if (n <= 0) return cudaSuccess;
-  layer_norm_kernel<<<1, kThreads, 0, stream>>>(x, y, weight, bias, n, epsilon);
+                              int64_t batch, int64_t n, int64_t in_area, int64_t out_area,
+                              int64_t interleave, float epsilon, cudaStream_t stream) {
+  if (n <= 0 || batch <= 0) return cudaSuccess;
+  layer_norm_kernel<<<static_cast<unsigned>(batch), kThreads, 0, stream>>>(
+      x, y, weight, bias, n, in_area, out_area, interleave, epsilon);
   return cudaGetLastError();
 }
 

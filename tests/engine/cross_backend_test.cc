@@ -26,6 +26,8 @@
 
 using namespace serf;
 using namespace serf::engine;
+using serf::engine::testing::kShuffle;
+using serf::engine::testing::kUserOps;
 using serf::engine::testing::load_shipped;
 
 namespace {
@@ -220,6 +222,28 @@ TEST_CASE("layer steps: gathers where a layer needs every channel", "[engine]") 
   CHECK(plan_layer_steps(plan, Partition{0, 17}).status().code() == StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("channel-major storage: each layer's area and the row transposes", "[engine]") {
+  // tiny: conv1 relu1 norm1 pool1 conv2 relu2 pool2 flatten fc1 relu3 fc2 prob
+  const model::ModelPlan plan = load_shipped("tiny");
+  auto hw = [&](int layer) {
+    const model::Shape& s = plan.layers[static_cast<size_t>(layer)].out;
+    return int64_t{s.height} * s.width;
+  };
+  const std::vector<int64_t> want{hw(0), hw(0), hw(2), hw(3), hw(4), hw(4),
+                                  hw(6), hw(6), 1,     1,     1,     1};
+  CHECK(channel_major_areas(plan) == want);
+  CHECK(hw(6) > 1);  // fc1 reads a flattened map: the CUDA backend makes it rows first
+
+  // 2 rows of 3 channels of 2 floats: row r, channel c, j is 6 r + 2 c + j.
+  std::vector<float> rows(12);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<float>(i);
+  std::vector<float> major(12), back(12);
+  rows_to_channel_major(rows.data(), major.data(), 2, 3, 2);
+  CHECK(major == std::vector<float>{0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11});
+  channel_major_to_rows(major.data(), back.data(), 2, 3, 2);
+  CHECK(back == rows);
+}
+
 TEST_CASE("every layer type: GPU matches CPU", "[gpu]") {
   Backend* gpu = cuda_or_skip();
   if (gpu == nullptr) return;
@@ -356,4 +380,134 @@ TEST_CASE("bad input to the GPU backend is a clear error", "[gpu]") {
       out(static_cast<size_t>(plan.output().elements()));
   LocalExchange local;  // rank 0 of 1, the slot is rank 1 of 2
   CHECK((*slot)->run(in.data(), out.data(), local, nullptr).code() == StatusCode::kInvalidArgument);
+}
+
+namespace {
+
+// b rows (inputs seeded 30 + r) through a unit of K ranks of `backend`; rows.size() = b * out.
+std::vector<float> run_rows(Backend& backend, const model::ModelPlan& plan, const model::Weights& w,
+                            const std::vector<float>& input, int ranks, int batch) {
+  auto unit = SimulatedUnit::create(backend, plan, w, ranks, 1, batch);
+  INFO(unit.status().message());
+  REQUIRE(unit.ok());
+  std::vector<float> out(static_cast<size_t>(plan.output().elements() * batch));
+  for (int round = 0; round < 2; ++round) {  // the second reuses every buffer
+    const Status s = (*unit)->run(input.data(), out.data(), nullptr);
+    INFO(s.message());
+    REQUIRE(s.ok());
+  }
+  return out;
+}
+
+std::vector<float> row_of(const std::vector<float>& rows, int64_t row_floats, int r) {
+  return {rows.begin() + row_floats * r, rows.begin() + row_floats * (r + 1)};
+}
+
+// For b in {2, 3, 8} and K in {1, 2} (2 where the model splits): each GPU row within the
+// tolerance of the CPU's row of the same batch and of the GPU's answer to that row alone.
+void check_gpu_batches(Backend& gpu, const model::ModelPlan& plan) {
+  const model::Weights w = model::Weights::seeded(plan, 6);
+  const int64_t out_n = plan.output().elements();
+  std::vector<float> inputs;
+  std::vector<std::vector<float>> alone;
+  for (int r = 0; r < 8; ++r) {
+    const std::vector<float> x = model::seeded_input(plan.spec.input, 30 + r);
+    inputs.insert(inputs.end(), x.begin(), x.end());
+    alone.push_back(run_once(gpu, plan, w, x));
+  }
+  for (int ranks : {1, 2}) {
+    if (ranks > max_ranks(plan)) continue;
+    for (int batch : {2, 3, 8}) {
+      INFO("K=" << ranks << " b=" << batch);
+      const std::vector<float> x(inputs.begin(),
+                                 inputs.begin() + plan.spec.input.elements() * batch);
+      const std::vector<float> want = run_rows(cpu(), plan, w, x, ranks, batch);
+      const std::vector<float> got = run_rows(gpu, plan, w, x, ranks, batch);
+      for (int r = 0; r < batch; ++r) {
+        INFO("row " << r);
+        CHECK(tolerance_ratio(row_of(got, out_n, r), row_of(want, out_n, r)) <= 1.0);
+        CHECK(tolerance_ratio(row_of(got, out_n, r), alone[static_cast<size_t>(r)]) <= 1.0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a batch on the GPU: every layer type, each row as on the CPU and alone", "[gpu]") {
+  Backend* gpu = cuda_or_skip();
+  if (gpu == nullptr) return;
+  for (const auto& [name, json] : single_layer_specs()) {
+    INFO(name);
+    check_gpu_batches(*gpu, plan_from(json));
+  }
+}
+
+TEST_CASE("a batch on the GPU: slices and shuffles, user layers, tiny, cifar10", "[gpu]") {
+  Backend* gpu = cuda_or_skip();
+  if (gpu == nullptr) return;
+  check_gpu_batches(*gpu, plan_from(kShuffle));
+  check_gpu_batches(*gpu, plan_from(kUserOps));
+  check_gpu_batches(*gpu, load_shipped("tiny"));
+  check_gpu_batches(*gpu, load_shipped("cifar10"));
+}
+
+TEST_CASE("a batch over a CPU rank and a GPU rank: the exchanged parts agree", "[gpu]") {
+  Backend* gpu = cuda_or_skip();
+  if (gpu == nullptr) return;
+  const int batch = 3;
+  for (const char* name : {"tiny", "cifar10"}) {
+    INFO(name);
+    const model::ModelPlan plan = load_shipped(name);
+    const model::Weights w = model::Weights::seeded(plan, 8);
+    std::vector<float> x;
+    for (int r = 0; r < batch; ++r) {
+      const std::vector<float> row = model::seeded_input(plan.spec.input, 50 + r);
+      x.insert(x.end(), row.begin(), row.end());
+    }
+    const std::vector<float> want = run_rows(cpu(), plan, w, x, 1, batch);
+    // Rank 0 on the CPU, rank 1 on the GPU, one in-process exchange between them.
+    auto on_cpu = cpu().prepare(plan, w, Partition{0, 2}, 1, batch);
+    auto on_gpu = gpu->prepare(plan, w, Partition{1, 2}, 1, batch);
+    INFO(on_gpu.status().message());
+    REQUIRE(on_cpu.ok());
+    REQUIRE(on_gpu.ok());
+    auto cpu_slot = (*on_cpu)->new_slot();
+    auto gpu_slot = (*on_gpu)->new_slot();
+    REQUIRE(cpu_slot.ok());
+    REQUIRE(gpu_slot.ok());
+    InProcessExchange exchange(2);
+    std::vector<float> cpu_out(want.size()), gpu_out(want.size());
+    Status gpu_status = Status::Ok();
+    std::thread rank1([&] {
+      gpu_status = (*gpu_slot)->run(x.data(), gpu_out.data(), exchange.member(1), nullptr);
+    });
+    const Status cpu_status =
+        (*cpu_slot)->run(x.data(), cpu_out.data(), exchange.member(0), nullptr);
+    rank1.join();
+    INFO(cpu_status.message() << " / " << gpu_status.message());
+    REQUIRE(cpu_status.ok());
+    REQUIRE(gpu_status.ok());
+    CHECK(tolerance_ratio(cpu_out, want) <= 1.0);
+    CHECK(tolerance_ratio(gpu_out, want) <= 1.0);
+  }
+}
+
+TEST_CASE("a layer the GPU cannot batch over ranks is refused by name", "[gpu]") {
+  Backend* gpu = cuda_or_skip();
+  if (gpu == nullptr) return;
+  // A softmax over a flattened 3 x 3 map: stored [C][b][9] at K = 2, b = 2, not [F][b].
+  const model::ModelPlan plan = plan_from(R"({"name": "spatial_softmax",
+    "input": {"channels": 4, "height": 3, "width": 3},
+    "layers": [{"name": "c", "type": "conv2d", "out_channels": 6, "kernel": 1},
+               {"name": "f", "type": "flatten"}, {"name": "p", "type": "softmax"}]})");
+  const model::Weights w = model::Weights::seeded(plan, 2);
+  auto refused = gpu->prepare(plan, w, Partition{0, 2}, 1, 2);
+  CHECK(refused.status().code() == StatusCode::kInvalidArgument);
+  CHECK(refused.status().message().find("softmax") != std::string::npos);
+  CHECK(refused.status().message().find("b = 2") != std::string::npos);
+  CHECK(refused.status().message().find("--backend cpu") != std::string::npos);
+  // The same batch on one rank, and the same ranks at b = 1, run.
+  CHECK(gpu->prepare(plan, w, Partition{0, 1}, 1, 2).ok());
+  CHECK(gpu->prepare(plan, w, Partition{0, 2}, 1, 1).ok());
 }
