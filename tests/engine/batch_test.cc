@@ -19,6 +19,7 @@ using serf::engine::testing::kUserOps;
 using serf::engine::testing::load_shipped;
 using serf::engine::testing::max_relative_error;
 using serf::engine::testing::plan_from;
+using serf::engine::testing::run_batch;
 
 namespace {
 
@@ -73,21 +74,6 @@ const char* kStem = R"({"name": "stem", "input": {"channels": 3, "height": 32, "
   {"name": "gap", "type": "global_avgpool"},
   {"name": "fl", "type": "flatten"},
   {"name": "fc", "type": "fully_connected", "out": 10}]})";
-
-std::vector<float> run_batch(Backend& backend, const model::ModelPlan& plan,
-                             const model::Weights& w, const std::vector<float>& input, int ranks,
-                             int threads, int batch) {
-  auto unit = SimulatedUnit::create(backend, plan, w, ranks, threads, batch);
-  INFO(unit.status().message());
-  REQUIRE(unit.ok());
-  std::vector<float> out(static_cast<size_t>(plan.output().elements() * batch));
-  for (int round = 0; round < 2; ++round) {  // the second reuses every buffer
-    const Status s = (*unit)->run(input.data(), out.data(), nullptr);
-    INFO(s.message());
-    REQUIRE(s.ok());
-  }
-  return out;
-}
 
 // Row r of a batch of b (input seeded with seed + r) against that input run alone (K = 1, b = 1).
 void check_rows(const model::ModelPlan& plan, const std::vector<int>& ranks_list,

@@ -29,6 +29,7 @@ using namespace serf::engine;
 using serf::engine::testing::kShuffle;
 using serf::engine::testing::kUserOps;
 using serf::engine::testing::load_shipped;
+using serf::engine::testing::run_batch;
 
 namespace {
 
@@ -384,21 +385,6 @@ TEST_CASE("bad input to the GPU backend is a clear error", "[gpu]") {
 
 namespace {
 
-// b rows (inputs seeded 30 + r) through a unit of K ranks of `backend`; rows.size() = b * out.
-std::vector<float> run_rows(Backend& backend, const model::ModelPlan& plan, const model::Weights& w,
-                            const std::vector<float>& input, int ranks, int batch) {
-  auto unit = SimulatedUnit::create(backend, plan, w, ranks, 1, batch);
-  INFO(unit.status().message());
-  REQUIRE(unit.ok());
-  std::vector<float> out(static_cast<size_t>(plan.output().elements() * batch));
-  for (int round = 0; round < 2; ++round) {  // the second reuses every buffer
-    const Status s = (*unit)->run(input.data(), out.data(), nullptr);
-    INFO(s.message());
-    REQUIRE(s.ok());
-  }
-  return out;
-}
-
 std::vector<float> row_of(const std::vector<float>& rows, int64_t row_floats, int r) {
   return {rows.begin() + row_floats * r, rows.begin() + row_floats * (r + 1)};
 }
@@ -421,8 +407,8 @@ void check_gpu_batches(Backend& gpu, const model::ModelPlan& plan) {
       INFO("K=" << ranks << " b=" << batch);
       const std::vector<float> x(inputs.begin(),
                                  inputs.begin() + plan.spec.input.elements() * batch);
-      const std::vector<float> want = run_rows(cpu(), plan, w, x, ranks, batch);
-      const std::vector<float> got = run_rows(gpu, plan, w, x, ranks, batch);
+      const std::vector<float> want = run_batch(cpu(), plan, w, x, ranks, 1, batch);
+      const std::vector<float> got = run_batch(gpu, plan, w, x, ranks, 1, batch);
       for (int r = 0; r < batch; ++r) {
         INFO("row " << r);
         CHECK(tolerance_ratio(row_of(got, out_n, r), row_of(want, out_n, r)) <= 1.0);
@@ -465,7 +451,7 @@ TEST_CASE("a batch over a CPU rank and a GPU rank: the exchanged parts agree", "
       const std::vector<float> row = model::seeded_input(plan.spec.input, 50 + r);
       x.insert(x.end(), row.begin(), row.end());
     }
-    const std::vector<float> want = run_rows(cpu(), plan, w, x, 1, batch);
+    const std::vector<float> want = run_batch(cpu(), plan, w, x, 1, 1, batch);
     // Rank 0 on the CPU, rank 1 on the GPU, one in-process exchange between them.
     auto on_cpu = cpu().prepare(plan, w, Partition{0, 2}, 1, batch);
     auto on_gpu = gpu->prepare(plan, w, Partition{1, 2}, 1, batch);

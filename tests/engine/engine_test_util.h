@@ -8,7 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend.h"
+#include "engine/simulated_unit.h"
 #include "model/model_spec.h"
+#include "model/weights.h"
 
 namespace serf::engine::testing {
 
@@ -27,6 +30,23 @@ inline double max_relative_error(const std::vector<float>& a, const std::vector<
     worst = std::max(worst, d / std::max(std::abs(double{b[i]}), floor));
   }
   return worst;
+}
+
+// A batch of b rows (b x input floats) through a unit of K ranks of T threads of `backend`, run
+// twice (the second run reuses every buffer); its output, b x output floats.
+inline std::vector<float> run_batch(Backend& backend, const model::ModelPlan& plan,
+                                    const model::Weights& w, const std::vector<float>& input,
+                                    int ranks, int threads, int batch) {
+  auto unit = SimulatedUnit::create(backend, plan, w, ranks, threads, batch);
+  INFO(unit.status().message());
+  REQUIRE(unit.ok());
+  std::vector<float> out(static_cast<size_t>(plan.output().elements() * batch));
+  for (int round = 0; round < 2; ++round) {
+    const Status s = (*unit)->run(input.data(), out.data(), nullptr);
+    INFO(s.message());
+    REQUIRE(s.ok());
+  }
+  return out;
 }
 
 // A model with every layer kind (residual add, concat, grouped / depthwise / dilated conv2d,
