@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -134,22 +135,27 @@ struct ErrorLists {
 
 // The prediction at the service time the point measured: the fixed point of s = measured service
 // / predicted service of the s-scaled model (the state mix moves with the load, so one step is
-// not exact for c > 1). Sets r's rescaled fields when the scaled model is stable.
-void rescale(const QueueModel& model, const LatencyObjective& mean_objective,
-             const ConfigurationFamily& family, const MeasuredPoint& p, PointResult* r) {
+// not exact for c > 1). Every service time times s is the same queue on a clock s times slower:
+// latency s * L(rate * s). `predict` is the configuration's model at a unit rate (b = 1 or the
+// bulk-service model); `correct` applies the planner's objective to a prediction (identity for a
+// batched point, whose arrivals are Poisson). Sets r's rescaled fields when the scaled model is
+// stable.
+void rescale(const std::function<Prediction(double)>& predict,
+             const std::function<Prediction(const Prediction&)>& correct, const MeasuredPoint& p,
+             PointResult* r) {
   double scale = 1;
   Prediction scaled;
   for (int step = 0; step < 20; ++step) {
-    scaled = model.predict(p.config.service, r->unit_rate_per_s * scale);
+    scaled = predict(r->unit_rate_per_s * scale);
     if (!scaled.stable || !(scaled.service_ms > 0)) break;
     const double next = p.mean_service_ms / scaled.service_ms;
     const bool done = std::fabs(next - scale) <= 1e-6 * scale;
     scale = next;
     if (done) break;
   }
-  scaled = model.predict(p.config.service, r->unit_rate_per_s * scale);
+  scaled = predict(r->unit_rate_per_s * scale);
   if (!scaled.stable) return;
-  scaled = mean_objective.corrected(family, p.config.service, scaled);
+  scaled = correct(scaled);
   r->has_rescaled = true;
   r->rescale = scale;
   r->rescaled_latency_ms = scale * scaled.latency_ms;
@@ -168,7 +174,9 @@ Status apply_objectives(const Profile& profile, const QueueModel& model,
                         LatencyObjective::Create(profile, o));
   r->prediction = mean_objective->corrected(family, p.config.service, r->prediction);
   if (p.mean_service_ms > 0 && r->prediction.service_ms > 0) {
-    rescale(model, *mean_objective, family, p, r);
+    const int c = p.config.service;
+    rescale([&](double rate) { return model.predict(c, rate); },
+            [&](const Prediction& x) { return mean_objective->corrected(family, c, x); }, p, r);
     if (r->has_rescaled) errors->rescaled.push_back(r->rescaled_rel_error);
   }
   o.percentile = 99;
@@ -346,9 +354,10 @@ bool models_batching(QueueKind queue) {
 }
 
 // A point of a batched configuration (c, K, T, b > 1): the bulk-service model's prediction
-// (family_for: exact for c = 1, the approximation for c > 1), scored as any point. The planner's
-// objectives beyond the mean (bursty arrivals, p99, the rescaled model) are b = 1 models and are
-// left out. Under a queue model that does not batch the point is counted as not modelled.
+// (family_for: exact for c = 1, the approximation for c > 1), scored as any point, and rescaled to
+// the point's measured service time as a b = 1 point is ("the queue model alone"). The planner's
+// objectives beyond the mean (bursty arrivals, p99) are b = 1 models and are left out. Under a
+// queue model that does not batch the point is counted as not modelled.
 Status validate_batched_point(const Profile& profile, const MeasuredPoint& p, size_t k, int nodes,
                               QueueKind queue, const PointResult& adjusted, ErrorLists* errors,
                               ModelValidation* mv) {
@@ -364,6 +373,12 @@ Status validate_batched_point(const Profile& profile, const MeasuredPoint& p, si
   r.utilization = r.unit_rate_per_s / family->max_rate_per_s(p.config.service);
   r.prediction = family->predict(p.config.service, r.unit_rate_per_s);
   if (r.prediction.stable) {
+    if (p.mean_service_ms > 0 && r.prediction.service_ms > 0) {
+      const int c = p.config.service;
+      rescale([&](double rate) { return family->predict(c, rate); },
+              [](const Prediction& x) { return x; }, p, &r);
+      if (r.has_rescaled) errors->rescaled.push_back(r.rescaled_rel_error);
+    }
     score_point(p, &r, errors, mv);
   } else {
     ++mv->summary.unstable;

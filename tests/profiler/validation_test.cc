@@ -445,6 +445,51 @@ TEST_CASE("batched configurations are predicted by the bulk-service model", "[va
   CHECK(rates->at(0) == Approx(0.5 * 2 * (2 * 4 / 21e-3)));
 }
 
+TEST_CASE("a batched point is rescaled to its measured service time", "[validation]") {
+  // The machine ran 20 % faster than profiled: the measurement is the bulk-service model of the
+  // profile with every tuple at 0.8 of its time. The raw prediction is off; the one rescaled to
+  // the point's measured service time (the queue model alone) is not.
+  Profile p = two_node_profile();
+  p.tuples.push_back({{1, 1, 1, 4}, 15.0, 0.0, 10});
+  p.tuples.push_back({{2, 1, 1, 4}, 21.0, 0.0, 10});
+  p.tuples.push_back({{1, 1, 1, 2}, 12.0, 0.0, 10});
+  p.tuples.push_back({{2, 1, 1, 2}, 17.0, 0.0, 10});
+  p.tuples.push_back({{1, 1, 1, 3}, 13.5, 0.0, 10});
+  p.tuples.push_back({{2, 1, 1, 3}, 19.0, 0.0, 10});
+  p.reindex();
+  Profile faster = p;
+  for (auto& t : faster.tuples) t.mean_ms *= 0.8;
+  faster.reindex();
+  std::vector<MeasuredPoint> points;
+  for (const Configuration& c : {Configuration{1, 1, 1, 4}, Configuration{2, 1, 1, 4}}) {
+    auto fam = serf::family_for(faster, c, 2, QueueKind::kMdInterf);
+    REQUIRE(fam.ok());
+    const serf::Prediction truth = fam->predict(c.service, 250.0 / 2);  // 2 units of K = 1
+    REQUIRE(truth.stable);
+    MeasuredPoint m = point(c, 250, truth.latency_ms);
+    m.mean_service_ms = truth.service_ms;
+    points.push_back(m);
+  }
+  MeasuredPoint no_service = points[0];
+  no_service.mean_service_ms = 0;  // not measured: nothing to rescale to
+  no_service.rate_per_s = 200;
+  points.push_back(no_service);
+  auto report = serf::profiler::validate_predictions(p, points, 2, {QueueKind::kMdInterf});
+  INFO((report.ok() ? std::string() : report.status().message()));
+  REQUIRE(report.ok());
+  const auto& md = report->models[0];
+  REQUIRE(md.points.size() == 3);
+  for (size_t k = 0; k < 2; ++k) {
+    INFO("point " << k);
+    CHECK(md.points[k].rel_error > 0.1);
+    REQUIRE(md.points[k].has_rescaled);
+    CHECK(md.points[k].rescale == Approx(0.8).epsilon(1e-4));
+    CHECK(md.points[k].rescaled_rel_error == Approx(0).margin(1e-4));
+  }
+  CHECK_FALSE(md.points[2].has_rescaled);
+  CHECK(md.rescaled_summary.count == 2);
+}
+
 TEST_CASE("a batched point's b is read from and written to the files", "[validation]") {
   const std::string text = R"({"format": "serf-exhaustive/1", "model": "m", "points": [
     {"rate": 100, "service": 1, "inter": 1, "intra": 1, "batch": 4, "requests": 50,
