@@ -67,6 +67,7 @@ Status time_runs(engine::SimulatedUnit& unit, const model::ModelPlan& plan, cons
     }
   }
   p->fused = timings.fused;
+  p->layer_threads = timings.threads;
   p->output = std::move(output);
   return Status::Ok();
 }
@@ -138,6 +139,7 @@ Status run_infer(const InferOptions& o) {
 Status print_infer(const InferPrint& p, bool json) {
   const std::vector<float>& all = p.output;
   const size_t layers = p.layer_names.size();
+  auto threads_of = [&p](size_t i) { return i < p.layer_threads.size() ? p.layer_threads[i] : 0; };
   const size_t row = all.size() / static_cast<size_t>(std::max(p.batch, 1));
   const std::vector<float> output(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(row));
   for (float v : all) {
@@ -182,11 +184,13 @@ Status print_infer(const InferPrint& p, bool json) {
     }
     doc["layers"] = nlohmann::json::array();
     for (size_t i = 0; i < layers; ++i) {
-      doc["layers"].push_back({{"name", p.layer_names[i]},
-                               {"type", p.layer_types[i]},
-                               {"ms", median(p.compute_ms[i])},
-                               {"exchange_ms", median(p.exchange_ms[i])},
-                               {"fused", p.fused[i] != 0}});
+      nlohmann::json layer = {{"name", p.layer_names[i]},
+                              {"type", p.layer_types[i]},
+                              {"ms", median(p.compute_ms[i])},
+                              {"exchange_ms", median(p.exchange_ms[i])},
+                              {"fused", p.fused[i] != 0}};
+      if (threads_of(i) > 0) layer["threads"] = threads_of(i);
+      doc["layers"].push_back(std::move(layer));
     }
     std::cout << doc.dump() << "\n";
     return Status::Ok();
@@ -198,14 +202,15 @@ Status print_infer(const InferPrint& p, bool json) {
   if (p.batch > 1) std::printf("row 0 of %d:\n", p.batch);
   std::printf("top-5:");
   for (int c : order) std::printf("  %d (%.6g)", c, output[c]);
-  std::printf("\n%-12s %-16s %12s %12s\n", "layer", "type", "ms", "exchange_ms");
+  std::printf("\n%-12s %-16s %12s %12s %8s\n", "layer", "type", "ms", "exchange_ms", "threads");
   for (size_t i = 0; i < layers; ++i) {
     const char* type = p.layer_types[i].c_str();
     if (p.fused[i]) {
       std::printf("%-12s %-16s %12s %12s\n", p.layer_names[i].c_str(), type, "fused", "");
     } else {
-      std::printf("%-12s %-16s %12.3f %12.3f\n", p.layer_names[i].c_str(), type,
-                  median(p.compute_ms[i]), median(p.exchange_ms[i]));
+      const std::string threads = threads_of(i) > 0 ? std::to_string(threads_of(i)) : "-";
+      std::printf("%-12s %-16s %12.3f %12.3f %8s\n", p.layer_names[i].c_str(), type,
+                  median(p.compute_ms[i]), median(p.exchange_ms[i]), threads.c_str());
     }
   }
   return Status::Ok();

@@ -23,6 +23,7 @@ struct InferPrint {
   std::vector<std::string> layer_names, layer_types;
   std::vector<std::vector<double>> compute_ms, exchange_ms;  // per layer, one per timed run
   std::vector<char> fused;                                   // per layer
+  std::vector<int> layer_threads;  // per layer: CPU threads it ran on (empty or 0: not reported)
   // --output-out: the whole output as safetensors, tensor "output" of this shape ([b, N] when
   // empty).
   std::string output_out;

@@ -34,10 +34,12 @@ struct LayerTimings {
   std::vector<double> compute_ms;   // the layer's own kernels (plus layout reorders)
   std::vector<double> exchange_ms;  // all-gather of this layer's output (0 when none)
   std::vector<char> fused;          // 1 when folded into the previous layer's kernel
+  std::vector<int> threads;         // CPU threads the layer ran on (0: not reported, e.g. CUDA)
   void resize(size_t layers) {
     compute_ms.assign(layers, 0.0);
     exchange_ms.assign(layers, 0.0);
     fused.assign(layers, 0);
+    threads.assign(layers, 0);
   }
 };
 

@@ -8,6 +8,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+
 #include "cpu_model.h"
 #include "engine/prepared_cache.h"
 
@@ -27,7 +29,34 @@ class ScopedOmpThreads {
   int saved_;
 };
 
+// About 10 us of one core's work (measured on cifar10, docs/engine.md): 1M multiply-adds of a
+// convolution at ~100 G/s, or 64K floats of a pooling, LRN or element-wise pass. Below that per
+// thread, starting (and often waking) a team costs more than the split gains.
+constexpr double kMinMacsPerThread = 1 << 20;
+constexpr double kMinFloatsPerThread = 1 << 16;
+
 }  // namespace
+
+int step_threads(const LayerStep& step, const model::LayerInfo& info, int batch, int threads) {
+  if (threads <= 1 || step.noop) return 1;
+  // This rank's share of the layer: its output channels (conv2d, fully_connected) or the channels
+  // it processes (channel-local steps); all of it when replicated or K = 1.
+  double share = 1.0;
+  if (!step.replicated && info.connections > 0 && step.out_slice.count > 0 &&
+      info.out.channels > 0) {
+    share = static_cast<double>(step.out_slice.count) / info.out.channels;
+  } else if (!step.replicated && step.channels.count > 0 && info.in.channels > 0) {
+    share = static_cast<double>(step.channels.count) / info.in.channels;
+  }
+  double floats = static_cast<double>(info.out.elements());
+  for (const model::Shape& in : info.ins) floats += static_cast<double>(in.elements());
+  const double macs = static_cast<double>(info.connections) * batch * share;
+  // Whichever bounds the step: its multiply-adds, or the floats it moves (a depthwise or a pooling
+  // layer does few multiply-adds per float).
+  const double per_thread =
+      std::max(macs / kMinMacsPerThread, floats * batch * share / kMinFloatsPerThread);
+  return std::clamp(static_cast<int>(per_thread), 1, threads);
+}
 
 StatusOr<std::shared_ptr<CpuPreparedModel>> CpuPreparedModel::create(
     const model::ModelPlan& plan, const model::Weights& weights, Partition partition, int threads,
@@ -57,6 +86,10 @@ Status CpuPreparedModel::build(const model::Weights& weights) {
   StepBuilder builder(*this, weights);
   for (const LayerStep& planned : layout_.steps) {
     CpuStep step;
+    step.threads =
+        step_threads(planned, plan_.layers[static_cast<size_t>(planned.layer)], batch_, threads_);
+    // Primitives pick their work split from the creating thread's OpenMP thread count.
+    ScopedOmpThreads omp_threads(step.threads);
     SERF_RETURN_IF_ERROR(builder.build(planned, &step));
     steps_.push_back(std::move(step));
   }

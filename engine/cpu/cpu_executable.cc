@@ -163,6 +163,7 @@ Status CpuExecutable::run(const float* input, float* output, ActivationExchange&
   } else {
     std::memcpy(input_.data(), input, sizeof(float) * static_cast<size_t>(input_.size()));
   }
+  int team = m.threads_;  // the calling thread's OpenMP thread count now
   for (size_t i = 0; i < m.steps_.size(); ++i) {
     const CpuStep& step = m.steps_[i];
     // oneDNN's CPU stream runs in order and returns when done: a buffer is ready once written.
@@ -172,21 +173,27 @@ Status CpuExecutable::run(const float* input, float* output, ActivationExchange&
       if (timings != nullptr) timings->compute_ms[i] = 0.0;
       continue;
     }
+    if (step.threads != team) {  // a small step runs on fewer threads (step_threads)
+      team = step.threads;
+      omp_set_num_threads(team);
+    }
+    if (timings != nullptr) timings->threads[i] = team;
     const auto t0 = clock::now();
     const BoundStep& b = bound_[i];
     for (size_t c = 0; c < b.calls.size(); ++c) {
       if (step.gemv && c == step.gemv_after) {
         const GemvCall& g = step.gemv_call;
-        run_fc(g, b.gemv_x, b.gemv_y, m.threads_);
+        run_fc(g, b.gemv_x, b.gemv_y, team);
       }
       SERF_RETURN_IF_ERROR(execute(b.calls[c]));
     }
     if (step.gemv && step.gemv_after == b.calls.size()) {
       const GemvCall& g = step.gemv_call;
-      run_fc(g, b.gemv_x, b.gemv_y, m.threads_);
+      run_fc(g, b.gemv_x, b.gemv_y, team);
     }
     if (timings != nullptr) timings->compute_ms[i] = ms_since(t0);
   }
+  if (team != m.threads_) omp_set_num_threads(m.threads_);  // the output reorders were made at T
   for (const GatherStep& g : m.layout_.output_gathers) SERF_RETURN_IF_ERROR(gather(g));
   for (const Bound& call : output_calls_) SERF_RETURN_IF_ERROR(execute(call));
   std::memcpy(output, address(m.output),

@@ -59,6 +59,7 @@ struct GemvCall {
 
 struct CpuStep {
   LayerStep plan;
+  int threads = 1;          // OpenMP threads this step runs on (step_threads), <= the model's T
   std::vector<Call> calls;  // in order
   bool gemv = false;        // run `gemv` (then `calls`, e.g. a reorder of its input before it)
   GemvCall gemv_call;
