@@ -138,11 +138,12 @@ struct ErrorLists {
 // not exact for c > 1). Every service time times s is the same queue on a clock s times slower:
 // latency s * L(rate * s). `predict` is the configuration's model at a unit rate (b = 1 or the
 // bulk-service model); `correct` applies the planner's objective to a prediction (identity for a
-// batched point, whose arrivals are Poisson). Sets r's rescaled fields when the scaled model is
-// stable.
+// batched point, whose arrivals are Poisson). When the point measured its service time and the
+// scaled model is stable, sets r's rescaled fields and adds the error to errors->rescaled.
 void rescale(const std::function<Prediction(double)>& predict,
              const std::function<Prediction(const Prediction&)>& correct, const MeasuredPoint& p,
-             PointResult* r) {
+             PointResult* r, ErrorLists* errors) {
+  if (!(p.mean_service_ms > 0) || !(r->prediction.service_ms > 0)) return;
   double scale = 1;
   Prediction scaled;
   for (int step = 0; step < 20; ++step) {
@@ -160,6 +161,7 @@ void rescale(const std::function<Prediction(double)>& predict,
   r->rescale = scale;
   r->rescaled_latency_ms = scale * scaled.latency_ms;
   r->rescaled_rel_error = std::fabs(r->rescaled_latency_ms - p.mean_latency_ms) / p.mean_latency_ms;
+  errors->rescaled.push_back(r->rescaled_rel_error);
 }
 
 // The planner's objectives for a stable point: the mean with the bursty-arrival factor (and its
@@ -173,12 +175,10 @@ Status apply_objectives(const Profile& profile, const QueueModel& model,
   SERF_ASSIGN_OR_RETURN(std::unique_ptr<LatencyObjective> mean_objective,
                         LatencyObjective::Create(profile, o));
   r->prediction = mean_objective->corrected(family, p.config.service, r->prediction);
-  if (p.mean_service_ms > 0 && r->prediction.service_ms > 0) {
-    const int c = p.config.service;
-    rescale([&](double rate) { return model.predict(c, rate); },
-            [&](const Prediction& x) { return mean_objective->corrected(family, c, x); }, p, r);
-    if (r->has_rescaled) errors->rescaled.push_back(r->rescaled_rel_error);
-  }
+  const int c = p.config.service;
+  rescale([&](double rate) { return model.predict(c, rate); },
+          [&](const Prediction& x) { return mean_objective->corrected(family, c, x); }, p, r,
+          errors);
   o.percentile = 99;
   SERF_ASSIGN_OR_RETURN(std::unique_ptr<LatencyObjective> p99_objective,
                         LatencyObjective::Create(profile, o));
@@ -373,12 +373,9 @@ Status validate_batched_point(const Profile& profile, const MeasuredPoint& p, si
   r.utilization = r.unit_rate_per_s / family->max_rate_per_s(p.config.service);
   r.prediction = family->predict(p.config.service, r.unit_rate_per_s);
   if (r.prediction.stable) {
-    if (p.mean_service_ms > 0 && r.prediction.service_ms > 0) {
-      const int c = p.config.service;
-      rescale([&](double rate) { return family->predict(c, rate); },
-              [](const Prediction& x) { return x; }, p, &r);
-      if (r.has_rescaled) errors->rescaled.push_back(r.rescaled_rel_error);
-    }
+    const int c = p.config.service;
+    rescale([&](double rate) { return family->predict(c, rate); },
+            [](const Prediction& x) { return x; }, p, &r, errors);
     score_point(p, &r, errors, mv);
   } else {
     ++mv->summary.unstable;

@@ -3,6 +3,7 @@
 #include "profiler/validation.h"
 
 #include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
@@ -38,6 +39,26 @@ double predicted_ms(const Profile& p, const Configuration& c, int nodes, double 
   REQUIRE(model.ok());
   const int units = nodes / c.inter;
   return model->predict(c.service, rate / units).latency_ms;
+}
+
+// two_node_profile with batch tuples (1, 1, 1, b) and (2, 1, 1, b): {b, ms with one batch
+// running, ms with two}.
+Profile with_batches(std::initializer_list<std::array<double, 3>> batches) {
+  Profile p = two_node_profile();
+  for (const auto& [b, one, two] : batches) {
+    p.tuples.push_back({{1, 1, 1, static_cast<int>(b)}, one, 0.0, 10});
+    p.tuples.push_back({{2, 1, 1, static_cast<int>(b)}, two, 0.0, 10});
+  }
+  p.reindex();
+  return p;
+}
+
+// The bulk-service model's prediction of configuration c at a cluster rate on 2 nodes (units of
+// K = 1), as serf validate makes it.
+serf::Prediction batched_prediction(const Profile& p, const Configuration& c, double rate) {
+  auto fam = serf::family_for(p, c, 2, QueueKind::kMdInterf);
+  REQUIRE(fam.ok());
+  return fam->predict(c.service, rate / 2);
 }
 
 MeasuredPoint point(Configuration c, double rate, double mean_ms, double ci = -1) {
@@ -388,18 +409,11 @@ TEST_CASE("the planner check also names the best by sample-path estimate", "[val
 }
 
 TEST_CASE("batched configurations are predicted by the bulk-service model", "[validation]") {
-  // Batches of 2 and 4 on one node: tuples (i, 1, 1, b) and (1, 1, 2, b).
-  Profile p = two_node_profile();
-  p.tuples.push_back({{1, 1, 1, 2}, 12.0, 0.0, 10});
-  p.tuples.push_back({{2, 1, 1, 2}, 17.0, 0.0, 10});
-  p.tuples.push_back({{1, 1, 1, 4}, 15.0, 0.0, 10});
-  p.tuples.push_back({{2, 1, 1, 4}, 21.0, 0.0, 10});
-  p.reindex();
+  // Batches of 2 and 4 on one node: tuples (i, 1, 1, b).
+  const Profile p = with_batches({{2, 12.0, 17.0}, {4, 15.0, 21.0}});
   const Configuration one{1, 1, 1, 2}, two{2, 1, 1, 4};
   auto batched_ms = [&](const Configuration& c, double rate) {
-    auto fam = serf::family_for(p, c, 2, QueueKind::kMdInterf);
-    REQUIRE(fam.ok());
-    return fam->predict(c.service, rate / 2).latency_ms;  // 2 units of K = 1
+    return batched_prediction(p, c, rate).latency_ms;
   };
   // c = 1 is the exact M/D^(b)/1; the measurement equal to it has zero error, 10 % off 10 %.
   MeasuredPoint a = point(one, 150, batched_ms(one, 150));
@@ -449,22 +463,13 @@ TEST_CASE("a batched point is rescaled to its measured service time", "[validati
   // The machine ran 20 % faster than profiled: the measurement is the bulk-service model of the
   // profile with every tuple at 0.8 of its time. The raw prediction is off; the one rescaled to
   // the point's measured service time (the queue model alone) is not.
-  Profile p = two_node_profile();
-  p.tuples.push_back({{1, 1, 1, 4}, 15.0, 0.0, 10});
-  p.tuples.push_back({{2, 1, 1, 4}, 21.0, 0.0, 10});
-  p.tuples.push_back({{1, 1, 1, 2}, 12.0, 0.0, 10});
-  p.tuples.push_back({{2, 1, 1, 2}, 17.0, 0.0, 10});
-  p.tuples.push_back({{1, 1, 1, 3}, 13.5, 0.0, 10});
-  p.tuples.push_back({{2, 1, 1, 3}, 19.0, 0.0, 10});
-  p.reindex();
+  const Profile p = with_batches({{2, 12.0, 17.0}, {3, 13.5, 19.0}, {4, 15.0, 21.0}});
   Profile faster = p;
   for (auto& t : faster.tuples) t.mean_ms *= 0.8;
   faster.reindex();
   std::vector<MeasuredPoint> points;
   for (const Configuration& c : {Configuration{1, 1, 1, 4}, Configuration{2, 1, 1, 4}}) {
-    auto fam = serf::family_for(faster, c, 2, QueueKind::kMdInterf);
-    REQUIRE(fam.ok());
-    const serf::Prediction truth = fam->predict(c.service, 250.0 / 2);  // 2 units of K = 1
+    const serf::Prediction truth = batched_prediction(faster, c, 250);
     REQUIRE(truth.stable);
     MeasuredPoint m = point(c, 250, truth.latency_ms);
     m.mean_service_ms = truth.service_ms;
