@@ -30,7 +30,7 @@ double mean(const std::vector<double>& values) {
   return sum / static_cast<double>(values.size());
 }
 
-double mean_within_mad(std::vector<double> values, double z) {
+double mean_within_mad(const std::vector<double>& values, double z) {
   if (values.empty()) return 0;
   const double m = median(values);
   std::vector<double> deviation;

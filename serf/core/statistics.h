@@ -30,7 +30,7 @@ double mean(const std::vector<double>& values);
 // Gaussian values): a mean that a few wild values (a stalled host's batch means) cannot move,
 // while a skewed but steady spread (a host's heavy tail) is kept, unlike a trimmed mean's. Never
 // empty: when the MAD is 0 at least half the values equal the median. 0 for no values.
-double mean_within_mad(std::vector<double> values, double z);
+double mean_within_mad(const std::vector<double>& values, double z);
 // The second central moment of the values, sum (x - mean)^2 / n: the plug-in estimate of a
 // distribution's variance, as a profile's service-time SCV takes it; 0 for no values.
 double variance(const std::vector<double>& values);
