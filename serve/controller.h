@@ -98,6 +98,9 @@ class RateMonitor {
   explicit RateMonitor(double window_s) : window_s_(window_s) {}
   void record(double at_s);
   double rate_per_s(double now_s);
+  // Whether a whole window has passed since the start (time 0): before it the rate is a lower
+  // bound (the time before the start counts as empty), which the scheduler must not switch on.
+  bool warm(double now_s) const { return now_s >= window_s_; }
 
  private:
   double window_s_;

@@ -19,7 +19,9 @@ using namespace serf::serve;
 
 TEST_CASE("open loop answers every request once across switches", "[mpi][controller]") {
   FakeTransport t(4);
-  Controller c(t, {});
+  ControllerOptions o;
+  o.rate_window_s = 0.01;  // the hook is asked from 0.01 s on (the first whole window)
+  Controller c(t, o);
   REQUIRE(c.configure({1, 1, 1}).ok());
   REQUIRE(c.units() == 4);
   std::vector<Configuration> plan = {{2, 1, 1}, {1, 2, 1}, {1, 4, 2}, {2, 2, 1}};
@@ -42,6 +44,32 @@ TEST_CASE("open loop answers every request once across switches", "[mpi][control
   // Every configuration was applied to the transport, the first included.
   REQUIRE(t.configs.size() == 5);
   REQUIRE(t.configs.back() == Configuration{2, 2, 1});
+}
+
+TEST_CASE("no switch on less than a rate window of arrivals", "[mpi][controller]") {
+  // 1000/s from the start; a 0.3 s window. Before 0.3 s the monitor counts the time before the
+  // start as empty, so it reads low (e.g. 333/s at 0.1 s): a table would send the unit to a
+  // lighter load's configuration. The hook is first asked once a whole window has passed, and
+  // then sees the whole rate.
+  FakeTransport t(2);
+  ControllerOptions o;
+  o.rate_window_s = 0.3;
+  o.tick_s = 0.01;
+  Controller c(t, o);
+  REQUIRE(c.configure({1, 1, 1}).ok());
+  std::vector<std::pair<double, double>> asked;  // (now, rate)
+  auto hook = [&](double now_s, double rate) -> std::optional<Configuration> {
+    asked.emplace_back(now_s, rate);
+    if (asked.size() == 1) return Configuration{2, 1, 1};
+    return std::nullopt;
+  };
+  REQUIRE(c.run_open_loop(poisson_arrivals(1000, 600, 11), hook).ok());
+  REQUIRE(!asked.empty());
+  REQUIRE(asked.front().first >= 0.3);
+  REQUIRE(asked.front().second > 700);  // the whole window's rate, not a third of it
+  REQUIRE(c.switches().size() == 1);
+  REQUIRE(c.switches().front().at_s >= 0.3);
+  REQUIRE(c.counts().answered == 600);
 }
 
 TEST_CASE("a unit never runs more than c requests", "[mpi][controller]") {
