@@ -90,7 +90,13 @@ Status ServiceSampler::check(const Configuration& config) const {
   return Status::Ok();
 }
 
-void RateMonitor::record(double at_s) { arrivals_.push_back(at_s); }
+void RateMonitor::record(double at_s) {
+  if (!any_) {
+    any_ = true;
+    first_s_ = at_s;
+  }
+  arrivals_.push_back(at_s);
+}
 
 double RateMonitor::rate_per_s(double now_s) {
   while (!arrivals_.empty() && arrivals_.front() < now_s - window_s_) arrivals_.pop_front();

@@ -98,12 +98,15 @@ class RateMonitor {
   explicit RateMonitor(double window_s) : window_s_(window_s) {}
   void record(double at_s);
   double rate_per_s(double now_s);
-  // Whether a whole window has passed since the start (time 0): before it the rate is a lower
-  // bound (the time before the start counts as empty), which the scheduler must not switch on.
-  bool warm(double now_s) const { return now_s >= window_s_; }
+  // Whether a whole window has passed since the first arrival: before it the rate is a lower
+  // bound (the time before the load began counts as empty), which the scheduler must not switch
+  // on. The first arrival, not the service's start: clients connect when they are ready.
+  bool warm(double now_s) const { return any_ && now_s - first_s_ >= window_s_; }
 
  private:
   double window_s_;
+  bool any_ = false;  // an arrival was recorded
+  double first_s_ = 0;  // the first one's time (before the service's start for an early client)
   std::deque<double> arrivals_;
 };
 

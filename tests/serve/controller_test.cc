@@ -72,6 +72,42 @@ TEST_CASE("no switch on less than a rate window of arrivals", "[mpi][controller]
   REQUIRE(c.counts().answered == 600);
 }
 
+TEST_CASE("the window starts at the first arrival, not at the service's start", "[mpi][controller]") {
+  // Clients connect 0.4 s after the service starts; a 0.3 s window. Counting from the start, the
+  // monitor would be warm at 0.3 s and read 0-300/s of a 1000/s load until 0.7 s.
+  FakeTransport t(2);
+  ControllerOptions o;
+  o.rate_window_s = 0.3;
+  o.tick_s = 0.01;
+  Controller c(t, o);
+  REQUIRE(c.configure({1, 1, 1}).ok());
+  std::vector<double> arrivals = poisson_arrivals(1000, 600, 12);
+  for (double& a : arrivals) a += 0.4;
+  std::vector<std::pair<double, double>> asked;
+  auto hook = [&](double now_s, double rate) -> std::optional<Configuration> {
+    asked.emplace_back(now_s, rate);
+    return std::nullopt;
+  };
+  REQUIRE(c.run_open_loop(arrivals, hook).ok());
+  REQUIRE(!asked.empty());
+  REQUIRE(asked.front().first >= 0.4 + 0.3 - 0.01);  // the first arrival comes just after 0.4 s
+  REQUIRE(asked.front().second > 700);
+  REQUIRE(c.counts().answered == 600);
+}
+
+TEST_CASE("the rate monitor is warm a window after its first arrival", "[controller]") {
+  RateMonitor m(2.0);
+  REQUIRE(!m.warm(5.0));  // nothing arrived yet
+  m.record(-0.5);         // a client's request taken before the service's loop began
+  REQUIRE(!m.warm(1.4));
+  REQUIRE(m.warm(1.5));
+  RateMonitor late(2.0);
+  for (int k = 0; k < 200; ++k) late.record(1.0 + 0.01 * k);  // 200 arrivals in [1, 3)
+  REQUIRE(!late.warm(2.9));
+  REQUIRE(late.warm(3.0));
+  REQUIRE(late.rate_per_s(3.0) == Approx(100.0));
+}
+
 TEST_CASE("a unit never runs more than c requests", "[mpi][controller]") {
   FakeTransport t(2, 5e-3);
   Controller c(t, {});
