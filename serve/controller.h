@@ -105,7 +105,7 @@ class RateMonitor {
 
  private:
   double window_s_;
-  bool any_ = false;  // an arrival was recorded
+  bool any_ = false;    // an arrival was recorded
   double first_s_ = 0;  // the first one's time (before the service's start for an early client)
   std::deque<double> arrivals_;
 };

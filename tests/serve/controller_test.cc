@@ -72,7 +72,8 @@ TEST_CASE("no switch on less than a rate window of arrivals", "[mpi][controller]
   REQUIRE(c.counts().answered == 600);
 }
 
-TEST_CASE("the window starts at the first arrival, not at the service's start", "[mpi][controller]") {
+TEST_CASE("the window starts at the first arrival, not at the service's start",
+          "[mpi][controller]") {
   // Clients connect 0.4 s after the service starts; a 0.3 s window. Counting from the start, the
   // monitor would be warm at 0.3 s and read 0-300/s of a 1000/s load until 0.7 s.
   FakeTransport t(2);
