@@ -238,10 +238,11 @@ Status Controller::tick(const LoopPlan& plan, double t, RateMonitor* monitor, do
   const double rate = monitor->rate_per_s(t);
   publish(rate);
   if (plan.hook == nullptr || !*plan.hook || draining_) return Status::Ok();
-  // No switch on less than a window of arrivals: a partial window reads low, and the table would
+  // No rate on less than a window of arrivals: a partial window reads low, and the table would
   // send a unit started for the load it is about to get to the configuration of a lighter one.
-  if (!monitor->warm(t)) return Status::Ok();
-  std::optional<Configuration> want = (*plan.hook)(t, rate);
+  // The hook still gets the time (a --schedule switches on it); a rate of 0 is "not measured yet",
+  // on which the table does not act.
+  std::optional<Configuration> want = (*plan.hook)(t, monitor->warm(t) ? rate : 0.0);
   if (want && !(*want == config_)) SERF_RETURN_IF_ERROR(configure(*want));
   return Status::Ok();
 }
