@@ -20,7 +20,7 @@ using namespace serf::serve;
 TEST_CASE("open loop answers every request once across switches", "[mpi][controller]") {
   FakeTransport t(4);
   ControllerOptions o;
-  o.rate_window_s = 0.01;  // the hook is asked from 0.01 s on (the first whole window)
+  o.rate_window_s = 0.01;  // a measured rate from 0.01 s on (this hook reads the time)
   Controller c(t, o);
   REQUIRE(c.configure({1, 1, 1}).ok());
   REQUIRE(c.units() == 4);

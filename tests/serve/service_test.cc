@@ -325,7 +325,7 @@ TEST_CASE("SIGTERM during a switch's drain or its reconfiguration: every request
   ControllerOptions o;
   o.stop = &stop;
   o.tick_s = 0.01;
-  o.rate_window_s = 0.001;  // the hook is asked at the first tick (a whole window has passed)
+  o.rate_window_s = 0.001;  // a measured rate from the first tick (this hook reads neither)
   Controller c(t, o);
   REQUIRE(c.configure({1, 1, 1}).ok());
   t.configure_s = 0.3;
