@@ -35,6 +35,9 @@ struct ServeOptions {
   std::string schedule;
   std::string table;
   double min_dwell_s = 1;
+  // Hysteresis in rate: standard deviations of the rate estimate a switch to a lighter load's
+  // configuration waits for (serve::RateBand); 0: none.
+  double rate_band_sd = 2;
   double rate_window_s = 2;
   std::string load;
   ArrivalFlags arrivals;  // --arrivals, --arrival-scv
@@ -348,9 +351,10 @@ Status serve_on_controller(const ServeOptions& o, const ServePlan& plan, Runtime
     SERF_ASSIGN_OR_RETURN(serve::SwitchFilter gate,
                           switch_gate(o, plan, session, calibration.get(), controller,
                                       frontends ? frontends->metrics() : nullptr));
+    const serve::RateBand band{o.rate_window_s, o.rate_band_sd};
     hook = calibration && plan.table->objective == "mean"
-               ? calibration->scheduler_hook(on_overload, gate)
-               : serve::table_hook(*plan.table, o.min_dwell_s, on_overload, gate);
+               ? calibration->scheduler_hook(on_overload, gate, band)
+               : serve::table_hook(*plan.table, o.min_dwell_s, on_overload, gate, band);
   }
   std::vector<serve::Recalibration> recalibrations;
   auto report = [&] {
@@ -525,6 +529,13 @@ void add_serve_table_flags(CLI::App* sub, ServeOptions* serve, CLI::Option* tabl
   sub->add_option("--min-dwell", serve->min_dwell_s,
                   "with --table: seconds at least between two switches (hysteresis)")
       ->check(finite_range(0, 86400))
+      ->needs(table);
+  sub->add_option("--rate-band", serve->rate_band_sd,
+                  "with --table: standard deviations of the measured rate (a Poisson count over "
+                  "--rate-window) by which the rate must fall below every level naming the "
+                  "running configuration before the table switches to a lighter load's; switches "
+                  "to a heavier load's do not wait; 0: none (default 2; docs/runtime.md)")
+      ->check(finite_range(0, 10))
       ->needs(table);
 }
 

@@ -334,7 +334,8 @@ AnswerHook SelfCalibration::answer_hook() {
   };
 }
 
-SchedulerHook SelfCalibration::scheduler_hook(OverloadHook on_overload, SwitchFilter filter) {
+SchedulerHook SelfCalibration::scheduler_hook(OverloadHook on_overload, SwitchFilter filter,
+                                              RateBand band) {
   TableSource newest = [this]() -> std::shared_ptr<const ConfigurationTable> {
     int64_t tag = 0;
     std::shared_ptr<const ConfigurationTable> table = replanner_.latest(&tag);
@@ -344,7 +345,8 @@ SchedulerHook SelfCalibration::scheduler_hook(OverloadHook on_overload, SwitchFi
       log_[tag - 1].replan_ms = replanner_.last_plan_ms();
     return table;
   };
-  return table_hook(std::move(newest), min_dwell_s_, std::move(on_overload), std::move(filter));
+  return table_hook(std::move(newest), min_dwell_s_, std::move(on_overload), std::move(filter),
+                    band);
 }
 
 std::vector<Recalibration> SelfCalibration::recalibrations() const {

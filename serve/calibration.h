@@ -211,7 +211,9 @@ class SelfCalibration {
   AnswerHook answer_hook();
   // on_overload: as table_hook's, for the table in use at that moment.
   // filter: as table_hook's (the switch gate).
-  SchedulerHook scheduler_hook(OverloadHook on_overload = nullptr, SwitchFilter filter = nullptr);
+  // band: as table_hook's (hysteresis in rate).
+  SchedulerHook scheduler_hook(OverloadHook on_overload = nullptr, SwitchFilter filter = nullptr,
+                               RateBand band = {});
   // Called (on the controller's thread) after each recalibration, e.g. to log it.
   void set_on_recalibration(std::function<void(const Recalibration&)> f) {
     on_recalibration_ = std::move(f);

@@ -120,8 +120,29 @@ std::optional<std::pair<Configuration, double>> highest_capacity(const Configura
   return best;
 }
 
+double RateBand::half_width(double rate_per_s) const {
+  if (!(window_s > 0) || !(sd > 0) || !(rate_per_s > 0)) return 0;
+  return sd * std::sqrt(rate_per_s / window_s);
+}
+
+namespace {
+
+// Whether the table names `config` at a stable level that a rate in [lo, hi] looks up.
+bool named_within(const ConfigurationTable& table, double lo, double hi,
+                  const Configuration& config) {
+  auto it = std::lower_bound(table.entries.begin(), table.entries.end(), lo,
+                             [](const TableEntry& e, double r) { return e.rate_per_s < r; });
+  for (; it != table.entries.end(); ++it) {
+    if (it->stable && it->config == config) return true;
+    if (it->rate_per_s >= hi) break;  // the level that `hi` looks up is the last one
+  }
+  return false;
+}
+
+}  // namespace
+
 SchedulerHook table_hook(TableSource source, double min_dwell_s, OverloadHook on_overload,
-                         SwitchFilter filter) {
+                         SwitchFilter filter, RateBand band) {
   struct State {
     double last_switch_s = -1e300;
     std::optional<Configuration> current;
@@ -132,7 +153,7 @@ SchedulerHook table_hook(TableSource source, double min_dwell_s, OverloadHook on
   };
   auto state = std::make_shared<State>();
   return [source = std::move(source), min_dwell_s, on_overload = std::move(on_overload),
-          filter = std::move(filter),
+          filter = std::move(filter), band,
           state](double now_s, double rate_per_s) -> std::optional<Configuration> {
     std::shared_ptr<const ConfigurationTable> table = source();
     if (table == nullptr) return std::nullopt;
@@ -158,7 +179,14 @@ SchedulerHook table_hook(TableSource source, double min_dwell_s, OverloadHook on
     state->overloaded = overloaded;
     if (overloaded && !biggest) return std::nullopt;  // nothing in the table is ever stable
     const Configuration want = overloaded ? biggest->first : entry->config;
-    const bool differs = !state->current || !(*state->current == want);
+    bool differs = !state->current || !(*state->current == want);
+    // The rate band: the running configuration is still the table's at a rate the measurement
+    // does not rule out above it. An overload is no noise.
+    if (differs && !overloaded && state->current &&
+        named_within(*table, rate_per_s, rate_per_s + band.half_width(rate_per_s),
+                     *state->current)) {
+      differs = false;
+    }
     // Hysteresis against a noisy rate; an overload is no noise: the queue grows meanwhile.
     const bool dwelt = overloaded || now_s - state->last_switch_s >= min_dwell_s;
     if (!overloaded && filter) {
@@ -176,10 +204,10 @@ SchedulerHook table_hook(TableSource source, double min_dwell_s, OverloadHook on
 }
 
 SchedulerHook table_hook(ConfigurationTable table, double min_dwell_s, OverloadHook on_overload,
-                         SwitchFilter filter) {
+                         SwitchFilter filter, RateBand band) {
   auto fixed = std::make_shared<const ConfigurationTable>(std::move(table));
   return table_hook([fixed] { return fixed; }, min_dwell_s, std::move(on_overload),
-                    std::move(filter));
+                    std::move(filter), band);
 }
 
 std::vector<double> poisson_arrivals(double rate_per_s, int count, uint64_t seed) {

@@ -142,10 +142,22 @@ using TableSource = std::function<std::shared_ptr<const ConfigurationTable>()>;
 // (SwitchGate, serve/switch_cost.h). An overload switches without asking.
 using SwitchFilter = std::function<bool(double now_s, double rate_per_s,
                                         const Configuration& wanted, bool would_switch)>;
+// Hysteresis in rate. The measured rate is a count of arrivals over `window_s`: at rate r its
+// standard deviation is sqrt(r / window_s) for Poisson arrivals. A switch away from a running
+// configuration that the table names at a level within `sd` of those deviations above the rate
+// (so: to a lighter load's configuration, on a rate that may have dipped by chance) waits until
+// the rate is lower; a switch to a heavier load's configuration does not wait, too few servers
+// cost more than too many. sd = 0 or window_s = 0: no band.
+struct RateBand {
+  double window_s = 0;
+  double sd = 0;
+  double half_width(double rate_per_s) const;  // sd standard deviations at rate_per_s
+};
 SchedulerHook table_hook(TableSource source, double min_dwell_s, OverloadHook on_overload = nullptr,
-                         SwitchFilter filter = nullptr);
+                         SwitchFilter filter = nullptr, RateBand band = {});
 SchedulerHook table_hook(ConfigurationTable table, double min_dwell_s,
-                         OverloadHook on_overload = nullptr, SwitchFilter filter = nullptr);
+                         OverloadHook on_overload = nullptr, SwitchFilter filter = nullptr,
+                         RateBand band = {});
 
 struct RequestRecord {
   int64_t id = -1;

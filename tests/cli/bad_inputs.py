@@ -563,6 +563,10 @@ SERVE_BASE = ["serve"] + COMMANDS["serve"]
 REFRESH = ["profile", "--emulate", EMU, "--out", out_json, "--refresh", EMU_COPY]
 UTILIZATIONS = ["profile", "--emulate", EMU, "--out", out_json, "--exhaustive", "--utilizations", "0.5"]
 files_pass(SERVE_BASE + ["--table", path("table.json")])
+files_pass(SERVE_BASE + ["--table", path("table.json"), "--rate-band", "0"])
+for value in ("-1", "11", "nan", "inf", "2x"):
+    check(SERVE_BASE + ["--table", path("table.json"), "--rate-band", value], ["--rate-band"],
+          OUTPUTS, "rate band out of range")
 files_pass(SERVE_BASE + ["--profile", TOY])
 files_pass(REFRESH + ["--drift", RUN])
 files_pass(UTILIZATIONS + ["--capacity-profile", EMU])
@@ -653,6 +657,7 @@ PROFILE_TUPLES = ["profile"] + COMMANDS["profile"]
 for args, names in [
         (SERVE + ["--min-dwell", "5"], ["--min-dwell", "--table"]),
         (SERVE + ["--switch-cost", "on"], ["--switch-cost", "--table"]),
+        (SERVE + ["--rate-band", "1"], ["--rate-band", "--table"]),
         (CLIENTS + ["--requests", "10"], ["--requests", "--rate or --load"]),
         (CLIENTS + ["--arrivals", "deterministic"], ["--arrivals", "--rate or --load"]),
         (CLIENTS + ["--arrival-scv", "1"], ["--arrival-scv", "--rate or --load"]),

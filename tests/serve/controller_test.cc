@@ -420,6 +420,44 @@ TEST_CASE("the table hook follows the measured rate with hysteresis", "[mpi][con
   REQUIRE(!hook(5.0, 0));    // no arrivals measured yet
 }
 
+TEST_CASE("the rate band holds a configuration the rate may still need, not one it outgrew",
+          "[mpi][controller]") {
+  // (1,4,1) up to 140/s, (1,2,1) to 200/s, (2,1,1) to 300/s, levels every 10/s.
+  std::vector<std::pair<double, Configuration>> levels;
+  for (int r = 10; r <= 300; r += 10) {
+    levels.push_back({r, r <= 140 ? Configuration{1, 4, 1}
+                                  : r <= 200 ? Configuration{1, 2, 1} : Configuration{2, 1, 1}});
+  }
+  const ConfigurationTable table = table_of(4, levels);
+  const RateBand band{1.0, 2.0};
+  REQUIRE(band.half_width(100) == Approx(20.0));
+  REQUIRE(band.half_width(0) == 0);
+  REQUIRE(RateBand{}.half_width(100) == 0);
+  REQUIRE(RateBand{1.0, 0.0}.half_width(100) == 0);
+
+  SchedulerHook hook = table_hook(table, 0.0, nullptr, nullptr, band);
+  REQUIRE(hook(0.0, 160) == std::optional<Configuration>(Configuration{1, 2, 1}));
+  // 135/s: the table's level is (1,4,1)'s, but 135 + 2 sqrt(135) = 158 reaches (1,2,1)'s.
+  REQUIRE(!hook(1.0, 135));
+  REQUIRE(!hook(2.0, 125));  // 125 + 22.4 = 147.4: still within (1,2,1)'s levels
+  // 110 + 21 = 131: every level the band covers names (1,4,1).
+  REQUIRE(hook(3.0, 110) == std::optional<Configuration>(Configuration{1, 4, 1}));
+  // Up at once: (1,4,1) is no level's at or above 145/s.
+  REQUIRE(hook(4.0, 145) == std::optional<Configuration>(Configuration{1, 2, 1}));
+  REQUIRE(hook(5.0, 205) == std::optional<Configuration>(Configuration{2, 1, 1}));
+  REQUIRE(!hook(6.0, 185));  // 185 + 27 = 212: (2,1,1) is still the level of 210/s
+  REQUIRE(hook(7.0, 150) == std::optional<Configuration>(Configuration{1, 2, 1}));
+  // Beyond the top level: the top entry's, up at once.
+  REQUIRE(hook(8.0, 400) == std::optional<Configuration>(Configuration{2, 1, 1}));
+  // A fall past two boundaries: the band holds a configuration only if it covers its levels.
+  REQUIRE(hook(9.0, 130) == std::optional<Configuration>(Configuration{1, 4, 1}));
+
+  // Without the band the same rates switch down at once.
+  SchedulerHook plain = table_hook(table, 0.0);
+  REQUIRE(plain(0.0, 160) == std::optional<Configuration>(Configuration{1, 2, 1}));
+  REQUIRE(plain(1.0, 135) == std::optional<Configuration>(Configuration{1, 4, 1}));
+}
+
 TEST_CASE("an unstable level switches to the configuration of highest capacity, once said",
           "[mpi][controller]") {
   // Three stable levels: (1,4,1) holds 10/s at utilization 0.1 (capacity 100/s), (1,2,1) 50/s at
