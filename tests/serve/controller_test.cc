@@ -425,8 +425,9 @@ TEST_CASE("the rate band holds a configuration the rate may still need, not one 
   // (1,4,1) up to 140/s, (1,2,1) to 200/s, (2,1,1) to 300/s, levels every 10/s.
   std::vector<std::pair<double, Configuration>> levels;
   for (int r = 10; r <= 300; r += 10) {
-    levels.push_back({r, r <= 140 ? Configuration{1, 4, 1}
-                                  : r <= 200 ? Configuration{1, 2, 1} : Configuration{2, 1, 1}});
+    levels.push_back({r, r <= 140   ? Configuration{1, 4, 1}
+                         : r <= 200 ? Configuration{1, 2, 1}
+                                    : Configuration{2, 1, 1}});
   }
   const ConfigurationTable table = table_of(4, levels);
   const RateBand band{1.0, 2.0};
