@@ -127,14 +127,14 @@ double RateBand::half_width(double rate_per_s) const {
 
 namespace {
 
-// Whether the table names `config` at a stable level that a rate in [lo, hi] looks up.
+// Whether the table names `config` at a stable level that a rate in [lo, hi] looks up: from
+// lo's level (ConfigurationTable::lookup) to hi's. Above the top level, none but the top one.
 bool named_within(const ConfigurationTable& table, double lo, double hi,
                   const Configuration& config) {
-  auto it = std::lower_bound(table.entries.begin(), table.entries.end(), lo,
-                             [](const TableEntry& e, double r) { return e.rate_per_s < r; });
-  for (; it != table.entries.end(); ++it) {
-    if (it->stable && it->config == config) return true;
-    if (it->rate_per_s >= hi) break;  // the level that `hi` looks up is the last one
+  const TableEntry* end = table.entries.data() + table.entries.size();
+  for (const TableEntry* e = table.lookup(lo).entry; e != nullptr && e != end; ++e) {
+    if (e->stable && e->config == config) return true;
+    if (e->rate_per_s >= hi) break;  // the level that `hi` looks up is the last one
   }
   return false;
 }
@@ -179,14 +179,12 @@ SchedulerHook table_hook(TableSource source, double min_dwell_s, OverloadHook on
     state->overloaded = overloaded;
     if (overloaded && !biggest) return std::nullopt;  // nothing in the table is ever stable
     const Configuration want = overloaded ? biggest->first : entry->config;
-    bool differs = !state->current || !(*state->current == want);
     // The rate band: the running configuration is still the table's at a rate the measurement
-    // does not rule out above it. An overload is no noise.
-    if (differs && !overloaded && state->current &&
-        named_within(*table, rate_per_s, rate_per_s + band.half_width(rate_per_s),
-                     *state->current)) {
-      differs = false;
-    }
+    // does not rule out above it.
+    const bool held =
+        !overloaded && state->current &&
+        named_within(*table, rate_per_s, rate_per_s + band.half_width(rate_per_s), *state->current);
+    const bool differs = !held && (!state->current || !(*state->current == want));
     // Hysteresis against a noisy rate; an overload is no noise: the queue grows meanwhile.
     const bool dwelt = overloaded || now_s - state->last_switch_s >= min_dwell_s;
     if (!overloaded && filter) {
